@@ -1,0 +1,37 @@
+# The two commands of the README's quick start: `make run` and `make test`.
+# Both install missing Debian packages first (scripts/setup.sh), then configure and build
+# with CMake presets. Build outputs go to build/<preset>/, never into the source tree.
+
+JOBS ?= 2
+PRESET ?= release
+BUILD := build/$(PRESET)
+SCENARIO ?= scenarios/llama3.1-8b_8xh100.yaml
+
+.PHONY: all setup build run test bench dev-test clean
+
+all: build
+
+setup:
+	@scripts/setup.sh
+
+$(BUILD)/CMakeCache.txt: | setup
+	cmake --preset $(PRESET)
+
+build: setup $(BUILD)/CMakeCache.txt
+	cmake --build --preset $(PRESET) -j $(JOBS)
+
+run: build
+	$(BUILD)/sim/shardsim run $(SCENARIO)
+
+test: build
+	ctest --preset $(PRESET) -j $(JOBS)
+
+bench: build
+	$(BUILD)/tests/bench/shardsim_bench
+
+# The sanitizer build (ASan + UBSan) and its test run.
+dev-test:
+	$(MAKE) test PRESET=dev
+
+clean:
+	rm -rf build

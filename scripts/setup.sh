@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Debian packages shardsim builds with, only those that are missing.
+# Used by `make run`, `make test` and `make bench`; safe to run again.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  libsimgrid-dev        # network and host models (flow-level sharing of links)
+  libboost-graph-dev    # the step DAG and its topological sort
+  libyaml-cpp-dev       # scenario and topology files
+  libfmt-dev            # formatting
+  nlohmann-json3-dev    # JSON output, graph export, reading traces
+  doctest-dev           # unit tests
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "setup: installing ${missing[*]}"
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

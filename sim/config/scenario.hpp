@@ -1,0 +1,102 @@
+// A scenario file (scenarios/*.yaml) as plain, validated data. See DESIGN.md "Scenario file".
+// The topology it names is loaded too, with the scenario's cluster.overrides applied.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "config/choice.hpp"
+#include "config/topology.hpp"
+#include "core/param_spec.hpp"
+
+namespace shardsim::config {
+
+enum class DType { fp32, bf16, fp16 };
+enum class Optimizer { adamw, adam, sgd };
+enum class ActivationCheckpointing { none, selective, full };
+enum class Sharding { full_shard, shard_grad_op, no_shard, hybrid_shard, hybrid_shard_zero2 };
+enum class BackwardPrefetch { pre, post, none };
+
+[[nodiscard]] int dtype_bytes(DType t);
+[[nodiscard]] std::string_view to_string(DType t);
+[[nodiscard]] std::string_view to_string(ActivationCheckpointing a);
+[[nodiscard]] std::string_view to_string(Sharding s);
+[[nodiscard]] std::string_view to_string(BackwardPrefetch b);
+[[nodiscard]] std::string_view to_string(Optimizer o);
+
+template <class T>
+struct Located {
+  T value{};
+  Location where;
+};
+
+// The model as written: a preset, a Hugging Face config.json, explicit fields, or a preset with
+// some fields overridden. The model layer resolves it (model/transformer_spec.hpp).
+struct ModelConfig {
+  std::optional<Located<std::string>> preset;
+  std::optional<Located<std::filesystem::path>> hf_config;
+  std::optional<Located<std::string>> arch;
+  std::optional<Located<std::int64_t>> layers, hidden, heads, kv_heads, ffn_hidden, vocab, max_positions;
+  std::optional<Located<bool>> tie_embeddings;
+  Location where;
+};
+
+struct TrainingConfig {
+  std::int64_t seq_len = 0;
+  std::int64_t micro_batch = 1;
+  std::int64_t grad_accum = 1;
+  Optimizer optimizer = Optimizer::adamw;
+  ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::none;
+  DType dtype = DType::fp32;  // how parameters, gradients and optimizer state are stored
+};
+
+struct MixedPrecision {
+  bool enabled = false;
+  DType param = DType::fp32;   // all-gathered parameters and compute
+  DType reduce = DType::fp32;  // reduce-scatter / all-reduce of gradients
+};
+
+struct FsdpConfig {
+  int version = 2;
+  Sharding sharding = Sharding::full_shard;
+  Choice wrap;  // module | size | none, checked by the fsdp layer
+  BackwardPrefetch backward_prefetch = BackwardPrefetch::pre;
+  bool forward_prefetch = false;
+  bool limit_all_gathers = true;
+  MixedPrecision mixed_precision;
+  bool cpu_offload = false;
+};
+
+struct ClusterConfig {
+  std::filesystem::path topology_file;
+  std::int64_t nodes = 1;
+  TopologyConfig topology;
+};
+
+struct SimulationConfig {
+  int steps = 1;  // training steps simulated back to back; the last one is reported
+};
+
+struct ScenarioConfig {
+  std::string name;
+  std::filesystem::path file;
+  ClusterConfig cluster;
+  ModelConfig model;
+  TrainingConfig training;
+  FsdpConfig fsdp;
+  SimulationConfig simulation;
+
+  [[nodiscard]] std::int64_t world_size() const { return cluster.nodes * cluster.topology.node.gpus; }
+};
+
+// Loads a scenario and its topology; `assignments` are --set KEY=VALUE strings applied first.
+[[nodiscard]] ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const std::string> assignments = {});
+
+// Scenario settings, for `shardsim describe scenario`.
+[[nodiscard]] std::vector<Schema> scenario_schemas();
+
+}  // namespace shardsim::config

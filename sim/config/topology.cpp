@@ -1,0 +1,179 @@
+#include "config/topology.hpp"
+
+#include <array>
+
+#include "config/overrides.hpp"
+#include "config/yaml_load.hpp"
+#include "core/reader.hpp"
+
+namespace shardsim::config {
+namespace {
+
+constexpr std::array kTopologyParams{
+    ParamSpec{"name", "string", "", "what this cluster is, in a line"},
+    ParamSpec{"description", "string", "-", "longer notes, sources of the figures"},
+    ParamSpec{"gpu", "mapping", "", "the accelerator (see gpu)"},
+    ParamSpec{"node", "mapping", "", "one server: GPUs, NVLink, PCIe, NICs (see node)"},
+    ParamSpec{"fabric", "mapping", "{kind: single_switch}", "the network between nodes (see fabric)"},
+    ParamSpec{"host", "mapping", "{}", "the CPU side of a node (see host)"},
+};
+constexpr std::array kGpuParams{
+    ParamSpec{"model", "string", "", "GPU model, e.g. H100-SXM"},
+    ParamSpec{"memory", "size", "", "device memory, e.g. 80GiB"},
+    ParamSpec{"peak_flops", "mapping {bf16, fp32}", "", "dense peak compute per data type"},
+    ParamSpec{"hbm_bandwidth", "bandwidth", "", "peak device-memory bandwidth"},
+    ParamSpec{"efficiency", "mapping", "{}", "achievable fractions of peak (see gpu.efficiency)"},
+    ParamSpec{"kernel_launch", "duration", "4us", "fixed cost of each kernel (launch and tail)"},
+};
+constexpr std::array kPeakParams{
+    ParamSpec{"bf16", "compute rate", "", "dense bf16 tensor-core peak"},
+    ParamSpec{"fp32", "compute rate", "", "fp32 peak (non-tensor-core)"},
+};
+constexpr std::array kEfficiencyParams{
+    ParamSpec{"matmul", "fraction (0, 1]", "0.6", "large bf16 GEMMs, as a fraction of peak_flops"},
+    ParamSpec{"attention_forward", "fraction (0, 1]", "0.35", "FlashAttention-2 forward, fraction of peak"},
+    ParamSpec{"attention_backward", "fraction (0, 1]", "0.28", "FlashAttention-2 backward, fraction of peak"},
+    ParamSpec{"memory", "fraction (0, 1]", "0.8", "memory-bound kernels, fraction of hbm_bandwidth"},
+};
+constexpr std::array kNodeParams{
+    ParamSpec{"gpus", "integer 1..1024", "8", "GPUs per node"},
+    ParamSpec{"nvlink", "link", "", "per-GPU NVLink bandwidth through the NVSwitch, per direction"},
+    ParamSpec{"pcie", "link", "{bandwidth: 25GB/s, latency: 2us}", "host <-> GPU link (CPU offload)"},
+    ParamSpec{"nic", "link", "", "per-GPU network interface"},
+};
+constexpr std::array kLinkParams{
+    ParamSpec{"bandwidth", "bandwidth", "", "per direction, e.g. 400Gbps or 450GB/s"},
+    ParamSpec{"latency", "duration", "1us", "one-way latency of one hop"},
+    ParamSpec{"efficiency", "fraction (0, 1]", "1", "fraction of bandwidth a collective's payload achieves (NCCL busbw / link rate)"},
+};
+constexpr std::array kFabricParams{
+    ParamSpec{"kind", "single_switch | fat_tree | rail_optimized_fat_tree", "single_switch", "how nodes are connected"},
+    ParamSpec{"oversubscription", "number >= 1", "1", "leaf downlink / uplink bandwidth ratio"},
+    ParamSpec{"switch_latency", "duration", "1us", "latency added per switch traversed"},
+};
+constexpr std::array kHostParams{
+    ParamSpec{"memory_bandwidth", "bandwidth", "100GB/s", "CPU DRAM bandwidth (CPU-offloaded optimizer)"},
+};
+
+constexpr Schema kTopologySchema{"topology", "a cluster: GPUs, nodes and the fabric between them", kTopologyParams};
+constexpr Schema kGpuSchema{"gpu", "the accelerator", kGpuParams};
+constexpr Schema kPeakSchema{"gpu.peak_flops", "dense peak compute", kPeakParams};
+constexpr Schema kEfficiencySchema{"gpu.efficiency", "achievable fractions of peak used by the compute model", kEfficiencyParams};
+constexpr Schema kNodeSchema{"node", "one server", kNodeParams};
+constexpr Schema kLinkSchema{"link", "a point-to-point link", kLinkParams};
+constexpr Schema kFabricSchema{"fabric", "the network between nodes", kFabricParams};
+constexpr Schema kHostSchema{"host", "the CPU side of a node", kHostParams};
+
+const ConfigNode& child_or_default(const Reader& r, std::string_view key, ConfigNode& scratch) {
+  if (const ConfigNode* n = r.node(key)) return *n;
+  scratch = ConfigNode::make_map(r.where(key));
+  return scratch;
+}
+
+LinkSpec read_link(const Reader& parent, std::string_view key, std::string_view default_bw) {
+  ConfigNode scratch;
+  const ConfigNode* n = parent.node(key);
+  if (n == nullptr) {
+    if (default_bw.empty()) parent.fail(key, "missing required key (expected a link: {bandwidth: ..., latency: ...})");
+    scratch = ConfigNode::make_map(parent.where(key));
+    scratch.set("bandwidth", ConfigNode::make_scalar(std::string(default_bw), parent.where(key)), parent.where(key));
+    n = &scratch;
+  }
+  Reader r(*n, parent.path_of(key), kLinkSchema);
+  LinkSpec l;
+  l.bandwidth = ByteRate(r.quantity("bandwidth", Dimension::byte_rate));
+  if (l.bandwidth.value() <= 0) r.fail("bandwidth", "expected a bandwidth above zero");
+  l.latency = Seconds(r.quantity("latency", Dimension::seconds));
+  l.efficiency = r.number("efficiency", 1e-3, 1.0);
+  r.finish();
+  return l;
+}
+
+GpuSpec read_gpu(const Reader& top) {
+  Reader r(*top.node("gpu"), "gpu", kGpuSchema);
+  GpuSpec g;
+  g.model = r.text("model");
+  g.memory = Bytes(r.quantity("memory", Dimension::bytes));
+  if (g.memory.value() <= 0) r.fail("memory", "expected a size above zero");
+  {
+    const ConfigNode* peak = r.node("peak_flops");
+    if (peak == nullptr) r.fail("peak_flops", "missing required key (expected {bf16: ..., fp32: ...})");
+    Reader p(*peak, "gpu.peak_flops", kPeakSchema);
+    g.peak_bf16 = FlopRate(p.quantity("bf16", Dimension::flop_rate));
+    g.peak_fp32 = FlopRate(p.quantity("fp32", Dimension::flop_rate));
+    if (g.peak_bf16.value() <= 0) p.fail("bf16", "expected a compute rate above zero");
+    if (g.peak_fp32.value() <= 0) p.fail("fp32", "expected a compute rate above zero");
+    p.finish();
+  }
+  g.hbm_bandwidth = ByteRate(r.quantity("hbm_bandwidth", Dimension::byte_rate));
+  if (g.hbm_bandwidth.value() <= 0) r.fail("hbm_bandwidth", "expected a bandwidth above zero");
+  {
+    ConfigNode scratch;
+    Reader e(child_or_default(r, "efficiency", scratch), "gpu.efficiency", kEfficiencySchema);
+    g.efficiency.matmul = e.number("matmul", 1e-3, 1.0);
+    g.efficiency.attention_forward = e.number("attention_forward", 1e-3, 1.0);
+    g.efficiency.attention_backward = e.number("attention_backward", 1e-3, 1.0);
+    g.efficiency.memory = e.number("memory", 1e-3, 1.0);
+    e.finish();
+  }
+  g.kernel_launch = Seconds(r.quantity("kernel_launch", Dimension::seconds));
+  r.finish();
+  return g;
+}
+
+NodeSpec read_node(const Reader& top) {
+  Reader r(*top.node("node"), "node", kNodeSchema);
+  NodeSpec n;
+  n.gpus = static_cast<int>(r.integer("gpus", 1, 1024));
+  n.nvlink = read_link(r, "nvlink", "");
+  n.pcie = read_link(r, "pcie", "25GB/s");
+  n.nic = read_link(r, "nic", "");
+  r.finish();
+  return n;
+}
+
+FabricSpec read_fabric(const Reader& top) {
+  ConfigNode scratch;
+  const ConfigNode& node = child_or_default(top, "fabric", scratch);
+  Reader r(node, "fabric", kFabricSchema);
+  FabricSpec f;
+  f.kind = Choice{r.text("kind"), "fabric.kind", r.where("kind"), node};
+  f.oversubscription = r.number("oversubscription", 1.0, 1024.0);
+  f.switch_latency = Seconds(r.quantity("switch_latency", Dimension::seconds));
+  r.finish();
+  return f;
+}
+
+}  // namespace
+
+TopologyConfig load_topology(const std::filesystem::path& file, const ConfigNode& overrides, const std::string& overrides_path) {
+  ConfigNode root = load_yaml_file(file);
+  if (root.is_null()) throw ConfigError(Location{file.string(), 0, 0}, "", "empty file; expected a topology mapping (name, gpu, node, fabric)");
+  for (auto& o : flatten_overrides(overrides, overrides_path)) {
+    set_dotted(root, o.key, std::move(o.value), o.key_where);
+  }
+  Reader top(root, "", kTopologySchema);
+  TopologyConfig t;
+  t.file = file;
+  t.name = top.text("name");
+  if (top.has("description")) (void)top.text("description");
+  if (top.node("gpu") == nullptr) top.fail("gpu", "missing required key (expected the GPU: model, memory, peak_flops, hbm_bandwidth)");
+  if (top.node("node") == nullptr) top.fail("node", "missing required key (expected the node: gpus, nvlink, nic)");
+  t.gpu = read_gpu(top);
+  t.node = read_node(top);
+  t.fabric = read_fabric(top);
+  {
+    ConfigNode scratch;
+    Reader h(child_or_default(top, "host", scratch), "host", kHostSchema);
+    t.host.memory_bandwidth = ByteRate(h.quantity("memory_bandwidth", Dimension::byte_rate));
+    h.finish();
+  }
+  top.finish();
+  return t;
+}
+
+std::vector<Schema> topology_schemas() {
+  return {kTopologySchema, kGpuSchema, kPeakSchema, kEfficiencySchema, kNodeSchema, kLinkSchema, kFabricSchema, kHostSchema};
+}
+
+}  // namespace shardsim::config

@@ -1,0 +1,73 @@
+// A cluster description (topologies/*.yaml) as plain data. See DESIGN.md "Topology file".
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "config/choice.hpp"
+#include "core/config_node.hpp"
+#include "core/param_spec.hpp"
+#include "core/units.hpp"
+
+namespace shardsim::config {
+
+// The achievable fractions of peak that the compute model uses (engine/compute_model.hpp).
+// They are properties of a GPU type, measured or taken from published kernel benchmarks;
+// a topology file says where its figures come from.
+struct GpuEfficiency {
+  double matmul = 0.6;              // large bf16 GEMMs, fraction of peak_flops
+  double attention_forward = 0.35;  // FlashAttention-2 forward, fraction of peak_flops
+  double attention_backward = 0.28; // FlashAttention-2 backward
+  double memory = 0.8;              // memory-bound kernels, fraction of hbm_bandwidth
+};
+
+struct GpuSpec {
+  std::string model;
+  Bytes memory;
+  FlopRate peak_bf16;
+  FlopRate peak_fp32;
+  ByteRate hbm_bandwidth;
+  GpuEfficiency efficiency;
+  Seconds kernel_launch;  // fixed cost per kernel
+};
+
+struct LinkSpec {
+  ByteRate bandwidth;   // per direction
+  Seconds latency;
+  double efficiency = 1.0;  // fraction of bandwidth a collective's payload achieves
+};
+
+struct NodeSpec {
+  int gpus = 8;
+  LinkSpec nvlink;  // per GPU, through the NVSwitch
+  LinkSpec pcie;    // host <-> GPU
+  LinkSpec nic;     // one per GPU
+};
+
+struct FabricSpec {
+  Choice kind;                  // single_switch | fat_tree | rail_optimized_fat_tree
+  double oversubscription = 1;  // leaf down / up bandwidth
+  Seconds switch_latency;
+};
+
+struct HostSpec {
+  ByteRate memory_bandwidth;  // CPU DRAM, used by the CPU-offload optimizer step
+};
+
+struct TopologyConfig {
+  std::string name;
+  std::filesystem::path file;
+  GpuSpec gpu;
+  NodeSpec node;
+  FabricSpec fabric;
+  HostSpec host;
+};
+
+// Loads a topology file, applying `overrides` (a mapping of dotted keys, may be null) first.
+[[nodiscard]] TopologyConfig load_topology(const std::filesystem::path& file, const ConfigNode& overrides,
+                                           const std::string& overrides_path);
+
+// Topology settings, for `shardsim describe topology`.
+[[nodiscard]] std::vector<Schema> topology_schemas();
+
+}  // namespace shardsim::config

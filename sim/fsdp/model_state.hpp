@@ -1,0 +1,29 @@
+// Bytes of model state each rank keeps: parameter shards, gradient shards, optimizer state.
+// With fp32 storage and Adam this is the seed's 4 + 4 + 8 = 16 bytes per parameter divided by
+// the ranks a parameter is sharded over (DDP: 1); with pure bf16 training (training.dtype: bf16)
+// it is 2 + 2 + 4 = 8, the seed's use_bf16 case.
+#pragma once
+
+#include "config/scenario.hpp"
+
+namespace shardsim::fsdp {
+
+struct ModelStateBytes {
+  double params = 0;
+  double grads = 0;
+  double optimizer = 0;
+  [[nodiscard]] double total() const { return params + grads + optimizer; }
+};
+
+// Optimizer state tensors per parameter: Adam and AdamW keep two moments; plain SGD none.
+[[nodiscard]] int optimizer_states(config::Optimizer o);
+
+// HBM traffic of one optimizer step per parameter, with gradient-norm clipping: torch's foreach
+// AdamW does lerp (12 B), mul + addcmul on exp_avg_sq (20 B), weight decay (8 B), sqrt, div, add
+// eps (24 B), addcdiv into the parameter (16 B): 80 B in fp32; clipping reads and scales the
+// gradient (12 B). Scaled by storage bytes / 4 for bf16 state.
+[[nodiscard]] double optimizer_bytes_per_param(config::Optimizer o, int storage_bytes);
+
+[[nodiscard]] ModelStateBytes model_state_bytes(double params, int shard_ranks, int storage_bytes, config::Optimizer o);
+
+}  // namespace shardsim::fsdp

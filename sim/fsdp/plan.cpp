@@ -1,0 +1,199 @@
+#include "fsdp/plan.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+namespace shardsim::fsdp {
+namespace {
+
+std::string join_path(const std::string& prefix, const std::string& name) {
+  return prefix.empty() ? name : prefix + "." + name;
+}
+
+std::string unit_name(const std::vector<std::string>& modules) {
+  if (modules.size() == 1) return modules.front();
+  // layers.0 .. layers.3 -> layers.0-3
+  const std::string& first = modules.front();
+  const std::string& last = modules.back();
+  const auto dot = last.rfind('.');
+  return fmt::format("{}-{}", first, dot == std::string::npos ? last : last.substr(dot + 1));
+}
+
+// Walks the module tree, giving each parameter to the innermost unit that wraps it.
+class Assigner {
+ public:
+  Assigner(std::vector<Unit>& units, const std::map<std::string, int>& unit_of_module, int version, int group)
+      : units_(units), unit_of_module_(unit_of_module), version_(version), group_(group) {}
+
+  void walk(const model::Module& m, const std::string& path, int owner) {
+    if (auto it = unit_of_module_.find(path); it != unit_of_module_.end() && it->second != owner) {
+      units_[static_cast<std::size_t>(it->second)].parent = owner;
+      owner = it->second;
+    }
+    Unit& u = units_[static_cast<std::size_t>(owner)];
+    for (const auto& p : m.params) {
+      u.numel += p.numel();
+      if (version_ == 2) u.padded_numel += dim0_padded_numel(p.shape, group_);
+    }
+    for (const auto& c : m.children) walk(c, join_path(path, c.name), owner);
+  }
+
+ private:
+  std::vector<Unit>& units_;
+  const std::map<std::string, int>& unit_of_module_;
+  int version_;
+  int group_;
+};
+
+// Follows the forward program, cutting it into segments of one unit each and recording where
+// each unit is entered and left.
+class Tracer {
+ public:
+  Tracer(Plan& plan, const std::map<std::string, int>& unit_of_module) : plan_(plan), unit_of_module_(unit_of_module) {
+    for (const auto& u : plan.units) {
+      if (!u.is_root) first_module_[u.modules.front()] = u.index, last_module_[u.modules.back()] = u.index;
+    }
+  }
+
+  void run(const model::Module& root) {
+    plan_.forward.push_back(TraceEvent{TraceEvent::Kind::enter, 0, -1});
+    visit(root, "", 0, false);
+    plan_.forward.push_back(TraceEvent{TraceEvent::Kind::exit, 0, -1});
+  }
+
+ private:
+  void visit(const model::Module& m, const std::string& path, int unit, bool in_block) {
+    if (auto it = first_module_.find(path); it != first_module_.end()) {
+      plan_.forward.push_back(TraceEvent{TraceEvent::Kind::enter, it->second, -1});
+      current_ = -1;
+    }
+    if (auto it = unit_of_module_.find(path); it != unit_of_module_.end()) unit = it->second;
+    if (m.is_block) in_block = true;
+    pending_numel_ += m.own_numel();
+    for (std::size_t i = 0; i < pending_.saved.size(); ++i) {
+      pending_.saved[i] += m.activation.saved[i];
+      pending_.backward_transient[i] += m.activation.backward_transient[i];
+    }
+    for (const auto& item : m.program) {
+      if (item.child >= 0) {
+        const auto& c = m.children[static_cast<std::size_t>(item.child)];
+        visit(c, join_path(path, c.name), unit, in_block);
+      } else {
+        append(item.kernel, unit, in_block, path);
+      }
+    }
+    if (auto it = last_module_.find(path); it != last_module_.end()) {
+      plan_.forward.push_back(TraceEvent{TraceEvent::Kind::exit, it->second, -1});
+      current_ = -1;
+    }
+  }
+
+  void append(const model::Kernel& k, int unit, bool in_block, const std::string& path) {
+    if (current_ < 0 || plan_.segments[static_cast<std::size_t>(current_)].unit != unit ||
+        plan_.segments[static_cast<std::size_t>(current_)].in_block != in_block) {
+      Segment s;
+      s.unit = unit;
+      s.in_block = in_block;
+      s.name = unit == 0 ? path.substr(0, path.find('.')) : plan_.units[static_cast<std::size_t>(unit)].name;
+      plan_.segments.push_back(std::move(s));
+      current_ = static_cast<int>(plan_.segments.size()) - 1;
+      plan_.forward.push_back(TraceEvent{TraceEvent::Kind::compute, unit, current_});
+    }
+    Segment& s = plan_.segments[static_cast<std::size_t>(current_)];
+    s.kernels.push_back(k);
+    for (std::size_t i = 0; i < pending_.saved.size(); ++i) {
+      s.activation.saved[i] += pending_.saved[i];
+      s.activation.backward_transient[i] += pending_.backward_transient[i];
+    }
+    pending_ = {};
+    s.numel += pending_numel_;
+    pending_numel_ = 0;
+  }
+
+  Plan& plan_;
+  const std::map<std::string, int>& unit_of_module_;
+  std::map<std::string, int> first_module_;
+  std::map<std::string, int> last_module_;
+  int current_ = -1;
+  model::Activation pending_;
+  std::int64_t pending_numel_ = 0;
+};
+
+}  // namespace
+
+std::int64_t flat_padded_numel(std::int64_t numel, int group) {
+  const std::int64_t chunk = (numel + group - 1) / group;
+  return chunk * group;
+}
+
+std::int64_t dim0_padded_numel(const std::vector<std::int64_t>& shape, int group) {
+  if (shape.empty()) return group;  // a scalar is sharded as a 1-element dim 0
+  std::int64_t rest = 1;
+  for (std::size_t i = 1; i < shape.size(); ++i) rest *= shape[i];
+  const std::int64_t rows = (shape[0] + group - 1) / group * group;
+  return rows * rest;
+}
+
+std::int64_t Plan::total_numel() const {
+  std::int64_t n = 0;
+  for (const auto& u : units) n += u.numel;
+  return n;
+}
+
+std::int64_t Plan::max_unit_padded_numel() const {
+  std::int64_t n = 0;
+  for (const auto& u : units) n = std::max(n, u.padded_numel);
+  return n;
+}
+
+Plan make_plan(const model::Model& model, const config::ScenarioConfig& scenario, const WrapPolicyRegistry& policies) {
+  const auto& fsdp = scenario.fsdp;
+  Plan plan;
+  plan.world_size = static_cast<int>(scenario.world_size());
+  plan.traits = sharding_traits(plan.world_size == 1 ? config::Sharding::no_shard : fsdp.sharding);
+  const int gpus_per_node = scenario.cluster.topology.node.gpus;
+  if (!plan.traits.shards_params) {
+    plan.shard_group = 1;
+    plan.replicate_group = plan.world_size;
+  } else if (plan.traits.hybrid) {
+    plan.shard_group = std::min(gpus_per_node, plan.world_size);
+    plan.replicate_group = plan.world_size / plan.shard_group;
+  } else {
+    plan.shard_group = plan.world_size;
+    plan.replicate_group = 1;
+  }
+  plan.master_bytes = config::dtype_bytes(scenario.training.dtype);
+  plan.param_bytes = fsdp.mixed_precision.enabled ? config::dtype_bytes(fsdp.mixed_precision.param) : plan.master_bytes;
+  plan.reduce_bytes = fsdp.mixed_precision.enabled ? config::dtype_bytes(fsdp.mixed_precision.reduce) : plan.param_bytes;
+  plan.grad_bytes = plan.param_bytes;
+
+  auto policy = policies.create(fsdp.wrap, model.root);
+  Unit root;
+  root.name = "root";
+  root.modules = {""};
+  root.is_root = true;
+  root.reshard_after_forward = false;  // FSDP never reshards the root after forward
+  plan.units.push_back(root);
+  std::map<std::string, int> unit_of_module{{"", 0}};
+  for (auto& group : policy->select(model.root)) {
+    Unit u;
+    u.index = static_cast<int>(plan.units.size());
+    u.name = unit_name(group);
+    u.modules = std::move(group);
+    u.reshard_after_forward = plan.traits.reshard_after_forward;
+    for (const auto& m : u.modules) unit_of_module[m] = u.index;
+    plan.units.push_back(std::move(u));
+  }
+
+  Assigner(plan.units, unit_of_module, fsdp.version, plan.shard_group).walk(model.root, "", 0);
+  for (auto& u : plan.units) {
+    if (fsdp.version == 1 || !plan.traits.shards_params) u.padded_numel = flat_padded_numel(u.numel, plan.shard_group);
+    u.shard_numel = u.padded_numel / plan.shard_group;
+  }
+  Tracer(plan, unit_of_module).run(model.root);
+  return plan;
+}
+
+}  // namespace shardsim::fsdp

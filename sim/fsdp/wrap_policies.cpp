@@ -1,0 +1,154 @@
+// The built-in wrap policies.
+#include <fmt/format.h>
+
+#include <array>
+#include <set>
+
+#include "fsdp/wrap_policy.hpp"
+#include "model/transformer.hpp"
+
+namespace shardsim::fsdp {
+namespace {
+
+std::string child_path(const std::string& prefix, const model::Module& c) {
+  return prefix.empty() ? c.name : prefix + "." + c.name;
+}
+
+// ModuleWrapPolicy({cls}): every module of the class becomes a unit. `block` names the model's
+// transformer block class whatever it is called; blocks_per_unit > 1 groups consecutive blocks
+// into one unit (as wrapping a container of them would).
+class ModulePolicy final : public WrapPolicy {
+ public:
+  ModulePolicy(std::string module_class, std::int64_t blocks_per_unit) : class_(std::move(module_class)), group_(blocks_per_unit) {}
+
+  std::vector<std::vector<std::string>> select(const model::Module& root) const override {
+    std::vector<std::vector<std::string>> out;
+    visit(root, "", out);
+    return out;
+  }
+
+ private:
+  bool matches(const model::Module& m) const { return class_ == "block" ? m.is_block : m.type == class_; }
+
+  void visit(const model::Module& m, const std::string& prefix, std::vector<std::vector<std::string>>& out) const {
+    std::vector<std::string> run;  // consecutive matching blocks being grouped
+    auto flush = [&] {
+      if (!run.empty()) out.push_back(run);
+      run.clear();
+    };
+    for (const auto& c : m.children) {
+      const std::string path = child_path(prefix, c);
+      if (matches(c)) {
+        if (group_ == 1) {
+          out.push_back({path});
+        } else {
+          run.push_back(path);
+          if (static_cast<std::int64_t>(run.size()) == group_) flush();
+        }
+        // Matching modules nested inside a matching module become nested units too.
+        std::vector<std::vector<std::string>> nested;
+        visit(c, path, nested);
+        out.insert(out.end(), nested.begin(), nested.end());
+      } else {
+        flush();
+        visit(c, path, out);
+      }
+    }
+    flush();
+  }
+
+  std::string class_;
+  std::int64_t group_;
+};
+
+// size_based_auto_wrap_policy(min_num_params) with FSDP1's _recursive_wrap: recurse into a module
+// iff its not-yet-wrapped numel >= min and it is not nn.MultiheadAttention (a forced leaf); wrap
+// it iff the remainder after its children's units is >= min and it is not a ModuleList or
+// ModuleDict; the root is never wrapped by the policy (it is the outer FSDP).
+class SizePolicy final : public WrapPolicy {
+ public:
+  explicit SizePolicy(std::int64_t min_params) : min_(min_params) {}
+
+  std::vector<std::vector<std::string>> select(const model::Module& root) const override {
+    std::vector<std::vector<std::string>> out;
+    (void)recursive_wrap(root, "", true, out);
+    return out;
+  }
+
+ private:
+  // Returns the numel wrapped in this subtree.
+  std::int64_t recursive_wrap(const model::Module& m, const std::string& path, bool only_children,
+                              std::vector<std::vector<std::string>>& out) const {
+    const std::int64_t nonwrapped = m.numel();
+    const bool recurse = nonwrapped >= min_ && m.type != "MultiheadAttention";
+    if (!recurse) return 0;
+    std::int64_t wrapped = 0;
+    const std::size_t mark = out.size();
+    for (const auto& c : m.children) wrapped += recursive_wrap(c, child_path(path, c), false, out);
+    const std::int64_t remainder = nonwrapped - wrapped;
+    const bool excluded = m.type == "ModuleList" || m.type == "ModuleDict";
+    if (!only_children && remainder >= min_ && !excluded) {
+      // Post-order in PyTorch; listed here before its nested units so the order is forward order.
+      out.insert(out.begin() + static_cast<std::ptrdiff_t>(mark), std::vector<std::string>{path});
+      return nonwrapped;
+    }
+    return wrapped;
+  }
+
+  std::int64_t min_;
+};
+
+class NonePolicy final : public WrapPolicy {
+ public:
+  std::vector<std::vector<std::string>> select(const model::Module&) const override { return {}; }
+};
+
+constexpr std::array kModuleParams{
+    ParamSpec{"policy", "module", "", "ModuleWrapPolicy: wrap every module of a class"},
+    ParamSpec{"module", "block | class name", "block", "class to wrap; block = the transformer block"},
+    ParamSpec{"blocks_per_unit", "integer >= 1", "1", "consecutive blocks per unit (module: block only)"},
+};
+constexpr std::array kSizeParams{
+    ParamSpec{"policy", "size", "", "size_based_auto_wrap_policy"},
+    ParamSpec{"min_params", "integer >= 1", "100000000", "min_num_params: smallest unit (the recursive rule)"},
+};
+constexpr std::array kNoneParams{
+    ParamSpec{"policy", "none", "", "no auto-wrap: the whole model is one unit"},
+};
+
+std::vector<std::string_view> module_classes(const model::Module& root, std::set<std::string>& storage) {
+  model::for_each_module(root, "", [&](const model::Module& m, const std::string&) { storage.insert(m.type); });
+  std::vector<std::string_view> out{"block"};
+  for (const auto& s : storage) out.emplace_back(s);
+  return out;
+}
+
+}  // namespace
+
+void register_builtin_wrap_policies(WrapPolicyRegistry& registry) {
+  registry.add(WrapPolicyInfo{
+      "module", Schema{"wrap policy module", "wrap by module class", kModuleParams},
+      [](const Reader& r, const model::Module& root) -> std::unique_ptr<WrapPolicy> {
+        const std::string cls = r.text("module");
+        std::set<std::string> storage;
+        const auto classes = module_classes(root, storage);
+        if (std::find(classes.begin(), classes.end(), cls) == classes.end()) {
+          std::string message = fmt::format("no module of class \"{}\" in this model; expected one of {}", cls, join(classes));
+          if (auto g = closest_match(cls, classes); !g.empty()) message = fmt::format("no module of class \"{}\" in this model (did you mean \"{}\"?)", cls, g);
+          r.fail("module", message);
+        }
+        const std::int64_t group = r.integer("blocks_per_unit", 1, 1 << 20);
+        if (group > 1 && cls != "block") r.fail("blocks_per_unit", "only applies with module: block");
+        return std::make_unique<ModulePolicy>(cls, group);
+      }});
+  registry.add(WrapPolicyInfo{"size", Schema{"wrap policy size", "wrap by parameter count", kSizeParams},
+                              [](const Reader& r, const model::Module&) -> std::unique_ptr<WrapPolicy> {
+                                return std::make_unique<SizePolicy>(r.integer("min_params", 1, std::int64_t{1} << 50));
+                              }});
+  registry.add(WrapPolicyInfo{"none", Schema{"wrap policy none", "one unit for the whole model", kNoneParams},
+                              [](const Reader&, const model::Module&) -> std::unique_ptr<WrapPolicy> {
+                                return std::make_unique<NonePolicy>();
+                              }});
+}
+
+}  // namespace shardsim::fsdp

@@ -1,0 +1,59 @@
+#include "graph/op.hpp"
+
+#include <array>
+
+namespace shardsim::graph {
+
+double AttentionCall::flops() const {
+  // QK^T and PV: 2 matmuls of 2 s^2 d per head; causal attention skips the masked half.
+  const double s = static_cast<double>(seq);
+  double f = 4.0 * static_cast<double>(batch) * s * s * heads * head_dim;
+  if (causal) f *= 0.5;
+  // FlashAttention-2 backward recomputes S = QK^T and does dV, dP, dS->dQ, dK: 5 matmuls vs 2.
+  return backward ? 2.5 * f : f;
+}
+
+double Work::gemm_flops() const {
+  double f = 0;
+  for (const auto& g : gemms) f += g.flops();
+  return f;
+}
+
+double Work::attention_flops(bool backward) const {
+  double f = 0;
+  for (const auto& a : attention) {
+    if (a.backward == backward) f += a.flops();
+  }
+  return f;
+}
+
+Work& Work::operator+=(const Work& o) {
+  gemms.insert(gemms.end(), o.gemms.begin(), o.gemms.end());
+  attention.insert(attention.end(), o.attention.begin(), o.attention.end());
+  memory_bytes += o.memory_bytes;
+  launches += o.launches;
+  return *this;
+}
+
+std::string_view to_string(OpKind k) {
+  constexpr std::array names{"all_gather", "reduce_scatter", "all_reduce", "forward", "backward", "copy", "optimizer", "cpu_wait"};
+  return names[static_cast<std::size_t>(k)];
+}
+std::string_view to_string(Stream s) {
+  constexpr std::array names{"compute", "nccl", "all_gather", "reduce_scatter", "all_reduce", "cpu"};
+  return names[static_cast<std::size_t>(s)];
+}
+std::string_view to_string(Group g) {
+  constexpr std::array names{"none", "shard", "replicate", "world"};
+  return names[static_cast<std::size_t>(g)];
+}
+std::string_view to_string(EdgeKind e) {
+  constexpr std::array names{"data", "stream", "prefetch", "rate_limit", "cpu"};
+  return names[static_cast<std::size_t>(e)];
+}
+std::string_view to_string(MemCategory c) {
+  constexpr std::array names{"sharded_params", "unsharded_params", "gradients", "grad_shards", "optimizer_state", "activations"};
+  return names[static_cast<std::size_t>(c)];
+}
+
+}  // namespace shardsim::graph

@@ -1,0 +1,119 @@
+// The operations of one training step and the edges between them: pure data, no SimGrid.
+// This is what `shardsim export` writes and what the replay harness executes on GPUs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace shardsim::graph {
+
+enum class OpKind {
+  all_gather,      // collective: unshard a unit's parameters
+  reduce_scatter,  // collective: reduce and shard a unit's gradients
+  all_reduce,      // collective: no_shard gradients, or hybrid sharding's inter-node reduction
+  forward,         // compute: a segment's forward
+  backward,        // compute: a segment's backward (with any activation recompute)
+  copy,            // compute-stream copies FSDP2 makes (all-gather copy-out, reduce-scatter copy-in)
+  optimizer,       // compute: the optimizer step on the local shard
+  cpu_wait,        // the CPU thread blocks on an event (FSDP1 rate limiter); takes no time itself
+};
+
+// Each rank runs one CUDA stream per role; ops on one stream run in issue order.
+enum class Stream {
+  compute,
+  nccl,            // FSDP1: the process group's one NCCL stream, shared by AG and RS
+  all_gather,      // FSDP2
+  reduce_scatter,  // FSDP2
+  all_reduce,      // hybrid sharding's replicate group (its own process group)
+  cpu,             // the CPU thread
+};
+
+// The ranks a collective spans, relative to one rank.
+enum class Group {
+  none,       // not a collective
+  shard,      // the ranks a parameter is sharded over (world, or a node for hybrid sharding)
+  replicate,  // ranks holding the same shard (hybrid: same local rank on every node)
+  world,      // every rank (no_shard all-reduce)
+};
+
+enum class EdgeKind {
+  data,        // the consumer reads what the producer wrote
+  stream,      // same stream, issue order
+  prefetch,    // a prefetch is issued only once its trigger is reached
+  rate_limit,  // FSDP1 limiter / FSDP2 buffer reuse: wait for an earlier op to free memory
+  cpu,         // issued by the CPU after it returned from a blocking wait
+};
+
+enum class MemCategory {
+  sharded_params,    // fp32 (or storage dtype) parameter shards
+  unsharded_params,  // all-gathered parameters in flight
+  gradients,         // unsharded gradients and reduction buffers
+  grad_shards,       // reduced, sharded gradients awaiting the optimizer
+  optimizer_state,   // optimizer moments
+  activations,       // saved activations, recompute and loss buffers
+};
+inline constexpr int kMemCategories = 6;
+
+// A matmul of the op: y[m, n] = x[m, k] W^T (forward), or one of its two backward products.
+struct Gemm {
+  std::int64_t m = 0;
+  std::int64_t n = 0;
+  std::int64_t k = 0;
+  [[nodiscard]] double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k); }
+};
+
+// A fused attention call (FlashAttention-style).
+struct AttentionCall {
+  std::int64_t batch = 0;
+  std::int64_t seq = 0;
+  int heads = 0;
+  int kv_heads = 0;
+  int head_dim = 0;
+  bool causal = true;
+  bool backward = false;
+  [[nodiscard]] double flops() const;  // 4 b s^2 h d (/2 causal); backward 2.5x (recomputes S, P)
+};
+
+// What a compute op does, in the terms the compute model prices and the replay harness runs.
+struct Work {
+  std::vector<Gemm> gemms;
+  std::vector<AttentionCall> attention;
+  double memory_bytes = 0;  // HBM traffic of bandwidth-bound kernels
+  int launches = 0;         // kernels launched
+
+  [[nodiscard]] double gemm_flops() const;
+  [[nodiscard]] double attention_flops(bool backward) const;
+  Work& operator+=(const Work& o);
+};
+
+struct MemEffect {
+  MemCategory category = MemCategory::activations;
+  double bytes = 0;    // > 0 allocates, < 0 frees
+  bool at_end = false; // at the op's end (else at its start)
+};
+
+struct Op {
+  int id = 0;
+  OpKind kind = OpKind::forward;
+  Stream stream = Stream::compute;
+  std::string name;  // "AG layers.3", "FWD layers.3", ...
+  int unit = -1;     // FSDP unit, -1 if none
+  int step = 0;      // training step (0-based)
+  int micro = 0;     // micro-step within the step
+  Work work;         // compute ops
+  Group group = Group::none;
+  double bytes = 0;  // collectives: total buffer size S (all-gather output, reduce-scatter input)
+  std::vector<MemEffect> memory;
+
+  [[nodiscard]] bool is_collective() const { return group != Group::none; }
+};
+
+[[nodiscard]] std::string_view to_string(OpKind k);
+[[nodiscard]] std::string_view to_string(Stream s);
+[[nodiscard]] std::string_view to_string(Group g);
+[[nodiscard]] std::string_view to_string(EdgeKind e);
+[[nodiscard]] std::string_view to_string(MemCategory c);
+
+}  // namespace shardsim::graph

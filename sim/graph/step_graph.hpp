@@ -1,0 +1,62 @@
+// The DAG of one (or a few) training steps, held in a Boost.Graph adjacency list. Every rank
+// runs the same program (SPMD): compute ops run on each rank, a collective joins the ranks of
+// its group. Memory effects on the ops give each rank's memory over time.
+#pragma once
+
+#include <array>
+#include <boost/graph/adjacency_list.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "graph/op.hpp"
+
+namespace shardsim::graph {
+
+struct EdgeProps {
+  EdgeKind kind = EdgeKind::data;
+};
+
+// Facts about the job the graph was built for, needed to run or replay it.
+struct GraphInfo {
+  std::string scenario;
+  int world_size = 1;
+  int gpus_per_node = 1;
+  int shard_group = 1;      // ranks per shard group (consecutive ranks)
+  int replicate_group = 1;  // ranks per replicate group (stride = shard_group)
+  int steps = 1;
+  int micro_steps = 1;
+  std::int64_t tokens_per_micro_step = 0;  // per rank
+  std::array<double, kMemCategories> initial_memory{};  // bytes held per rank before the step
+};
+
+class StepGraph {
+ public:
+  using Dag = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, Op, EdgeProps>;
+
+  // Adds an op; its id becomes its index.
+  int add_op(Op op);
+  // Adds an edge; if one already joins the two ops, it keeps the more telling kind
+  // (data > rate_limit > prefetch > cpu > stream).
+  void add_edge(int from, int to, EdgeKind kind);
+
+  [[nodiscard]] std::size_t size() const { return boost::num_vertices(dag_); }
+  [[nodiscard]] std::size_t edge_count() const { return boost::num_edges(dag_); }
+  [[nodiscard]] const Op& op(int id) const { return dag_[static_cast<std::size_t>(id)]; }
+  [[nodiscard]] Op& op(int id) { return dag_[static_cast<std::size_t>(id)]; }
+  [[nodiscard]] std::vector<std::pair<int, EdgeKind>> predecessors(int id) const;
+  [[nodiscard]] std::vector<std::pair<int, EdgeKind>> successors(int id) const;
+  [[nodiscard]] std::size_t in_degree(int id) const { return boost::in_degree(static_cast<std::size_t>(id), dag_); }
+
+  // Ops in an order where every op comes after its predecessors (Boost's topological_sort).
+  // Throws RuntimeError naming an op on a cycle if the graph is not a DAG.
+  [[nodiscard]] std::vector<int> topological_order() const;
+
+  [[nodiscard]] const Dag& dag() const { return dag_; }
+  GraphInfo info;
+
+ private:
+  Dag dag_;
+};
+
+}  // namespace shardsim::graph

@@ -1,0 +1,76 @@
+#include "graph/work.hpp"
+
+namespace shardsim::graph {
+namespace {
+
+void add_forward(Work& w, const model::Kernel& k, const Batch& b) {
+  switch (k.kind) {
+    case model::KernelKind::matmul:
+      w.gemms.push_back(Gemm{b.tokens(), k.n, k.k});
+      w.launches += 1;
+      break;
+    case model::KernelKind::attention:
+      w.attention.push_back(AttentionCall{b.sequences, b.seq_len, k.heads, k.kv_heads, k.head_dim, k.causal, false});
+      w.launches += 1;
+      break;
+    case model::KernelKind::memory:
+      w.memory_bytes += k.bytes_per_token * static_cast<double>(b.tokens());
+      w.launches += k.launches;
+      break;
+  }
+}
+
+void add_backward(Work& w, const model::Kernel& k, const Batch& b) {
+  switch (k.kind) {
+    case model::KernelKind::matmul:
+      w.gemms.push_back(Gemm{b.tokens(), k.k, k.n});  // dX = dY W
+      w.gemms.push_back(Gemm{k.n, k.k, b.tokens()});  // dW = dY^T X
+      w.launches += 2;
+      break;
+    case model::KernelKind::attention:
+      w.attention.push_back(AttentionCall{b.sequences, b.seq_len, k.heads, k.kv_heads, k.head_dim, k.causal, true});
+      w.launches += 1;
+      break;
+    case model::KernelKind::memory:
+      w.memory_bytes += k.bytes_per_token * k.backward_bytes_factor * static_cast<double>(b.tokens());
+      w.launches += 2 * k.launches;
+      break;
+  }
+}
+
+bool recomputed(const model::Kernel& k, model::AcMode ac) {
+  switch (ac) {
+    case model::AcMode::none: return false;
+    case model::AcMode::selective: return k.recomputed_by_selective;
+    case model::AcMode::full: return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Work forward_work(const fsdp::Segment& s, const Batch& b) {
+  Work w;
+  for (const auto& k : s.kernels) add_forward(w, k, b);
+  return w;
+}
+
+Work backward_work(const fsdp::Segment& s, const Batch& b, model::AcMode ac) {
+  Work w;
+  if (s.in_block) {
+    for (const auto& k : s.kernels) {
+      if (recomputed(k, ac)) add_forward(w, k, b);
+    }
+  }
+  for (auto it = s.kernels.rbegin(); it != s.kernels.rend(); ++it) add_backward(w, *it, b);
+  return w;
+}
+
+Work memory_work(double bytes, int launches) {
+  Work w;
+  w.memory_bytes = bytes;
+  w.launches = launches;
+  return w;
+}
+
+}  // namespace shardsim::graph

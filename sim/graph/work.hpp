@@ -1,0 +1,26 @@
+// Turns a segment's kernels into the Work of its forward and backward ops for one micro-batch.
+#pragma once
+
+#include <cstdint>
+
+#include "fsdp/plan.hpp"
+#include "graph/op.hpp"
+
+namespace shardsim::graph {
+
+struct Batch {
+  std::int64_t sequences = 1;  // micro-batch size
+  std::int64_t seq_len = 1;
+  [[nodiscard]] std::int64_t tokens() const { return sequences * seq_len; }
+};
+
+[[nodiscard]] Work forward_work(const fsdp::Segment& s, const Batch& b);
+
+// Backward of a segment: first the recompute that `ac` asks for (blocks only), then the
+// gradients: two GEMMs per matmul (input and weight), the attention backward, and memory kernels.
+[[nodiscard]] Work backward_work(const fsdp::Segment& s, const Batch& b, model::AcMode ac);
+
+// A bandwidth-bound kernel of `bytes` traffic (copies, casts, the optimizer).
+[[nodiscard]] Work memory_work(double bytes, int launches);
+
+}  // namespace shardsim::graph

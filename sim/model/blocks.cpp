@@ -1,0 +1,219 @@
+// Transformer blocks per architecture: parameters in PyTorch's registration order, the forward
+// program, and the activation memory each checkpointing mode keeps.
+//
+// Activation bytes per token (a = bytes per activation element, q = heads x head_dim, d = kv
+// heads x head_dim, lse = 4 x heads for FlashAttention's fp32 logsumexp), counted from what
+// autograd saves in eager PyTorch:
+//   llama none:      x, norm1 out, SDPA q/k/v (k, v repeated to q) and out, wo input, norm2 in
+//                    and out, w1, w3, silu and mul outputs      = a(4h + 5q + 4f) + lse
+//   llama selective: torchtitan per-op SAC keeps x, wq, wv, SDPA out, w1, w2 outputs
+//                    (shared/reference/d1-hand-model.md)        = a(2h + 2q + d + f) + lse
+//   gpt none:        x, ln1 out, c_attn out (q, k, v), SDPA out, c_proj in, ln2 in and out,
+//                    c_fc out, gelu out                          = a(9h + 2f) + lse
+//   gpt selective:   x, c_attn out, SDPA out, c_fc out           = a(5h + f) + lse
+//   full (any):      the block input only                        = a h
+// While a block's backward runs, what the mode did not keep is recomputed and alive, plus
+// gradient buffers of about a(h + f).
+#include "model/blocks.hpp"
+
+#include "model/kernels.hpp"
+
+namespace shardsim::model {
+namespace {
+
+void set_activation(Module& block, double none, double selective, double a, double h, double f) {
+  block.activation.saved = {none, selective, a * h};
+  const double grads = a * (h + f);
+  for (std::size_t mode = 0; mode < 3; ++mode) {
+    block.activation.backward_transient[mode] = none - block.activation.saved[mode] + grads;
+  }
+}
+
+Module llama_block(const TransformerSpec& s, std::int64_t index, int act) {
+  const double a = act;
+  const auto h = static_cast<double>(s.hidden);
+  const std::int64_t q_dim = s.heads * s.head_dim;
+  const std::int64_t kv_dim = s.kv_heads * s.head_dim;
+  const auto q = static_cast<double>(q_dim);
+  const auto d = static_cast<double>(kv_dim);
+  const auto f = static_cast<double>(s.ffn_hidden);
+
+  Module block;
+  block.name = std::to_string(index);
+  block.type = "TransformerBlock";
+  block.is_block = true;
+
+  Module attn;
+  attn.name = "attention";
+  attn.type = "Attention";
+  add_child(attn, linear("wq", s.hidden, q_dim, false));
+  add_child(attn, linear("wk", s.hidden, kv_dim, false));
+  add_child(attn, linear("wv", s.hidden, kv_dim, false));
+  // RoPE on q and k in fp32 complex: upcast (a+4), complex mul (4+4), downcast (4+a).
+  add_kernel(attn, memory_kernel("rope", (2 * a + 16) * (q + d), 6));
+  if (s.kv_heads != s.heads) {
+    // repeat_kv materialises k and v for every query head: read d, write q, for each.
+    add_kernel(attn, memory_kernel("repeat_kv", 2 * a * (d + q), 2));
+  }
+  add_kernel(attn, attention_kernel("sdpa", static_cast<int>(s.heads), static_cast<int>(s.heads),
+                                    static_cast<int>(s.head_dim), true));
+  add_kernel(attn, memory_kernel("attn_out_contiguous", 2 * a * q, 1));
+  add_child(attn, linear("wo", q_dim, s.hidden, false));
+
+  Module ffn;
+  ffn.name = "feed_forward";
+  ffn.type = "FeedForward";
+  add_child(ffn, linear("w1", s.hidden, s.ffn_hidden, false));
+  add_kernel(ffn, memory_kernel("silu", 2 * a * f, 1));
+  add_child(ffn, linear("w3", s.hidden, s.ffn_hidden, false));
+  add_kernel(ffn, memory_kernel("mul", 3 * a * f, 1));
+  add_child(ffn, linear("w2", s.ffn_hidden, s.hidden, false));
+
+  add_child(block, rms_norm("attention_norm", s.hidden, act));
+  add_child(block, std::move(attn));
+  add_kernel(block, memory_kernel("residual_add", 3 * a * h, 1));
+  add_child(block, rms_norm("ffn_norm", s.hidden, act));
+  add_child(block, std::move(ffn));
+  add_kernel(block, memory_kernel("residual_add", 3 * a * h, 1));
+
+  const double lse = 4.0 * static_cast<double>(s.heads);
+  set_activation(block, a * (4 * h + 5 * q + 4 * f) + lse, a * (2 * h + 2 * q + d + f) + lse, a, h, f);
+  mark_selective_recompute(block);
+  return block;
+}
+
+// nn.MultiheadAttention: in_proj_weight [3h, h], in_proj_bias [3h], out_proj Linear(h, h).
+Module multihead_attention(std::string name, const TransformerSpec& s, int act, bool causal) {
+  const double a = act;
+  const auto h = static_cast<double>(s.hidden);
+  Module m;
+  m.name = std::move(name);
+  m.type = "MultiheadAttention";
+  m.params.push_back(Param{"in_proj_weight", {3 * s.hidden, s.hidden}});
+  m.params.push_back(Param{"in_proj_bias", {3 * s.hidden}});
+  add_kernel(m, matmul_kernel("in_proj", 3 * s.hidden, s.hidden));
+  add_kernel(m, attention_kernel("sdpa", static_cast<int>(s.heads), static_cast<int>(s.heads), static_cast<int>(s.head_dim), causal));
+  add_kernel(m, memory_kernel("attn_out_contiguous", 2 * a * h, 1));
+  add_child(m, linear("out_proj", s.hidden, s.hidden, true));
+  return m;
+}
+
+Module gpt_block(const TransformerSpec& s, std::int64_t index, int act) {
+  const double a = act;
+  const auto h = static_cast<double>(s.hidden);
+  const auto f = static_cast<double>(s.ffn_hidden);
+  Module block;
+  block.name = std::to_string(index);
+  block.type = "GPT2Block";
+  block.is_block = true;
+
+  Module attn;
+  attn.name = "attn";
+  attn.type = "GPT2Attention";
+  add_child(attn, linear("c_attn", s.hidden, 3 * s.hidden, true));
+  add_kernel(attn, attention_kernel("sdpa", static_cast<int>(s.heads), static_cast<int>(s.heads), static_cast<int>(s.head_dim), true));
+  add_kernel(attn, memory_kernel("attn_out_contiguous", 2 * a * h, 1));
+  add_child(attn, linear("c_proj", s.hidden, s.hidden, true));
+
+  Module mlp;
+  mlp.name = "mlp";
+  mlp.type = "GPT2MLP";
+  add_child(mlp, linear("c_fc", s.hidden, s.ffn_hidden, true));
+  add_kernel(mlp, memory_kernel("gelu", 2 * a * f, 1));
+  add_child(mlp, linear("c_proj", s.ffn_hidden, s.hidden, true));
+
+  add_child(block, layer_norm("ln_1", s.hidden, act));
+  add_child(block, std::move(attn));
+  add_kernel(block, memory_kernel("residual_add", 3 * a * h, 1));
+  add_child(block, layer_norm("ln_2", s.hidden, act));
+  add_child(block, std::move(mlp));
+  add_kernel(block, memory_kernel("residual_add", 3 * a * h, 1));
+
+  const double lse = 4.0 * static_cast<double>(s.heads);
+  set_activation(block, a * (9 * h + 2 * f) + lse, a * (5 * h + f) + lse, a, h, f);
+  mark_selective_recompute(block);
+  return block;
+}
+
+// The seed's LargeLM block: h = x + attn(norm1(x)); h = h + ffn(norm2(h)); ffn = Linear, GELU, Linear.
+Module seed_block(const TransformerSpec& s, std::int64_t index, int act) {
+  const double a = act;
+  const auto h = static_cast<double>(s.hidden);
+  const auto f = static_cast<double>(s.ffn_hidden);
+  Module block;
+  block.name = std::to_string(index);
+  block.type = "TransformerBlock";
+  block.is_block = true;
+  // Registration order (named_parameters): attn, ffn, norm1, norm2; call order differs.
+  const int attn = static_cast<int>(block.children.size());
+  block.children.push_back(multihead_attention("attn", s, act, false));
+  Module ffn;
+  ffn.name = "ffn";
+  ffn.type = "Sequential";
+  Module l0 = linear("0", s.hidden, s.ffn_hidden, true);
+  Module l2 = linear("2", s.ffn_hidden, s.hidden, true);
+  add_child(ffn, std::move(l0));
+  add_kernel(ffn, memory_kernel("gelu", 2 * a * f, 1));
+  add_child(ffn, std::move(l2));
+  const int ffn_index = static_cast<int>(block.children.size());
+  block.children.push_back(std::move(ffn));
+  const int norm1 = static_cast<int>(block.children.size());
+  block.children.push_back(layer_norm("norm1", s.hidden, act));
+  const int norm2 = static_cast<int>(block.children.size());
+  block.children.push_back(layer_norm("norm2", s.hidden, act));
+  block.program = {ProgramItem{norm1, {}}, ProgramItem{attn, {}}, ProgramItem{-1, memory_kernel("residual_add", 3 * a * h, 1)},
+                   ProgramItem{norm2, {}}, ProgramItem{ffn_index, {}}, ProgramItem{-1, memory_kernel("residual_add", 3 * a * h, 1)}};
+  const double lse = 4.0 * static_cast<double>(s.heads);
+  set_activation(block, a * (9 * h + 2 * f) + lse, a * (5 * h + f) + lse, a, h, f);
+  mark_selective_recompute(block);
+  return block;
+}
+
+// nn.TransformerDecoderLayer(d_model, nhead) with its defaults: post-norm, ReLU, dim_feedforward
+// as given; memory = the layer's own input (the seed never says what the memory is).
+Module torch_decoder_block(const TransformerSpec& s, std::int64_t index, int act) {
+  const double a = act;
+  const auto h = static_cast<double>(s.hidden);
+  const auto f = static_cast<double>(s.ffn_hidden);
+  Module block;
+  block.name = std::to_string(index);
+  block.type = "TransformerDecoderLayer";
+  block.is_block = true;
+  const int self_attn = static_cast<int>(block.children.size());
+  block.children.push_back(multihead_attention("self_attn", s, act, false));
+  const int cross_attn = static_cast<int>(block.children.size());
+  block.children.push_back(multihead_attention("multihead_attn", s, act, false));
+  const int linear1 = static_cast<int>(block.children.size());
+  block.children.push_back(linear("linear1", s.hidden, s.ffn_hidden, true));
+  const int linear2 = static_cast<int>(block.children.size());
+  block.children.push_back(linear("linear2", s.ffn_hidden, s.hidden, true));
+  const int norm1 = static_cast<int>(block.children.size());
+  block.children.push_back(layer_norm("norm1", s.hidden, act));
+  const int norm2 = static_cast<int>(block.children.size());
+  block.children.push_back(layer_norm("norm2", s.hidden, act));
+  const int norm3 = static_cast<int>(block.children.size());
+  block.children.push_back(layer_norm("norm3", s.hidden, act));
+  auto add = [&] { return ProgramItem{-1, memory_kernel("residual_add", 3 * a * h, 1)}; };
+  block.program = {ProgramItem{self_attn, {}},  add(), ProgramItem{norm1, {}},
+                   ProgramItem{cross_attn, {}}, add(), ProgramItem{norm2, {}},
+                   ProgramItem{linear1, {}},    ProgramItem{-1, memory_kernel("relu", 2 * a * f, 1)},
+                   ProgramItem{linear2, {}},    add(), ProgramItem{norm3, {}}};
+  const double lse = 4.0 * static_cast<double>(s.heads);
+  set_activation(block, a * (16 * h + 2 * f) + 2 * lse, a * (8 * h + f) + 2 * lse, a, h, f);
+  mark_selective_recompute(block);
+  return block;
+}
+
+}  // namespace
+
+Module build_block(const TransformerSpec& s, std::int64_t index, int act_bytes) {
+  switch (s.arch) {
+    case Arch::llama: return llama_block(s, index, act_bytes);
+    case Arch::gpt: return gpt_block(s, index, act_bytes);
+    case Arch::seed_block: return seed_block(s, index, act_bytes);
+    case Arch::torch_decoder: return torch_decoder_block(s, index, act_bytes);
+  }
+  return llama_block(s, index, act_bytes);
+}
+
+}  // namespace shardsim::model

@@ -1,0 +1,109 @@
+#include "model/kernels.hpp"
+
+namespace shardsim::model {
+
+Kernel matmul_kernel(std::string name, std::int64_t n, std::int64_t k) {
+  Kernel x;
+  x.name = std::move(name);
+  x.kind = KernelKind::matmul;
+  x.n = n;
+  x.k = k;
+  return x;
+}
+
+Kernel memory_kernel(std::string name, double bytes_per_token, int launches, double backward_factor) {
+  Kernel x;
+  x.name = std::move(name);
+  x.kind = KernelKind::memory;
+  x.bytes_per_token = bytes_per_token;
+  x.launches = launches;
+  x.backward_bytes_factor = backward_factor;
+  return x;
+}
+
+Kernel attention_kernel(std::string name, int heads, int kv_heads, int head_dim, bool causal) {
+  Kernel x;
+  x.name = std::move(name);
+  x.kind = KernelKind::attention;
+  x.heads = heads;
+  x.kv_heads = kv_heads;
+  x.head_dim = head_dim;
+  x.causal = causal;
+  return x;
+}
+
+int add_child(Module& parent, Module child) {
+  parent.children.push_back(std::move(child));
+  const int index = static_cast<int>(parent.children.size()) - 1;
+  parent.program.push_back(ProgramItem{index, Kernel{}});
+  return index;
+}
+
+void add_kernel(Module& parent, Kernel k) { parent.program.push_back(ProgramItem{-1, std::move(k)}); }
+
+Module linear(std::string name, std::int64_t in, std::int64_t out, bool bias) {
+  Module m;
+  m.type = "Linear";
+  m.params.push_back(Param{"weight", {out, in}});
+  if (bias) m.params.push_back(Param{"bias", {out}});
+  add_kernel(m, matmul_kernel(name, out, in));
+  m.name = std::move(name);
+  return m;
+}
+
+Module rms_norm(std::string name, std::int64_t dim, int act_bytes) {
+  Module m;
+  m.type = "RMSNorm";
+  m.params.push_back(Param{"weight", {dim}});
+  const auto h = static_cast<double>(dim);
+  // x.float() (a+4), pow (4+4), mean (4), x*rsqrt (4+4), type_as (4+a), * weight (a+a)
+  add_kernel(m, memory_kernel(name, 28.0 * h + 4.0 * act_bytes * h, 7));
+  m.name = std::move(name);
+  return m;
+}
+
+Module layer_norm(std::string name, std::int64_t dim, int act_bytes) {
+  Module m;
+  m.type = "LayerNorm";
+  m.params.push_back(Param{"weight", {dim}});
+  m.params.push_back(Param{"bias", {dim}});
+  add_kernel(m, memory_kernel(name, 2.0 * act_bytes * static_cast<double>(dim), 1));
+  m.name = std::move(name);
+  return m;
+}
+
+Module embedding(std::string name, std::int64_t rows, std::int64_t dim, int act_bytes) {
+  Module m;
+  m.type = "Embedding";
+  m.is_embedding = true;
+  m.params.push_back(Param{"weight", {rows, dim}});
+  // Gather one row per token: read and write a row.
+  add_kernel(m, memory_kernel(name, 2.0 * act_bytes * static_cast<double>(dim), 1));
+  m.name = std::move(name);
+  return m;
+}
+
+namespace {
+void mark(Module& m, int& matmul_index) {
+  for (auto& item : m.program) {
+    if (item.child >= 0) {
+      mark(m.children[static_cast<std::size_t>(item.child)], matmul_index);
+      continue;
+    }
+    Kernel& k = item.kernel;
+    if (k.kind == KernelKind::matmul) {
+      k.recomputed_by_selective = (matmul_index % 2) == 1;
+      ++matmul_index;
+    } else if (k.kind == KernelKind::memory) {
+      k.recomputed_by_selective = true;
+    }
+  }
+}
+}  // namespace
+
+void mark_selective_recompute(Module& block) {
+  int matmul_index = 0;
+  mark(block, matmul_index);
+}
+
+}  // namespace shardsim::model

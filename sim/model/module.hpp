@@ -1,0 +1,72 @@
+// The model as a tree of modules with named parameters, in the shape PyTorch would build it, so
+// that wrap policies, flat-parameter padding and FSDP2's per-parameter sharding see exactly the
+// parameters PyTorch would. Each module also says what compute it does itself (kernels) and what
+// activation memory it keeps for backward.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace shardsim::model {
+
+struct Param {
+  std::string name;                 // local name: "weight", "bias", "in_proj_weight"
+  std::vector<std::int64_t> shape;  // dim 0 is the one FSDP2 shards
+
+  [[nodiscard]] std::int64_t numel() const;
+};
+
+enum class KernelKind { matmul, attention, memory };
+
+// One piece of compute done by a module itself (not by its children), per micro-batch of
+// `tokens` tokens. Matmuls are y[tokens, n] = x[tokens, k] W^T; attention is a fused
+// (FlashAttention-style) kernel; memory kernels are bandwidth-bound elementwise work.
+struct Kernel {
+  std::string name;
+  KernelKind kind = KernelKind::memory;
+  std::int64_t n = 0;  // matmul output features
+  std::int64_t k = 0;  // matmul input features
+  int heads = 0;       // attention: query heads, kv heads (after any repeat), head dim
+  int kv_heads = 0;
+  int head_dim = 0;
+  bool causal = true;
+  double bytes_per_token = 0;  // memory kernels: HBM traffic of the forward, per token
+  double backward_bytes_factor = 2.0;  // memory kernels: backward traffic / forward traffic
+  int launches = 1;            // kernels launched in the forward (eager PyTorch)
+  // Per-op selective activation checkpointing (torchtitan's "op" SAC) recomputes this kernel in
+  // backward: every memory kernel and every second matmul of a block.
+  bool recomputed_by_selective = false;
+};
+
+enum class AcMode { none = 0, selective = 1, full = 2 };
+
+// Activation memory a module keeps between its forward and its backward, per token, for each
+// activation-checkpointing mode, and the extra memory its backward needs while it runs.
+struct Activation {
+  std::array<double, 3> saved{};               // bytes per token kept from forward to backward
+  std::array<double, 3> backward_transient{};  // bytes per token alive only during its backward
+};
+
+// One step of a module's forward: call a child, or run one of its own kernels.
+struct ProgramItem {
+  int child = -1;  // index into children, or -1 for a kernel
+  Kernel kernel;
+};
+
+struct Module {
+  std::string name;  // local name: "layers", "0", "attention", "wq"
+  std::string type;  // class name: "Transformer", "TransformerBlock", "Attention", "Linear", ...
+  std::vector<Param> params;
+  std::vector<Module> children;
+  std::vector<ProgramItem> program;  // forward order; children not listed here are not called
+  Activation activation;
+  bool is_block = false;        // a transformer block (the unit of activation checkpointing)
+  bool is_embedding = false;    // token / position embedding (excluded from MFU's N)
+
+  [[nodiscard]] std::int64_t own_numel() const;
+  [[nodiscard]] std::int64_t numel() const;  // whole subtree
+};
+
+}  // namespace shardsim::model

@@ -1,0 +1,98 @@
+#include "model/transformer_spec.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+
+#include "core/reader.hpp"
+
+namespace shardsim::model {
+namespace {
+
+constexpr std::array<std::string_view, 4> kArchNames{"llama", "gpt", "torch_decoder", "seed_block"};
+
+Arch parse_arch(const config::Located<std::string>& a) {
+  for (std::size_t i = 0; i < kArchNames.size(); ++i) {
+    if (kArchNames[i] == a.value) return static_cast<Arch>(i);
+  }
+  std::string message = fmt::format("expected one of {}; got \"{}\"", join(kArchNames), a.value);
+  if (auto g = closest_match(a.value, kArchNames); !g.empty()) message += fmt::format(" (did you mean \"{}\"?)", g);
+  throw ConfigError(a.where, "model.arch", message);
+}
+
+const TransformerSpec& find_preset(const config::Located<std::string>& name) {
+  std::vector<std::string_view> names;
+  for (const auto& p : presets()) {
+    if (p.name == name.value) return p;
+    names.push_back(p.name);
+  }
+  std::string message = fmt::format("unknown model preset \"{}\"", name.value);
+  if (auto g = closest_match(name.value, names); !g.empty()) {
+    message += fmt::format(" (did you mean \"{}\"?)", g);
+  } else {
+    message += fmt::format("; expected one of {}", join(names));
+  }
+  throw ConfigError(name.where, "model.preset", message);
+}
+
+void check_shape(const TransformerSpec& s, const config::ModelConfig& m) {
+  auto fail = [&](const auto& field, std::string_view key, const std::string& message) {
+    throw ConfigError(field ? field->where : m.where, fmt::format("model.{}", key), message);
+  };
+  if (s.layers <= 0) fail(m.layers, "layers", "missing: give model.preset, model.hf_config or model.layers");
+  if (s.hidden <= 0) fail(m.hidden, "hidden", "missing: give model.preset, model.hf_config or model.hidden");
+  if (s.heads <= 0) fail(m.heads, "heads", "missing: give model.preset, model.hf_config or model.heads");
+  if (s.ffn_hidden <= 0) fail(m.ffn_hidden, "ffn_hidden", "missing: give model.preset, model.hf_config or model.ffn_hidden");
+  if (s.vocab <= 0) fail(m.vocab, "vocab", "missing: give model.preset, model.hf_config or model.vocab");
+  if (s.head_dim * s.heads != s.hidden && s.arch != Arch::llama) {
+    fail(m.heads, "heads", fmt::format("hidden {} is not divisible by heads {}", s.hidden, s.heads));
+  }
+  if (s.head_dim <= 0) fail(m.heads, "heads", fmt::format("hidden {} is not divisible by heads {}", s.hidden, s.heads));
+  if (s.kv_heads <= 0 || s.heads % s.kv_heads != 0) {
+    fail(m.kv_heads, "kv_heads", fmt::format("expected a divisor of heads ({}); got {}", s.heads, s.kv_heads));
+  }
+}
+
+}  // namespace
+
+std::string_view to_string(Arch a) { return kArchNames[static_cast<std::size_t>(a)]; }
+
+TransformerSpec resolve_spec(const config::ModelConfig& m) {
+  TransformerSpec s;
+  if (m.preset) {
+    s = find_preset(*m.preset);
+  } else if (m.hf_config) {
+    s = read_hf_config(m.hf_config->value, m.hf_config->where);
+  } else {
+    s.name = "custom";
+  }
+  const bool fields_given = m.layers || m.hidden || m.heads || m.kv_heads || m.ffn_hidden || m.vocab;
+  if (m.arch) {
+    s.arch = parse_arch(*m.arch);
+  }
+  if (m.layers) s.layers = m.layers->value;
+  if (m.hidden) s.hidden = m.hidden->value;
+  if (m.heads) s.heads = m.heads->value;
+  if (m.kv_heads) s.kv_heads = m.kv_heads->value;
+  if (m.ffn_hidden) s.ffn_hidden = m.ffn_hidden->value;
+  if (m.vocab) s.vocab = m.vocab->value;
+  if (m.max_positions) s.max_positions = m.max_positions->value;
+  if (m.tie_embeddings) s.tie_embeddings = m.tie_embeddings->value;
+  if (!m.kv_heads && (m.heads && !m.preset && !m.hf_config)) s.kv_heads = s.heads;
+  if (s.kv_heads == 0) s.kv_heads = s.heads;
+  if (s.arch == Arch::gpt && !m.preset && !m.hf_config) {
+    if (!m.tie_embeddings) s.tie_embeddings = true;
+    if (!m.ffn_hidden && s.hidden > 0) s.ffn_hidden = 4 * s.hidden;
+  }
+  // An explicit hidden or heads redefines the head size (a preset's own head_dim otherwise).
+  if (s.heads > 0 && (m.hidden || m.heads || s.head_dim == 0)) s.head_dim = s.hidden / s.heads;
+  if (s.arch == Arch::llama && s.heads > 0 && s.hidden % s.heads != 0 && (m.hidden || m.heads)) {
+    throw ConfigError(m.heads ? m.heads->where : m.hidden->where, "model.heads",
+                      fmt::format("hidden {} is not divisible by heads {}", s.hidden, s.heads));
+  }
+  if (fields_given && s.name != "custom") s.name += " (modified)";
+  check_shape(s, m);
+  return s;
+}
+
+}  // namespace shardsim::model
