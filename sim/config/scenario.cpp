@@ -156,6 +156,7 @@ FsdpConfig read_fsdp(const Reader& top) {
   ConfigNode scratch;
   Reader r(section(top, "fsdp", scratch), "fsdp", kFsdpSchema);
   FsdpConfig f;
+  f.where = r.where("cpu_offload");
   f.version = static_cast<int>(r.integer("version", 1, 2));
   f.sharding = pick<Sharding>(r, "sharding", kShardingNames);
   if (const ConfigNode* w = r.node("wrap")) {

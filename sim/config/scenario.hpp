@@ -69,6 +69,7 @@ struct FsdpConfig {
   bool limit_all_gathers = true;
   MixedPrecision mixed_precision;
   bool cpu_offload = false;
+  Location where;  // of the fsdp section, for settings checked after loading
 };
 
 struct ClusterConfig {

@@ -71,6 +71,10 @@ class Tracer {
     }
     if (auto it = unit_of_module_.find(path); it != unit_of_module_.end()) unit = it->second;
     if (m.is_block) in_block = true;
+    // Blocks and modules that keep activations get segments of their own, so that their memory
+    // is allocated and freed at their own ops (the loss's buffers are not the output layer's).
+    const bool keeps = std::any_of(m.activation.saved.begin(), m.activation.saved.end(), [](double b) { return b > 0; });
+    if (m.is_block || keeps) current_ = -1;
     pending_numel_ += m.own_numel();
     for (std::size_t i = 0; i < pending_.saved.size(); ++i) {
       pending_.saved[i] += m.activation.saved[i];

@@ -1,0 +1,74 @@
+// shardsim check FILE...      validate scenario and topology files
+// shardsim describe [TOPIC]   the settings each file section and each replaceable part accepts
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "cli/args.hpp"
+#include "cli/commands.hpp"
+#include "cli/pipeline.hpp"
+#include "config/topology.hpp"
+#include "config/yaml_load.hpp"
+#include "core/param_spec.hpp"
+#include "fsdp/wrap_policy.hpp"
+#include "model/transformer.hpp"
+
+namespace shardsim::cli {
+
+int cmd_check(std::span<const std::string> argv) {
+  Args args;
+  args.parse(argv);
+  if (args.positional().empty()) throw UsageError("check expects one or more scenario or topology files");
+  int failures = 0;
+  for (const auto& f : args.positional()) {
+    try {
+      const ConfigNode root = config::load_yaml_file(f);
+      if (root.is_map() && root.find("cluster") != nullptr) {
+        const Prepared p = prepare(f, {});
+        std::cout << fmt::format("ok: {} (scenario: {} GPUs, {} units, {} ops)\n", f, p.graph.info.world_size, p.plan.units.size(), p.graph.size());
+      } else if (root.is_map() && (root.find("gpu") != nullptr || root.find("node") != nullptr)) {
+        const auto t = config::load_topology(f, ConfigNode{}, "");
+        std::cout << fmt::format("ok: {} (topology: {} x {})\n", f, t.node.gpus, t.gpu.model);
+      } else {
+        throw ConfigError(root.where.line > 0 ? root.where : Location{f, 0, 0}, "",
+                          "not a scenario (has cluster:) or a topology (has gpu: and node:)");
+      }
+    } catch (const ConfigError& e) {
+      std::cerr << e.what() << "\n";
+      ++failures;
+    }
+  }
+  return failures == 0 ? 0 : 2;
+}
+
+int cmd_describe(std::span<const std::string> argv) {
+  Args args;
+  args.parse(argv);
+  const std::string topic = args.positional().empty() ? "" : args.positional().front();
+  if (topic == "scenario") {
+    for (const auto& s : config::scenario_schemas()) std::cout << render_schema(s) << "\n";
+  } else if (topic == "topology") {
+    for (const auto& s : config::topology_schemas()) std::cout << render_schema(s) << "\n";
+  } else if (topic == "wrap") {
+    fsdp::WrapPolicyRegistry r;
+    fsdp::register_builtin_wrap_policies(r);
+    for (const auto& info : r.all()) std::cout << render_schema(info.schema) << "\n";
+  } else if (topic == "models") {
+    std::cout << fmt::format("  {:<26} {:>7} {:>7} {:>6} {:>4} {:>7} {:>8} {:>18}\n", "preset", "arch", "layers", "hidden", "kv", "ffn", "vocab", "parameters");
+    for (const auto& s : model::presets()) {
+      const auto m = model::build_model(s, 2048, 2);
+      std::cout << fmt::format("  {:<26} {:>7} {:>7} {:>6} {:>4} {:>7} {:>8} {:>18L}\n", s.name, model::to_string(s.arch), s.layers, s.hidden,
+                               s.kv_heads, s.ffn_hidden, s.vocab, m.total_params());
+    }
+  } else {
+    std::cout << "shardsim describe TOPIC, where TOPIC is one of:\n"
+                 "  scenario   keys of a scenario file\n"
+                 "  topology   keys of a topology file\n"
+                 "  wrap       wrap policies and their settings\n"
+                 "  models     built-in model presets\n";
+    return topic.empty() ? 0 : 2;
+  }
+  return 0;
+}
+
+}  // namespace shardsim::cli

@@ -1,0 +1,84 @@
+// shardsim run SCENARIO [--set KEY=VALUE]... [--out DIR] [--json] [--trace FILE]
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "cli/args.hpp"
+#include "cli/commands.hpp"
+#include "cli/pipeline.hpp"
+#include "engine/collective.hpp"
+#include "engine/compute_model.hpp"
+#include "engine/simulator.hpp"
+#include "graph/serialize.hpp"
+#include "report/atomic_file.hpp"
+#include "report/outputs.hpp"
+
+namespace shardsim::cli {
+namespace {
+
+// Traces of thousands of ranks are unreadable and huge; the first ranks tell the story.
+constexpr int kTraceRanks = 64;
+
+Args run_args() {
+  Args a;
+  a.repeated("--set", "KEY=VALUE", "override a scenario key, e.g. fsdp.backward_prefetch=post");
+  a.value("--out", "DIR", "write summary.json, trace.json, memory.csv and memory.svg into DIR");
+  a.flag("--json", "print the summary as one JSON object instead of a table");
+  a.value("--trace", "FILE", "write a Chrome/Perfetto trace of the simulated step(s)");
+  return a;
+}
+
+}  // namespace
+
+int cmd_run(std::span<const std::string> argv) {
+  Args args = run_args();
+  args.parse(argv);
+  if (args.positional().size() != 1) throw UsageError("run expects one scenario file\n" + args.help());
+  const std::filesystem::path file = args.positional().front();
+  Prepared p = prepare(file, args.all("--set"));
+
+  const auto& topo = p.scenario.cluster.topology;
+  const engine::RooflineModel compute(topo.gpu, p.plan.param_bytes < 4);
+  const engine::RingAlgorithm ring;
+  engine::SimulationInput input{p.graph, topo, static_cast<int>(p.scenario.cluster.nodes), compute, ring};
+  const engine::SimulationResult result = engine::simulate(input);
+  const report::Summary summary = report::summarize({p.scenario, p.model, p.graph, result.timeline});
+
+  if (args.has("--json")) {
+    std::cout << report::summary_json(summary).dump(2) << "\n";
+  } else {
+    std::cout << report::summary_text(summary, p.scenario);
+  }
+  if (auto trace = args.get("--trace")) report::write_file_atomic(*trace, report::chrome_trace(p.graph, result.timeline, kTraceRanks));
+  if (auto out = args.get("--out")) {
+    const std::filesystem::path dir = *out;
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) throw RuntimeError(fmt::format("{}: cannot create directory: {}", dir.string(), ec.message()));
+    report::write_file_atomic(dir / "summary.json", report::summary_json(summary).dump(2) + "\n");
+    report::write_file_atomic(dir / "trace.json", report::chrome_trace(p.graph, result.timeline, kTraceRanks));
+    report::write_file_atomic(dir / "memory.csv", report::memory_csv(summary.memory));
+    report::write_file_atomic(dir / "memory.svg",
+                              report::memory_svg(summary.memory, summary.gpu_memory,
+                                                 fmt::format("{}: memory of rank {}", summary.scenario, summary.memory.rank)));
+    if (!args.has("--json")) std::cout << fmt::format("\nwrote {}/{{summary.json, trace.json, memory.csv, memory.svg}}\n", dir.string());
+  }
+  return 0;
+}
+
+int cmd_export(std::span<const std::string> argv) {
+  Args args;
+  args.repeated("--set", "KEY=VALUE", "override a scenario key");
+  args.value("--out", "GRAPH.json", "where to write the step graph");
+  args.parse(argv);
+  if (args.positional().size() != 1) throw UsageError("export expects one scenario file\n" + args.help());
+  const auto out = args.get("--out");
+  if (!out) throw UsageError("export needs --out GRAPH.json\n" + args.help());
+  Prepared p = prepare(args.positional().front(), args.all("--set"));
+  report::write_file_atomic(*out, graph::to_json(p.graph).dump(1) + "\n");
+  std::cout << fmt::format("wrote {} ({} ops, {} edges, {} ranks)\n", *out, p.graph.size(), p.graph.edge_count(), p.graph.info.world_size);
+  return 0;
+}
+
+}  // namespace shardsim::cli

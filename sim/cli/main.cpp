@@ -1,0 +1,57 @@
+// shardsim: simulate sharded (FSDP / ZeRO-3) training. Only main() catches errors and chooses
+// the exit code: 0 success, 1 runtime failure, 2 bad input or usage.
+#include <fmt/format.h>
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/args.hpp"
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: shardsim COMMAND [ARGS]\n"
+    "  run SCENARIO [--set KEY=VALUE]... [--out DIR] [--json] [--trace FILE]\n"
+    "  export SCENARIO [--set KEY=VALUE]... --out GRAPH.json\n"
+    "  check FILE...\n"
+    "  describe [scenario | topology | wrap | models]\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace shardsim;
+  const std::vector<std::string> all(argv + 1, argv + argc);
+  if (all.empty() || all.front() == "--help" || all.front() == "-h" || all.front() == "help") {
+    std::cout << kUsage;
+    return all.empty() ? 2 : 0;
+  }
+  if (all.front() == "--version") {
+    std::cout << "shardsim " << SHARDSIM_VERSION << "\n";
+    return 0;
+  }
+  const std::string command = all.front();
+  const std::span<const std::string> rest(all.data() + 1, all.size() - 1);
+  try {
+    if (command == "run") return cli::cmd_run(rest);
+    if (command == "export") return cli::cmd_export(rest);
+    if (command == "check") return cli::cmd_check(rest);
+    if (command == "describe") return cli::cmd_describe(rest);
+    std::cerr << fmt::format("shardsim: unknown command \"{}\"\n{}", command, kUsage);
+    return 2;
+  } catch (const cli::UsageError& e) {
+    std::cerr << "shardsim " << command << ": " << e.what() << "\n";
+    return 2;
+  } catch (const ConfigError& e) {
+    std::cerr << e.what() << "\n";
+    return 2;
+  } catch (const RuntimeError& e) {
+    std::cerr << "shardsim: error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "shardsim: internal error: " << e.what() << "\n";
+    return 1;
+  }
+}

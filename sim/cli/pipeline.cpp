@@ -1,0 +1,25 @@
+#include "cli/pipeline.hpp"
+
+#include "graph/builder.hpp"
+#include "model/transformer_spec.hpp"
+
+namespace shardsim::cli {
+
+Prepared prepare(const std::filesystem::path& scenario_file, std::span<const std::string> assignments) {
+  Prepared p;
+  p.scenario = config::load_scenario(scenario_file, assignments);
+  if (p.scenario.fsdp.cpu_offload) {
+    throw ConfigError(p.scenario.fsdp.where, "fsdp.cpu_offload", "CPU offload is not modelled yet; expected false");
+  }
+  const auto spec = model::resolve_spec(p.scenario.model);
+  const auto& mp = p.scenario.fsdp.mixed_precision;
+  const int act_bytes = mp.enabled ? config::dtype_bytes(mp.param) : config::dtype_bytes(p.scenario.training.dtype);
+  p.model = model::build_model(spec, p.scenario.training.seq_len, act_bytes);
+  fsdp::WrapPolicyRegistry policies;
+  fsdp::register_builtin_wrap_policies(policies);
+  p.plan = fsdp::make_plan(p.model, p.scenario, policies);
+  p.graph = graph::build_step_graph(p.model, p.plan, p.scenario);
+  return p;
+}
+
+}  // namespace shardsim::cli

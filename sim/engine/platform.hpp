@@ -1,0 +1,61 @@
+// The SimGrid platform of a cluster: one host per GPU, each GPU's NVLink port and NIC as
+// split-duplex links, and the fabric between nodes. Internal to the engine (includes SimGrid).
+//
+//        node 0                          node 1
+//   gpu0 ─nvlink0─┐                 ┌─nvlink8─ gpu8
+//   gpu1 ─nvlink1─┤ NVSwitch        ├─nvlink9─ gpu9        intra-node: nvlink_a UP, nvlink_b DOWN
+//    ...          ┘                 └   ...
+//   gpu0 ─nic0──┐                      ┌──nic8── gpu8
+//   gpu1 ─nic1──┼─[uplink0]─ fabric ─[uplink1]─┼──nic9── gpu9   inter-node: nic_a UP, [uplinks], nic_b DOWN
+//    ...        ┘                      └   ...
+// One flat star zone holds every GPU (its star route is its NIC, plus the node's uplink when the
+// fabric is oversubscribed); intra-node pairs get bypass routes through NVLink. Routes are
+// O(N) + O(N x gpus per node), which scales to tens of thousands of GPUs.
+#pragma once
+
+#include <simgrid/s4u.hpp>
+
+#include <functional>
+#include <string_view>
+#include <vector>
+
+#include "config/topology.hpp"
+
+namespace shardsim::engine {
+
+// How nodes are connected: which extra links a node's inter-node traffic crosses.
+struct FabricInfo {
+  std::string_view name;
+  std::string_view description;
+  // Links every inter-node flow of `node` crosses besides the GPU's NIC (may be empty).
+  std::function<std::vector<simgrid::s4u::Link*>(simgrid::s4u::NetZone& zone, const config::TopologyConfig& topo, int node)> uplinks;
+};
+
+class FabricRegistry {
+ public:
+  void add(FabricInfo info) { infos_.push_back(std::move(info)); }
+  // Throws ConfigError at the topology's fabric.kind with the valid names if unknown.
+  [[nodiscard]] const FabricInfo& find(const config::Choice& kind) const;
+  [[nodiscard]] const std::vector<FabricInfo>& all() const { return infos_; }
+
+ private:
+  std::vector<FabricInfo> infos_;
+};
+
+void register_builtin_fabrics(FabricRegistry& registry);
+
+class Platform {
+ public:
+  // Builds the platform into the running SimGrid engine (create the Engine first).
+  Platform(const config::TopologyConfig& topo, int nodes, const FabricRegistry& fabrics);
+
+  [[nodiscard]] simgrid::s4u::Host* gpu(int rank) const { return gpus_[static_cast<std::size_t>(rank)]; }
+  [[nodiscard]] simgrid::s4u::Host* clock_host() const { return clock_; }
+  [[nodiscard]] int world() const { return static_cast<int>(gpus_.size()); }
+
+ private:
+  std::vector<simgrid::s4u::Host*> gpus_;
+  simgrid::s4u::Host* clock_ = nullptr;  // runs the engine's timer activity
+};
+
+}  // namespace shardsim::engine

@@ -1,0 +1,34 @@
+// Runs a step graph on a SimGrid model of the cluster and returns when every op ran on every
+// rank. Compute ops are timed by a ComputeModel on the engine's own event queue (they never
+// contend: one compute stream per GPU); collectives become flows that SimGrid shares with all
+// other flows on the same links. SimGrid allows one engine per process: call simulate() once
+// per process (sweeps run points in child processes).
+#pragma once
+
+#include "config/topology.hpp"
+#include "engine/collective.hpp"
+#include "engine/compute_model.hpp"
+#include "engine/timeline.hpp"
+#include "graph/step_graph.hpp"
+
+namespace shardsim::engine {
+
+class FabricRegistry;
+
+struct SimulationInput {
+  const graph::StepGraph& graph;
+  const config::TopologyConfig& topology;
+  int nodes = 1;
+  const ComputeModel& compute;
+  const CollectiveAlgorithm& collective;
+};
+
+struct SimulationResult {
+  Timeline timeline;
+  EngineStats stats;
+};
+
+// Throws RuntimeError if the schedule stalls (an op never becomes ready).
+[[nodiscard]] SimulationResult simulate(const SimulationInput& input);
+
+}  // namespace shardsim::engine

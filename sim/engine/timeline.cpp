@@ -1,0 +1,13 @@
+#include "engine/timeline.hpp"
+
+#include <algorithm>
+
+namespace shardsim::engine {
+
+double Timeline::makespan() const {
+  double end = 0;
+  for (const auto& i : intervals_) end = std::max(end, i.end);
+  return end;
+}
+
+}  // namespace shardsim::engine

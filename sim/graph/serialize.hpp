@@ -1,0 +1,19 @@
+// The step graph as JSON: what `shardsim export` writes and the replay harness reads.
+// The schema is documented in docs/graph-format.md; "format_version" changes when it does.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "graph/step_graph.hpp"
+
+namespace shardsim::graph {
+
+inline constexpr int kGraphFormatVersion = 1;
+
+[[nodiscard]] nlohmann::json to_json(const StepGraph& g);
+
+// Reads a graph written by to_json. Throws ConfigError naming `source` for malformed input.
+[[nodiscard]] StepGraph from_json(const nlohmann::json& j, const std::string& source);
+
+}  // namespace shardsim::graph

@@ -1,0 +1,96 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "report/outputs.hpp"
+
+namespace shardsim::report {
+namespace {
+
+constexpr std::array<const char*, graph::kMemCategories> kColors{"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948"};
+
+std::string xml_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string memory_csv(const MemoryTimeline& m) {
+  std::string out = "time_s";
+  for (int c = 0; c < graph::kMemCategories; ++c) out += fmt::format(",{}_bytes", graph::to_string(static_cast<graph::MemCategory>(c)));
+  out += ",total_bytes\n";
+  for (const auto& p : m.points) {
+    out += fmt::format("{:.9f}", p.time);
+    for (double b : p.bytes) out += fmt::format(",{:.0f}", b);
+    out += fmt::format(",{:.0f}\n", p.total());
+  }
+  return out;
+}
+
+// Memory over time, stacked by category (a step chart), with the GPU's capacity as a line.
+std::string memory_svg(const MemoryTimeline& m, double capacity, const std::string& title) {
+  constexpr double W = 900, H = 420, left = 70, right = 200, top = 40, bottom = 50;
+  const double pw = W - left - right;
+  const double ph = H - top - bottom;
+  const double t_end = m.points.empty() ? 1.0 : std::max(m.points.back().time, 1e-9);
+  const double y_max = std::max(capacity, m.peak) * 1.08;
+  auto x = [&](double t) { return left + pw * t / t_end; };
+  auto y = [&](double b) { return top + ph * (1.0 - b / y_max); };
+
+  std::string svg = fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif" font-size="12">)", W, H);
+  svg += fmt::format(R"(<text x="{}" y="22" font-size="15">{}</text>)", left, xml_escape(title));
+  // Stacked areas, bottom category first; each polygon goes along its top edge and back along
+  // the edge below it.
+  for (int c = graph::kMemCategories - 1; c >= 0; --c) {
+    std::string pts;
+    auto level = [&](const MemoryPoint& p, int upto) {
+      double s = 0;
+      for (int k = 0; k <= upto; ++k) s += p.bytes[static_cast<std::size_t>(k)];
+      return s;
+    };
+    double prev_y = 0;
+    for (std::size_t i = 0; i < m.points.size(); ++i) {
+      const double yy = level(m.points[i], c);
+      if (i > 0) pts += fmt::format("{:.1f},{:.1f} ", x(m.points[i].time), y(prev_y));
+      pts += fmt::format("{:.1f},{:.1f} ", x(m.points[i].time), y(yy));
+      prev_y = yy;
+    }
+    pts += fmt::format("{:.1f},{:.1f} {:.1f},{:.1f}", x(t_end), y(prev_y), x(t_end), y(0));
+    pts += fmt::format(" {:.1f},{:.1f}", x(0), y(0));
+    svg += fmt::format(R"(<polygon points="{}" fill="{}" stroke="none"/>)", pts, kColors[static_cast<std::size_t>(c)]);
+  }
+  // Axes, ticks and the capacity line.
+  svg += fmt::format(R"(<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="black"/>)", left, top, top + ph);
+  svg += fmt::format(R"(<line x1="{0}" y1="{1}" x2="{2}" y2="{1}" stroke="black"/>)", left, top + ph, left + pw);
+  for (int i = 0; i <= 5; ++i) {
+    const double b = y_max * i / 5;
+    svg += fmt::format(R"(<text x="{}" y="{:.1f}" text-anchor="end">{:.0f} GiB</text>)", left - 6, y(b) + 4, b / kGiB);
+    const double tt = t_end * i / 5;
+    svg += fmt::format(R"(<text x="{:.1f}" y="{}" text-anchor="middle">{:.3g} s</text>)", x(tt), top + ph + 18, tt);
+  }
+  svg += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle">time</text>)", left + pw / 2, H - 8);
+  svg += fmt::format(R"(<line x1="{}" y1="{:.1f}" x2="{}" y2="{:.1f}" stroke="#c00" stroke-dasharray="6,4" stroke-width="2"/>)", left,
+                     y(capacity), left + pw, y(capacity));
+  svg += fmt::format(R"(<text x="{}" y="{:.1f}" fill="#c00">GPU memory {:.1f} GiB</text>)", left + 4, y(capacity) - 5, capacity / kGiB);
+  svg += fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="4" fill="black"/><text x="{:.1f}" y="{:.1f}">peak {:.1f} GiB</text>)",
+                     x(m.peak_time), y(m.peak), x(m.peak_time) + 6, y(m.peak) - 6, m.peak / kGiB);
+  for (int c = 0; c < graph::kMemCategories; ++c) {
+    const double ly = top + 10 + 22 * (graph::kMemCategories - 1 - c);
+    svg += fmt::format(R"(<rect x="{}" y="{}" width="14" height="14" fill="{}"/>)", W - right + 15, ly, kColors[static_cast<std::size_t>(c)]);
+    svg += fmt::format(R"(<text x="{}" y="{}">{}</text>)", W - right + 35, ly + 12, graph::to_string(static_cast<graph::MemCategory>(c)));
+  }
+  svg += "</svg>\n";
+  return svg;
+}
+
+}  // namespace shardsim::report

@@ -1,0 +1,157 @@
+#include "report/metrics.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+namespace shardsim::report {
+namespace {
+
+using graph::OpKind;
+
+bool on_compute_stream(const graph::Op& op) { return op.stream == graph::Stream::compute; }
+
+// Total length of the union of intervals.
+double union_length(std::vector<std::pair<double, double>>& v) {
+  std::sort(v.begin(), v.end());
+  double total = 0;
+  double cur_start = 0;
+  double cur_end = -1;
+  for (const auto& [s, e] : v) {
+    if (s > cur_end) {
+      if (cur_end > cur_start) total += cur_end - cur_start;
+      cur_start = s;
+      cur_end = e;
+    } else {
+      cur_end = std::max(cur_end, e);
+    }
+  }
+  if (cur_end > cur_start) total += cur_end - cur_start;
+  return total;
+}
+
+// Length of a minus b, where both are unions of intervals.
+double exposed_length(std::vector<std::pair<double, double>> comm, std::vector<std::pair<double, double>> compute) {
+  std::vector<std::pair<double, double>> both = comm;
+  both.insert(both.end(), compute.begin(), compute.end());
+  return union_length(both) - union_length(compute);
+}
+
+std::pair<double, double> clip(const engine::Interval& i, double lo, double hi) {
+  return {std::clamp(i.start, lo, hi), std::clamp(i.end, lo, hi)};
+}
+
+}  // namespace
+
+double MemoryPoint::total() const { return std::accumulate(bytes.begin(), bytes.end(), 0.0); }
+
+MemoryTimeline memory_timeline(const graph::StepGraph& g, const engine::Timeline& t, int rank) {
+  struct Event {
+    double time;
+    int order;  // frees before allocations at the same instant
+    int op;
+    graph::MemCategory category;
+    double bytes;
+  };
+  std::vector<Event> events;
+  for (std::size_t o = 0; o < g.size(); ++o) {
+    const auto id = static_cast<int>(o);
+    const engine::Interval& i = t.at(id, rank);
+    for (const auto& m : g.op(id).memory) {
+      events.push_back(Event{m.at_end ? i.end : i.start, m.bytes < 0 ? 0 : 1, id, m.category, m.bytes});
+    }
+  }
+  std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
+    return a.time != b.time ? a.time < b.time : a.order < b.order;
+  });
+  MemoryTimeline tl;
+  tl.rank = rank;
+  MemoryPoint cur;
+  cur.bytes = g.info.initial_memory;
+  tl.points.push_back(cur);
+  tl.peak = cur.total();
+  tl.at_peak = cur.bytes;
+  tl.peak_op = "(before the first step)";
+  for (const Event& e : events) {
+    cur.time = e.time;
+    cur.bytes[static_cast<std::size_t>(e.category)] += e.bytes;
+    if (tl.points.back().time == e.time) {
+      tl.points.back() = cur;
+    } else {
+      tl.points.push_back(cur);
+    }
+    if (const double total = cur.total(); total > tl.peak) {
+      tl.peak = total;
+      tl.peak_time = e.time;
+      tl.peak_op = g.op(e.op).name;
+      tl.at_peak = cur.bytes;
+    }
+  }
+  return tl;
+}
+
+Summary summarize(const SummaryInput& in) {
+  const auto& g = in.graph;
+  const auto& t = in.timeline;
+  Summary s;
+  s.scenario = in.scenario.name;
+  s.world_size = g.info.world_size;
+  s.reported_step = g.info.steps - 1;
+  s.gpu_memory = in.scenario.cluster.topology.gpu.memory.value();
+
+  // The reported step runs from the end of the previous optimizer step to the end of its own.
+  double start = 0;
+  double end = 0;
+  for (std::size_t o = 0; o < g.size(); ++o) {
+    const graph::Op& op = g.op(static_cast<int>(o));
+    if (op.kind != OpKind::optimizer) continue;
+    for (int r = 0; r < s.world_size; ++r) {
+      const double e = t.at(op.id, r).end;
+      if (op.step == s.reported_step - 1) start = std::max(start, e);
+      if (op.step == s.reported_step) end = std::max(end, e);
+    }
+  }
+  s.step_start = start;
+  s.step_time = end - start;
+  s.tokens_per_step_per_gpu = static_cast<double>(g.info.tokens_per_micro_step) * g.info.micro_steps;
+  s.tokens_per_s_per_gpu = s.step_time > 0 ? s.tokens_per_step_per_gpu / s.step_time : 0;
+  const double flops = in.model.mfu_flops_per_token() * s.tokens_per_s_per_gpu;
+  s.tflops_per_gpu = flops / 1e12;
+  const bool low_precision = in.scenario.fsdp.mixed_precision.enabled
+                                 ? in.scenario.fsdp.mixed_precision.param != config::DType::fp32
+                                 : in.scenario.training.dtype != config::DType::fp32;
+  const auto& gpu = in.scenario.cluster.topology.gpu;
+  s.mfu = flops / (low_precision ? gpu.peak_bf16.value() : gpu.peak_fp32.value());
+
+  s.exposed_comm_s = -1;
+  for (int r = 0; r < s.world_size; ++r) {
+    std::vector<std::pair<double, double>> compute;
+    std::vector<std::pair<double, double>> comm;
+    for (std::size_t o = 0; o < g.size(); ++o) {
+      const graph::Op& op = g.op(static_cast<int>(o));
+      if (op.step != s.reported_step) continue;
+      const auto iv = clip(t.at(op.id, r), start, end);
+      if (iv.second <= iv.first) continue;
+      if (op.is_collective()) {
+        comm.push_back(iv);
+      } else if (on_compute_stream(op)) {
+        compute.push_back(iv);
+      }
+    }
+    const double exposed = exposed_length(comm, compute);
+    if (exposed > s.exposed_comm_s) {
+      s.exposed_comm_s = exposed;
+      s.exposed_rank = r;
+      s.compute_s = union_length(compute);
+      s.comm_s = union_length(comm);
+    }
+  }
+
+  for (int r = 0; r < s.world_size; ++r) {
+    MemoryTimeline m = memory_timeline(g, t, r);
+    if (r == 0 || m.peak > s.memory.peak) s.memory = std::move(m);
+  }
+  s.oom = s.memory.peak > s.gpu_memory;
+  return s;
+}
+
+}  // namespace shardsim::report

@@ -1,0 +1,64 @@
+// The figures users read: step time, throughput, MFU, exposed communication and memory, computed
+// from the graph and the timeline the engine (or the replay harness) produced.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "config/scenario.hpp"
+#include "engine/timeline.hpp"
+#include "graph/step_graph.hpp"
+#include "model/transformer.hpp"
+
+namespace shardsim::report {
+
+using Categories = std::array<double, graph::kMemCategories>;
+
+struct MemoryPoint {
+  double time = 0;
+  Categories bytes{};
+  [[nodiscard]] double total() const;
+};
+
+// One rank's memory over the simulated steps, from the ops' allocation and free effects.
+struct MemoryTimeline {
+  int rank = 0;
+  std::vector<MemoryPoint> points;  // after each change, in time order
+  double peak = 0;
+  double peak_time = 0;
+  std::string peak_op;  // the op whose start or end reached the peak
+  Categories at_peak{};
+};
+
+[[nodiscard]] MemoryTimeline memory_timeline(const graph::StepGraph& g, const engine::Timeline& t, int rank);
+
+struct Summary {
+  std::string scenario;
+  int world_size = 0;
+  int reported_step = 0;
+  double step_start = 0;
+  double step_time = 0;  // seconds
+  double tokens_per_step_per_gpu = 0;
+  double tokens_per_s_per_gpu = 0;
+  double tflops_per_gpu = 0;  // model FLOPs (MFU convention) per second, in TFLOPS
+  double mfu = 0;
+  double compute_s = 0;      // time the compute stream is busy in the step (the exposed-comm rank)
+  double comm_s = 0;         // time some collective runs in the step
+  double exposed_comm_s = 0; // collectives running while the compute stream is idle (max over ranks)
+  int exposed_rank = 0;
+  double gpu_memory = 0;
+  MemoryTimeline memory;     // of the rank with the highest peak
+  bool oom = false;
+};
+
+struct SummaryInput {
+  const config::ScenarioConfig& scenario;
+  const model::Model& model;
+  const graph::StepGraph& graph;
+  const engine::Timeline& timeline;
+};
+
+[[nodiscard]] Summary summarize(const SummaryInput& in);
+
+}  // namespace shardsim::report

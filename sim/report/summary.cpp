@@ -1,0 +1,69 @@
+#include <fmt/format.h>
+
+#include "report/outputs.hpp"
+
+namespace shardsim::report {
+namespace {
+
+constexpr std::array<const char*, graph::kMemCategories> kCategoryLabels{
+    "sharded parameters", "unsharded parameters", "gradients (unsharded, buffers)",
+    "gradient shards",    "optimizer state",      "activations (incl. loss)"};
+
+std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / kGiB); }
+
+}  // namespace
+
+std::string summary_text(const Summary& s, const config::ScenarioConfig& scenario) {
+  const auto& topo = scenario.cluster.topology;
+  std::string out;
+  out += fmt::format("shardsim: {}\n", s.scenario);
+  out += fmt::format("  {} GPUs ({} node{} x {} {}), FSDP{} {}, {} x {} tokens per GPU per step\n\n", s.world_size,
+                     scenario.cluster.nodes, scenario.cluster.nodes == 1 ? "" : "s", topo.node.gpus, topo.gpu.model,
+                     scenario.fsdp.version, config::to_string(scenario.fsdp.sharding),
+                     scenario.training.micro_batch * scenario.training.grad_accum, scenario.training.seq_len);
+  auto row = [&](std::string_view k, const std::string& v) { out += fmt::format("  {:<26} {}\n", k, v); };
+  row("step time", fmt::format("{:.4f} s  (step {} of {})", s.step_time, s.reported_step + 1, s.reported_step + 1));
+  row("tokens/s per GPU", fmt::format("{:.0f}", s.tokens_per_s_per_gpu));
+  row("TFLOPS per GPU", fmt::format("{:.1f}  (model FLOPs: 6N + 12 l h q s per token)", s.tflops_per_gpu));
+  row("MFU", fmt::format("{:.1f} %", 100 * s.mfu));
+  row("compute busy", fmt::format("{:.4f} s", s.compute_s));
+  row("communication", fmt::format("{:.4f} s", s.comm_s));
+  row("exposed communication", fmt::format("{:.4f} s  ({:.1f} % of the step, rank {})", s.exposed_comm_s,
+                                           s.step_time > 0 ? 100 * s.exposed_comm_s / s.step_time : 0.0, s.exposed_rank));
+  out += "\n";
+  row("peak memory", fmt::format("{} of {} on rank {}  ->  {}", gib(s.memory.peak), gib(s.gpu_memory), s.memory.rank,
+                                 s.oom ? "OUT OF MEMORY" : "fits"));
+  row("  at", s.memory.peak_op);
+  for (std::size_t c = 0; c < kCategoryLabels.size(); ++c) {
+    row(fmt::format("  {}", kCategoryLabels[c]), gib(s.memory.at_peak[c]));
+  }
+  return out;
+}
+
+nlohmann::json summary_json(const Summary& s) {
+  nlohmann::json breakdown = nlohmann::json::object();
+  for (int c = 0; c < graph::kMemCategories; ++c) {
+    breakdown[std::string(graph::to_string(static_cast<graph::MemCategory>(c)))] = s.memory.at_peak[static_cast<std::size_t>(c)];
+  }
+  return nlohmann::json{
+      {"scenario", s.scenario},
+      {"world_size", s.world_size},
+      {"reported_step", s.reported_step},
+      {"step_time_s", s.step_time},
+      {"tokens_per_step_per_gpu", s.tokens_per_step_per_gpu},
+      {"tokens_per_s_per_gpu", s.tokens_per_s_per_gpu},
+      {"tflops_per_gpu", s.tflops_per_gpu},
+      {"mfu", s.mfu},
+      {"compute_s", s.compute_s},
+      {"comm_s", s.comm_s},
+      {"exposed_comm_s", s.exposed_comm_s},
+      {"peak_memory_bytes", s.memory.peak},
+      {"peak_memory_rank", s.memory.rank},
+      {"peak_memory_op", s.memory.peak_op},
+      {"gpu_memory_bytes", s.gpu_memory},
+      {"oom", s.oom},
+      {"memory_breakdown", breakdown},
+  };
+}
+
+}  // namespace shardsim::report

@@ -1,0 +1,43 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "report/outputs.hpp"
+
+namespace shardsim::report {
+
+std::string chrome_trace(const graph::StepGraph& g, const engine::Timeline& t, int max_ranks) {
+  using nlohmann::json;
+  const int ranks = std::min(max_ranks, g.info.world_size);
+  json events = json::array();
+  for (int r = 0; r < ranks; ++r) {
+    events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", r}, {"args", {{"name", fmt::format("rank {}", r)}}}});
+    events.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", r}, {"args", {{"sort_index", r}}}});
+    for (int s = 0; s <= static_cast<int>(graph::Stream::cpu); ++s) {
+      events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", r}, {"tid", s},
+                        {"args", {{"name", std::string(graph::to_string(static_cast<graph::Stream>(s)))}}}});
+    }
+  }
+  for (std::size_t o = 0; o < g.size(); ++o) {
+    const graph::Op& op = g.op(static_cast<int>(o));
+    json args{{"op", op.id}, {"kind", std::string(graph::to_string(op.kind))}, {"unit", op.unit}, {"step", op.step}, {"micro", op.micro}};
+    if (op.is_collective()) {
+      args["bytes"] = op.bytes;
+      args["group"] = std::string(graph::to_string(op.group));
+    } else {
+      args["gemm_flops"] = op.work.gemm_flops();
+      args["attention_flops"] = op.work.attention_flops(false) + op.work.attention_flops(true);
+      args["memory_bytes"] = op.work.memory_bytes;
+    }
+    for (int r = 0; r < ranks; ++r) {
+      const engine::Interval& i = t.at(op.id, r);
+      events.push_back({{"ph", "X"}, {"name", op.name}, {"cat", std::string(graph::to_string(op.kind))}, {"pid", r},
+                        {"tid", static_cast<int>(op.stream)}, {"ts", i.start * 1e6}, {"dur", (i.end - i.start) * 1e6}, {"args", args}});
+    }
+  }
+  json trace{{"traceEvents", events}, {"displayTimeUnit", "ms"},
+             {"otherData", {{"scenario", g.info.scenario}, {"world_size", g.info.world_size}, {"ranks_shown", ranks}}}};
+  return trace.dump();
+}
+
+}  // namespace shardsim::report
