@@ -53,7 +53,8 @@ constexpr std::array kFsdpParams{
     ParamSpec{"wrap", "mapping {policy: ...}", "{policy: module}", "how the model is cut into units (shardsim describe wrap)"},
     ParamSpec{"backward_prefetch", "pre | post | none", "pre", "when the next unit's all-gather is issued in backward"},
     ParamSpec{"forward_prefetch", "bool", "false", "issue the next unit's all-gather before this unit's forward"},
-    ParamSpec{"limit_all_gathers", "bool", "true", "FSDP1 rate limiter: at most 2 all-gathers in flight"},
+    ParamSpec{"limit_all_gathers", "bool", "true", "FSDP1 rate limiter: the CPU waits before issuing more all-gathers"},
+    ParamSpec{"max_inflight_all_gathers", "integer >= 1", "2", "FSDP1 limiter depth (_max_num_inflight_all_gathers, \"empirically chosen\" 2)"},
     ParamSpec{"mixed_precision", "mapping {param, reduce} or none", "none", "dtypes of all-gathered parameters and of gradient reduction"},
     ParamSpec{"cpu_offload", "bool", "false", "keep parameter shards and optimizer on the CPU"},
 };
@@ -178,6 +179,7 @@ FsdpConfig read_fsdp(const Reader& top) {
   f.backward_prefetch = pick<BackwardPrefetch>(r, "backward_prefetch", kPrefetchNames);
   f.forward_prefetch = r.boolean("forward_prefetch");
   f.limit_all_gathers = r.boolean("limit_all_gathers");
+  f.max_inflight_all_gathers = static_cast<int>(r.integer("max_inflight_all_gathers", 1, 1024));
   f.mixed_precision = read_mixed_precision(r);
   f.cpu_offload = r.boolean("cpu_offload");
   r.finish();

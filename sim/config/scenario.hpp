@@ -67,6 +67,7 @@ struct FsdpConfig {
   BackwardPrefetch backward_prefetch = BackwardPrefetch::pre;
   bool forward_prefetch = false;
   bool limit_all_gathers = true;
+  int max_inflight_all_gathers = 2;  // FSDP1's _max_num_inflight_all_gathers
   MixedPrecision mixed_precision;
   bool cpu_offload = false;
   Location where;  // of the fsdp section, for settings checked after loading

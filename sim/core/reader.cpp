@@ -56,13 +56,22 @@ std::string join(std::span<const std::string_view> words, std::string_view sep) 
 
 std::string closest_match(std::string_view word, std::span<const std::string_view> candidates) {
   const std::string w = lower(word);
+  auto common_prefix = [&](std::string_view c) {
+    std::size_t n = 0;
+    while (n < w.size() && n < c.size() && w[n] == std::tolower(static_cast<unsigned char>(c[n]))) ++n;
+    return n;
+  };
   std::string best;
   std::size_t best_d = std::numeric_limits<std::size_t>::max();
+  std::size_t best_prefix = 0;
   for (auto c : candidates) {
     const std::size_t d = edit_distance(w, lower(c));
-    if (d < best_d) {
+    // On a tie, the candidate that shares the longer beginning is the likelier intent
+    // ("llama3-8b" -> "llama3.1-8b", not "llama2-7b").
+    if (d < best_d || (d == best_d && common_prefix(c) > best_prefix)) {
       best_d = d;
       best = std::string(c);
+      best_prefix = common_prefix(c);
     }
   }
   // A typo changes a few characters; anything further is a different word.

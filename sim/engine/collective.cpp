@@ -15,20 +15,28 @@ CollectivePlan RingAlgorithm::plan(graph::OpKind kind, std::span<const int> rank
   for (int r : ranks) nodes.insert(cluster.node_of(r));
   const auto node_count = static_cast<int>(nodes.size());
   const int per_node = n / node_count;
+  auto at = [&](int i) { return ranks[static_cast<std::size_t>(i)]; };
 
   if (node_count == 1 || per_node == 1) {
-    for (int i = 0; i < n; ++i) p.flows.push_back(Flow{ranks[static_cast<std::size_t>(i)], ranks[static_cast<std::size_t>((i + 1) % n)], share});
+    Path ring;
+    ring.bytes = share;
+    const Via via = node_count == 1 ? Via::nvlink : Via::nic;
+    for (int i = 0; i < n; ++i) ring.hops.push_back(Hop{at(i), at((i + 1) % n), via});
+    p.paths.push_back(std::move(ring));
   } else {
     // Ring order is node-major: ranks[node * per_node + local].
+    Path nvlink;
+    Path nic;
+    nvlink.bytes = share * (per_node - 1) / per_node;
+    nic.bytes = share / per_node;
     for (int i = 0; i < n; ++i) {
       const int node = i / per_node;
       const int local = i % per_node;
-      const int next_in_node = node * per_node + (local + 1) % per_node;
-      const int same_rail_next_node = ((node + 1) % node_count) * per_node + local;
-      const int me = ranks[static_cast<std::size_t>(i)];
-      p.flows.push_back(Flow{me, ranks[static_cast<std::size_t>(next_in_node)], share * (per_node - 1) / per_node});
-      p.flows.push_back(Flow{me, ranks[static_cast<std::size_t>(same_rail_next_node)], share / per_node});
+      nvlink.hops.push_back(Hop{at(i), at(node * per_node + (local + 1) % per_node), Via::nvlink});
+      nic.hops.push_back(Hop{at(i), at(((node + 1) % node_count) * per_node + local), Via::nic});
     }
+    p.paths.push_back(std::move(nvlink));
+    p.paths.push_back(std::move(nic));
   }
 
   const int steps = (all_reduce ? 2 : 1) * (n - 1);

@@ -48,22 +48,24 @@ void register_builtin_fabrics(FabricRegistry& registry) {
                 }});
 }
 
-Platform::Platform(const config::TopologyConfig& topo, int nodes, const FabricRegistry& fabrics) {
+Platform::Platform(const config::TopologyConfig& topo, int nodes, const FabricRegistry& fabrics) : gpus_per_node_(topo.node.gpus) {
   const FabricInfo& fabric = fabrics.find(topo.fabric.kind);
   const int g = topo.node.gpus;
-  auto* zone = sg4::create_star_zone("cluster");
-  gpus_.reserve(static_cast<std::size_t>(nodes) * static_cast<std::size_t>(g));
-  std::vector<sg4::Link*> nvlink;
+  zone_ = sg4::create_star_zone("cluster");
+  const auto world = static_cast<std::size_t>(nodes) * static_cast<std::size_t>(g);
+  gpus_.reserve(world);
+  nvlink_.reserve(world);
+  nic_.reserve(world);
   for (int node = 0; node < nodes; ++node) {
-    const auto uplinks = fabric.uplinks(*zone, topo, node);
+    uplinks_.push_back(fabric.uplinks(*zone_, topo, node));
     for (int local = 0; local < g; ++local) {
       const int rank = node * g + local;
-      auto* host = zone->create_host(fmt::format("gpu{}", rank), 1.0);
-      auto* nic = duplex(*zone, fmt::format("nic{}", rank), effective(topo.node.nic));
-      nvlink.push_back(duplex(*zone, fmt::format("nvlink{}", rank), effective(topo.node.nvlink)));
-      std::vector<sg4::LinkInRoute> route{sg4::LinkInRoute(nic, sg4::LinkInRoute::Direction::UP)};
-      for (auto* up : uplinks) route.emplace_back(up, sg4::LinkInRoute::Direction::UP);
-      zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr, route, true);
+      auto* host = zone_->create_host(fmt::format("gpu{}", rank), 1.0);
+      nic_.push_back(duplex(*zone_, fmt::format("nic{}", rank), effective(topo.node.nic)));
+      nvlink_.push_back(duplex(*zone_, fmt::format("nvlink{}", rank), effective(topo.node.nvlink)));
+      std::vector<sg4::LinkInRoute> route{sg4::LinkInRoute(nic_.back(), sg4::LinkInRoute::Direction::UP)};
+      for (auto* up : uplinks_.back()) route.emplace_back(up, sg4::LinkInRoute::Direction::UP);
+      zone_->add_route(host->get_netpoint(), nullptr, nullptr, nullptr, route, true);
       gpus_.push_back(host);
     }
   }
@@ -71,19 +73,44 @@ Platform::Platform(const config::TopologyConfig& topo, int nodes, const FabricRe
     for (int a = 0; a < g; ++a) {
       for (int b = 0; b < g; ++b) {
         if (a == b) continue;
-        const auto ra = static_cast<std::size_t>(node * g + a);
-        const auto rb = static_cast<std::size_t>(node * g + b);
-        zone->add_bypass_route(gpus_[ra]->get_netpoint(), gpus_[rb]->get_netpoint(), nullptr, nullptr,
-                               {sg4::LinkInRoute(nvlink[ra], sg4::LinkInRoute::Direction::UP),
-                                sg4::LinkInRoute(nvlink[rb], sg4::LinkInRoute::Direction::DOWN)});
+        const int ra = node * g + a;
+        const int rb = node * g + b;
+        std::vector<sg4::LinkInRoute> route;
+        append_links(Hop{ra, rb, Via::nvlink}, route);
+        zone_->add_bypass_route(gpu(ra)->get_netpoint(), gpu(rb)->get_netpoint(), nullptr, nullptr, route);
       }
     }
   }
-  // Runs the engine's timer activities: speed 1 (flops = seconds) and enough cores that the few
-  // timers alive at once never share one.
-  clock_ = zone->create_host("clock", 1.0);
-  clock_->set_core_count(1024);
-  zone->seal();
 }
+
+void Platform::append_links(const Hop& hop, std::vector<sg4::LinkInRoute>& route) const {
+  using Dir = sg4::LinkInRoute::Direction;
+  const auto src = static_cast<std::size_t>(hop.src);
+  const auto dst = static_cast<std::size_t>(hop.dst);
+  if (hop.via == Via::nvlink) {
+    route.emplace_back(nvlink_[src], Dir::UP);
+    route.emplace_back(nvlink_[dst], Dir::DOWN);
+    return;
+  }
+  route.emplace_back(nic_[src], Dir::UP);
+  for (auto* up : uplinks_[static_cast<std::size_t>(hop.src / gpus_per_node_)]) route.emplace_back(up, Dir::UP);
+  for (auto* up : uplinks_[static_cast<std::size_t>(hop.dst / gpus_per_node_)]) route.emplace_back(up, Dir::DOWN);
+  route.emplace_back(nic_[dst], Dir::DOWN);
+}
+
+int Platform::add_path_route(const std::vector<Hop>& hops) {
+  const int id = static_cast<int>(path_hosts_.size() / 2);
+  auto* src = zone_->create_host(fmt::format("path{}.src", id), 1.0);
+  auto* dst = zone_->create_host(fmt::format("path{}.dst", id), 1.0);
+  std::vector<sg4::LinkInRoute> route;
+  route.reserve(hops.size() * 2);
+  for (const Hop& h : hops) append_links(h, route);
+  zone_->add_bypass_route(src->get_netpoint(), dst->get_netpoint(), nullptr, nullptr, route);
+  path_hosts_.push_back(src);
+  path_hosts_.push_back(dst);
+  return id;
+}
+
+void Platform::seal() { zone_->seal(); }
 
 }  // namespace shardsim::engine

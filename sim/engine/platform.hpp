@@ -10,7 +10,9 @@
 //    ...        ┘                      └   ...
 // One flat star zone holds every GPU (its star route is its NIC, plus the node's uplink when the
 // fabric is oversubscribed); intra-node pairs get bypass routes through NVLink. Routes are
-// O(N) + O(N x gpus per node), which scales to tens of thousands of GPUs.
+// O(N) + O(N x gpus per node), which scales to tens of thousands of GPUs. A collective's path
+// (collective.hpp) gets a pair of link-less endpoint hosts whose route crosses every link of the
+// path's hops, so that one flow can stand for the whole ring.
 #pragma once
 
 #include <simgrid/s4u.hpp>
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "config/topology.hpp"
+#include "engine/collective.hpp"
 
 namespace shardsim::engine {
 
@@ -46,16 +49,29 @@ void register_builtin_fabrics(FabricRegistry& registry);
 
 class Platform {
  public:
-  // Builds the platform into the running SimGrid engine (create the Engine first).
+  // Builds hosts and links into the running SimGrid engine (create the Engine first). Add path
+  // routes, then seal() before simulating.
   Platform(const config::TopologyConfig& topo, int nodes, const FabricRegistry& fabrics);
 
+  // A route through every link of the hops (a link crossed k times counts k times); returns its id.
+  int add_path_route(const std::vector<Hop>& hops);
+  void seal();
+
   [[nodiscard]] simgrid::s4u::Host* gpu(int rank) const { return gpus_[static_cast<std::size_t>(rank)]; }
-  [[nodiscard]] simgrid::s4u::Host* clock_host() const { return clock_; }
+  [[nodiscard]] simgrid::s4u::Host* path_src(int route) const { return path_hosts_[static_cast<std::size_t>(2 * route)]; }
+  [[nodiscard]] simgrid::s4u::Host* path_dst(int route) const { return path_hosts_[static_cast<std::size_t>(2 * route + 1)]; }
   [[nodiscard]] int world() const { return static_cast<int>(gpus_.size()); }
 
  private:
+  void append_links(const Hop& hop, std::vector<simgrid::s4u::LinkInRoute>& route) const;
+
+  simgrid::s4u::NetZone* zone_ = nullptr;
+  int gpus_per_node_ = 1;
   std::vector<simgrid::s4u::Host*> gpus_;
-  simgrid::s4u::Host* clock_ = nullptr;  // runs the engine's timer activity
+  std::vector<simgrid::s4u::Link*> nvlink_;
+  std::vector<simgrid::s4u::Link*> nic_;
+  std::vector<std::vector<simgrid::s4u::Link*>> uplinks_;  // per node
+  std::vector<simgrid::s4u::Host*> path_hosts_;
 };
 
 }  // namespace shardsim::engine

@@ -1,14 +1,18 @@
 #include "engine/simulator.hpp"
 
 #include <fmt/format.h>
+#include <simgrid/kernel/Timer.hpp>
 #include <simgrid/s4u.hpp>
 #include <xbt/log.h>
 
 #include <chrono>
 #include <deque>
+#include <map>
 #include <memory>
 #include <queue>
 #include <set>
+#include <tuple>
+#include <unordered_map>
 
 #include "core/error.hpp"
 #include "engine/platform.hpp"
@@ -33,7 +37,7 @@ struct Timer {
   double time;
   std::uint64_t seq;  // ties resolve in creation order: deterministic
   int op;
-  int who;            // rank (compute) or instance (collective)
+  int who;            // rank (compute), or -1 - instance (collective)
   bool operator>(const Timer& o) const { return time != o.time ? time > o.time : seq > o.seq; }
 };
 
@@ -64,6 +68,25 @@ class Simulator {
     cluster_.switch_latency = in.topology.fabric.switch_latency.value();
   }
 
+  // Path flows need a route per path, created before the platform is sealed.
+  void add_routes(Platform& platform) {
+    if (in_.flows != FlowGranularity::path) return;
+    std::map<std::tuple<int, int, int>, bool> seen;
+    for (std::size_t o = 0; o < g_.size(); ++o) {
+      const graph::Op& op = g_.op(static_cast<int>(o));
+      if (!op.is_collective()) continue;
+      for (int inst = 0; inst < instances(op.group); ++inst) {
+        const auto key = std::make_tuple(static_cast<int>(op.kind), static_cast<int>(op.group), inst);
+        if (seen.count(key) > 0) continue;
+        seen[key] = true;
+        const CollectivePlan plan = in_.collective.plan(op.kind, members(op.group, inst), 1.0, cluster_);
+        std::vector<int> ids;
+        for (const Path& p : plan.paths) ids.push_back(platform.add_path_route(p.hops));
+        routes_[key] = std::move(ids);
+      }
+    }
+  }
+
   SimulationResult run(const Platform& platform) {
     platform_ = &platform;
     const auto t0 = std::chrono::steady_clock::now();
@@ -84,15 +107,14 @@ class Simulator {
  private:
   // ---- groups ----------------------------------------------------------------------------------
 
-  int instances(Group g) const {
+  int group_size(Group g) const {
     switch (g) {
-      case Group::shard: return world_ / g_.info.shard_group;
-      case Group::replicate: return g_.info.shard_group;
-      case Group::world:
-      case Group::none: return 1;
+      case Group::shard: return g_.info.shard_group;
+      case Group::replicate: return world_ / g_.info.shard_group;
+      default: return world_;
     }
-    return 1;
   }
+  int instances(Group g) const { return world_ / group_size(g); }
   int instance_of(Group g, int rank) const {
     switch (g) {
       case Group::shard: return rank / g_.info.shard_group;
@@ -131,7 +153,7 @@ class Simulator {
     if (op.is_collective()) {
       const int inst = instance_of(op.group, rank);
       auto& count = arrived_[static_cast<std::size_t>(op_id)][static_cast<std::size_t>(inst)];
-      if (++count == static_cast<int>(members(op.group, inst).size())) launch(op_id, inst, now);
+      if (++count == group_size(op.group)) launch(op_id, inst, now);
       return;
     }
     timeline_.at(op_id, rank).start = now;
@@ -143,29 +165,42 @@ class Simulator {
     push_timer(now + d, op_id, rank);
   }
 
+  // A collective starts once every rank of its group has reached it.
   void launch(int op_id, int inst, double now) {
     const graph::Op& op = g_.op(op_id);
     const std::vector<int> ranks = members(op.group, inst);
     for (int r : ranks) timeline_.at(op_id, r).start = now;
-    CollectivePlan plan = in_.collective.plan(op.kind, ranks, op.bytes, cluster_);
-    if (plan.flows.empty()) {
-      push_timer(now + plan.latency, op_id, -1 - inst);
-      return;
-    }
+    const CollectivePlan plan = in_.collective.plan(op.kind, ranks, op.bytes, cluster_);
     auto run = std::make_unique<Running>();
     run->op = op_id;
     run->instance = inst;
     run->latency = plan.latency;
-    run->flows_left = static_cast<int>(plan.flows.size());
-    for (const Flow& f : plan.flows) {
-      sg4::CommPtr c = sg4::Comm::sendto_init(platform_->gpu(f.src), platform_->gpu(f.dst));
-      c->set_payload_size(f.bytes);
+    auto flow = [&](sg4::Host* src, sg4::Host* dst, double bytes) {
+      sg4::CommPtr c = sg4::Comm::sendto_init(src, dst);
+      c->set_payload_size(bytes);
       c->set_data(run.get());
       run->comms.push_back(c);
+    };
+    if (in_.flows == FlowGranularity::path) {
+      const auto& ids = routes_.at(std::make_tuple(static_cast<int>(op.kind), static_cast<int>(op.group), inst));
+      for (std::size_t i = 0; i < plan.paths.size(); ++i) {
+        if (plan.paths[i].bytes > 0) flow(platform_->path_src(ids[i]), platform_->path_dst(ids[i]), plan.paths[i].bytes);
+      }
+    } else {
+      for (const Path& p : plan.paths) {
+        for (const Hop& h : p.hops) {
+          if (p.bytes > 0) flow(platform_->gpu(h.src), platform_->gpu(h.dst), p.bytes);
+        }
+      }
     }
-    stats_.flows += plan.flows.size();
+    if (run->comms.empty()) {
+      push_timer(now + plan.latency, op_id, -1 - inst);
+      return;
+    }
+    run->flows_left = static_cast<int>(run->comms.size());
+    stats_.flows += run->comms.size();
     Running* raw = run.get();
-    running_.insert(std::move(run));
+    running_.emplace(raw, std::move(run));
     for (auto& c : raw->comms) c->start();
   }
 
@@ -180,35 +215,21 @@ class Simulator {
 
   void on_completion(sg4::Activity const& a) {
     graveyard_.clear();  // activities finished in earlier callbacks can be released now
+    auto* run = a.get_data<Running>();
+    if (run == nullptr || --run->flows_left > 0) return;
     const double now = sg4::Engine::get_clock();
-    if (dynamic_cast<sg4::Exec const*>(&a) != nullptr) {
-      // Timer activities end in time order: this is the earliest armed one.
-      armed_.erase(armed_.begin());
-      for (auto it = live_timers_.begin(); it != live_timers_.end(); ++it) {
-        if (it->get() == &a) {
-          graveyard_.push_back(*it);
-          live_timers_.erase(it);
-          break;
-        }
-      }
-      fire_timers(now);
-    } else if (auto* run = a.get_data<Running>(); run != nullptr && --run->flows_left == 0) {
-      push_timer(now + run->latency, run->op, -1 - run->instance);
-      for (auto it = running_.begin(); it != running_.end(); ++it) {
-        if (it->get() == run) {
-          for (auto& c : (*it)->comms) graveyard_.push_back(c);
-          running_.erase(it);
-          break;
-        }
-      }
-    }
-    drain(now);
+    // NCCL's model adds the latency term to the transfer time.
+    push_timer(now + run->latency, run->op, -1 - run->instance);
+    auto it = running_.find(run);
+    graveyard_ = std::move(it->second->comms);
+    running_.erase(it);
     arm();
   }
 
-  void fire_timers(double now) {
-    // SimGrid rounds times to its precision (surf/precision, 1e-9 s): accept timers within it.
-    while (!timers_.empty() && timers_.top().time <= now + 1e-9) {
+  void on_timer() {
+    armed_.erase(armed_.begin());
+    const double now = sg4::Engine::get_clock();
+    while (!timers_.empty() && timers_.top().time <= now) {
       const Timer t = timers_.top();
       timers_.pop();
       ++stats_.timer_events;
@@ -219,22 +240,19 @@ class Simulator {
       }
       drain(t.time);
     }
+    arm();
   }
 
   void push_timer(double time, int op, int who) { timers_.push(Timer{time, seq_++, op, who}); }
 
-  // Keeps one SimGrid activity pending at the earliest timer, so that SimGrid's clock stops there.
+  // Keeps a SimGrid kernel timer set at the earliest pending event, so that SimGrid's clock
+  // stops there; an earlier event arms another one (a stale timer finds nothing to do).
   void arm() {
     if (timers_.empty()) return;
     const double next = timers_.top().time;
     if (!armed_.empty() && *armed_.begin() <= next) return;
-    const double now = sg4::Engine::get_clock();
     armed_.insert(next);
-    sg4::ExecPtr e = sg4::Exec::init();
-    e->set_flops_amount(std::max(0.0, next - now));
-    e->set_host(platform_->clock_host());
-    live_timers_.push_back(e);
-    e->start();
+    simgrid::kernel::timer::Timer::set(next, [this] { on_timer(); });
   }
 
   void check_finished() const {
@@ -259,13 +277,13 @@ class Simulator {
   std::vector<std::int32_t> remaining_;
   std::vector<double> duration_;
   std::vector<std::vector<int>> arrived_;
+  std::map<std::tuple<int, int, int>, std::vector<int>> routes_;  // (kind, group, instance) -> path routes
   std::deque<std::pair<int, int>> ready_;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
   std::uint64_t seq_ = 0;
   std::multiset<double> armed_;
-  std::set<std::unique_ptr<Running>> running_;
-  std::vector<sg4::ExecPtr> live_timers_;
-  std::vector<sg4::ActivityPtr> graveyard_;
+  std::unordered_map<Running*, std::unique_ptr<Running>> running_;
+  std::vector<sg4::CommPtr> graveyard_;
 };
 
 }  // namespace
@@ -281,10 +299,13 @@ SimulationResult simulate(const SimulationInput& in) {
   sg4::Engine::set_config("network/model:CM02");
   sg4::Engine::set_config("network/crosstraffic:0");
   sg4::Engine::set_config("network/TCP-gamma:0");
+  sg4::Engine::set_config("network/optim:Full");
   FabricRegistry fabrics;
   register_builtin_fabrics(fabrics);
   Platform platform(in.topology, in.nodes, fabrics);
   Simulator sim(in);
+  sim.add_routes(platform);
+  platform.seal();
   return sim.run(platform);
 }
 

@@ -15,12 +15,18 @@ namespace shardsim::engine {
 
 class FabricRegistry;
 
+// How a collective's paths become SimGrid flows (collective.hpp): one flow per path through all
+// its links (the default; O(1) flows per collective), or one flow per hop (O(n); the literal
+// per-ring-edge form, kept to cross-check the first).
+enum class FlowGranularity { path, edge };
+
 struct SimulationInput {
   const graph::StepGraph& graph;
   const config::TopologyConfig& topology;
   int nodes = 1;
   const ComputeModel& compute;
   const CollectiveAlgorithm& collective;
+  FlowGranularity flows = FlowGranularity::path;
 };
 
 struct SimulationResult {

@@ -14,8 +14,6 @@ namespace {
 
 using fsdp::TraceEvent;
 constexpr int kStreams = 6;
-// The FSDP1 rate limiter's _max_num_inflight_all_gathers ("empirically chosen", _limiter_utils.py).
-constexpr std::size_t kMaxInflightAllGathers = 2;
 
 class Builder {
  public:
@@ -91,7 +89,8 @@ class Builder {
 
   // FSDP1: the CPU blocks until the oldest recorded reshard event when two are queued.
   void rate_limit() {
-    if (v2_ || !fsdp_.limit_all_gathers || limiter_.size() < kMaxInflightAllGathers) return;
+    // The depth is FSDP1's _max_num_inflight_all_gathers (2, "empirically chosen", _limiter_utils.py).
+    if (v2_ || !fsdp_.limit_all_gathers || limiter_.size() < static_cast<std::size_t>(fsdp_.max_inflight_all_gathers)) return;
     const int event = limiter_.front();
     limiter_.pop_front();
     Op wait = make(OpKind::cpu_wait, Stream::cpu, fmt::format("limiter wait ({})", g_.op(event).name), -1);
@@ -221,16 +220,20 @@ class Builder {
 
   // ---- backward -----------------------------------------------------------------------------
 
-  // post_forward_order[idx - 1]: the unit that finished forward just before u runs backward next.
+  // post_forward_order[idx - 1]: the unit that finished forward just before u runs backward
+  // next; nothing once its backward has run (FSDP1's _needs_pre_backward_unshard is cleared).
   int backward_prefetch_target(int u) const {
     for (std::size_t i = 1; i < post_forward_order_.size(); ++i) {
-      if (post_forward_order_[i] == u) return post_forward_order_[i - 1];
+      if (post_forward_order_[i] != u) continue;
+      const int t = post_forward_order_[i - 1];
+      return backward_done_[static_cast<std::size_t>(t)] ? -1 : t;
     }
     return -1;
   }
 
   void backward() {
     const auto prefetch = v2_ ? config::BackwardPrefetch::pre : fsdp_.backward_prefetch;
+    backward_done_.assign(plan_.units.size(), false);
     for (auto it = plan_.forward.rbegin(); it != plan_.forward.rend(); ++it) {
       const TraceEvent& e = *it;
       switch (e.kind) {
@@ -247,6 +250,7 @@ class Builder {
           backward_compute(plan_.segments[static_cast<std::size_t>(e.segment)], e.unit);
           break;
         case TraceEvent::Kind::enter:  // post-backward
+          backward_done_[static_cast<std::size_t>(e.unit)] = true;
           if (plan_.traits.shards_params || plan_.param_bytes != plan_.master_bytes) reshard(e.unit);
           if (prefetch == config::BackwardPrefetch::post) {
             prefetch_trigger_ = gather_of_[static_cast<std::size_t>(e.unit)];
@@ -394,6 +398,7 @@ class Builder {
   std::vector<int> gather_of_;     // the latest all-gather of unit u
   std::vector<int> last_compute_;
   std::vector<bool> grads_pending_;
+  std::vector<bool> backward_done_;
   std::map<int, int> pending_gather_;  // FSDP2: unit -> all-gather awaiting copy-out
   std::vector<int> post_forward_order_;
 };

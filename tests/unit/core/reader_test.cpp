@@ -1,0 +1,64 @@
+#include <doctest/doctest.h>
+
+#include <array>
+
+#include "core/reader.hpp"
+
+using namespace shardsim;
+
+namespace {
+
+constexpr std::array kParams{
+    ParamSpec{"seq_len", "integer", "", "tokens per sequence"},
+    ParamSpec{"micro_batch", "integer", "1", "sequences"},
+    ParamSpec{"backward_prefetch", "pre | post | none", "pre", "prefetch"},
+};
+constexpr Schema kSchema{"training", "test", kParams};
+
+ConfigNode map_of(std::initializer_list<std::pair<const char*, const char*>> kv) {
+  ConfigNode n = ConfigNode::make_map(Location{"x.yaml", 1, 1});
+  int line = 2;
+  for (const auto& [k, v] : kv) {
+    n.set(k, ConfigNode::make_scalar(v, Location{"x.yaml", line, 12}), Location{"x.yaml", line, 3});
+    ++line;
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("defaults come from the schema, required keys must be present") {
+  const ConfigNode n = map_of({{"seq_len", "8192"}});
+  Reader r(n, "training", kSchema);
+  CHECK(r.integer("seq_len", 1, 1 << 20) == 8192);
+  CHECK(r.integer("micro_batch", 1, 1 << 20) == 1);
+  const ConfigNode empty = map_of({});
+  Reader r2(empty, "training", kSchema);
+  CHECK_THROWS_WITH_AS((void)r2.integer("seq_len", 1, 10), "x.yaml:1:1: error: training.seq_len: missing required key (expected integer)",
+                       ConfigError);
+}
+
+TEST_CASE("integers accept scientific notation but not fractions or out-of-range values") {
+  const ConfigNode n = map_of({{"seq_len", "1e4"}, {"micro_batch", "2.5"}});
+  Reader r(n, "training", kSchema);
+  CHECK(r.integer("seq_len", 1, 1 << 20) == 10000);
+  CHECK_THROWS_WITH_AS((void)r.integer("micro_batch", 1, 8), "x.yaml:3:12: error: training.micro_batch: expected an integer between 1 and 8; got \"2.5\"",
+                       ConfigError);
+}
+
+TEST_CASE("a misspelt choice or key gets a suggestion") {
+  const ConfigNode n = map_of({{"backward_prefetch", "psot"}, {"seq_lne", "1"}});
+  Reader r(n, "training", kSchema);
+  constexpr std::array<std::string_view, 3> options{"pre", "post", "none"};
+  CHECK_THROWS_WITH_AS((void)r.choice("backward_prefetch", options),
+                       "x.yaml:2:12: error: training.backward_prefetch: expected one of pre, post, none; got \"psot\" (did you mean \"post\"?)",
+                       ConfigError);
+  CHECK_THROWS_WITH_AS(r.finish(), "x.yaml:3:3: error: training.seq_lne: unknown key in training settings (did you mean \"seq_len\"?)",
+                       ConfigError);
+}
+
+TEST_CASE("closest_match only suggests near misses") {
+  constexpr std::array<std::string_view, 3> words{"full_shard", "shard_grad_op", "no_shard"};
+  CHECK(closest_match("full_shrd", words) == "full_shard");
+  CHECK(closest_match("zero3", words).empty());
+}

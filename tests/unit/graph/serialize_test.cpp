@@ -1,0 +1,30 @@
+#include <doctest/doctest.h>
+
+#include "cli/pipeline.hpp"
+#include "graph/serialize.hpp"
+#include "test_support.hpp"
+
+using namespace shardsim;
+
+TEST_CASE("the exported graph reads back identically") {
+  const auto p = cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", {});
+  const auto j = graph::to_json(p.graph);
+  const auto g = graph::from_json(j, "graph.json");
+  REQUIRE(g.size() == p.graph.size());
+  CHECK(g.edge_count() == p.graph.edge_count());
+  CHECK(g.info.world_size == 8);
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const auto& a = g.op(static_cast<int>(i));
+    const auto& b = p.graph.op(static_cast<int>(i));
+    CHECK(a.name == b.name);
+    CHECK(a.bytes == b.bytes);
+    CHECK(a.work.gemm_flops() == b.work.gemm_flops());
+    CHECK(a.memory.size() == b.memory.size());
+  }
+  CHECK(graph::to_json(g) == j);
+}
+
+TEST_CASE("a graph from another program or version is refused") {
+  CHECK_THROWS_AS((void)graph::from_json(nlohmann::json{{"format", "other"}}, "x.json"), ConfigError);
+  CHECK_THROWS_AS((void)graph::from_json(nlohmann::json{{"format", "shardsim-graph"}, {"format_version", 99}}, "x.json"), ConfigError);
+}

@@ -1,0 +1,115 @@
+#include <doctest/doctest.h>
+
+#include "model/transformer.hpp"
+#include "model/transformer_spec.hpp"
+
+using namespace shardsim;
+
+namespace {
+
+model::Model preset(const std::string& name, std::int64_t seq = 2048) {
+  for (const auto& p : model::presets()) {
+    if (p.name == name) return model::build_model(p, seq, 2);
+  }
+  FAIL("no preset " << name);
+  return {};
+}
+
+const model::Module& child(const model::Module& m, const std::string& name) {
+  for (const auto& c : m.children) {
+    if (c.name == name) return c;
+  }
+  FAIL("no child " << name);
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("parameter counts match the published model sizes") {
+  // Hugging Face model cards / safetensors metadata.
+  CHECK(preset("llama3.1-8b").total_params() == 8'030'261'248);
+  CHECK(preset("llama2-7b").total_params() == 6'738'415'616);
+  CHECK(preset("llama2-13b").total_params() == 13'015'864'320);
+  CHECK(preset("llama2-70b").total_params() == 68'976'648'192);
+  CHECK(preset("llama3.1-70b").total_params() == 70'553'706'496);
+  CHECK(preset("llama3.1-405b").total_params() == 405'853'388'800);
+  CHECK(preset("gpt2").total_params() == 124'439'808);
+}
+
+TEST_CASE("Llama 3.1 8B: per-layer and root group sizes of the D1 hand model") {
+  const auto m = preset("llama3.1-8b");
+  CHECK(m.block_params() == 218'112'000);
+  CHECK(m.total_params() - 32 * m.block_params() == 1'050'677'248);  // embedding, final norm, output
+}
+
+TEST_CASE("the seed's LargeLM counts as by hand") {
+  // Block: MultiheadAttention 4d^2 + 4d, FFN 2 d f + f + d, two LayerNorms 4d (d = 4096, f = 16384).
+  const std::int64_t d = 4096;
+  const std::int64_t f = 16384;
+  const std::int64_t block = (4 * d * d + 4 * d) + (2 * d * f + f + d) + 4 * d;
+  CHECK(block == 201'379'840);
+  const auto m = preset("seed-large-lm");
+  CHECK(m.block_params() == block);
+  // Embedding 50000 d, 32 blocks, lm_head d x 50000 + bias.
+  CHECK(m.total_params() == 50000 * d + 32 * block + (d * 50000 + 50000));
+  CHECK(m.total_params() == 6'853'804'880);
+}
+
+TEST_CASE("the seed's SimpleTransformer counts as by hand") {
+  // nn.TransformerDecoderLayer(1024, nhead=8): two MultiheadAttention (4d^2 + 4d each), linear1
+  // and linear2 with the default dim_feedforward 2048, three LayerNorms.
+  const std::int64_t d = 1024;
+  const std::int64_t f = 2048;
+  const std::int64_t layer = 2 * (4 * d * d + 4 * d) + (d * f + f) + (f * d + d) + 3 * 2 * d;
+  CHECK(layer == 12'600'320);
+  const auto m = preset("seed-simple-transformer");
+  CHECK(m.block_params() == layer);
+  CHECK(m.total_params() == 253'653'840);
+}
+
+TEST_CASE("MFU FLOPs per token follow 6N + 12 l h q s (torchtitan's count for D1)") {
+  const auto m = preset("llama3.1-8b", 8192);
+  const double n = 8'030'261'248.0 - 128256.0 * 4096.0;  // without the token embedding
+  CHECK(m.mfu_flops_per_token() == doctest::Approx(6 * n + 12.0 * 32 * 32 * 128 * 8192));
+  CHECK(m.mfu_flops_per_token() == doctest::Approx(57.91e9).epsilon(1e-3));
+}
+
+TEST_CASE("selective checkpointing keeps 994 MiB per Llama 3.1 8B layer at 16,384 tokens") {
+  // d1-hand-model.md: x 128, wq 128, wv 32, attention out 128, logsumexp 2, w1 448, w2 128 MiB.
+  const auto m = preset("llama3.1-8b", 8192);
+  const auto& block = child(child(m.root, "layers"), "0");
+  const double per_layer = block.activation.saved[static_cast<std::size_t>(model::AcMode::selective)] * 16384;
+  CHECK(per_layer / (1 << 20) == doctest::Approx(128 + 128 + 32 + 128 + 2 + 448 + 128));
+  // Full checkpointing keeps only the block input.
+  CHECK(block.activation.saved[static_cast<std::size_t>(model::AcMode::full)] == doctest::Approx(2.0 * 4096));
+}
+
+TEST_CASE("torchtitan's op-level selective checkpointing recomputes wk, wo and w3") {
+  const auto m = preset("llama3.1-8b");
+  const auto& block = child(child(m.root, "layers"), "0");
+  auto recomputed = [&](const std::string& mod, const std::string& lin) {
+    return child(child(block, mod), lin).program.front().kernel.recomputed_by_selective;
+  };
+  CHECK_FALSE(recomputed("attention", "wq"));
+  CHECK(recomputed("attention", "wk"));
+  CHECK_FALSE(recomputed("attention", "wv"));
+  CHECK(recomputed("attention", "wo"));
+  CHECK_FALSE(recomputed("feed_forward", "w1"));
+  CHECK(recomputed("feed_forward", "w3"));
+  CHECK_FALSE(recomputed("feed_forward", "w2"));
+}
+
+TEST_CASE("explicit fields override a preset and are checked") {
+  config::ModelConfig c;
+  c.preset = config::Located<std::string>{"llama3.1-8b", {"s.yaml", 3, 11}};
+  c.layers = config::Located<std::int64_t>{2, {"s.yaml", 4, 11}};
+  const auto spec = model::resolve_spec(c);
+  CHECK(spec.layers == 2);
+  CHECK(spec.hidden == 4096);
+  c.kv_heads = config::Located<std::int64_t>{5, {"s.yaml", 5, 13}};
+  CHECK_THROWS_WITH_AS((void)model::resolve_spec(c), "s.yaml:5:13: error: model.kv_heads: expected a divisor of heads (32); got 5", ConfigError);
+  config::ModelConfig bad;
+  bad.preset = config::Located<std::string>{"llama3-8b", {"s.yaml", 3, 11}};
+  CHECK_THROWS_WITH_AS((void)model::resolve_spec(bad), "s.yaml:3:11: error: model.preset: unknown model preset \"llama3-8b\" (did you mean \"llama3.1-8b\"?)",
+                       ConfigError);
+}
