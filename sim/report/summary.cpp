@@ -21,7 +21,7 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
                      scenario.cluster.nodes, scenario.cluster.nodes == 1 ? "" : "s", topo.node.gpus, topo.gpu.model,
                      scenario.fsdp.version, config::to_string(scenario.fsdp.sharding),
                      scenario.training.micro_batch * scenario.training.grad_accum, scenario.training.seq_len);
-  auto row = [&](std::string_view k, const std::string& v) { out += fmt::format("  {:<26} {}\n", k, v); };
+  auto row = [&](std::string_view k, const std::string& v) { out += fmt::format("  {:<34} {}\n", k, v); };
   row("step time", fmt::format("{:.4f} s  (step {} of {})", s.step_time, s.reported_step + 1, s.reported_step + 1));
   row("tokens/s per GPU", fmt::format("{:.0f}", s.tokens_per_s_per_gpu));
   row("TFLOPS per GPU", fmt::format("{:.1f}  (model FLOPs: 6N + 12 l h q s per token)", s.tflops_per_gpu));
