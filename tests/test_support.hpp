@@ -9,8 +9,12 @@
 
 namespace shardsim::test {
 
-inline std::filesystem::path source_dir() { return SHARDSIM_SOURCE_DIR; }
-inline std::filesystem::path shardsim_binary() { return SHARDSIM_BINARY; }
+inline std::filesystem::path source_dir() {
+  return SHARDSIM_SOURCE_DIR;
+}
+inline std::filesystem::path shardsim_binary() {
+  return SHARDSIM_BINARY;
+}
 
 // A file that lives for the duration of a test case.
 class TempFile {

@@ -65,7 +65,9 @@ void Args::parse(std::span<const std::string> argv) {
   }
 }
 
-bool Args::has(std::string_view name) const { return values_.find(name) != values_.end(); }
+bool Args::has(std::string_view name) const {
+  return values_.find(name) != values_.end();
+}
 
 std::optional<std::string> Args::get(std::string_view name) const {
   auto it = values_.find(name);

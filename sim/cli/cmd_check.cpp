@@ -25,7 +25,8 @@ int cmd_check(std::span<const std::string> argv) {
       const ConfigNode root = config::load_yaml_file(f);
       if (root.is_map() && root.find("cluster") != nullptr) {
         const Prepared p = prepare(f, {});
-        std::cout << fmt::format("ok: {} (scenario: {} GPUs, {} units, {} ops)\n", f, p.graph.info.world_size, p.plan.units.size(), p.graph.size());
+        std::cout << fmt::format("ok: {} (scenario: {} GPUs, {} units, {} ops)\n", f, p.graph.info.world_size, p.plan.units.size(),
+                                 p.graph.size());
       } else if (root.is_map() && (root.find("gpu") != nullptr || root.find("node") != nullptr)) {
         const auto t = config::load_topology(f, ConfigNode{}, "");
         std::cout << fmt::format("ok: {} (topology: {} x {})\n", f, t.node.gpus, t.gpu.model);
@@ -54,11 +55,12 @@ int cmd_describe(std::span<const std::string> argv) {
     fsdp::register_builtin_wrap_policies(r);
     for (const auto& info : r.all()) std::cout << render_schema(info.schema) << "\n";
   } else if (topic == "models") {
-    std::cout << fmt::format("  {:<26} {:>7} {:>7} {:>6} {:>4} {:>7} {:>8} {:>18}\n", "preset", "arch", "layers", "hidden", "kv", "ffn", "vocab", "parameters");
+    std::cout << fmt::format("  {:<26} {:>7} {:>7} {:>6} {:>4} {:>7} {:>8} {:>18}\n", "preset", "arch", "layers", "hidden", "kv", "ffn",
+                             "vocab", "parameters");
     for (const auto& s : model::presets()) {
       const auto m = model::build_model(s, 2048, 2);
-      std::cout << fmt::format("  {:<26} {:>7} {:>7} {:>6} {:>4} {:>7} {:>8} {:>18L}\n", s.name, model::to_string(s.arch), s.layers, s.hidden,
-                               s.kv_heads, s.ffn_hidden, s.vocab, m.total_params());
+      std::cout << fmt::format("  {:<26} {:>7} {:>7} {:>6} {:>4} {:>7} {:>8} {:>18L}\n", s.name, model::to_string(s.arch), s.layers,
+                               s.hidden, s.kv_heads, s.ffn_hidden, s.vocab, m.total_params());
     }
   } else {
     std::cout << "shardsim describe TOPIC, where TOPIC is one of:\n"

@@ -11,9 +11,9 @@ namespace shardsim::config {
 
 struct Choice {
   std::string name;
-  std::string path;       // dotted key path, e.g. "fsdp.wrap"
-  Location where;         // of the name
-  ConfigNode settings;    // the mapping, including the name key itself; null when written as a bare name
+  std::string path;     // dotted key path, e.g. "fsdp.wrap"
+  Location where;       // of the name
+  ConfigNode settings;  // the mapping, including the name key itself; null when written as a bare name
 };
 
 }  // namespace shardsim::config

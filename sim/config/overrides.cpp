@@ -63,7 +63,8 @@ std::vector<DottedValue> flatten_overrides(const ConfigNode& overrides, const st
   std::vector<DottedValue> out;
   if (overrides.is_null()) return out;
   if (!overrides.is_map()) {
-    throw ConfigError(overrides.where, path, fmt::format("expected a mapping of topology keys such as gpu.memory: 96GiB; got {}", overrides.describe()));
+    throw ConfigError(overrides.where, path,
+                      fmt::format("expected a mapping of topology keys such as gpu.memory: 96GiB; got {}", overrides.describe()));
   }
   flatten_into(overrides, "", overrides.where, out);
   return out;

@@ -54,7 +54,8 @@ constexpr std::array kFsdpParams{
     ParamSpec{"backward_prefetch", "pre | post | none", "pre", "when the next unit's all-gather is issued in backward"},
     ParamSpec{"forward_prefetch", "bool", "false", "issue the next unit's all-gather before this unit's forward"},
     ParamSpec{"limit_all_gathers", "bool", "true", "FSDP1 rate limiter: the CPU waits before issuing more all-gathers"},
-    ParamSpec{"max_inflight_all_gathers", "integer >= 1", "2", "FSDP1 limiter depth (_max_num_inflight_all_gathers, \"empirically chosen\" 2)"},
+    ParamSpec{"max_inflight_all_gathers", "integer >= 1", "2",
+              "FSDP1 limiter depth (_max_num_inflight_all_gathers, \"empirically chosen\" 2)"},
     ParamSpec{"mixed_precision", "mapping {param, reduce} or none", "none", "dtypes of all-gathered parameters and of gradient reduction"},
     ParamSpec{"cpu_offload", "bool", "false", "keep parameter shards and optimizer on the CPU"},
 };
@@ -190,18 +191,30 @@ FsdpConfig read_fsdp(const Reader& top) {
 
 int dtype_bytes(DType t) {
   switch (t) {
-    case DType::fp32: return 4;
+    case DType::fp32:
+      return 4;
     case DType::bf16:
-    case DType::fp16: return 2;
+    case DType::fp16:
+      return 2;
   }
   return 4;
 }
 
-std::string_view to_string(DType t) { return kDTypeNames[static_cast<std::size_t>(t)]; }
-std::string_view to_string(ActivationCheckpointing a) { return kAcNames[static_cast<std::size_t>(a)]; }
-std::string_view to_string(Sharding s) { return kShardingNames[static_cast<std::size_t>(s)]; }
-std::string_view to_string(BackwardPrefetch b) { return kPrefetchNames[static_cast<std::size_t>(b)]; }
-std::string_view to_string(Optimizer o) { return kOptimizerNames[static_cast<std::size_t>(o)]; }
+std::string_view to_string(DType t) {
+  return kDTypeNames[static_cast<std::size_t>(t)];
+}
+std::string_view to_string(ActivationCheckpointing a) {
+  return kAcNames[static_cast<std::size_t>(a)];
+}
+std::string_view to_string(Sharding s) {
+  return kShardingNames[static_cast<std::size_t>(s)];
+}
+std::string_view to_string(BackwardPrefetch b) {
+  return kPrefetchNames[static_cast<std::size_t>(b)];
+}
+std::string_view to_string(Optimizer o) {
+  return kOptimizerNames[static_cast<std::size_t>(o)];
+}
 
 ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const std::string> assignments) {
   ConfigNode root = load_yaml_file(file);
@@ -243,8 +256,8 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
 
   constexpr std::int64_t kMaxWorld = 1'000'000;
   if (s.world_size() > kMaxWorld) {
-    c.fail("nodes", fmt::format("{} nodes x {} GPUs = {} GPUs; expected at most {} GPUs", s.cluster.nodes,
-                                s.cluster.topology.node.gpus, s.world_size(), kMaxWorld));
+    c.fail("nodes", fmt::format("{} nodes x {} GPUs = {} GPUs; expected at most {} GPUs", s.cluster.nodes, s.cluster.topology.node.gpus,
+                                s.world_size(), kMaxWorld));
   }
   return s;
 }

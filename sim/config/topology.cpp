@@ -148,7 +148,8 @@ FabricSpec read_fabric(const Reader& top) {
 
 TopologyConfig load_topology(const std::filesystem::path& file, const ConfigNode& overrides, const std::string& overrides_path) {
   ConfigNode root = load_yaml_file(file);
-  if (root.is_null()) throw ConfigError(Location{file.string(), 0, 0}, "", "empty file; expected a topology mapping (name, gpu, node, fabric)");
+  if (root.is_null())
+    throw ConfigError(Location{file.string(), 0, 0}, "", "empty file; expected a topology mapping (name, gpu, node, fabric)");
   for (auto& o : flatten_overrides(overrides, overrides_path)) {
     set_dotted(root, o.key, std::move(o.value), o.key_where);
   }

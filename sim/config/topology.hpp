@@ -15,10 +15,10 @@ namespace shardsim::config {
 // They are properties of a GPU type, measured or taken from published kernel benchmarks;
 // a topology file says where its figures come from.
 struct GpuEfficiency {
-  double matmul = 0.6;              // large bf16 GEMMs, fraction of peak_flops
-  double attention_forward = 0.35;  // FlashAttention-2 forward, fraction of peak_flops
-  double attention_backward = 0.28; // FlashAttention-2 backward
-  double memory = 0.8;              // memory-bound kernels, fraction of hbm_bandwidth
+  double matmul = 0.6;               // large bf16 GEMMs, fraction of peak_flops
+  double attention_forward = 0.35;   // FlashAttention-2 forward, fraction of peak_flops
+  double attention_backward = 0.28;  // FlashAttention-2 backward
+  double memory = 0.8;               // memory-bound kernels, fraction of hbm_bandwidth
 };
 
 struct GpuSpec {
@@ -32,7 +32,7 @@ struct GpuSpec {
 };
 
 struct LinkSpec {
-  ByteRate bandwidth;   // per direction
+  ByteRate bandwidth;  // per direction
   Seconds latency;
   double efficiency = 1.0;  // fraction of bandwidth a collective's payload achieves
 };

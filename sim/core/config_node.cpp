@@ -39,10 +39,14 @@ void ConfigNode::set(std::string_view key, ConfigNode value, Location key_where)
 
 std::string ConfigNode::describe() const {
   switch (kind) {
-    case Kind::null: return "nothing";
-    case Kind::scalar: return fmt::format("\"{}\"", scalar);
-    case Kind::map: return "a mapping";
-    case Kind::sequence: return "a list";
+    case Kind::null:
+      return "nothing";
+    case Kind::scalar:
+      return fmt::format("\"{}\"", scalar);
+    case Kind::map:
+      return "a mapping";
+    case Kind::sequence:
+      return "a list";
   }
   return "?";
 }

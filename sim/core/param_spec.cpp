@@ -23,8 +23,8 @@ std::string render_schema(const Schema& schema) {
   std::string out = fmt::format("{}: {}\n\n", schema.name, schema.description);
   out += fmt::format("  {:<{}}  {:<{}}  {:<{}}  {}\n", "key", name_w, "type", type_w, "default", def_w, "meaning");
   for (const auto& p : schema.params) {
-    out += fmt::format("  {:<{}}  {:<{}}  {:<{}}  {}\n", p.name, name_w, p.type, type_w,
-                       p.default_value.empty() ? "-" : p.default_value, def_w, p.description);
+    out += fmt::format("  {:<{}}  {:<{}}  {:<{}}  {}\n", p.name, name_w, p.type, type_w, p.default_value.empty() ? "-" : p.default_value,
+                       def_w, p.description);
   }
   return out;
 }

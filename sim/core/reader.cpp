@@ -89,8 +89,7 @@ std::int64_t scalar_integer(const ConfigNode& n, const std::string& path, std::i
     // Accept integral values written in scientific notation, e.g. 1e8.
     double d = 0.0;
     auto [p2, ec2] = std::from_chars(s.data(), s.data() + s.size(), d);
-    if (ec2 != std::errc() || p2 != s.data() + s.size() || !std::isfinite(d) || d != std::floor(d) ||
-        std::fabs(d) > 9.0e18) {
+    if (ec2 != std::errc() || p2 != s.data() + s.size() || !std::isfinite(d) || d != std::floor(d) || std::fabs(d) > 9.0e18) {
       throw ConfigError(n.where, path, expected_got(expected, n));
     }
     v = static_cast<std::int64_t>(d);
@@ -128,8 +127,7 @@ double scalar_quantity(const ConfigNode& n, const std::string& path, Dimension d
   }
 }
 
-Reader::Reader(const ConfigNode& node, std::string path, const Schema& schema)
-    : node_(node), path_(std::move(path)), schema_(schema) {
+Reader::Reader(const ConfigNode& node, std::string path, const Schema& schema) : node_(node), path_(std::move(path)), schema_(schema) {
   if (!node_.is_map() && !node_.is_null()) {
     throw ConfigError(node_.where, path_, expected_got(fmt::format("a mapping of {} settings", schema_.name), node_));
   }

@@ -28,7 +28,7 @@ class Reader {
   [[nodiscard]] bool has(std::string_view key) const;
   [[nodiscard]] const ConfigNode* node(std::string_view key) const;
   [[nodiscard]] std::string path_of(std::string_view key) const;  // "fsdp.wrap"
-  [[nodiscard]] Location where(std::string_view key) const;      // of the value, else of the map
+  [[nodiscard]] Location where(std::string_view key) const;       // of the value, else of the map
 
   // Typed reads. When the key is absent the schema's default is parsed instead; with no default
   // the key is required. The opt_ forms return nullopt when the key is absent.

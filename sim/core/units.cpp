@@ -19,33 +19,27 @@ struct UnitDef {
 // Decimal prefixes follow SI (1 GB = 1e9 B), binary ones IEC (1 GiB = 2^30 B). Network rates
 // are usually quoted in bits ("400Gbps" = 50e9 B/s), memory and NVLink in bytes ("450GB/s").
 constexpr std::array kBytes{
-    UnitDef{"B", 1.0},       UnitDef{"KB", 1e3},       UnitDef{"MB", 1e6},
-    UnitDef{"GB", 1e9},      UnitDef{"TB", 1e12},      UnitDef{"PB", 1e15},
-    UnitDef{"KiB", kKiB},    UnitDef{"MiB", kMiB},     UnitDef{"GiB", kGiB},
-    UnitDef{"TiB", kGiB * kKiB}, UnitDef{"PiB", kGiB * kMiB},
+    UnitDef{"B", 1.0},    UnitDef{"KB", 1e3},         UnitDef{"MB", 1e6},         UnitDef{"GB", 1e9},
+    UnitDef{"TB", 1e12},  UnitDef{"PB", 1e15},        UnitDef{"KiB", kKiB},       UnitDef{"MiB", kMiB},
+    UnitDef{"GiB", kGiB}, UnitDef{"TiB", kGiB* kKiB}, UnitDef{"PiB", kGiB* kMiB},
 };
 constexpr std::array kSeconds{
-    UnitDef{"s", 1.0},   UnitDef{"ms", 1e-3}, UnitDef{"us", 1e-6},
-    UnitDef{"µs", 1e-6}, UnitDef{"ns", 1e-9}, UnitDef{"min", 60.0}, UnitDef{"h", 3600.0},
+    UnitDef{"s", 1.0},   UnitDef{"ms", 1e-3},  UnitDef{"us", 1e-6},  UnitDef{"µs", 1e-6},
+    UnitDef{"ns", 1e-9}, UnitDef{"min", 60.0}, UnitDef{"h", 3600.0},
 };
 constexpr std::array kFlops{
-    UnitDef{"FLOP", 1.0},  UnitDef{"KFLOP", 1e3},  UnitDef{"MFLOP", 1e6},  UnitDef{"GFLOP", 1e9},
+    UnitDef{"FLOP", 1.0},   UnitDef{"KFLOP", 1e3},  UnitDef{"MFLOP", 1e6},  UnitDef{"GFLOP", 1e9},
     UnitDef{"TFLOP", 1e12}, UnitDef{"PFLOP", 1e15}, UnitDef{"EFLOP", 1e18},
 };
 constexpr std::array kByteRates{
-    UnitDef{"B/s", 1.0},     UnitDef{"KB/s", 1e3},      UnitDef{"MB/s", 1e6},
-    UnitDef{"GB/s", 1e9},    UnitDef{"TB/s", 1e12},     UnitDef{"KiB/s", kKiB},
-    UnitDef{"MiB/s", kMiB},  UnitDef{"GiB/s", kGiB},    UnitDef{"TiB/s", kGiB * kKiB},
-    UnitDef{"bps", 1.0 / 8}, UnitDef{"Kbps", 1e3 / 8},  UnitDef{"Mbps", 1e6 / 8},
-    UnitDef{"Gbps", 1e9 / 8}, UnitDef{"Tbps", 1e12 / 8}, UnitDef{"b/s", 1.0 / 8},
-    UnitDef{"Kb/s", 1e3 / 8}, UnitDef{"Mb/s", 1e6 / 8}, UnitDef{"Gb/s", 1e9 / 8},
-    UnitDef{"Tb/s", 1e12 / 8},
+    UnitDef{"B/s", 1.0},      UnitDef{"KB/s", 1e3},     UnitDef{"MB/s", 1e6},     UnitDef{"GB/s", 1e9},         UnitDef{"TB/s", 1e12},
+    UnitDef{"KiB/s", kKiB},   UnitDef{"MiB/s", kMiB},   UnitDef{"GiB/s", kGiB},   UnitDef{"TiB/s", kGiB* kKiB}, UnitDef{"bps", 1.0 / 8},
+    UnitDef{"Kbps", 1e3 / 8}, UnitDef{"Mbps", 1e6 / 8}, UnitDef{"Gbps", 1e9 / 8}, UnitDef{"Tbps", 1e12 / 8},    UnitDef{"b/s", 1.0 / 8},
+    UnitDef{"Kb/s", 1e3 / 8}, UnitDef{"Mb/s", 1e6 / 8}, UnitDef{"Gb/s", 1e9 / 8}, UnitDef{"Tb/s", 1e12 / 8},
 };
 constexpr std::array kFlopRates{
-    UnitDef{"FLOPS", 1.0},   UnitDef{"KFLOPS", 1e3},  UnitDef{"MFLOPS", 1e6},
-    UnitDef{"GFLOPS", 1e9},  UnitDef{"TFLOPS", 1e12}, UnitDef{"PFLOPS", 1e15},
-    UnitDef{"FLOP/s", 1.0},  UnitDef{"GFLOP/s", 1e9}, UnitDef{"TFLOP/s", 1e12},
-    UnitDef{"PFLOP/s", 1e15},
+    UnitDef{"FLOPS", 1.0},   UnitDef{"KFLOPS", 1e3}, UnitDef{"MFLOPS", 1e6},  UnitDef{"GFLOPS", 1e9},   UnitDef{"TFLOPS", 1e12},
+    UnitDef{"PFLOPS", 1e15}, UnitDef{"FLOP/s", 1.0}, UnitDef{"GFLOP/s", 1e9}, UnitDef{"TFLOP/s", 1e12}, UnitDef{"PFLOP/s", 1e15},
 };
 
 template <std::size_t N>
@@ -58,11 +52,16 @@ const UnitDef* find_unit(const std::array<UnitDef, N>& table, std::string_view u
 
 const UnitDef* lookup(Dimension d, std::string_view unit) {
   switch (d) {
-    case Dimension::bytes: return find_unit(kBytes, unit);
-    case Dimension::seconds: return find_unit(kSeconds, unit);
-    case Dimension::flops: return find_unit(kFlops, unit);
-    case Dimension::byte_rate: return find_unit(kByteRates, unit);
-    case Dimension::flop_rate: return find_unit(kFlopRates, unit);
+    case Dimension::bytes:
+      return find_unit(kBytes, unit);
+    case Dimension::seconds:
+      return find_unit(kSeconds, unit);
+    case Dimension::flops:
+      return find_unit(kFlops, unit);
+    case Dimension::byte_rate:
+      return find_unit(kByteRates, unit);
+    case Dimension::flop_rate:
+      return find_unit(kFlopRates, unit);
   }
   return nullptr;
 }
@@ -86,22 +85,32 @@ std::string scaled(double v, std::initializer_list<std::pair<double, std::string
 
 std::string_view dimension_name(Dimension d) {
   switch (d) {
-    case Dimension::bytes: return "size";
-    case Dimension::seconds: return "duration";
-    case Dimension::flops: return "FLOP count";
-    case Dimension::byte_rate: return "bandwidth";
-    case Dimension::flop_rate: return "compute rate";
+    case Dimension::bytes:
+      return "size";
+    case Dimension::seconds:
+      return "duration";
+    case Dimension::flops:
+      return "FLOP count";
+    case Dimension::byte_rate:
+      return "bandwidth";
+    case Dimension::flop_rate:
+      return "compute rate";
   }
   return "quantity";
 }
 
 std::string_view dimension_example(Dimension d) {
   switch (d) {
-    case Dimension::bytes: return "80GiB or 25MB";
-    case Dimension::seconds: return "2us or 1.5ms";
-    case Dimension::flops: return "1.2TFLOP";
-    case Dimension::byte_rate: return "400Gbps or 450GB/s";
-    case Dimension::flop_rate: return "989TFLOPS";
+    case Dimension::bytes:
+      return "80GiB or 25MB";
+    case Dimension::seconds:
+      return "2us or 1.5ms";
+    case Dimension::flops:
+      return "1.2TFLOP";
+    case Dimension::byte_rate:
+      return "400Gbps or 450GB/s";
+    case Dimension::flop_rate:
+      return "989TFLOPS";
   }
   return "";
 }

@@ -19,8 +19,14 @@ class Quantity {
   constexpr explicit Quantity(double value) : value_(value) {}
   [[nodiscard]] constexpr double value() const { return value_; }
 
-  constexpr Quantity& operator+=(Quantity o) { value_ += o.value_; return *this; }
-  constexpr Quantity& operator-=(Quantity o) { value_ -= o.value_; return *this; }
+  constexpr Quantity& operator+=(Quantity o) {
+    value_ += o.value_;
+    return *this;
+  }
+  constexpr Quantity& operator-=(Quantity o) {
+    value_ -= o.value_;
+    return *this;
+  }
   friend constexpr Quantity operator+(Quantity a, Quantity b) { return Quantity(a.value_ + b.value_); }
   friend constexpr Quantity operator-(Quantity a, Quantity b) { return Quantity(a.value_ - b.value_); }
   friend constexpr Quantity operator*(Quantity a, double k) { return Quantity(a.value_ * k); }
@@ -45,10 +51,18 @@ using Flops = Quantity<FlopsTag>;        // floating-point operations
 using ByteRate = Quantity<ByteRateTag>;  // bytes per second
 using FlopRate = Quantity<FlopRateTag>;  // floating-point operations per second
 
-constexpr Seconds operator/(Bytes b, ByteRate r) { return Seconds(b.value() / r.value()); }
-constexpr Seconds operator/(Flops f, FlopRate r) { return Seconds(f.value() / r.value()); }
-constexpr Bytes operator*(ByteRate r, Seconds t) { return Bytes(r.value() * t.value()); }
-constexpr Flops operator*(FlopRate r, Seconds t) { return Flops(r.value() * t.value()); }
+constexpr Seconds operator/(Bytes b, ByteRate r) {
+  return Seconds(b.value() / r.value());
+}
+constexpr Seconds operator/(Flops f, FlopRate r) {
+  return Seconds(f.value() / r.value());
+}
+constexpr Bytes operator*(ByteRate r, Seconds t) {
+  return Bytes(r.value() * t.value());
+}
+constexpr Flops operator*(FlopRate r, Seconds t) {
+  return Flops(r.value() * t.value());
+}
 
 constexpr double kKiB = 1024.0;
 constexpr double kMiB = 1024.0 * kKiB;
@@ -66,10 +80,18 @@ enum class Dimension { bytes, seconds, flops, byte_rate, flop_rate };
 // "400" could be bits or bytes, seconds or microseconds.
 [[nodiscard]] double parse_quantity(std::string_view text, Dimension d);
 
-[[nodiscard]] inline Bytes parse_bytes(std::string_view t) { return Bytes(parse_quantity(t, Dimension::bytes)); }
-[[nodiscard]] inline Seconds parse_seconds(std::string_view t) { return Seconds(parse_quantity(t, Dimension::seconds)); }
-[[nodiscard]] inline ByteRate parse_byte_rate(std::string_view t) { return ByteRate(parse_quantity(t, Dimension::byte_rate)); }
-[[nodiscard]] inline FlopRate parse_flop_rate(std::string_view t) { return FlopRate(parse_quantity(t, Dimension::flop_rate)); }
+[[nodiscard]] inline Bytes parse_bytes(std::string_view t) {
+  return Bytes(parse_quantity(t, Dimension::bytes));
+}
+[[nodiscard]] inline Seconds parse_seconds(std::string_view t) {
+  return Seconds(parse_quantity(t, Dimension::seconds));
+}
+[[nodiscard]] inline ByteRate parse_byte_rate(std::string_view t) {
+  return ByteRate(parse_quantity(t, Dimension::byte_rate));
+}
+[[nodiscard]] inline FlopRate parse_flop_rate(std::string_view t) {
+  return FlopRate(parse_quantity(t, Dimension::flop_rate));
+}
 
 // Human-readable forms for reports: "82.4 GiB", "2.84 s", "45.6 ms", "360 GB/s", "989 TFLOPS".
 [[nodiscard]] std::string format_bytes(Bytes b);

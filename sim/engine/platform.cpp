@@ -17,7 +17,9 @@ sg4::Link* duplex(sg4::NetZone& zone, const std::string& name, double bandwidth)
   return link;
 }
 
-double effective(const config::LinkSpec& l) { return l.bandwidth.value() * l.efficiency; }
+double effective(const config::LinkSpec& l) {
+  return l.bandwidth.value() * l.efficiency;
+}
 
 }  // namespace
 
@@ -111,6 +113,8 @@ int Platform::add_path_route(const std::vector<Hop>& hops) {
   return id;
 }
 
-void Platform::seal() { zone_->seal(); }
+void Platform::seal() {
+  zone_->seal();
+}
 
 }  // namespace shardsim::engine

@@ -15,9 +15,8 @@
 // path's hops, so that one flow can stand for the whole ring.
 #pragma once
 
-#include <simgrid/s4u.hpp>
-
 #include <functional>
+#include <simgrid/s4u.hpp>
 #include <string_view>
 #include <vector>
 

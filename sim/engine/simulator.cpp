@@ -1,8 +1,6 @@
 #include "engine/simulator.hpp"
 
 #include <fmt/format.h>
-#include <simgrid/kernel/Timer.hpp>
-#include <simgrid/s4u.hpp>
 #include <xbt/log.h>
 
 #include <chrono>
@@ -11,6 +9,8 @@
 #include <memory>
 #include <queue>
 #include <set>
+#include <simgrid/kernel/Timer.hpp>
+#include <simgrid/s4u.hpp>
 #include <tuple>
 #include <unordered_map>
 
@@ -37,7 +37,7 @@ struct Timer {
   double time;
   std::uint64_t seq;  // ties resolve in creation order: deterministic
   int op;
-  int who;            // rank (compute), or -1 - instance (collective)
+  int who;  // rank (compute), or -1 - instance (collective)
   bool operator>(const Timer& o) const { return time != o.time ? time > o.time : seq > o.seq; }
 };
 
@@ -109,17 +109,23 @@ class Simulator {
 
   int group_size(Group g) const {
     switch (g) {
-      case Group::shard: return g_.info.shard_group;
-      case Group::replicate: return world_ / g_.info.shard_group;
-      default: return world_;
+      case Group::shard:
+        return g_.info.shard_group;
+      case Group::replicate:
+        return world_ / g_.info.shard_group;
+      default:
+        return world_;
     }
   }
   int instances(Group g) const { return world_ / group_size(g); }
   int instance_of(Group g, int rank) const {
     switch (g) {
-      case Group::shard: return rank / g_.info.shard_group;
-      case Group::replicate: return rank % g_.info.shard_group;
-      default: return 0;
+      case Group::shard:
+        return rank / g_.info.shard_group;
+      case Group::replicate:
+        return rank % g_.info.shard_group;
+      default:
+        return 0;
     }
   }
   std::vector<int> members(Group g, int instance) const {

@@ -5,8 +5,10 @@ namespace shardsim::fsdp {
 int optimizer_states(config::Optimizer o) {
   switch (o) {
     case config::Optimizer::adam:
-    case config::Optimizer::adamw: return 2;
-    case config::Optimizer::sgd: return 0;
+    case config::Optimizer::adamw:
+      return 2;
+    case config::Optimizer::sgd:
+      return 0;
   }
   return 2;
 }
@@ -15,8 +17,10 @@ double optimizer_bytes_per_param(config::Optimizer o, int storage_bytes) {
   const double scale = storage_bytes / 4.0;
   switch (o) {
     case config::Optimizer::adam:
-    case config::Optimizer::adamw: return (80.0 + 12.0) * scale;
-    case config::Optimizer::sgd: return (12.0 + 12.0) * scale;  // p -= lr * g, plus clipping
+    case config::Optimizer::adamw:
+      return (80.0 + 12.0) * scale;
+    case config::Optimizer::sgd:
+      return (12.0 + 12.0) * scale;  // p -= lr * g, plus clipping
   }
   return 92.0 * scale;
 }

@@ -32,7 +32,7 @@ struct Segment {
   int unit = 0;
   std::string name;  // "layers.3", "layers.3.attention" (innermost module)
   std::vector<model::Kernel> kernels;
-  bool in_block = false;  // inside a transformer block: activation checkpointing applies
+  bool in_block = false;   // inside a transformer block: activation checkpointing applies
   std::int64_t numel = 0;  // parameters of the unit used by these kernels (their gradients appear here)
   model::Activation activation;
 };
@@ -63,8 +63,7 @@ struct Plan {
 
 // Wraps the model as the scenario says. Throws ConfigError for settings that cannot apply
 // (an unknown wrap policy, hybrid sharding on one node, ...).
-[[nodiscard]] Plan make_plan(const model::Model& model, const config::ScenarioConfig& scenario,
-                             const WrapPolicyRegistry& policies);
+[[nodiscard]] Plan make_plan(const model::Model& model, const config::ScenarioConfig& scenario, const WrapPolicyRegistry& policies);
 
 // FSDP1's flat parameter: numel padded up to a multiple of the group (chunk(W) pads every rank to
 // ceil(numel / W)). FSDP2 pads each parameter's dim 0 instead.

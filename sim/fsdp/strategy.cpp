@@ -5,11 +5,16 @@ namespace shardsim::fsdp {
 ShardingTraits sharding_traits(config::Sharding s) {
   using config::Sharding;
   switch (s) {
-    case Sharding::full_shard: return {true, true, false, true};
-    case Sharding::shard_grad_op: return {true, false, false, true};
-    case Sharding::no_shard: return {false, false, false, false};
-    case Sharding::hybrid_shard: return {true, true, true, true};
-    case Sharding::hybrid_shard_zero2: return {true, false, true, true};
+    case Sharding::full_shard:
+      return {true, true, false, true};
+    case Sharding::shard_grad_op:
+      return {true, false, false, true};
+    case Sharding::no_shard:
+      return {false, false, false, false};
+    case Sharding::hybrid_shard:
+      return {true, true, true, true};
+    case Sharding::hybrid_shard_zero2:
+      return {true, false, true, true};
   }
   return {};
 }

@@ -7,10 +7,10 @@
 namespace shardsim::fsdp {
 
 struct ShardingTraits {
-  bool shards_params = true;           // parameters are sharded (an all-gather before use)
-  bool reshard_after_forward = true;   // freed after forward, gathered again in backward
-  bool hybrid = false;                 // shard within a node, replicate across nodes
-  bool reduce_scatter = true;          // gradients reduce-scattered (else all-reduced)
+  bool shards_params = true;          // parameters are sharded (an all-gather before use)
+  bool reshard_after_forward = true;  // freed after forward, gathered again in backward
+  bool hybrid = false;                // shard within a node, replicate across nodes
+  bool reduce_scatter = true;         // gradients reduce-scattered (else all-reduced)
 };
 
 // FULL_SHARD: AG in forward and backward, RS. SHARD_GRAD_OP: AG once, kept until backward ends.

@@ -126,29 +126,29 @@ std::vector<std::string_view> module_classes(const model::Module& root, std::set
 }  // namespace
 
 void register_builtin_wrap_policies(WrapPolicyRegistry& registry) {
-  registry.add(WrapPolicyInfo{
-      "module", Schema{"wrap policy module", "wrap by module class", kModuleParams},
-      [](const Reader& r, const model::Module& root) -> std::unique_ptr<WrapPolicy> {
-        const std::string cls = r.text("module");
-        std::set<std::string> storage;
-        const auto classes = module_classes(root, storage);
-        if (std::find(classes.begin(), classes.end(), cls) == classes.end()) {
-          std::string message = fmt::format("no module of class \"{}\" in this model; expected one of {}", cls, join(classes));
-          if (auto g = closest_match(cls, classes); !g.empty()) message = fmt::format("no module of class \"{}\" in this model (did you mean \"{}\"?)", cls, g);
-          r.fail("module", message);
-        }
-        const std::int64_t group = r.integer("blocks_per_unit", 1, 1 << 20);
-        if (group > 1 && cls != "block") r.fail("blocks_per_unit", "only applies with module: block");
-        return std::make_unique<ModulePolicy>(cls, group);
-      }});
+  registry.add(WrapPolicyInfo{"module", Schema{"wrap policy module", "wrap by module class", kModuleParams},
+                              [](const Reader& r, const model::Module& root) -> std::unique_ptr<WrapPolicy> {
+                                const std::string cls = r.text("module");
+                                std::set<std::string> storage;
+                                const auto classes = module_classes(root, storage);
+                                if (std::find(classes.begin(), classes.end(), cls) == classes.end()) {
+                                  std::string message =
+                                      fmt::format("no module of class \"{}\" in this model; expected one of {}", cls, join(classes));
+                                  if (auto g = closest_match(cls, classes); !g.empty())
+                                    message = fmt::format("no module of class \"{}\" in this model (did you mean \"{}\"?)", cls, g);
+                                  r.fail("module", message);
+                                }
+                                const std::int64_t group = r.integer("blocks_per_unit", 1, 1 << 20);
+                                if (group > 1 && cls != "block") r.fail("blocks_per_unit", "only applies with module: block");
+                                return std::make_unique<ModulePolicy>(cls, group);
+                              }});
   registry.add(WrapPolicyInfo{"size", Schema{"wrap policy size", "wrap by parameter count", kSizeParams},
                               [](const Reader& r, const model::Module&) -> std::unique_ptr<WrapPolicy> {
                                 return std::make_unique<SizePolicy>(r.integer("min_params", 1, std::int64_t{1} << 50));
                               }});
-  registry.add(WrapPolicyInfo{"none", Schema{"wrap policy none", "one unit for the whole model", kNoneParams},
-                              [](const Reader&, const model::Module&) -> std::unique_ptr<WrapPolicy> {
-                                return std::make_unique<NonePolicy>();
-                              }});
+  registry.add(
+      WrapPolicyInfo{"none", Schema{"wrap policy none", "one unit for the whole model", kNoneParams},
+                     [](const Reader&, const model::Module&) -> std::unique_ptr<WrapPolicy> { return std::make_unique<NonePolicy>(); }});
 }
 
 }  // namespace shardsim::fsdp

@@ -4,7 +4,9 @@
 
 namespace shardsim::fsdp {
 
-void WrapPolicyRegistry::add(WrapPolicyInfo info) { infos_.push_back(std::move(info)); }
+void WrapPolicyRegistry::add(WrapPolicyInfo info) {
+  infos_.push_back(std::move(info));
+}
 
 std::unique_ptr<WrapPolicy> WrapPolicyRegistry::create(const config::Choice& choice, const model::Module& root) const {
   std::vector<std::string_view> names;

@@ -393,9 +393,9 @@ class Builder {
   int last_reduce_ = -1;
   int deferred_buffer_free_ = -1;
   std::deque<int> limiter_;
-  std::vector<int> available_;     // op after which unit u's parameters are usable, -1 if not
+  std::vector<int> available_;  // op after which unit u's parameters are usable, -1 if not
   std::vector<bool> prefetched_;
-  std::vector<int> gather_of_;     // the latest all-gather of unit u
+  std::vector<int> gather_of_;  // the latest all-gather of unit u
   std::vector<int> last_compute_;
   std::vector<bool> grads_pending_;
   std::vector<bool> backward_done_;

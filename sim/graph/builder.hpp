@@ -11,7 +11,6 @@
 
 namespace shardsim::graph {
 
-[[nodiscard]] StepGraph build_step_graph(const model::Model& model, const fsdp::Plan& plan,
-                                         const config::ScenarioConfig& scenario);
+[[nodiscard]] StepGraph build_step_graph(const model::Model& model, const fsdp::Plan& plan, const config::ScenarioConfig& scenario);
 
 }  // namespace shardsim::graph

@@ -90,8 +90,8 @@ struct Work {
 
 struct MemEffect {
   MemCategory category = MemCategory::activations;
-  double bytes = 0;    // > 0 allocates, < 0 frees
-  bool at_end = false; // at the op's end (else at its start)
+  double bytes = 0;     // > 0 allocates, < 0 frees
+  bool at_end = false;  // at the op's end (else at its start)
 };
 
 struct Op {

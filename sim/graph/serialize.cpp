@@ -23,15 +23,21 @@ json work_json(const Work& w) {
   for (const auto& g : w.gemms) gemms.push_back({g.m, g.n, g.k});
   json attn = json::array();
   for (const auto& a : w.attention) {
-    attn.push_back({{"batch", a.batch}, {"seq", a.seq}, {"heads", a.heads}, {"kv_heads", a.kv_heads},
-                    {"head_dim", a.head_dim}, {"causal", a.causal}, {"backward", a.backward}});
+    attn.push_back({{"batch", a.batch},
+                    {"seq", a.seq},
+                    {"heads", a.heads},
+                    {"kv_heads", a.kv_heads},
+                    {"head_dim", a.head_dim},
+                    {"causal", a.causal},
+                    {"backward", a.backward}});
   }
   return {{"gemms", gemms}, {"attention", attn}, {"memory_bytes", w.memory_bytes}, {"launches", w.launches}};
 }
 
 Work work_from(const json& j) {
   Work w;
-  for (const auto& g : j.at("gemms")) w.gemms.push_back(Gemm{g.at(0).get<std::int64_t>(), g.at(1).get<std::int64_t>(), g.at(2).get<std::int64_t>()});
+  for (const auto& g : j.at("gemms"))
+    w.gemms.push_back(Gemm{g.at(0).get<std::int64_t>(), g.at(1).get<std::int64_t>(), g.at(2).get<std::int64_t>()});
   for (const auto& a : j.at("attention")) {
     w.attention.push_back(AttentionCall{a.at("batch").get<std::int64_t>(), a.at("seq").get<std::int64_t>(), a.at("heads").get<int>(),
                                         a.at("kv_heads").get<int>(), a.at("head_dim").get<int>(), a.at("causal").get<bool>(),
@@ -49,26 +55,42 @@ json to_json(const StepGraph& g) {
   for (std::size_t i = 0; i < g.size(); ++i) {
     const Op& op = g.op(static_cast<int>(i));
     json mem = json::array();
-    for (const auto& m : op.memory) mem.push_back({{"category", std::string(to_string(m.category))}, {"bytes", m.bytes}, {"at_end", m.at_end}});
-    json o{{"id", op.id},       {"kind", std::string(to_string(op.kind))}, {"stream", std::string(to_string(op.stream))},
-           {"name", op.name},   {"unit", op.unit}, {"step", op.step}, {"micro", op.micro},
-           {"group", std::string(to_string(op.group))}, {"bytes", op.bytes}, {"memory", mem}};
+    for (const auto& m : op.memory)
+      mem.push_back({{"category", std::string(to_string(m.category))}, {"bytes", m.bytes}, {"at_end", m.at_end}});
+    json o{{"id", op.id},
+           {"kind", std::string(to_string(op.kind))},
+           {"stream", std::string(to_string(op.stream))},
+           {"name", op.name},
+           {"unit", op.unit},
+           {"step", op.step},
+           {"micro", op.micro},
+           {"group", std::string(to_string(op.group))},
+           {"bytes", op.bytes},
+           {"memory", mem}};
     if (!op.is_collective()) o["work"] = work_json(op.work);
     ops.push_back(std::move(o));
   }
   json edges = json::array();
   for (std::size_t i = 0; i < g.size(); ++i) {
-    for (const auto& [to, kind] : g.successors(static_cast<int>(i))) edges.push_back({static_cast<int>(i), to, std::string(to_string(kind))});
+    for (const auto& [to, kind] : g.successors(static_cast<int>(i)))
+      edges.push_back({static_cast<int>(i), to, std::string(to_string(kind))});
   }
   json initial = json::object();
-  for (int c = 0; c < kMemCategories; ++c) initial[std::string(to_string(static_cast<MemCategory>(c)))] = g.info.initial_memory[static_cast<std::size_t>(c)];
+  for (int c = 0; c < kMemCategories; ++c)
+    initial[std::string(to_string(static_cast<MemCategory>(c)))] = g.info.initial_memory[static_cast<std::size_t>(c)];
   const GraphInfo& info = g.info;
   return {{"format", "shardsim-graph"},
           {"format_version", kGraphFormatVersion},
           {"info",
-           {{"scenario", info.scenario}, {"world_size", info.world_size}, {"gpus_per_node", info.gpus_per_node},
-            {"shard_group", info.shard_group}, {"replicate_group", info.replicate_group}, {"steps", info.steps},
-            {"micro_steps", info.micro_steps}, {"tokens_per_micro_step", info.tokens_per_micro_step}, {"initial_memory", initial}}},
+           {{"scenario", info.scenario},
+            {"world_size", info.world_size},
+            {"gpus_per_node", info.gpus_per_node},
+            {"shard_group", info.shard_group},
+            {"replicate_group", info.replicate_group},
+            {"steps", info.steps},
+            {"micro_steps", info.micro_steps},
+            {"tokens_per_micro_step", info.tokens_per_micro_step},
+            {"initial_memory", initial}}},
           {"ops", ops},
           {"edges", edges}};
 }
@@ -93,7 +115,8 @@ StepGraph from_json(const json& j, const std::string& source) {
     g.info.micro_steps = info.at("micro_steps").get<int>();
     g.info.tokens_per_micro_step = info.at("tokens_per_micro_step").get<std::int64_t>();
     for (int c = 0; c < kMemCategories; ++c) {
-      g.info.initial_memory[static_cast<std::size_t>(c)] = info.at("initial_memory").at(std::string(to_string(static_cast<MemCategory>(c)))).get<double>();
+      g.info.initial_memory[static_cast<std::size_t>(c)] =
+          info.at("initial_memory").at(std::string(to_string(static_cast<MemCategory>(c)))).get<double>();
     }
     for (const auto& o : j.at("ops")) {
       Op op;
@@ -106,8 +129,8 @@ StepGraph from_json(const json& j, const std::string& source) {
       op.group = enum_from<Group, 4>(o.at("group"), source, "group");
       op.bytes = o.at("bytes").get<double>();
       for (const auto& m : o.at("memory")) {
-        op.memory.push_back(MemEffect{enum_from<MemCategory, kMemCategories>(m.at("category"), source, "category"), m.at("bytes").get<double>(),
-                                      m.at("at_end").get<bool>()});
+        op.memory.push_back(MemEffect{enum_from<MemCategory, kMemCategories>(m.at("category"), source, "category"),
+                                      m.at("bytes").get<double>(), m.at("at_end").get<bool>()});
       }
       if (o.contains("work")) op.work = work_from(o.at("work"));
       if (o.at("id").get<int>() != static_cast<int>(g.size())) throw ConfigError(where, "ops", "op ids must be 0, 1, 2, ... in order");
@@ -117,7 +140,8 @@ StepGraph from_json(const json& j, const std::string& source) {
     for (const auto& e : j.at("edges")) {
       const int from = e.at(0).get<int>();
       const int to = e.at(1).get<int>();
-      if (from < 0 || from >= n || to < 0 || to >= n) throw ConfigError(where, "edges", fmt::format("edge {} -> {} names a missing op", from, to));
+      if (from < 0 || from >= n || to < 0 || to >= n)
+        throw ConfigError(where, "edges", fmt::format("edge {} -> {} names a missing op", from, to));
       g.add_edge(from, to, enum_from<EdgeKind, 5>(e.at(2), source, "edge kind"));
     }
   } catch (const json::exception& e) {

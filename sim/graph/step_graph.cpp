@@ -25,11 +25,16 @@ void StepGraph::add_edge(int from, int to, EdgeKind kind) {
     // Keep the most telling kind: data > rate_limit > prefetch > cpu > stream.
     auto rank = [](EdgeKind k) {
       switch (k) {
-        case EdgeKind::data: return 4;
-        case EdgeKind::rate_limit: return 3;
-        case EdgeKind::prefetch: return 2;
-        case EdgeKind::cpu: return 1;
-        case EdgeKind::stream: return 0;
+        case EdgeKind::data:
+          return 4;
+        case EdgeKind::rate_limit:
+          return 3;
+        case EdgeKind::prefetch:
+          return 2;
+        case EdgeKind::cpu:
+          return 1;
+        case EdgeKind::stream:
+          return 0;
       }
       return 0;
     };

@@ -26,7 +26,7 @@ struct GraphInfo {
   int replicate_group = 1;  // ranks per replicate group (stride = shard_group)
   int steps = 1;
   int micro_steps = 1;
-  std::int64_t tokens_per_micro_step = 0;  // per rank
+  std::int64_t tokens_per_micro_step = 0;               // per rank
   std::array<double, kMemCategories> initial_memory{};  // bytes held per rank before the step
 };
 

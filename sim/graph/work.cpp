@@ -40,9 +40,12 @@ void add_backward(Work& w, const model::Kernel& k, const Batch& b) {
 
 bool recomputed(const model::Kernel& k, model::AcMode ac) {
   switch (ac) {
-    case model::AcMode::none: return false;
-    case model::AcMode::selective: return k.recomputed_by_selective;
-    case model::AcMode::full: return true;
+    case model::AcMode::none:
+      return false;
+    case model::AcMode::selective:
+      return k.recomputed_by_selective;
+    case model::AcMode::full:
+      return true;
   }
   return false;
 }

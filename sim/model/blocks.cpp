@@ -55,8 +55,7 @@ Module llama_block(const TransformerSpec& s, std::int64_t index, int act) {
     // repeat_kv materialises k and v for every query head: read d, write q, for each.
     add_kernel(attn, memory_kernel("repeat_kv", 2 * a * (d + q), 2));
   }
-  add_kernel(attn, attention_kernel("sdpa", static_cast<int>(s.heads), static_cast<int>(s.heads),
-                                    static_cast<int>(s.head_dim), true));
+  add_kernel(attn, attention_kernel("sdpa", static_cast<int>(s.heads), static_cast<int>(s.heads), static_cast<int>(s.head_dim), true));
   add_kernel(attn, memory_kernel("attn_out_contiguous", 2 * a * q, 1));
   add_child(attn, linear("wo", q_dim, s.hidden, false));
 
@@ -161,7 +160,7 @@ Module seed_block(const TransformerSpec& s, std::int64_t index, int act) {
   block.children.push_back(layer_norm("norm1", s.hidden, act));
   const int norm2 = static_cast<int>(block.children.size());
   block.children.push_back(layer_norm("norm2", s.hidden, act));
-  block.program = {ProgramItem{norm1, {}}, ProgramItem{attn, {}}, ProgramItem{-1, memory_kernel("residual_add", 3 * a * h, 1)},
+  block.program = {ProgramItem{norm1, {}}, ProgramItem{attn, {}},      ProgramItem{-1, memory_kernel("residual_add", 3 * a * h, 1)},
                    ProgramItem{norm2, {}}, ProgramItem{ffn_index, {}}, ProgramItem{-1, memory_kernel("residual_add", 3 * a * h, 1)}};
   const double lse = 4.0 * static_cast<double>(s.heads);
   set_activation(block, a * (9 * h + 2 * f) + lse, a * (5 * h + f) + lse, a, h, f);
@@ -194,10 +193,17 @@ Module torch_decoder_block(const TransformerSpec& s, std::int64_t index, int act
   const int norm3 = static_cast<int>(block.children.size());
   block.children.push_back(layer_norm("norm3", s.hidden, act));
   auto add = [&] { return ProgramItem{-1, memory_kernel("residual_add", 3 * a * h, 1)}; };
-  block.program = {ProgramItem{self_attn, {}},  add(), ProgramItem{norm1, {}},
-                   ProgramItem{cross_attn, {}}, add(), ProgramItem{norm2, {}},
-                   ProgramItem{linear1, {}},    ProgramItem{-1, memory_kernel("relu", 2 * a * f, 1)},
-                   ProgramItem{linear2, {}},    add(), ProgramItem{norm3, {}}};
+  block.program = {ProgramItem{self_attn, {}},
+                   add(),
+                   ProgramItem{norm1, {}},
+                   ProgramItem{cross_attn, {}},
+                   add(),
+                   ProgramItem{norm2, {}},
+                   ProgramItem{linear1, {}},
+                   ProgramItem{-1, memory_kernel("relu", 2 * a * f, 1)},
+                   ProgramItem{linear2, {}},
+                   add(),
+                   ProgramItem{norm3, {}}};
   const double lse = 4.0 * static_cast<double>(s.heads);
   set_activation(block, a * (16 * h + 2 * f) + 2 * lse, a * (8 * h + f) + 2 * lse, a, h, f);
   mark_selective_recompute(block);
@@ -208,10 +214,14 @@ Module torch_decoder_block(const TransformerSpec& s, std::int64_t index, int act
 
 Module build_block(const TransformerSpec& s, std::int64_t index, int act_bytes) {
   switch (s.arch) {
-    case Arch::llama: return llama_block(s, index, act_bytes);
-    case Arch::gpt: return gpt_block(s, index, act_bytes);
-    case Arch::seed_block: return seed_block(s, index, act_bytes);
-    case Arch::torch_decoder: return torch_decoder_block(s, index, act_bytes);
+    case Arch::llama:
+      return llama_block(s, index, act_bytes);
+    case Arch::gpt:
+      return gpt_block(s, index, act_bytes);
+    case Arch::seed_block:
+      return seed_block(s, index, act_bytes);
+    case Arch::torch_decoder:
+      return torch_decoder_block(s, index, act_bytes);
   }
   return llama_block(s, index, act_bytes);
 }

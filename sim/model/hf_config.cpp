@@ -60,8 +60,7 @@ TransformerSpec read_hf_config(const std::filesystem::path& file, const Location
   try {
     j = json::parse(text);
   } catch (const json::parse_error& e) {
-    throw ConfigError(offset_to_location(file.string(), text, e.byte > 0 ? e.byte - 1 : 0), "",
-                      fmt::format("invalid JSON: {}", e.what()));
+    throw ConfigError(offset_to_location(file.string(), text, e.byte > 0 ? e.byte - 1 : 0), "", fmt::format("invalid JSON: {}", e.what()));
   }
   if (!j.is_object()) throw ConfigError(whole, "", "expected a JSON object (a Hugging Face config.json)");
   const std::string type = j.value("model_type", std::string());
@@ -90,8 +89,7 @@ TransformerSpec read_hf_config(const std::filesystem::path& file, const Location
     s.max_positions = get_int(j, "n_positions", whole, false, 1024);
     s.tie_embeddings = get_bool(j, "tie_word_embeddings", true, whole);
   } else {
-    throw ConfigError(whole, "model_type",
-                      fmt::format("unsupported model_type \"{}\"; expected one of llama, mistral, qwen2, gpt2", type));
+    throw ConfigError(whole, "model_type", fmt::format("unsupported model_type \"{}\"; expected one of llama, mistral, qwen2, gpt2", type));
   }
   return s;
 }

@@ -39,7 +39,9 @@ int add_child(Module& parent, Module child) {
   return index;
 }
 
-void add_kernel(Module& parent, Kernel k) { parent.program.push_back(ProgramItem{-1, std::move(k)}); }
+void add_kernel(Module& parent, Kernel k) {
+  parent.program.push_back(ProgramItem{-1, std::move(k)});
+}
 
 Module linear(std::string name, std::int64_t in, std::int64_t out, bool bias) {
   Module m;

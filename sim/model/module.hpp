@@ -32,9 +32,9 @@ struct Kernel {
   int kv_heads = 0;
   int head_dim = 0;
   bool causal = true;
-  double bytes_per_token = 0;  // memory kernels: HBM traffic of the forward, per token
+  double bytes_per_token = 0;          // memory kernels: HBM traffic of the forward, per token
   double backward_bytes_factor = 2.0;  // memory kernels: backward traffic / forward traffic
-  int launches = 1;            // kernels launched in the forward (eager PyTorch)
+  int launches = 1;                    // kernels launched in the forward (eager PyTorch)
   // Per-op selective activation checkpointing (torchtitan's "op" SAC) recomputes this kernel in
   // backward: every memory kernel and every second matmul of a block.
   bool recomputed_by_selective = false;
@@ -62,8 +62,8 @@ struct Module {
   std::vector<Module> children;
   std::vector<ProgramItem> program;  // forward order; children not listed here are not called
   Activation activation;
-  bool is_block = false;        // a transformer block (the unit of activation checkpointing)
-  bool is_embedding = false;    // token / position embedding (excluded from MFU's N)
+  bool is_block = false;      // a transformer block (the unit of activation checkpointing)
+  bool is_embedding = false;  // token / position embedding (excluded from MFU's N)
 
   [[nodiscard]] std::int64_t own_numel() const;
   [[nodiscard]] std::int64_t numel() const;  // whole subtree

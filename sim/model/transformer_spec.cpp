@@ -55,7 +55,9 @@ void check_shape(const TransformerSpec& s, const config::ModelConfig& m) {
 
 }  // namespace
 
-std::string_view to_string(Arch a) { return kArchNames[static_cast<std::size_t>(a)]; }
+std::string_view to_string(Arch a) {
+  return kArchNames[static_cast<std::size_t>(a)];
+}
 
 TransformerSpec resolve_spec(const config::ModelConfig& m) {
   TransformerSpec s;

@@ -13,11 +13,20 @@ std::string xml_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -47,7 +56,8 @@ std::string memory_svg(const MemoryTimeline& m, double capacity, const std::stri
   auto x = [&](double t) { return left + pw * t / t_end; };
   auto y = [&](double b) { return top + ph * (1.0 - b / y_max); };
 
-  std::string svg = fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif" font-size="12">)", W, H);
+  std::string svg =
+      fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif" font-size="12">)", W, H);
   svg += fmt::format(R"(<text x="{}" y="22" font-size="15">{}</text>)", left, xml_escape(title));
   // Stacked areas, bottom category first; each polygon goes along its top edge and back along
   // the edge below it.
@@ -86,7 +96,8 @@ std::string memory_svg(const MemoryTimeline& m, double capacity, const std::stri
                      x(m.peak_time), y(m.peak), x(m.peak_time) + 6, y(m.peak) - 6, m.peak / kGiB);
   for (int c = 0; c < graph::kMemCategories; ++c) {
     const double ly = top + 10 + 22 * (graph::kMemCategories - 1 - c);
-    svg += fmt::format(R"(<rect x="{}" y="{}" width="14" height="14" fill="{}"/>)", W - right + 15, ly, kColors[static_cast<std::size_t>(c)]);
+    svg +=
+        fmt::format(R"(<rect x="{}" y="{}" width="14" height="14" fill="{}"/>)", W - right + 15, ly, kColors[static_cast<std::size_t>(c)]);
     svg += fmt::format(R"(<text x="{}" y="{}">{}</text>)", W - right + 35, ly + 12, graph::to_string(static_cast<graph::MemCategory>(c)));
   }
   svg += "</svg>\n";

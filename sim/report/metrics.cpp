@@ -8,7 +8,9 @@ namespace {
 
 using graph::OpKind;
 
-bool on_compute_stream(const graph::Op& op) { return op.stream == graph::Stream::compute; }
+bool on_compute_stream(const graph::Op& op) {
+  return op.stream == graph::Stream::compute;
+}
 
 // Total length of the union of intervals.
 double union_length(std::vector<std::pair<double, double>>& v) {
@@ -42,7 +44,9 @@ std::pair<double, double> clip(const engine::Interval& i, double lo, double hi) 
 
 }  // namespace
 
-double MemoryPoint::total() const { return std::accumulate(bytes.begin(), bytes.end(), 0.0); }
+double MemoryPoint::total() const {
+  return std::accumulate(bytes.begin(), bytes.end(), 0.0);
+}
 
 MemoryTimeline memory_timeline(const graph::StepGraph& g, const engine::Timeline& t, int rank) {
   struct Event {
@@ -60,9 +64,8 @@ MemoryTimeline memory_timeline(const graph::StepGraph& g, const engine::Timeline
       events.push_back(Event{m.at_end ? i.end : i.start, m.bytes < 0 ? 0 : 1, id, m.category, m.bytes});
     }
   }
-  std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
-    return a.time != b.time ? a.time < b.time : a.order < b.order;
-  });
+  std::stable_sort(events.begin(), events.end(),
+                   [](const Event& a, const Event& b) { return a.time != b.time ? a.time < b.time : a.order < b.order; });
   MemoryTimeline tl;
   tl.rank = rank;
   MemoryPoint cur;
@@ -116,9 +119,8 @@ Summary summarize(const SummaryInput& in) {
   s.tokens_per_s_per_gpu = s.step_time > 0 ? s.tokens_per_step_per_gpu / s.step_time : 0;
   const double flops = in.model.mfu_flops_per_token() * s.tokens_per_s_per_gpu;
   s.tflops_per_gpu = flops / 1e12;
-  const bool low_precision = in.scenario.fsdp.mixed_precision.enabled
-                                 ? in.scenario.fsdp.mixed_precision.param != config::DType::fp32
-                                 : in.scenario.training.dtype != config::DType::fp32;
+  const bool low_precision = in.scenario.fsdp.mixed_precision.enabled ? in.scenario.fsdp.mixed_precision.param != config::DType::fp32
+                                                                      : in.scenario.training.dtype != config::DType::fp32;
   const auto& gpu = in.scenario.cluster.topology.gpu;
   s.mfu = flops / (low_precision ? gpu.peak_bf16.value() : gpu.peak_fp32.value());
 

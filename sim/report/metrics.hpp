@@ -43,12 +43,12 @@ struct Summary {
   double tokens_per_s_per_gpu = 0;
   double tflops_per_gpu = 0;  // model FLOPs (MFU convention) per second, in TFLOPS
   double mfu = 0;
-  double compute_s = 0;      // time the compute stream is busy in the step (the exposed-comm rank)
-  double comm_s = 0;         // time some collective runs in the step
-  double exposed_comm_s = 0; // collectives running while the compute stream is idle (max over ranks)
+  double compute_s = 0;       // time the compute stream is busy in the step (the exposed-comm rank)
+  double comm_s = 0;          // time some collective runs in the step
+  double exposed_comm_s = 0;  // collectives running while the compute stream is idle (max over ranks)
   int exposed_rank = 0;
   double gpu_memory = 0;
-  MemoryTimeline memory;     // of the rank with the highest peak
+  MemoryTimeline memory;  // of the rank with the highest peak
   bool oom = false;
 };
 

@@ -9,7 +9,9 @@ constexpr std::array<const char*, graph::kMemCategories> kCategoryLabels{
     "sharded parameters", "unsharded parameters", "gradients (unsharded, buffers)",
     "gradient shards",    "optimizer state",      "activations (incl. loss)"};
 
-std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / kGiB); }
+std::string gib(double bytes) {
+  return fmt::format("{:.2f} GiB", bytes / kGiB);
+}
 
 }  // namespace
 
@@ -17,10 +19,10 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
   const auto& topo = scenario.cluster.topology;
   std::string out;
   out += fmt::format("shardsim: {}\n", s.scenario);
-  out += fmt::format("  {} GPUs ({} node{} x {} {}), FSDP{} {}, {} x {} tokens per GPU per step\n\n", s.world_size,
-                     scenario.cluster.nodes, scenario.cluster.nodes == 1 ? "" : "s", topo.node.gpus, topo.gpu.model,
-                     scenario.fsdp.version, config::to_string(scenario.fsdp.sharding),
-                     scenario.training.micro_batch * scenario.training.grad_accum, scenario.training.seq_len);
+  out += fmt::format("  {} GPUs ({} node{} x {} {}), FSDP{} {}, {} x {} tokens per GPU per step\n\n", s.world_size, scenario.cluster.nodes,
+                     scenario.cluster.nodes == 1 ? "" : "s", topo.node.gpus, topo.gpu.model, scenario.fsdp.version,
+                     config::to_string(scenario.fsdp.sharding), scenario.training.micro_batch * scenario.training.grad_accum,
+                     scenario.training.seq_len);
   auto row = [&](std::string_view k, const std::string& v) { out += fmt::format("  {:<34} {}\n", k, v); };
   row("step time", fmt::format("{:.4f} s  (step {} of {})", s.step_time, s.reported_step + 1, s.reported_step + 1));
   row("tokens/s per GPU", fmt::format("{:.0f}", s.tokens_per_s_per_gpu));
@@ -31,8 +33,8 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
   row("exposed communication", fmt::format("{:.4f} s  ({:.1f} % of the step, rank {})", s.exposed_comm_s,
                                            s.step_time > 0 ? 100 * s.exposed_comm_s / s.step_time : 0.0, s.exposed_rank));
   out += "\n";
-  row("peak memory", fmt::format("{} of {} on rank {}  ->  {}", gib(s.memory.peak), gib(s.gpu_memory), s.memory.rank,
-                                 s.oom ? "OUT OF MEMORY" : "fits"));
+  row("peak memory",
+      fmt::format("{} of {} on rank {}  ->  {}", gib(s.memory.peak), gib(s.gpu_memory), s.memory.rank, s.oom ? "OUT OF MEMORY" : "fits"));
   row("  at", s.memory.peak_op);
   for (std::size_t c = 0; c < kCategoryLabels.size(); ++c) {
     row(fmt::format("  {}", kCategoryLabels[c]), gib(s.memory.at_peak[c]));

@@ -14,7 +14,10 @@ std::string chrome_trace(const graph::StepGraph& g, const engine::Timeline& t, i
     events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", r}, {"args", {{"name", fmt::format("rank {}", r)}}}});
     events.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", r}, {"args", {{"sort_index", r}}}});
     for (int s = 0; s <= static_cast<int>(graph::Stream::cpu); ++s) {
-      events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", r}, {"tid", s},
+      events.push_back({{"ph", "M"},
+                        {"name", "thread_name"},
+                        {"pid", r},
+                        {"tid", s},
                         {"args", {{"name", std::string(graph::to_string(static_cast<graph::Stream>(s)))}}}});
     }
   }
@@ -31,11 +34,18 @@ std::string chrome_trace(const graph::StepGraph& g, const engine::Timeline& t, i
     }
     for (int r = 0; r < ranks; ++r) {
       const engine::Interval& i = t.at(op.id, r);
-      events.push_back({{"ph", "X"}, {"name", op.name}, {"cat", std::string(graph::to_string(op.kind))}, {"pid", r},
-                        {"tid", static_cast<int>(op.stream)}, {"ts", i.start * 1e6}, {"dur", (i.end - i.start) * 1e6}, {"args", args}});
+      events.push_back({{"ph", "X"},
+                        {"name", op.name},
+                        {"cat", std::string(graph::to_string(op.kind))},
+                        {"pid", r},
+                        {"tid", static_cast<int>(op.stream)},
+                        {"ts", i.start * 1e6},
+                        {"dur", (i.end - i.start) * 1e6},
+                        {"args", args}});
     }
   }
-  json trace{{"traceEvents", events}, {"displayTimeUnit", "ms"},
+  json trace{{"traceEvents", events},
+             {"displayTimeUnit", "ms"},
              {"otherData", {{"scenario", g.info.scenario}, {"world_size", g.info.world_size}, {"ranks_shown", ranks}}}};
   return trace.dump();
 }

@@ -87,7 +87,8 @@ int main() {
       {"default scenario (Llama 3.1 8B, 8 GPUs)", "scenarios/llama3.1-8b_8xh100.yaml", {}, 0.05},
       {"Llama 3.1 70B, 1,024 GPUs (128 nodes)", "scenarios/llama3.1-70b_1024xh100.yaml", {}, 2.0},
   };
-  std::printf("%-44s %6s %10s %10s %12s %12s %10s %8s\n", "case", "GPUs", "prepare s", "simulate s", "op inst/s", "flows", "step s", "target");
+  std::printf("%-44s %6s %10s %10s %12s %12s %10s %8s\n", "case", "GPUs", "prepare s", "simulate s", "op inst/s", "flows", "step s",
+              "target");
   int missed = 0;
   for (const auto& c : cases) {
     Result r;

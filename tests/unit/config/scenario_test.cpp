@@ -1,9 +1,10 @@
+#include "config/scenario.hpp"
+
 #include <doctest/doctest.h>
 
 #include <string>
 #include <vector>
 
-#include "config/scenario.hpp"
 #include "test_support.hpp"
 
 using namespace shardsim;
@@ -77,9 +78,10 @@ TEST_CASE("errors name the file, line, column and key, and suggest the intended 
                            .c_str(),
                        ConfigError);
   TempFile typo("typo.yaml", scenario_text("  limit_allgathers: true\n"));
-  CHECK_THROWS_WITH_AS(config::load_scenario(typo.path()),
-                       (typo.str() + ":12:3: error: fsdp.limit_allgathers: unknown key in fsdp settings (did you mean \"limit_all_gathers\"?)").c_str(),
-                       ConfigError);
+  CHECK_THROWS_WITH_AS(
+      config::load_scenario(typo.path()),
+      (typo.str() + ":12:3: error: fsdp.limit_allgathers: unknown key in fsdp settings (did you mean \"limit_all_gathers\"?)").c_str(),
+      ConfigError);
 }
 
 TEST_CASE("a bad --set value is reported as coming from the command line") {
@@ -87,7 +89,8 @@ TEST_CASE("a bad --set value is reported as coming from the command line") {
   TempFile scen("scenario.yaml", scenario_text());
   const std::vector<std::string> sets{"training.seq_len=0"};
   CHECK_THROWS_WITH_AS(config::load_scenario(scen.path(), sets),
-                       "--set training.seq_len=0: error: training.seq_len: expected an integer between 1 and 16777216; got \"0\"", ConfigError);
+                       "--set training.seq_len=0: error: training.seq_len: expected an integer between 1 and 16777216; got \"0\"",
+                       ConfigError);
 }
 
 TEST_CASE("a topology override with a typo is caught where the override is written") {
@@ -102,7 +105,8 @@ training: {seq_len: 1024}
 )";
   TempFile bad("bad.yaml", text);
   CHECK_THROWS_WITH_AS(config::load_scenario(bad.path()),
-                       (bad.str() + ":4:5: error: gpu.memroy: unknown key in gpu settings (did you mean \"memory\"?)").c_str(), ConfigError);
+                       (bad.str() + ":4:5: error: gpu.memroy: unknown key in gpu settings (did you mean \"memory\"?)").c_str(),
+                       ConfigError);
 }
 
 TEST_CASE("YAML syntax errors and missing files are located") {
@@ -115,7 +119,8 @@ TEST_CASE("YAML syntax errors and missing files are located") {
     CHECK(e.where().line >= 1);
   }
   TempFile scen("missing_topo.yaml", "cluster: {topology: nowhere.yaml}\nmodel: {preset: llama2-7b}\ntraining: {seq_len: 8}\n");
-  CHECK_THROWS_WITH_AS(config::load_scenario(scen.path()),
-                       (scen.str() + ":1:21: error: cluster.topology: no such file: " + (scen.path().parent_path() / "nowhere.yaml").string()).c_str(),
-                       ConfigError);
+  CHECK_THROWS_WITH_AS(
+      config::load_scenario(scen.path()),
+      (scen.str() + ":1:21: error: cluster.topology: no such file: " + (scen.path().parent_path() / "nowhere.yaml").string()).c_str(),
+      ConfigError);
 }

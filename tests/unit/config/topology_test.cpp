@@ -1,6 +1,7 @@
+#include "config/topology.hpp"
+
 #include <doctest/doctest.h>
 
-#include "config/topology.hpp"
 #include "test_support.hpp"
 
 using namespace shardsim;
@@ -22,7 +23,9 @@ node:
   nvlink: {bandwidth: 450}
   nic: {bandwidth: 400Gbps}
 )");
-  CHECK_THROWS_WITH_AS(config::load_topology(bad.path(), ConfigNode{}, ""),
-                       (bad.str() + ":5:23: error: node.nvlink.bandwidth: expected a bandwidth such as 400Gbps or 450GB/s; got \"450\" without a unit").c_str(),
-                       ConfigError);
+  CHECK_THROWS_WITH_AS(
+      config::load_topology(bad.path(), ConfigNode{}, ""),
+      (bad.str() + ":5:23: error: node.nvlink.bandwidth: expected a bandwidth such as 400Gbps or 450GB/s; got \"450\" without a unit")
+          .c_str(),
+      ConfigError);
 }

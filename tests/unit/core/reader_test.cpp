@@ -1,8 +1,8 @@
+#include "core/reader.hpp"
+
 #include <doctest/doctest.h>
 
 #include <array>
-
-#include "core/reader.hpp"
 
 using namespace shardsim;
 
@@ -42,17 +42,18 @@ TEST_CASE("integers accept scientific notation but not fractions or out-of-range
   const ConfigNode n = map_of({{"seq_len", "1e4"}, {"micro_batch", "2.5"}});
   Reader r(n, "training", kSchema);
   CHECK(r.integer("seq_len", 1, 1 << 20) == 10000);
-  CHECK_THROWS_WITH_AS((void)r.integer("micro_batch", 1, 8), "x.yaml:3:12: error: training.micro_batch: expected an integer between 1 and 8; got \"2.5\"",
-                       ConfigError);
+  CHECK_THROWS_WITH_AS((void)r.integer("micro_batch", 1, 8),
+                       "x.yaml:3:12: error: training.micro_batch: expected an integer between 1 and 8; got \"2.5\"", ConfigError);
 }
 
 TEST_CASE("a misspelt choice or key gets a suggestion") {
   const ConfigNode n = map_of({{"backward_prefetch", "psot"}, {"seq_lne", "1"}});
   Reader r(n, "training", kSchema);
   constexpr std::array<std::string_view, 3> options{"pre", "post", "none"};
-  CHECK_THROWS_WITH_AS((void)r.choice("backward_prefetch", options),
-                       "x.yaml:2:12: error: training.backward_prefetch: expected one of pre, post, none; got \"psot\" (did you mean \"post\"?)",
-                       ConfigError);
+  CHECK_THROWS_WITH_AS(
+      (void)r.choice("backward_prefetch", options),
+      "x.yaml:2:12: error: training.backward_prefetch: expected one of pre, post, none; got \"psot\" (did you mean \"post\"?)",
+      ConfigError);
   CHECK_THROWS_WITH_AS(r.finish(), "x.yaml:3:3: error: training.seq_lne: unknown key in training settings (did you mean \"seq_len\"?)",
                        ConfigError);
 }

@@ -1,8 +1,8 @@
+#include "core/units.hpp"
+
 #include <doctest/doctest.h>
 
 #include <stdexcept>
-
-#include "core/units.hpp"
 
 using namespace shardsim;
 
@@ -19,8 +19,10 @@ TEST_CASE("unit strings parse to base units") {
 }
 
 TEST_CASE("unit strings without a unit, with the wrong unit or out of range are rejected") {
-  CHECK_THROWS_WITH_AS((void)parse_bytes("400"), "expected a size such as 80GiB or 25MB; got \"400\" without a unit", std::invalid_argument);
-  CHECK_THROWS_WITH_AS((void)parse_bytes("400Gbps"), "expected a size such as 80GiB or 25MB; \"Gbps\" is not a unit of size", std::invalid_argument);
+  CHECK_THROWS_WITH_AS((void)parse_bytes("400"), "expected a size such as 80GiB or 25MB; got \"400\" without a unit",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS((void)parse_bytes("400Gbps"), "expected a size such as 80GiB or 25MB; \"Gbps\" is not a unit of size",
+                       std::invalid_argument);
   CHECK_THROWS_AS((void)parse_bytes("-1GB"), std::invalid_argument);
   CHECK_THROWS_AS((void)parse_bytes("nanGB"), std::invalid_argument);
   CHECK_THROWS_AS((void)parse_bytes("1e400GB"), std::invalid_argument);

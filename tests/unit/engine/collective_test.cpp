@@ -30,7 +30,6 @@ engine::SimulationResult run(graph::StepGraph& g, const config::TopologyConfig& 
   return engine::simulate(engine::SimulationInput{g, topo, nodes, compute, ring});
 }
 
-
 }  // namespace
 
 TEST_CASE("one all-gather on 8 x H100 takes alpha + (n-1)/n S / B") {

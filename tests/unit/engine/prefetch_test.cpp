@@ -29,7 +29,8 @@ double forward_time(const std::vector<std::string>& sets) {
   // Each block's forward really does take 0.10 s.
   for (std::size_t i = 0; i < p.graph.size(); ++i) {
     const auto& op = p.graph.op(static_cast<int>(i));
-    if (op.name == "FWD layers.5") CHECK(r.timeline.at(op.id, 0).end - r.timeline.at(op.id, 0).start == doctest::Approx(0.10).epsilon(1e-3));
+    if (op.name == "FWD layers.5")
+      CHECK(r.timeline.at(op.id, 0).end - r.timeline.at(op.id, 0).start == doctest::Approx(0.10).epsilon(1e-3));
     if (op.name == "AG layers.5") CHECK(r.timeline.at(op.id, 0).end - r.timeline.at(op.id, 0).start == doctest::Approx(0.08).epsilon(1e-3));
   }
   return end;

@@ -1,6 +1,7 @@
+#include "fsdp/plan.hpp"
+
 #include <doctest/doctest.h>
 
-#include "fsdp/plan.hpp"
 #include "model/transformer.hpp"
 
 using namespace shardsim;
@@ -90,5 +91,6 @@ TEST_CASE("hybrid sharding shards within a node and replicates across nodes") {
 TEST_CASE("an unknown wrap policy lists the valid ones") {
   const auto m = preset("gpt2");
   CHECK_THROWS_WITH_AS((void)plan_for(m, scenario(1, "transformer")),
-                       "s.yaml:5:3: error: fsdp.wrap.policy: unknown wrap policy \"transformer\"; expected one of module, size, none", ConfigError);
+                       "s.yaml:5:3: error: fsdp.wrap.policy: unknown wrap policy \"transformer\"; expected one of module, size, none",
+                       ConfigError);
 }

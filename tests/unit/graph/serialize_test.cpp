@@ -1,7 +1,8 @@
+#include "graph/serialize.hpp"
+
 #include <doctest/doctest.h>
 
 #include "cli/pipeline.hpp"
-#include "graph/serialize.hpp"
 #include "test_support.hpp"
 
 using namespace shardsim;

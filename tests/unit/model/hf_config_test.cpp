@@ -27,9 +27,9 @@ TEST_CASE("a GPT-2 config.json gives GPT-2's 124M parameters") {
 
 TEST_CASE("unsupported or malformed configs are rejected with their location") {
   test::TempFile t5("config.json", R"({"model_type": "t5", "d_model": 1024})");
-  CHECK_THROWS_WITH_AS((void)model::read_hf_config(t5.path(), Location{}),
-                       (t5.str() + ": error: model_type: unsupported model_type \"t5\"; expected one of llama, mistral, qwen2, gpt2").c_str(),
-                       ConfigError);
+  CHECK_THROWS_WITH_AS(
+      (void)model::read_hf_config(t5.path(), Location{}),
+      (t5.str() + ": error: model_type: unsupported model_type \"t5\"; expected one of llama, mistral, qwen2, gpt2").c_str(), ConfigError);
   test::TempFile broken("config.json", "{\n  \"model_type\": \"llama\",\n  \"hidden_size\": 4096,,\n}");
   try {
     (void)model::read_hf_config(broken.path(), Location{});

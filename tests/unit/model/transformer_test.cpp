@@ -1,6 +1,7 @@
+#include "model/transformer.hpp"
+
 #include <doctest/doctest.h>
 
-#include "model/transformer.hpp"
 #include "model/transformer_spec.hpp"
 
 using namespace shardsim;
@@ -107,9 +108,10 @@ TEST_CASE("explicit fields override a preset and are checked") {
   CHECK(spec.layers == 2);
   CHECK(spec.hidden == 4096);
   c.kv_heads = config::Located<std::int64_t>{5, {"s.yaml", 5, 13}};
-  CHECK_THROWS_WITH_AS((void)model::resolve_spec(c), "s.yaml:5:13: error: model.kv_heads: expected a divisor of heads (32); got 5", ConfigError);
+  CHECK_THROWS_WITH_AS((void)model::resolve_spec(c), "s.yaml:5:13: error: model.kv_heads: expected a divisor of heads (32); got 5",
+                       ConfigError);
   config::ModelConfig bad;
   bad.preset = config::Located<std::string>{"llama3-8b", {"s.yaml", 3, 11}};
-  CHECK_THROWS_WITH_AS((void)model::resolve_spec(bad), "s.yaml:3:11: error: model.preset: unknown model preset \"llama3-8b\" (did you mean \"llama3.1-8b\"?)",
-                       ConfigError);
+  CHECK_THROWS_WITH_AS((void)model::resolve_spec(bad),
+                       "s.yaml:3:11: error: model.preset: unknown model preset \"llama3-8b\" (did you mean \"llama3.1-8b\"?)", ConfigError);
 }

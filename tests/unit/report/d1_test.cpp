@@ -26,9 +26,9 @@ TEST_CASE("D1: Llama 3.1 8B on 8 x H100, predicted vs measured") {
   const double peak_gib = s.memory.peak / (1024.0 * 1024 * 1024);
   std::printf("D1 throughput: predicted %.0f tokens/s/GPU, measured %.0f (%+.1f%%)\n", s.tokens_per_s_per_gpu, measured_tps,
               100 * (s.tokens_per_s_per_gpu / measured_tps - 1));
-  std::printf("D1 peak memory: predicted %.1f GiB allocated; measured %.1f GiB reserved (%+.1f%%); hand model %.1f GiB allocated (%+.1f%%)\n",
-              peak_gib, measured_peak_gib, 100 * (peak_gib / measured_peak_gib - 1), hand_allocated_gib,
-              100 * (peak_gib / hand_allocated_gib - 1));
+  std::printf(
+      "D1 peak memory: predicted %.1f GiB allocated; measured %.1f GiB reserved (%+.1f%%); hand model %.1f GiB allocated (%+.1f%%)\n",
+      peak_gib, measured_peak_gib, 100 * (peak_gib / measured_peak_gib - 1), hand_allocated_gib, 100 * (peak_gib / hand_allocated_gib - 1));
   CHECK(s.tokens_per_s_per_gpu > measured_tps / 2);
   CHECK(s.tokens_per_s_per_gpu < measured_tps * 2);
   CHECK_FALSE(s.oom);

@@ -1,6 +1,6 @@
-#include <doctest/doctest.h>
-
 #include "report/metrics.hpp"
+
+#include <doctest/doctest.h>
 
 using namespace shardsim;
 
