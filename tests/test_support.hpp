@@ -1,11 +1,15 @@
 // Helpers shared by the unit tests: paths into the source tree and temporary files.
 #pragma once
 
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <string>
+#include <type_traits>
 
 namespace shardsim::test {
 
@@ -38,5 +42,30 @@ class TempFile {
   std::filesystem::path dir_;
   std::filesystem::path path_;
 };
+
+// Runs fn() in a child process and returns its result: SimGrid allows one engine per process,
+// so a test that compares two simulations runs each in a child.
+template <class F>
+auto in_child(F fn) -> decltype(fn()) {
+  using T = decltype(fn());
+  static_assert(std::is_trivially_copyable_v<T>);
+  std::array<int, 2> fds{};
+  if (pipe(fds.data()) != 0) throw std::runtime_error("pipe failed");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    const T value = fn();
+    const bool ok = write(fds[1], &value, sizeof value) == static_cast<ssize_t>(sizeof value);
+    _exit(ok ? 0 : 1);
+  }
+  close(fds[1]);
+  T value{};
+  const bool ok = read(fds[0], &value, sizeof value) == static_cast<ssize_t>(sizeof value);
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!ok || !WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("child simulation failed");
+  return value;
+}
 
 }  // namespace shardsim::test

@@ -38,12 +38,9 @@ int cmd_run(std::span<const std::string> argv) {
   const std::filesystem::path file = args.positional().front();
   Prepared p = prepare(file, args.all("--set"));
 
-  const auto& topo = p.scenario.cluster.topology;
-  const engine::RooflineModel compute(topo.gpu, p.plan.param_bytes < 4);
-  const engine::RingAlgorithm ring;
-  engine::SimulationInput input{p.graph, topo, static_cast<int>(p.scenario.cluster.nodes), compute, ring};
-  const engine::SimulationResult result = engine::simulate(input);
-  const report::Summary summary = report::summarize({p.scenario, p.model, p.graph, result.timeline});
+  const Outcome outcome = simulate(p);
+  const engine::SimulationResult& result = outcome.result;
+  const report::Summary& summary = outcome.summary;
 
   if (args.has("--json")) {
     std::cout << report::summary_json(summary).dump(2) << "\n";

@@ -1,5 +1,7 @@
 #include "cli/pipeline.hpp"
 
+#include "engine/collective.hpp"
+#include "engine/compute_model.hpp"
 #include "graph/builder.hpp"
 #include "model/transformer_spec.hpp"
 
@@ -20,6 +22,17 @@ Prepared prepare(const std::filesystem::path& scenario_file, std::span<const std
   p.plan = fsdp::make_plan(p.model, p.scenario, policies);
   p.graph = graph::build_step_graph(p.model, p.plan, p.scenario);
   return p;
+}
+
+Outcome simulate(const Prepared& p) {
+  const auto& topo = p.scenario.cluster.topology;
+  const engine::RooflineModel compute(topo.gpu, p.plan.param_bytes < 4);
+  const engine::RingAlgorithm ring;
+  const engine::SimulationInput input{p.graph, topo, static_cast<int>(p.scenario.cluster.nodes),
+                                      compute, ring, p.scenario.simulation.flows};
+  Outcome out{engine::simulate(input), {}};
+  out.summary = report::summarize({p.scenario, p.model, p.graph, out.result.timeline});
+  return out;
 }
 
 }  // namespace shardsim::cli

@@ -7,9 +7,11 @@
 #include <string>
 
 #include "config/scenario.hpp"
+#include "engine/simulator.hpp"
 #include "fsdp/plan.hpp"
 #include "graph/step_graph.hpp"
 #include "model/transformer.hpp"
+#include "report/metrics.hpp"
 
 namespace shardsim::cli {
 
@@ -22,5 +24,14 @@ struct Prepared {
 
 // Throws ConfigError for any problem with the input.
 [[nodiscard]] Prepared prepare(const std::filesystem::path& scenario_file, std::span<const std::string> assignments);
+
+struct Outcome {
+  engine::SimulationResult result;
+  report::Summary summary;
+};
+
+// Simulates a prepared scenario with its topology's compute model and NCCL's ring, and
+// summarises it. Creates the process's one SimGrid engine.
+[[nodiscard]] Outcome simulate(const Prepared& p);
 
 }  // namespace shardsim::cli

@@ -65,6 +65,8 @@ constexpr std::array kMixedPrecisionParams{
 };
 constexpr std::array kSimulationParams{
     ParamSpec{"steps", "integer 1..100", "1", "training steps simulated back to back; the last is reported"},
+    ParamSpec{"flows", "path | edge", "path",
+              "a collective's ring as one SimGrid flow per path (O(1)) or one per ring edge (O(n), for cross-checks)"},
 };
 
 constexpr Schema kScenarioSchema{"scenario", "one simulated training job", kScenarioParams};
@@ -250,6 +252,8 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
     ConfigNode scratch;
     Reader sim(section(top, "simulation", scratch), "simulation", kSimulationSchema);
     s.simulation.steps = static_cast<int>(sim.integer("steps", 1, 100));
+    constexpr std::array<std::string_view, 2> kFlowNames{"path", "edge"};
+    s.simulation.flows = pick<FlowGranularity>(sim, "flows", kFlowNames);
     sim.finish();
   }
   top.finish();

@@ -79,8 +79,11 @@ struct ClusterConfig {
   TopologyConfig topology;
 };
 
+enum class FlowGranularity { path, edge };
+
 struct SimulationConfig {
   int steps = 1;  // training steps simulated back to back; the last one is reported
+  FlowGranularity flows = FlowGranularity::path;
 };
 
 struct ScenarioConfig {

@@ -5,6 +5,7 @@
 // per process (sweeps run points in child processes).
 #pragma once
 
+#include "config/scenario.hpp"
 #include "config/topology.hpp"
 #include "engine/collective.hpp"
 #include "engine/compute_model.hpp"
@@ -18,7 +19,7 @@ class FabricRegistry;
 // How a collective's paths become SimGrid flows (collective.hpp): one flow per path through all
 // its links (the default; O(1) flows per collective), or one flow per hop (O(n); the literal
 // per-ring-edge form, kept to cross-check the first).
-enum class FlowGranularity { path, edge };
+using config::FlowGranularity;
 
 struct SimulationInput {
   const graph::StepGraph& graph;

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "report/outputs.hpp"
 
@@ -82,11 +83,23 @@ std::string memory_svg(const MemoryTimeline& m, double capacity, const std::stri
   // Axes, ticks and the capacity line.
   svg += fmt::format(R"(<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="black"/>)", left, top, top + ph);
   svg += fmt::format(R"(<line x1="{0}" y1="{1}" x2="{2}" y2="{1}" stroke="black"/>)", left, top + ph, left + pw);
-  for (int i = 0; i <= 5; ++i) {
-    const double b = y_max * i / 5;
-    svg += fmt::format(R"(<text x="{}" y="{:.1f}" text-anchor="end">{:.0f} GiB</text>)", left - 6, y(b) + 4, b / kGiB);
-    const double tt = t_end * i / 5;
-    svg += fmt::format(R"(<text x="{:.1f}" y="{}" text-anchor="middle">{:.3g} s</text>)", x(tt), top + ph + 18, tt);
+  // Round tick steps (1, 2 or 5 x a power of ten) of about a fifth of the range.
+  auto nice_step = [](double range) {
+    const double raw = range / 5;
+    const double p = std::pow(10.0, std::floor(std::log10(raw)));
+    for (double m : {1.0, 2.0, 5.0}) {
+      if (m * p >= raw) return m * p;
+    }
+    return 10 * p;
+  };
+  const double gib_step = nice_step(y_max / kGiB);
+  for (double g = 0; g * kGiB <= y_max; g += gib_step) {
+    svg += fmt::format(R"(<text x="{}" y="{:.1f}" text-anchor="end">{:g} GiB</text>)", left - 6, y(g * kGiB) + 4, g);
+    svg += fmt::format(R"(<line x1="{}" y1="{:.1f}" x2="{}" y2="{:.1f}" stroke="#ddd"/>)", left, y(g * kGiB), left + pw, y(g * kGiB));
+  }
+  const double t_step = nice_step(t_end);
+  for (double tt = 0; tt <= t_end * 1.0001; tt += t_step) {
+    svg += fmt::format(R"(<text x="{:.1f}" y="{}" text-anchor="middle">{:g} s</text>)", x(tt), top + ph + 18, tt);
   }
   svg += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle">time</text>)", left + pw / 2, H - 8);
   svg += fmt::format(R"(<line x1="{}" y1="{:.1f}" x2="{}" y2="{:.1f}" stroke="#c00" stroke-dasharray="6,4" stroke-width="2"/>)", left,

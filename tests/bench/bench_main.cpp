@@ -38,12 +38,10 @@ Result measure(const Case& c) {
   const auto t0 = clock::now();
   const auto p = shardsim::cli::prepare(std::string(SHARDSIM_SOURCE_DIR) + "/" + c.scenario, c.sets);
   const auto t1 = clock::now();
-  const auto& topo = p.scenario.cluster.topology;
-  const shardsim::engine::RooflineModel compute(topo.gpu, p.plan.param_bytes < 4);
-  const shardsim::engine::RingAlgorithm ring;
-  const auto r = shardsim::engine::simulate({p.graph, topo, static_cast<int>(p.scenario.cluster.nodes), compute, ring});
+  const auto outcome = shardsim::cli::simulate(p);
   const auto t2 = clock::now();
-  const auto s = shardsim::report::summarize({p.scenario, p.model, p.graph, r.timeline});
+  const auto& r = outcome.result;
+  const auto& s = outcome.summary;
   Result out;
   out.prepare_s = std::chrono::duration<double>(t1 - t0).count();
   out.simulate_s = std::chrono::duration<double>(t2 - t1).count();

@@ -17,10 +17,7 @@ namespace {
 // End of the forward pass on rank 0: the seed's examples only have a forward.
 double forward_time(const std::vector<std::string>& sets) {
   const auto p = cli::prepare(test::source_dir() / "tests/data/seed_prefetch/prefetch.yaml", sets);
-  const auto& topo = p.scenario.cluster.topology;
-  const engine::RooflineModel compute(topo.gpu, true);
-  const engine::RingAlgorithm ring;
-  const auto r = engine::simulate(engine::SimulationInput{p.graph, topo, 1, compute, ring});
+  const auto r = cli::simulate(p).result;
   double end = 0;
   for (std::size_t i = 0; i < p.graph.size(); ++i) {
     const auto& op = p.graph.op(static_cast<int>(i));

@@ -15,11 +15,7 @@ using namespace shardsim;
 
 TEST_CASE("D1: Llama 3.1 8B on 8 x H100, predicted vs measured") {
   const auto p = cli::prepare(test::source_dir() / "scenarios/llama3.1-8b_8xh100.yaml", {});
-  const auto& topo = p.scenario.cluster.topology;
-  const engine::RooflineModel compute(topo.gpu, true);
-  const engine::RingAlgorithm ring;
-  const auto r = engine::simulate(engine::SimulationInput{p.graph, topo, 1, compute, ring});
-  const auto s = report::summarize({p.scenario, p.model, p.graph, r.timeline});
+  const auto s = cli::simulate(p).summary;
   const double measured_tps = 5762;
   const double measured_peak_gib = 82.4;
   const double hand_allocated_gib = 68.6;
