@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "config/overrides.hpp"
+#include "config/sections.hpp"
 #include "config/yaml_load.hpp"
 #include "core/reader.hpp"
 
@@ -43,28 +44,15 @@ constexpr std::array kTrainingParams{
     ParamSpec{"seq_len", "integer >= 1", "", "tokens per sequence"},
     ParamSpec{"micro_batch", "integer >= 1", "1", "sequences per GPU per micro-step"},
     ParamSpec{"grad_accum", "integer >= 1", "1", "micro-steps per optimizer step"},
+    ParamSpec{"no_sync", "bool", "false", "with grad_accum: keep unsharded gradients and reduce only on the last micro-step"},
     ParamSpec{"optimizer", "adamw | adam | sgd", "adamw", "optimizer (state bytes per parameter, step cost)"},
     ParamSpec{"activation_checkpointing", "none | selective | full", "none", "what the forward keeps for backward"},
     ParamSpec{"dtype", "fp32 | bf16", "fp32", "storage type of parameters, gradients and optimizer state; bf16 is pure-bf16 training"},
 };
-constexpr std::array kFsdpParams{
-    ParamSpec{"version", "1 | 2", "2", "1 = FullyShardedDataParallel, 2 = fully_shard"},
-    ParamSpec{"sharding", "full_shard | shard_grad_op | no_shard | hybrid_shard | hybrid_shard_zero2", "full_shard", "sharding strategy"},
-    ParamSpec{"wrap", "mapping {policy: ...}", "{policy: module}", "how the model is cut into units (shardsim describe wrap)"},
-    ParamSpec{"backward_prefetch", "pre | post | none", "pre", "when the next unit's all-gather is issued in backward"},
-    ParamSpec{"forward_prefetch", "bool", "false", "issue the next unit's all-gather before this unit's forward"},
-    ParamSpec{"limit_all_gathers", "bool", "true", "FSDP1 rate limiter: the CPU waits before issuing more all-gathers"},
-    ParamSpec{"max_inflight_all_gathers", "integer >= 1", "2",
-              "FSDP1 limiter depth (_max_num_inflight_all_gathers, \"empirically chosen\" 2)"},
-    ParamSpec{"mixed_precision", "mapping {param, reduce} or none", "none", "dtypes of all-gathered parameters and of gradient reduction"},
-    ParamSpec{"cpu_offload", "bool", "false", "keep parameter shards and optimizer on the CPU"},
-};
-constexpr std::array kMixedPrecisionParams{
-    ParamSpec{"param", "fp32 | bf16 | fp16", "bf16", "dtype of unsharded parameters and compute"},
-    ParamSpec{"reduce", "fp32 | bf16 | fp16", "-", "dtype of gradient reduction (default: param)"},
-};
 constexpr std::array kSimulationParams{
-    ParamSpec{"steps", "integer 1..100", "1", "training steps simulated back to back; the last is reported"},
+    ParamSpec{"steps", "auto | integer 1..100", "auto",
+              "training steps simulated back to back, the last reported; auto = 2 where the first step differs (FSDP1 forward "
+              "prefetch, ZeRO-3's recorded trace), else 1"},
     ParamSpec{"flows", "path | edge", "path",
               "a collective's ring as one SimGrid flow per path (O(1)) or one per ring edge (O(n), for cross-checks)"},
 };
@@ -73,30 +61,7 @@ constexpr Schema kScenarioSchema{"scenario", "one simulated training job", kScen
 constexpr Schema kClusterSchema{"cluster", "which cluster and how many nodes", kClusterParams};
 constexpr Schema kModelSchema{"model", "the model: a preset, an HF config or explicit fields", kModelParams};
 constexpr Schema kTrainingSchema{"training", "the training loop", kTrainingParams};
-constexpr Schema kFsdpSchema{"fsdp", "FSDP settings (PyTorch names)", kFsdpParams};
-constexpr Schema kMixedPrecisionSchema{"fsdp.mixed_precision", "FSDP MixedPrecision", kMixedPrecisionParams};
 constexpr Schema kSimulationSchema{"simulation", "how the simulation runs", kSimulationParams};
-
-constexpr std::array<std::string_view, 3> kDTypeNames{"fp32", "bf16", "fp16"};
-constexpr std::array<std::string_view, 3> kOptimizerNames{"adamw", "adam", "sgd"};
-constexpr std::array<std::string_view, 3> kAcNames{"none", "selective", "full"};
-constexpr std::array<std::string_view, 5> kShardingNames{"full_shard", "shard_grad_op", "no_shard", "hybrid_shard", "hybrid_shard_zero2"};
-constexpr std::array<std::string_view, 3> kPrefetchNames{"pre", "post", "none"};
-
-template <class E, std::size_t N>
-E pick(const Reader& r, std::string_view key, const std::array<std::string_view, N>& names) {
-  const std::string v = r.choice(key, names);
-  for (std::size_t i = 0; i < N; ++i) {
-    if (names[i] == v) return static_cast<E>(i);
-  }
-  return static_cast<E>(0);
-}
-
-const ConfigNode& section(const Reader& r, std::string_view key, ConfigNode& scratch) {
-  if (const ConfigNode* n = r.node(key)) return *n;
-  scratch = ConfigNode::make_map(r.where(key));
-  return scratch;
-}
 
 template <class T>
 std::optional<Located<T>> located(std::optional<T> v, const Reader& r, std::string_view key) {
@@ -135,58 +100,13 @@ TrainingConfig read_training(const Reader& top) {
   t.seq_len = r.integer("seq_len", 1, 1 << 24);
   t.micro_batch = r.integer("micro_batch", 1, 1 << 20);
   t.grad_accum = r.integer("grad_accum", 1, 1 << 16);
+  t.no_sync = r.boolean("no_sync");
   t.optimizer = pick<Optimizer>(r, "optimizer", kOptimizerNames);
   t.activation_checkpointing = pick<ActivationCheckpointing>(r, "activation_checkpointing", kAcNames);
   t.dtype = pick<DType>(r, "dtype", kDTypeNames);
   if (t.dtype == DType::fp16) r.fail("dtype", "expected fp32 or bf16 (pure fp16 training is not modelled)");
   r.finish();
   return t;
-}
-
-MixedPrecision read_mixed_precision(const Reader& fsdp) {
-  MixedPrecision mp;
-  const ConfigNode* node = fsdp.node("mixed_precision");
-  if (node == nullptr) return mp;
-  if (node->is_scalar() && (node->scalar == "none" || node->scalar == "false")) return mp;
-  Reader r(*node, "fsdp.mixed_precision", kMixedPrecisionSchema);
-  mp.enabled = true;
-  mp.param = pick<DType>(r, "param", kDTypeNames);
-  mp.reduce = r.has("reduce") ? pick<DType>(r, "reduce", kDTypeNames) : mp.param;
-  r.finish();
-  return mp;
-}
-
-FsdpConfig read_fsdp(const Reader& top) {
-  ConfigNode scratch;
-  Reader r(section(top, "fsdp", scratch), "fsdp", kFsdpSchema);
-  FsdpConfig f;
-  f.where = r.where("cpu_offload");
-  f.version = static_cast<int>(r.integer("version", 1, 2));
-  f.sharding = pick<Sharding>(r, "sharding", kShardingNames);
-  if (const ConfigNode* w = r.node("wrap")) {
-    if (w->is_scalar()) {
-      f.wrap = Choice{w->scalar, "fsdp.wrap", w->where, ConfigNode{}};
-    } else if (w->is_map()) {
-      const ConfigNode* policy = w->find("policy");
-      if (policy == nullptr || !policy->is_scalar()) {
-        throw ConfigError(policy != nullptr ? policy->where : w->where, "fsdp.wrap.policy",
-                          "missing required key (expected module, size or none)");
-      }
-      f.wrap = Choice{policy->scalar, "fsdp.wrap", policy->where, *w};
-    } else {
-      throw ConfigError(w->where, "fsdp.wrap", fmt::format("expected a mapping such as {{policy: module}}; got {}", w->describe()));
-    }
-  } else {
-    f.wrap = Choice{"module", "fsdp.wrap", r.where("wrap"), ConfigNode{}};
-  }
-  f.backward_prefetch = pick<BackwardPrefetch>(r, "backward_prefetch", kPrefetchNames);
-  f.forward_prefetch = r.boolean("forward_prefetch");
-  f.limit_all_gathers = r.boolean("limit_all_gathers");
-  f.max_inflight_all_gathers = static_cast<int>(r.integer("max_inflight_all_gathers", 1, 1024));
-  f.mixed_precision = read_mixed_precision(r);
-  f.cpu_offload = r.boolean("cpu_offload");
-  r.finish();
-  return f;
 }
 
 }  // namespace
@@ -251,7 +171,9 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
   {
     ConfigNode scratch;
     Reader sim(section(top, "simulation", scratch), "simulation", kSimulationSchema);
-    s.simulation.steps = static_cast<int>(sim.integer("steps", 1, 100));
+    const ConfigNode* steps = sim.node("steps");
+    s.simulation.steps =
+        (steps == nullptr || (steps->is_scalar() && steps->scalar == "auto")) ? 0 : static_cast<int>(sim.integer("steps", 1, 100));
     constexpr std::array<std::string_view, 2> kFlowNames{"path", "edge"};
     s.simulation.flows = pick<FlowGranularity>(sim, "flows", kFlowNames);
     sim.finish();
@@ -267,7 +189,10 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
 }
 
 std::vector<Schema> scenario_schemas() {
-  return {kScenarioSchema, kClusterSchema, kModelSchema, kTrainingSchema, kFsdpSchema, kMixedPrecisionSchema, kSimulationSchema};
+  std::vector<Schema> out{kScenarioSchema, kClusterSchema, kModelSchema, kTrainingSchema};
+  for (const auto& sc : fsdp_schemas()) out.push_back(sc);
+  out.push_back(kSimulationSchema);
+  return out;
 }
 
 }  // namespace shardsim::config

@@ -71,6 +71,7 @@ class Tracer {
     }
     if (auto it = unit_of_module_.find(path); it != unit_of_module_.end()) unit = it->second;
     if (m.is_block) in_block = true;
+    loss_ = m.type == "CrossEntropyLoss";
     // Blocks and modules that keep activations get segments of their own, so that their memory
     // is allocated and freed at their own ops (the loss's buffers are not the output layer's).
     const bool keeps = std::any_of(m.activation.saved.begin(), m.activation.saved.end(), [](double b) { return b > 0; });
@@ -101,6 +102,7 @@ class Tracer {
       s.unit = unit;
       s.in_block = in_block;
       s.name = unit == 0 ? path.substr(0, path.find('.')) : plan_.units[static_cast<std::size_t>(unit)].name;
+      s.is_loss = loss_;
       plan_.segments.push_back(std::move(s));
       current_ = static_cast<int>(plan_.segments.size()) - 1;
       plan_.forward.push_back(TraceEvent{TraceEvent::Kind::compute, unit, current_});
@@ -123,7 +125,40 @@ class Tracer {
   int current_ = -1;
   model::Activation pending_;
   std::int64_t pending_numel_ = 0;
+  bool loss_ = false;  // visiting the loss module
 };
+
+// FSDP2's reshard_after_forward (bool or int) and torchtitan's habit of keeping the last block
+// unsharded, on top of what the sharding strategy implies.
+void apply_reshard_settings(Plan& plan, const config::FsdpConfig& fsdp) {
+  if (fsdp.reshard_after_forward && plan.traits.shards_params) {
+    const int v = fsdp.reshard_after_forward->value;
+    const Location& where = fsdp.reshard_after_forward->where;
+    if (v > 1) {
+      if (v >= plan.shard_group || plan.shard_group % v != 0) {
+        throw ConfigError(
+            where, "fsdp.reshard_after_forward",
+            fmt::format("expected true, false or a divisor of the shard group ({} ranks) below it; got {}", plan.shard_group, v));
+      }
+      plan.reshard_group = v;
+    }
+    for (auto& u : plan.units) {
+      if (u.is_root) continue;
+      u.reshard_after_forward = v != 0;
+      u.reshard_to = v > 1 ? v : 0;
+    }
+  }
+  if (fsdp.keep_last_unit_unsharded) {
+    // The last unit to finish forward is the first to run backward.
+    for (auto it = plan.forward.rbegin(); it != plan.forward.rend(); ++it) {
+      if (it->kind == TraceEvent::Kind::exit && !plan.units[static_cast<std::size_t>(it->unit)].is_root) {
+        plan.units[static_cast<std::size_t>(it->unit)].reshard_after_forward = false;
+        plan.units[static_cast<std::size_t>(it->unit)].reshard_to = 0;
+        break;
+      }
+    }
+  }
+}
 
 }  // namespace
 
@@ -197,6 +232,7 @@ Plan make_plan(const model::Model& model, const config::ScenarioConfig& scenario
     u.shard_numel = u.padded_numel / plan.shard_group;
   }
   Tracer(plan, unit_of_module).run(model.root);
+  apply_reshard_settings(plan, fsdp);
   return plan;
 }
 

@@ -24,6 +24,7 @@ struct Unit {
   std::int64_t shard_numel = 0;      // per rank
   bool is_root = false;
   bool reshard_after_forward = true;
+  int reshard_to = 0;  // FSDP2 reshard_after_forward = d: keep a 1/d shard (0: free everything)
 };
 
 // A run of consecutive kernels that belong to one unit, with the activation memory of the
@@ -34,6 +35,7 @@ struct Segment {
   std::vector<model::Kernel> kernels;
   bool in_block = false;   // inside a transformer block: activation checkpointing applies
   std::int64_t numel = 0;  // parameters of the unit used by these kernels (their gradients appear here)
+  bool is_loss = false;    // the loss: its buffers are reported as logits and loss memory
   model::Activation activation;
 };
 
@@ -52,6 +54,7 @@ struct Plan {
   int world_size = 1;
   int shard_group = 1;      // ranks a parameter is sharded over
   int replicate_group = 1;  // ranks holding the same shard (hybrid: nodes)
+  int reshard_group = 1;    // FSDP2 reshard_after_forward = d
   int param_bytes = 4;      // all-gathered parameters and compute (mixed precision param dtype)
   int reduce_bytes = 4;     // gradient reduction dtype
   int master_bytes = 4;     // sharded parameters and gradients as stored

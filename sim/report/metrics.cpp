@@ -1,7 +1,10 @@
 #include "report/metrics.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
+
+#include "report/caching_allocator.hpp"
 
 namespace shardsim::report {
 namespace {
@@ -53,30 +56,45 @@ MemoryTimeline memory_timeline(const graph::StepGraph& g, const engine::Timeline
     double time;
     int order;  // frees before allocations at the same instant
     int op;
-    graph::MemCategory category;
-    double bytes;
+    graph::MemEffect effect;
   };
   std::vector<Event> events;
   for (std::size_t o = 0; o < g.size(); ++o) {
     const auto id = static_cast<int>(o);
     const engine::Interval& i = t.at(id, rank);
-    for (const auto& m : g.op(id).memory) {
-      events.push_back(Event{m.at_end ? i.end : i.start, m.bytes < 0 ? 0 : 1, id, m.category, m.bytes});
-    }
+    for (const auto& m : g.op(id).memory) events.push_back(Event{m.at_end ? i.end : i.start, m.bytes < 0 ? 0 : 1, id, m});
   }
   std::stable_sort(events.begin(), events.end(),
                    [](const Event& a, const Event& b) { return a.time != b.time ? a.time < b.time : a.order < b.order; });
   MemoryTimeline tl;
   tl.rank = rank;
   MemoryPoint cur;
-  cur.bytes = g.info.initial_memory;
+  CachingAllocator allocator;
+  double host = 0;
+  auto apply = [&](const graph::MemEffect& m) {
+    const double size = static_cast<double>(CachingAllocator::round_size(std::fabs(m.bytes)));
+    const double b = m.bytes < 0 ? -size : size;
+    if (m.pool == graph::Pool::host) {
+      host += b;
+      tl.peak_host = std::max(tl.peak_host, host);
+      return;
+    }
+    cur.bytes[static_cast<std::size_t>(m.category)] += b;
+    if (b > 0) {
+      allocator.allocate(m.pool, size);
+    } else {
+      allocator.free(m.pool, size);
+    }
+    cur.reserved = allocator.reserved();
+  };
+  for (const auto& m : g.info.initial_memory) apply(m);
   tl.points.push_back(cur);
   tl.peak = cur.total();
   tl.at_peak = cur.bytes;
   tl.peak_op = "(before the first step)";
   for (const Event& e : events) {
     cur.time = e.time;
-    cur.bytes[static_cast<std::size_t>(e.category)] += e.bytes;
+    apply(e.effect);
     if (tl.points.back().time == e.time) {
       tl.points.back() = cur;
     } else {
@@ -89,6 +107,10 @@ MemoryTimeline memory_timeline(const graph::StepGraph& g, const engine::Timeline
       tl.at_peak = cur.bytes;
     }
   }
+  tl.peak_reserved = allocator.reserved();
+  for (int p = 0; p < graph::kPools; ++p)
+    tl.reserved_by_pool[static_cast<std::size_t>(p)] = allocator.reserved(static_cast<graph::Pool>(p));
+  tl.unpaired_frees = allocator.unpaired_frees();
   return tl;
 }
 
@@ -150,9 +172,9 @@ Summary summarize(const SummaryInput& in) {
 
   for (int r = 0; r < s.world_size; ++r) {
     MemoryTimeline m = memory_timeline(g, t, r);
-    if (r == 0 || m.peak > s.memory.peak) s.memory = std::move(m);
+    if (r == 0 || m.peak_reserved > s.memory.peak_reserved) s.memory = std::move(m);
   }
-  s.oom = s.memory.peak > s.gpu_memory;
+  s.oom = s.memory.peak_reserved > s.gpu_memory;
   return s;
 }
 

@@ -14,21 +14,29 @@
 namespace shardsim::report {
 
 using Categories = std::array<double, graph::kMemCategories>;
+using Pools = std::array<double, graph::kPools>;
 
 struct MemoryPoint {
   double time = 0;
-  Categories bytes{};
+  Categories bytes{};   // allocated on the GPU, by category
+  double reserved = 0;  // held by the caching allocator (sum of the pools' high-water marks)
   [[nodiscard]] double total() const;
 };
 
-// One rank's memory over the simulated steps, from the ops' allocation and free effects.
+// One rank's memory over the simulated steps, from the ops' allocation and free effects, with
+// reserved memory from a model of PyTorch's caching allocator (caching_allocator.hpp): per-stream
+// pools, block rounding, best-fit reuse with splitting, segments kept until the end.
 struct MemoryTimeline {
   int rank = 0;
   std::vector<MemoryPoint> points;  // after each change, in time order
-  double peak = 0;
+  double peak = 0;                  // allocated
   double peak_time = 0;
-  std::string peak_op;  // the op whose start or end reached the peak
+  std::string peak_op;  // the op whose start or end reached the allocated peak
   Categories at_peak{};
+  double peak_reserved = 0;
+  Pools reserved_by_pool{};  // high-water mark of each GPU pool
+  double peak_host = 0;      // CPU memory (CPU offload)
+  int unpaired_frees = 0;    // frees that matched no allocation of their size (should be 0)
 };
 
 [[nodiscard]] MemoryTimeline memory_timeline(const graph::StepGraph& g, const engine::Timeline& t, int rank);

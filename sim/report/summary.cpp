@@ -6,8 +6,10 @@ namespace shardsim::report {
 namespace {
 
 constexpr std::array<const char*, graph::kMemCategories> kCategoryLabels{
-    "sharded parameters", "unsharded parameters", "gradients (unsharded, buffers)",
-    "gradient shards",    "optimizer state",      "activations (incl. loss)"};
+    "sharded parameters", "unsharded parameters", "gradients (unsharded)", "reduce buffers",
+    "gradient shards",    "optimizer state",      "activations",           "logits and loss"};
+constexpr std::array<const char*, graph::kPools> kPoolLabels{"compute stream", "all-gather stream", "reduce-scatter stream",
+                                                             "all-reduce stream", "host"};
 
 std::string gib(double bytes) {
   return fmt::format("{:.2f} GiB", bytes / kGiB);
@@ -33,16 +35,24 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
   row("exposed communication", fmt::format("{:.4f} s  ({:.1f} % of the step, rank {})", s.exposed_comm_s,
                                            s.step_time > 0 ? 100 * s.exposed_comm_s / s.step_time : 0.0, s.exposed_rank));
   out += "\n";
-  row("peak memory",
-      fmt::format("{} of {} on rank {}  ->  {}", gib(s.memory.peak), gib(s.gpu_memory), s.memory.rank, s.oom ? "OUT OF MEMORY" : "fits"));
-  row("  at", s.memory.peak_op);
+  row("peak memory (reserved)", fmt::format("{} of {} on rank {}  ->  {}", gib(s.memory.peak_reserved), gib(s.gpu_memory), s.memory.rank,
+                                            s.oom ? "OUT OF MEMORY" : "fits"));
+  for (std::size_t p = 0; p + 1 < kPoolLabels.size(); ++p) {
+    if (s.memory.reserved_by_pool[p] > 0) row(fmt::format("  {} pool", kPoolLabels[p]), gib(s.memory.reserved_by_pool[p]));
+  }
+  row("peak memory (allocated)", fmt::format("{} at {}", gib(s.memory.peak), s.memory.peak_op));
   for (std::size_t c = 0; c < kCategoryLabels.size(); ++c) {
     row(fmt::format("  {}", kCategoryLabels[c]), gib(s.memory.at_peak[c]));
   }
+  if (s.memory.peak_host > 0) row("host memory (CPU offload)", gib(s.memory.peak_host));
   return out;
 }
 
 nlohmann::json summary_json(const Summary& s) {
+  nlohmann::json pools = nlohmann::json::object();
+  for (int p = 0; p + 1 < graph::kPools; ++p) {
+    pools[std::string(graph::to_string(static_cast<graph::Pool>(p)))] = s.memory.reserved_by_pool[static_cast<std::size_t>(p)];
+  }
   nlohmann::json breakdown = nlohmann::json::object();
   for (int c = 0; c < graph::kMemCategories; ++c) {
     breakdown[std::string(graph::to_string(static_cast<graph::MemCategory>(c)))] = s.memory.at_peak[static_cast<std::size_t>(c)];
@@ -59,7 +69,10 @@ nlohmann::json summary_json(const Summary& s) {
       {"compute_s", s.compute_s},
       {"comm_s", s.comm_s},
       {"exposed_comm_s", s.exposed_comm_s},
-      {"peak_memory_bytes", s.memory.peak},
+      {"peak_memory_bytes", s.memory.peak_reserved},
+      {"peak_allocated_bytes", s.memory.peak},
+      {"reserved_by_pool", pools},
+      {"peak_host_memory_bytes", s.memory.peak_host},
       {"peak_memory_rank", s.memory.rank},
       {"peak_memory_op", s.memory.peak_op},
       {"gpu_memory_bytes", s.gpu_memory},
