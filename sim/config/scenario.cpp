@@ -46,7 +46,9 @@ constexpr std::array kTrainingParams{
     ParamSpec{"grad_accum", "integer >= 1", "1", "micro-steps per optimizer step"},
     ParamSpec{"no_sync", "bool", "false", "with grad_accum: keep unsharded gradients and reduce only on the last micro-step"},
     ParamSpec{"optimizer", "adamw | adam | sgd", "adamw", "optimizer (state bytes per parameter, step cost)"},
-    ParamSpec{"activation_checkpointing", "none | selective | full", "none", "what the forward keeps for backward"},
+    ParamSpec{"activation_checkpointing", "none | selective | full | blocks", "none",
+              "what the forward keeps for backward: selective = per-op (torchtitan), blocks = every k-th block in full"},
+    ParamSpec{"checkpoint_every", "integer >= 1", "2", "with activation_checkpointing: blocks, checkpoint blocks 0, k, 2k, ..."},
     ParamSpec{"dtype", "fp32 | bf16", "fp32", "storage type of parameters, gradients and optimizer state; bf16 is pure-bf16 training"},
 };
 constexpr std::array kSimulationParams{
@@ -103,6 +105,7 @@ TrainingConfig read_training(const Reader& top) {
   t.no_sync = r.boolean("no_sync");
   t.optimizer = pick<Optimizer>(r, "optimizer", kOptimizerNames);
   t.activation_checkpointing = pick<ActivationCheckpointing>(r, "activation_checkpointing", kAcNames);
+  t.checkpoint_every = static_cast<int>(r.integer("checkpoint_every", 1, 1 << 20));
   t.dtype = pick<DType>(r, "dtype", kDTypeNames);
   if (t.dtype == DType::fp16) r.fail("dtype", "expected fp32 or bf16 (pure fp16 training is not modelled)");
   r.finish();

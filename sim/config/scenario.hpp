@@ -17,7 +17,9 @@ namespace shardsim::config {
 
 enum class DType { fp32, bf16, fp16 };
 enum class Optimizer { adamw, adam, sgd };
-enum class ActivationCheckpointing { none, selective, full };
+// selective: torchtitan's per-op SAC; blocks: full checkpointing of every k-th block only
+// (torchtitan selective_ac_option "k", fms-fsdp selective_checkpointing).
+enum class ActivationCheckpointing { none, selective, full, blocks };
 enum class Sharding { full_shard, shard_grad_op, no_shard, hybrid_shard, hybrid_shard_zero2, zero3 };
 enum class HookOrder { post_first, pre_first };
 enum class BackwardPrefetch { pre, post, none };
@@ -53,6 +55,7 @@ struct TrainingConfig {
   bool no_sync = false;  // accumulate unsharded gradients without reducing until the last micro-step
   Optimizer optimizer = Optimizer::adamw;
   ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::none;
+  int checkpoint_every = 2;   // with blocks: checkpoint blocks 0, k, 2k, ...
   DType dtype = DType::fp32;  // how parameters, gradients and optimizer state are stored
 };
 

@@ -17,8 +17,7 @@ StepGraph FsdpStepBuilder::build() {
     step_ = step;
     for (int micro = 0; micro < cfg_.training.grad_accum; ++micro) {
       micro_ = micro;
-      barrier_ = micro == 0 ? last_optimizer_ : last_[static_cast<std::size_t>(Stream::compute)];
-      started_.fill(false);
+      io_.begin_micro_step(step, micro, micro == 0 ? last_optimizer_ : io_.last(Stream::compute));
       forward();
       backward();
     }
@@ -54,7 +53,7 @@ void FsdpStepBuilder::forward() {
         const fsdp::Segment& s = plan_.segments[static_cast<std::size_t>(e.segment)];
         Op op = make(OpKind::forward, Stream::compute, "FWD " + s.name, e.unit);
         op.work = forward_work(s, batch_);
-        const double saved = activation_bytes(s.activation.saved, s.in_block);
+        const double saved = activation_bytes(s.activation.saved, checkpoint_mode(s, cfg_.training), batch_);
         if (saved > 0) op.memory.push_back({s.is_loss ? MemCategory::loss : MemCategory::activations, saved, false, Pool::compute});
         compute(std::move(op), e.unit);
         break;
@@ -122,15 +121,16 @@ void FsdpStepBuilder::backward() {
       }
     }
   }
-  if (!plan_.traits.shards_params) bucket_all_reduce(0, last_[static_cast<std::size_t>(Stream::compute)], true);
+  if (!plan_.traits.shards_params) bucket_all_reduce(0, io_.last(Stream::compute), true);
 }
 
 void FsdpStepBuilder::backward_compute(const fsdp::Segment& s, int u) {
   Op op = make(OpKind::backward, Stream::compute, "BWD " + s.name, u);
-  op.work = backward_work(s, batch_, ac_);
+  const model::AcMode mode = checkpoint_mode(s, cfg_.training);
+  op.work = backward_work(s, batch_, mode);
   const MemCategory act = s.is_loss ? MemCategory::loss : MemCategory::activations;
-  const double transient = activation_bytes(s.activation.backward_transient, s.in_block);
-  const double saved = activation_bytes(s.activation.saved, s.in_block);
+  const double transient = activation_bytes(s.activation.backward_transient, mode, batch_);
+  const double saved = activation_bytes(s.activation.saved, mode, batch_);
   if (transient > 0) {
     op.memory.push_back({act, transient, false, Pool::compute});
     op.memory.push_back({act, -transient, true, Pool::compute});
@@ -255,7 +255,7 @@ void FsdpStepBuilder::optimizer() {
   const int id = issue(std::move(op));
   // The final callback makes the compute stream wait for every reduction stream.
   for (Stream s : {Stream::compute, Stream::nccl, Stream::reduce_scatter, Stream::all_reduce, Stream::d2h}) {
-    g_.add_edge(last_[static_cast<std::size_t>(s)], id, EdgeKind::data);
+    g_.add_edge(io_.last(s), id, EdgeKind::data);
   }
   last_optimizer_ = id;
 }

@@ -16,10 +16,7 @@ FsdpStepBuilder::FsdpStepBuilder(const fsdp::Plan& plan, const config::ScenarioC
       v2_(scenario.fsdp.version == 2),
       offload_(scenario.fsdp.cpu_offload),
       steps_(steps),
-      batch_{scenario.training.micro_batch, scenario.training.seq_len},
-      ac_(static_cast<model::AcMode>(scenario.training.activation_checkpointing)) {
-  last_.fill(-1);
-  gate_seen_.fill(-1);
+      batch_{scenario.training.micro_batch, scenario.training.seq_len} {
   const std::size_t n = plan.units.size();
   available_.assign(n, -1);
   gather_of_.assign(n, -1);
@@ -54,43 +51,8 @@ double FsdpStepBuilder::shard_master_bytes(int u) const {
   return static_cast<double>(unit(u).shard_numel) * plan_.master_bytes;
 }
 
-double FsdpStepBuilder::activation_bytes(const std::array<double, 3>& per_mode, bool in_block) const {
-  const double per_token = per_mode[static_cast<std::size_t>(in_block ? ac_ : model::AcMode::none)];
-  return per_token * static_cast<double>(batch_.tokens());
-}
-
 bool FsdpStepBuilder::syncing() const {
   return !cfg_.training.no_sync || micro_ == cfg_.training.grad_accum - 1;
-}
-
-Op FsdpStepBuilder::make(OpKind kind, Stream stream, std::string name, int unit) const {
-  Op op;
-  op.kind = kind;
-  op.stream = stream;
-  op.name = std::move(name);
-  op.unit = unit;
-  return op;
-}
-
-int FsdpStepBuilder::issue(Op op) {
-  op.step = step_;
-  op.micro = micro_;
-  const auto s = static_cast<std::size_t>(op.stream);
-  const int id = g_.add_op(std::move(op));
-  g_.add_edge(last_[s], id, EdgeKind::stream);
-  // Everything the CPU issues after a blocking wait starts after it.
-  if (cpu_gate_ >= 0 && gate_seen_[s] != cpu_gate_) {
-    g_.add_edge(cpu_gate_, id, EdgeKind::cpu);
-    gate_seen_[s] = cpu_gate_;
-  }
-  // A micro-step's first op on each stream waits for what came before (the root's pre-forward
-  // makes the unshard streams wait on the default stream, after the optimizer step).
-  if (!started_[s]) {
-    g_.add_edge(barrier_, id, EdgeKind::data);
-    started_[s] = true;
-  }
-  last_[s] = id;
-  return id;
 }
 
 // FSDP1: the CPU blocks on the oldest recorded reshard event once `max_inflight` are queued.
@@ -99,9 +61,7 @@ void FsdpStepBuilder::rate_limit() {
   if (v2_ || !fsdp_.limit_all_gathers || limiter_.size() < static_cast<std::size_t>(fsdp_.max_inflight_all_gathers)) return;
   const int event = limiter_.front();
   limiter_.pop_front();
-  const int id = issue(make(OpKind::cpu_wait, Stream::cpu, fmt::format("limiter wait ({})", g_.op(event).name), -1));
-  g_.add_edge(event, id, EdgeKind::rate_limit);
-  cpu_gate_ = id;
+  io_.cpu_wait(event, fmt::format("limiter wait ({})", g_.op(event).name));
 }
 
 // Makes unit u's parameters available: an all-gather (sharded), or a cast (no_shard with mixed
@@ -203,7 +163,7 @@ int FsdpStepBuilder::compute(Op op, int u) {
 }
 
 void FsdpStepBuilder::prefetch(const std::vector<int>& targets, Phase phase, int trigger) {
-  for (int t : targets) unshard(t, phase, trigger >= 0 ? trigger : barrier_);
+  for (int t : targets) unshard(t, phase, trigger);
 }
 
 }  // namespace shardsim::graph

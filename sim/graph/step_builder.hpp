@@ -11,6 +11,7 @@
 
 #include "config/scenario.hpp"
 #include "fsdp/plan.hpp"
+#include "graph/issuer.hpp"
 #include "graph/step_graph.hpp"
 #include "graph/work.hpp"
 
@@ -24,9 +25,9 @@ class FsdpStepBuilder {
   StepGraph build();
 
  private:
-  // ---- issuing (step_builder.cpp) ----
-  int issue(Op op);
-  Op make(OpKind kind, Stream stream, std::string name, int unit) const;
+  // ---- making parameters available (step_builder.cpp) ----
+  int issue(Op op) { return io_.issue(std::move(op)); }
+  static Op make(OpKind kind, Stream stream, std::string name, int unit) { return make_op(kind, stream, std::move(name), unit); }
   void rate_limit();
   void unshard(int u, Phase phase, int prefetch_trigger);
   void wait_unshard(int u, Phase phase);
@@ -53,7 +54,6 @@ class FsdpStepBuilder {
   [[nodiscard]] double grad_bytes(int u) const;
   [[nodiscard]] double reduce_buffer_bytes(int u) const;
   [[nodiscard]] double shard_master_bytes(int u) const;
-  [[nodiscard]] double activation_bytes(const std::array<double, 3>& per_mode, bool in_block) const;
   [[nodiscard]] Stream ag_stream() const { return v2_ ? Stream::all_gather : Stream::nccl; }
   [[nodiscard]] Stream rs_stream() const { return v2_ ? Stream::reduce_scatter : Stream::nccl; }
   [[nodiscard]] bool syncing() const;  // reduce gradients in this micro-step (no_sync)
@@ -69,19 +69,14 @@ class FsdpStepBuilder {
   bool offload_;
   int steps_;
   Batch batch_;
-  model::AcMode ac_ = model::AcMode::none;
   StepGraph g_;
+  Issuer io_{g_};
   int step_ = 0;
   int micro_ = 0;
 
-  std::array<int, kStreams> last_{};       // last op issued on each stream
-  std::array<int, kStreams> gate_seen_{};  // the CPU gate each stream's last op already waited for
-  std::array<bool, kStreams> started_{};   // stream used in this micro-step yet
-  int barrier_ = -1;                       // what a micro-step's first ops wait for
-  int cpu_gate_ = -1;                      // latest CPU wait
-  int last_copy_out_ = -1;                 // FSDP2: all-gathers wait for the previous copy-out
-  int last_reduce_ = -1;                   // FSDP2: copy-in waits for the previous reduce-scatter
-  int deferred_buffer_free_ = -1;          // FSDP2 forward: all-gather buffer freed at the next copy-out
+  int last_copy_out_ = -1;         // FSDP2: all-gathers wait for the previous copy-out
+  int last_reduce_ = -1;           // FSDP2: copy-in waits for the previous reduce-scatter
+  int deferred_buffer_free_ = -1;  // FSDP2 forward: all-gather buffer freed at the next copy-out
   int last_d2h_ = -1;
   int last_optimizer_ = -1;
   double bucket_numel_ = 0;          // no_shard: gradients waiting in the current DDP bucket
