@@ -26,7 +26,7 @@ Prepared prepare(const std::filesystem::path& scenario_file, std::span<const std
 
 Outcome simulate(const Prepared& p) {
   const auto& topo = p.scenario.cluster.topology;
-  const engine::RooflineModel compute(topo.gpu, p.plan.param_bytes < 4);
+  const engine::RooflineModel compute(topo, p.plan.param_bytes < 4);
   const engine::RingAlgorithm ring;
   const engine::SimulationInput input{p.graph, topo, static_cast<int>(p.scenario.cluster.nodes),
                                       compute, ring, p.scenario.simulation.flows};

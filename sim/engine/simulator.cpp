@@ -37,8 +37,18 @@ struct Timer {
   double time;
   std::uint64_t seq;  // ties resolve in creation order: deterministic
   int op;
-  int who;  // rank (compute), or -1 - instance (collective)
+  int who;                    // rank (compute), or -1 - instance (collective)
+  std::uint32_t version = 0;  // compute: stale once the rank's op was rescheduled
   bool operator>(const Timer& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+};
+
+// What one rank's compute stream is doing, so that its speed can change while a collective runs.
+struct RankState {
+  int collectives = 0;   // collectives running on this GPU
+  int op = -1;           // compute-stream op running, -1 if none
+  double remaining = 0;  // its work left, in seconds at full speed
+  double since = 0;      // when `remaining` was last brought up to date
+  std::uint32_t version = 0;
 };
 
 class Simulator {
@@ -62,6 +72,8 @@ class Simulator {
         duration_[o] = in.compute.duration(op);
       }
     }
+    ranks_.resize(static_cast<std::size_t>(world_));
+    slowed_ = in.compute.speed_while_communicating();
     cluster_.gpus_per_node = in.topology.node.gpus;
     cluster_.nvlink = in.topology.node.nvlink;
     cluster_.nic = in.topology.node.nic;
@@ -168,14 +180,40 @@ class Simulator {
       finish(op_id, rank, now);
       return;
     }
-    push_timer(now + d, op_id, rank);
+    if (op.stream != graph::Stream::compute) {
+      push_timer(now + d, op_id, rank);
+      return;
+    }
+    RankState& rs = ranks_[static_cast<std::size_t>(rank)];
+    rs.op = op_id;
+    rs.remaining = d;
+    rs.since = now;
+    timers_.push(Timer{now + d / speed(rs), seq_++, op_id, rank, ++rs.version});
+  }
+
+  [[nodiscard]] double speed(const RankState& rs) const { return rs.collectives > 0 ? slowed_ : 1.0; }
+
+  // A collective starts or ends on `rank`: its compute stream changes speed (NCCL takes SMs and
+  // HBM bandwidth), so the running compute op is rescheduled.
+  void collective_changes(int rank, int delta, double now) {
+    RankState& rs = ranks_[static_cast<std::size_t>(rank)];
+    const double before = speed(rs);
+    rs.collectives += delta;
+    const double after = speed(rs);
+    if (rs.op < 0 || before == after) return;
+    rs.remaining -= (now - rs.since) * before;
+    rs.since = now;
+    timers_.push(Timer{now + std::max(0.0, rs.remaining) / after, seq_++, rs.op, rank, ++rs.version});
   }
 
   // A collective starts once every rank of its group has reached it.
   void launch(int op_id, int inst, double now) {
     const graph::Op& op = g_.op(op_id);
     const std::vector<int> ranks = members(op.group, inst);
-    for (int r : ranks) timeline_.at(op_id, r).start = now;
+    for (int r : ranks) {
+      timeline_.at(op_id, r).start = now;
+      collective_changes(r, +1, now);
+    }
     const CollectivePlan plan = in_.collective.plan(op.kind, ranks, op.bytes, cluster_);
     auto run = std::make_unique<Running>();
     run->op = op_id;
@@ -240,16 +278,24 @@ class Simulator {
       timers_.pop();
       ++stats_.timer_events;
       if (t.who >= 0) {
+        RankState& rs = ranks_[static_cast<std::size_t>(t.who)];
+        if (t.version != 0) {
+          if (t.version != rs.version || rs.op != t.op) continue;  // rescheduled since
+          rs.op = -1;
+        }
         finish(t.op, t.who, t.time);
       } else {
-        for (int r : members(g_.op(t.op).group, -1 - t.who)) finish(t.op, r, t.time);
+        for (int r : members(g_.op(t.op).group, -1 - t.who)) {
+          collective_changes(r, -1, t.time);
+          finish(t.op, r, t.time);
+        }
       }
       drain(t.time);
     }
     arm();
   }
 
-  void push_timer(double time, int op, int who) { timers_.push(Timer{time, seq_++, op, who}); }
+  void push_timer(double time, int op, int who) { timers_.push(Timer{time, seq_++, op, who, 0}); }
 
   // Keeps a SimGrid kernel timer set at the earliest pending event, so that SimGrid's clock
   // stops there; an earlier event arms another one (a stale timer finds nothing to do).
@@ -283,6 +329,8 @@ class Simulator {
   std::vector<std::int32_t> remaining_;
   std::vector<double> duration_;
   std::vector<std::vector<int>> arrived_;
+  std::vector<RankState> ranks_;
+  double slowed_ = 1.0;                                           // compute speed while a collective runs
   std::map<std::tuple<int, int, int>, std::vector<int>> routes_;  // (kind, group, instance) -> path routes
   std::deque<std::pair<int, int>> ready_;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
