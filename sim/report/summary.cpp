@@ -21,10 +21,12 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
   const auto& topo = scenario.cluster.topology;
   std::string out;
   out += fmt::format("shardsim: {}\n", s.scenario);
-  out += fmt::format("  {} GPUs ({} node{} x {} {}), FSDP{} {}, {} x {} tokens per GPU per step\n\n", s.world_size, scenario.cluster.nodes,
-                     scenario.cluster.nodes == 1 ? "" : "s", topo.node.gpus, topo.gpu.model, scenario.fsdp.version,
-                     config::to_string(scenario.fsdp.sharding), scenario.training.micro_batch * scenario.training.grad_accum,
-                     scenario.training.seq_len);
+  const std::string strategy = scenario.fsdp.sharding == config::Sharding::zero3
+                                   ? std::string("DeepSpeed ZeRO-3")
+                                   : fmt::format("FSDP{} {}", scenario.fsdp.version, config::to_string(scenario.fsdp.sharding));
+  out += fmt::format("  {} GPUs ({} node{} x {} {}), {}, {} x {} tokens per GPU per step\n\n", s.world_size, scenario.cluster.nodes,
+                     scenario.cluster.nodes == 1 ? "" : "s", topo.node.gpus, topo.gpu.model, strategy,
+                     scenario.training.micro_batch * scenario.training.grad_accum, scenario.training.seq_len);
   auto row = [&](std::string_view k, const std::string& v) { out += fmt::format("  {:<34} {}\n", k, v); };
   row("step time", fmt::format("{:.4f} s  (step {} of {})", s.step_time, s.reported_step + 1, s.reported_step + 1));
   row("tokens/s per GPU", fmt::format("{:.0f}", s.tokens_per_s_per_gpu));
