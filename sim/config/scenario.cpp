@@ -21,6 +21,7 @@ constexpr std::array kScenarioParams{
     ParamSpec{"training", "mapping", "", "batch, sequence, optimizer, checkpointing (see training)"},
     ParamSpec{"fsdp", "mapping", "{}", "FSDP settings (see fsdp)"},
     ParamSpec{"simulation", "mapping", "{}", "how the simulation runs (see simulation)"},
+    ParamSpec{"stragglers", "mapping", "{}", "slow GPUs, degraded links, jitter (see stragglers)"},
 };
 constexpr std::array kClusterParams{
     ParamSpec{"topology", "file path", "", "topology YAML, relative to this file"},
@@ -55,6 +56,8 @@ constexpr std::array kSimulationParams{
     ParamSpec{"steps", "auto | integer 1..100", "auto",
               "training steps simulated back to back, the last reported; auto = 2 where the first step differs (FSDP1 forward "
               "prefetch, ZeRO-3's recorded trace), else 1"},
+    ParamSpec{"mode", "auto | full | symmetric", "auto",
+              "full simulates every rank; symmetric one representative (every rank alike); auto: symmetric from 512 GPUs when valid"},
     ParamSpec{"flows", "path | edge", "path",
               "a collective's ring as one SimGrid flow per path (O(1)) or one per ring edge (O(n), for cross-checks)"},
 };
@@ -64,6 +67,55 @@ constexpr Schema kClusterSchema{"cluster", "which cluster and how many nodes", k
 constexpr Schema kModelSchema{"model", "the model: a preset, an HF config or explicit fields", kModelParams};
 constexpr Schema kTrainingSchema{"training", "the training loop", kTrainingParams};
 constexpr Schema kSimulationSchema{"simulation", "how the simulation runs", kSimulationParams};
+constexpr std::array kStragglerParams{
+    ParamSpec{"slow_gpus", "list of {rank, factor}", "[]", "ranks whose compute takes factor times as long"},
+    ParamSpec{"degraded_links", "list of {rank, link: nvlink | nic, factor}", "[]", "links that keep factor of their bandwidth"},
+    ParamSpec{"jitter", "number >= 0", "0", "sigma of a log-normal factor on every compute op's duration"},
+    ParamSpec{"seed", "integer >= 0", "1", "seed of the jitter (same seed, same result)"},
+};
+constexpr Schema kStragglerSchema{"stragglers", "ranks that do not behave like the others", kStragglerParams};
+constexpr std::array kSlowGpuParams{
+    ParamSpec{"rank", "integer >= 0", "", "the GPU"},
+    ParamSpec{"factor", "number >= 1", "", "its compute takes this many times as long"},
+};
+constexpr Schema kSlowGpuSchema{"stragglers.slow_gpus[]", "a slow GPU", kSlowGpuParams};
+constexpr std::array kDegradedLinkParams{
+    ParamSpec{"rank", "integer >= 0", "", "the GPU whose link is degraded"},
+    ParamSpec{"link", "nvlink | nic", "nic", "which of its links"},
+    ParamSpec{"factor", "number in (0, 1]", "", "fraction of the bandwidth it keeps"},
+};
+constexpr Schema kDegradedLinkSchema{"stragglers.degraded_links[]", "a degraded link", kDegradedLinkParams};
+
+template <class T, class F>
+std::vector<T> read_list(const Reader& r, std::string_view key, const Schema& schema, F read_item) {
+  std::vector<T> out;
+  const ConfigNode* n = r.node(key);
+  if (n == nullptr) return out;
+  if (!n->is_sequence()) r.fail(key, fmt::format("expected a list of {{...}} entries; got {}", n->describe()));
+  for (std::size_t i = 0; i < n->items.size(); ++i) {
+    Reader item(n->items[i], fmt::format("{}[{}]", r.path_of(key), i), schema);
+    out.push_back(read_item(item));
+    item.finish();
+  }
+  return out;
+}
+
+Stragglers read_stragglers(const Reader& top, std::int64_t world) {
+  ConfigNode scratch;
+  Reader r(section(top, "stragglers", scratch), "stragglers", kStragglerSchema);
+  Stragglers s;
+  s.slow_gpus = read_list<SlowGpu>(r, "slow_gpus", kSlowGpuSchema, [&](const Reader& item) {
+    return SlowGpu{item.integer("rank", 0, world - 1), item.number("factor", 1.0, 1e6)};
+  });
+  constexpr std::array<std::string_view, 2> kLinks{"nvlink", "nic"};
+  s.degraded_links = read_list<DegradedLink>(r, "degraded_links", kDegradedLinkSchema, [&](const Reader& item) {
+    return DegradedLink{item.integer("rank", 0, world - 1), pick<LinkKind>(item, "link", kLinks), item.number("factor", 1e-6, 1.0)};
+  });
+  s.jitter = r.number("jitter", 0.0, 10.0);
+  s.seed = static_cast<std::uint64_t>(r.integer("seed", 0, std::numeric_limits<std::int64_t>::max()));
+  r.finish();
+  return s;
+}
 
 template <class T>
 std::optional<Located<T>> located(std::optional<T> v, const Reader& r, std::string_view key) {
@@ -179,7 +231,14 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
         (steps == nullptr || (steps->is_scalar() && steps->scalar == "auto")) ? 0 : static_cast<int>(sim.integer("steps", 1, 100));
     constexpr std::array<std::string_view, 2> kFlowNames{"path", "edge"};
     s.simulation.flows = pick<FlowGranularity>(sim, "flows", kFlowNames);
+    constexpr std::array<std::string_view, 3> kModeNames{"auto", "full", "symmetric"};
+    s.simulation.mode = pick<SimulationMode>(sim, "mode", kModeNames);
     sim.finish();
+  }
+  s.stragglers = read_stragglers(top, s.world_size());
+  if (s.simulation.mode == SimulationMode::symmetric && s.stragglers.any()) {
+    throw ConfigError(top.where("stragglers"), "simulation.mode",
+                      "symmetric simulates one representative rank, but stragglers make ranks differ; expected full or auto");
   }
   top.finish();
 
@@ -195,6 +254,7 @@ std::vector<Schema> scenario_schemas() {
   std::vector<Schema> out{kScenarioSchema, kClusterSchema, kModelSchema, kTrainingSchema};
   for (const auto& sc : fsdp_schemas()) out.push_back(sc);
   out.push_back(kSimulationSchema);
+  for (const auto& sc : {kStragglerSchema, kSlowGpuSchema, kDegradedLinkSchema}) out.push_back(sc);
   return out;
 }
 
