@@ -20,6 +20,7 @@ constexpr std::array kScenarioParams{
     ParamSpec{"training", "mapping", "", "batch, sequence, optimizer, checkpointing (see training)"},
     ParamSpec{"fsdp", "mapping", "{}", "FSDP settings (see fsdp)"},
     ParamSpec{"simulation", "mapping", "{}", "how the simulation runs (see simulation)"},
+    ParamSpec{"calibration", "file path", "-", "calibration YAML from `shardsim calibrate` (shardsim describe calibration)"},
 };
 constexpr std::array kClusterParams{
     ParamSpec{"topology", "file path", "", "topology YAML, relative to this file"},
@@ -255,6 +256,11 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
     constexpr std::array<std::string_view, 2> kFlowNames{"path", "edge"};
     s.simulation.flows = pick<FlowGranularity>(sim, "flows", kFlowNames);
     sim.finish();
+  }
+  if (top.has("calibration")) {
+    const auto cal = top.file_path("calibration");
+    if (!std::filesystem::exists(cal)) top.fail("calibration", fmt::format("no such file: {}", cal.string()));
+    s.calibration = load_calibration(cal);
   }
   top.finish();
 
