@@ -75,12 +75,17 @@ double draw(std::string& out, const char* title, const Trace& t, std::size_t ran
       if (a.lane == lanes[l]) mine.push_back(&a);
     }
     std::sort(mine.begin(), mine.end(), [](const Activity* a, const Activity* b) { return a->start < b->start; });
-    // Neighbours of one class closer than half a pixel become one box: kernel traces have 1e5 kernels.
+    // Runs of boxes narrower than a pixel, of one class and less than half a pixel apart, become
+    // one box: kernel traces hold 1e5 kernels. Wider boxes are drawn one by one.
+    auto px = [&](double seconds) { return seconds * scale / per_step; };
     for (std::size_t i = 0; i < mine.size();) {
       const Activity& first = *mine[i];
       double end = first.end;
       std::size_t j = i + 1;
-      while (j < mine.size() && mine[j]->cls == first.cls && (mine[j]->start - end) * scale / per_step < 0.5) end = std::max(end, mine[j++]->end);
+      while (j < mine.size() && px(end - first.start) < 1 && px(mine[j]->end - mine[j]->start) < 1 && mine[j]->cls == first.cls &&
+             px(mine[j]->start - end) < 0.5) {
+        end = std::max(end, mine[j++]->end);
+      }
       const double x = kLeft + (first.start - m.window_start) * scale / per_step;
       const double w = std::max(0.5, (end - first.start) * scale / per_step);
       out += fmt::format(R"(<rect x="{:.2f}" y="{:.1f}" width="{:.2f}" height="{}" fill="{}"><title>{}{} {:.3f} ms</title></rect>)", x, ly, w,
