@@ -22,7 +22,8 @@ Overloaded(F...) -> Overloaded<F...>;
 
 }  // namespace
 
-CpuBackend::CpuBackend(std::unique_ptr<HostComm> comm, CpuScale scale) : comm_(std::move(comm)), scale_(scale) {}
+CpuBackend::CpuBackend(std::unique_ptr<HostComm> comm, CpuScale scale, bool shared_clock)
+    : comm_(std::move(comm)), scale_(scale), shared_clock_(shared_clock) {}
 
 CpuBackend::~CpuBackend() {
   {
@@ -149,6 +150,12 @@ bool CpuBackend::query(EventId event) {
 double CpuBackend::elapsed(EventId from, EventId to) {
   std::lock_guard lock(mutex_);
   return events_.at(static_cast<std::size_t>(to)).time - events_.at(static_cast<std::size_t>(from)).time;
+}
+
+std::optional<double> CpuBackend::shared_clock(EventId event) {
+  if (!shared_clock_) return std::nullopt;
+  std::lock_guard lock(mutex_);
+  return events_.at(static_cast<std::size_t>(event)).time;
 }
 
 std::vector<double> CpuBackend::gather(std::span<const double> values) {

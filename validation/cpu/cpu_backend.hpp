@@ -28,7 +28,8 @@ struct CpuScale {
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend(std::unique_ptr<HostComm> comm, CpuScale scale);
+  // `shared_clock`: every rank runs on this machine, so their steady clocks agree.
+  CpuBackend(std::unique_ptr<HostComm> comm, CpuScale scale, bool shared_clock = true);
   ~CpuBackend() override;
   CpuBackend(const CpuBackend&) = delete;
   CpuBackend& operator=(const CpuBackend&) = delete;
@@ -50,6 +51,7 @@ class CpuBackend final : public Backend {
 
   [[nodiscard]] bool query(EventId event) override;
   [[nodiscard]] double elapsed(EventId from, EventId to) override;
+  [[nodiscard]] std::optional<double> shared_clock(EventId event) override;
   [[nodiscard]] std::vector<double> gather(std::span<const double> values) override;
   void abort() noexcept override;
 
@@ -71,6 +73,7 @@ class CpuBackend final : public Backend {
 
   std::unique_ptr<HostComm> comm_;
   CpuScale scale_;
+  bool shared_clock_;
   // One lock for queues and events: streams are few and tasks long, so contention is nil.
   std::mutex mutex_;
   std::condition_variable cv_;

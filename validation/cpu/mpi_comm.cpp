@@ -4,6 +4,8 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <cstdlib>
 
 #include "core/error.hpp"
@@ -22,6 +24,19 @@ void check(int rc, const char* what) {
 // Buffer offsets for the microbenchmarks' shifted buffers.
 constexpr std::size_t kSlotShift = 4096;
 constexpr int kSlots = 4;
+
+// A blocking MPI call spins a core until its peers arrive; on a machine with few cores that
+// steals the CPU from the compute stream's kernels (a GPU's copy engines and SMs do not share
+// this way). So: test the request, tightly for a short while (small messages finish at once),
+// then with short sleeps that leave the core to the kernels. Each test also drives MPI's progress.
+void wait(MPI_Request& req) {
+  int done = 0;
+  for (int spin = 0; spin < 200 && done == 0; ++spin) check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "test");
+  while (done == 0) {
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+    check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "test");
+  }
+}
 
 }  // namespace
 
@@ -80,16 +95,19 @@ void MpiComm::run(int comm, graph::OpKind kind, std::size_t bytes, int slot) {
   float* send = c->send.data() + offset;
   float* recv = c->recv.data() + offset;
   const int count = static_cast<int>(std::min<std::size_t>(per_rank, 1U << 30U));
+  MPI_Request req = MPI_REQUEST_NULL;
   switch (kind) {
     case graph::OpKind::all_gather:
-      check(MPI_Allgather(send, count, MPI_FLOAT, recv, count, MPI_FLOAT, c->comm), "all-gather");
+      check(MPI_Iallgather(send, count, MPI_FLOAT, recv, count, MPI_FLOAT, c->comm, &req), "all-gather");
       break;
     case graph::OpKind::reduce_scatter:
-      check(MPI_Reduce_scatter_block(send, recv, count, MPI_FLOAT, MPI_SUM, c->comm), "reduce-scatter");
+      check(MPI_Ireduce_scatter_block(send, recv, count, MPI_FLOAT, MPI_SUM, c->comm, &req), "reduce-scatter");
       break;
     default:
-      check(MPI_Allreduce(send, recv, static_cast<int>(std::min<std::size_t>(per_rank * n, 1U << 30U)), MPI_FLOAT, MPI_SUM, c->comm), "all-reduce");
+      check(MPI_Iallreduce(send, recv, static_cast<int>(std::min<std::size_t>(per_rank * n, 1U << 30U)), MPI_FLOAT, MPI_SUM, c->comm, &req),
+            "all-reduce");
   }
+  wait(req);
 }
 
 std::vector<double> MpiComm::all_gather(std::span<const double> values) {

@@ -236,6 +236,8 @@ class CudaBackend final : public Backend {
     return static_cast<double>(ms) * 1e-3;
   }
 
+  std::optional<double> shared_clock(EventId /*event*/) override { return std::nullopt; }
+
   std::vector<double> gather(std::span<const double> values) override {
     DeviceBuffer in;
     DeviceBuffer out;

@@ -8,6 +8,7 @@
 // Collective and communicator calls must be made in the same order on every rank.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -50,6 +51,9 @@ class Backend {
   [[nodiscard]] virtual bool query(EventId event) = 0;  // has the event completed?
   // Seconds from `from` to `to`, both completed.
   [[nodiscard]] virtual double elapsed(EventId from, EventId to) = 0;
+  // The completed event's time on a clock every rank shares (the CPU backend's ranks on one
+  // machine), or nothing (GPUs: each device has its own clock; ranks align on a barrier).
+  [[nodiscard]] virtual std::optional<double> shared_clock(EventId event) = 0;
 
   // After every event completed: every rank's `values`, concatenated in rank order. Blocks.
   [[nodiscard]] virtual std::vector<double> gather(std::span<const double> values) = 0;

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <thread>
 
@@ -104,8 +106,11 @@ class Issuer {
     }
   }
 
-  [[nodiscard]] std::vector<engine::Interval> times() {
-    std::vector<engine::Interval> out(g_.size());
+  [[nodiscard]] RankTimes times() {
+    RankTimes rt;
+    rt.t0_clock = b_.shared_clock(t0_);
+    std::vector<engine::Interval>& out = rt.ops;
+    out.resize(g_.size());
     for (std::size_t i = 0; i < g_.size(); ++i) {
       const int id = static_cast<int>(i);
       if (g_.op(id).kind == OpKind::cpu_wait) continue;
@@ -118,7 +123,7 @@ class Issuer {
       for (const auto& [pred, kind] : g_.predecessors(id)) t = std::max(t, out[static_cast<std::size_t>(pred)].end);
       out[i] = {t, t};
     }
-    return out;
+    return rt;
   }
 
  private:
@@ -177,7 +182,16 @@ void check_replayable(const graph::StepGraph& g, int world, const std::string& s
   }
 }
 
-std::vector<engine::Interval> replay_step(const graph::StepGraph& g, Backend& b, Watchdog& watchdog, const ReplayOptions& options) {
+std::vector<double> RankTimes::flatten() const {
+  std::vector<double> flat{t0_clock.value_or(std::nan(""))};
+  for (const auto& i : ops) {
+    flat.push_back(i.start);
+    flat.push_back(i.end);
+  }
+  return flat;
+}
+
+RankTimes replay_step(const graph::StepGraph& g, Backend& b, Watchdog& watchdog, const ReplayOptions& options) {
   watchdog.kick("communicator and buffer set-up");
   Issuer issuer(g, b, watchdog);
   for (int i = 0; i < options.warmup; ++i) {
@@ -196,11 +210,20 @@ std::vector<engine::Interval> replay_step(const graph::StepGraph& g, Backend& b,
 }
 
 engine::Timeline merge_ranks(std::size_t ops, int world, std::span<const double> gathered) {
+  const std::size_t per_rank = 1 + 2 * ops;
   engine::Timeline t(ops, world);
+  double first_t0 = std::numeric_limits<double>::infinity();
+  bool shared = true;
   for (int r = 0; r < world; ++r) {
+    const double t0 = gathered[static_cast<std::size_t>(r) * per_rank];
+    shared = shared && !std::isnan(t0);
+    first_t0 = std::min(first_t0, t0);
+  }
+  for (int r = 0; r < world; ++r) {
+    const std::size_t base = static_cast<std::size_t>(r) * per_rank;
+    const double shift = shared ? gathered[base] - first_t0 : 0.0;
     for (std::size_t o = 0; o < ops; ++o) {
-      const std::size_t at = (static_cast<std::size_t>(r) * ops + o) * 2;
-      t.at(static_cast<int>(o), r) = {gathered[at], gathered[at + 1]};
+      t.at(static_cast<int>(o), r) = {gathered[base + 1 + 2 * o] + shift, gathered[base + 2 + 2 * o] + shift};
     }
   }
   return t;

@@ -30,11 +30,22 @@ struct ReplayOptions {
 // ConfigError for a graph that cannot be.
 void check_replayable(const graph::StepGraph& g, int world, const std::string& source);
 
-// Runs the step (warm-up runs, then one measured) and returns this rank's times: intervals[op],
-// seconds from t0. cpu_wait ops take no time: they are placed at the end of their last predecessor.
-[[nodiscard]] std::vector<engine::Interval> replay_step(const graph::StepGraph& g, Backend& b, Watchdog& watchdog, const ReplayOptions& options);
+// One rank's measured step.
+struct RankTimes {
+  std::vector<engine::Interval> ops;  // seconds from this rank's t0; cpu_wait ops take no time
+                                      // and sit at the end of their last predecessor
+  std::optional<double> t0_clock;     // t0 on the clock all ranks share, if the backend has one
 
-// Every rank's intervals (from Backend::gather) as one timeline of ops x ranks.
+  // [t0_clock or NaN, start0, end0, start1, end1, ...]: what Backend::gather carries.
+  [[nodiscard]] std::vector<double> flatten() const;
+};
+
+// Runs the step (warm-up runs, then one measured) and returns this rank's times.
+[[nodiscard]] RankTimes replay_step(const graph::StepGraph& g, Backend& b, Watchdog& watchdog, const ReplayOptions& options);
+
+// Every rank's flattened RankTimes (Backend::gather) as one timeline of ops x ranks. With a shared
+// clock, each rank's times are moved to the earliest rank's t0 (ranks leave the start barrier at
+// slightly different moments); without one, each rank's t0 is taken as the same instant.
 [[nodiscard]] engine::Timeline merge_ranks(std::size_t ops, int world, std::span<const double> gathered);
 
 }  // namespace shardsim::replay

@@ -2,9 +2,9 @@
 // arrives, a collective or kernel that never finishes, a blocked communicator setup. The replay
 // kicks the watchdog whenever something completes and says what it waits for next; after
 // `timeout` seconds without a kick, the watchdog's thread calls `on_timeout` with a message
-// naming what was awaited. on_timeout must not return (it aborts the backend and _exits, as
-// PyTorch's NCCL watchdog tears the process down: threads blocked in MPI or NCCL cannot be
-// unwound by an exception).
+// naming what was awaited. In the tools on_timeout does not return: it aborts the backend and
+// _exits, as PyTorch's NCCL watchdog tears the process down (threads blocked in MPI or NCCL
+// cannot be unwound by an exception). If it returns, the watchdog stops watching.
 #pragma once
 
 #include <chrono>

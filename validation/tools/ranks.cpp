@@ -29,7 +29,7 @@ std::unique_ptr<Backend> make_backend(const BackendChoice& c, const RankEnv& env
       throw ConfigError(Location{"<environment>", 0, 0}, "RANK",
                         "the cpu backend's ranks talk through MPI: start them with mpirun -n N, or let the tool do it (no RANK variables)");
     }
-    return std::make_unique<CpuBackend>(std::make_unique<MpiComm>(), c.scale);
+    return std::make_unique<CpuBackend>(std::make_unique<MpiComm>(), c.scale, env.local_world == env.world);
 #else
     throw RuntimeError("this build has no MPI: the cpu backend runs one rank only (install libopenmpi-dev and rebuild)");
 #endif

@@ -66,14 +66,9 @@ int replay_command(std::span<const std::string> argv) {
 
   return replay::run_on_ranks("shardsim-replay", choice, world, argv, [&](replay::Backend& b, replay::Watchdog& w, const replay::RankEnv&) {
     replay::check_replayable(g, b.world(), *graph_file);
-    const auto times = replay::replay_step(g, b, w, options);
-    std::vector<double> flat;
-    for (const auto& i : times) {
-      flat.push_back(i.start);
-      flat.push_back(i.end);
-    }
+    const replay::RankTimes times = replay::replay_step(g, b, w, options);
     w.kick("the other ranks' timelines");
-    const auto all = b.gather(flat);
+    const auto all = b.gather(times.flatten());
     if (b.rank() != 0) return 0;
     const engine::Timeline t = replay::merge_ranks(g.size(), b.world(), all);
     const auto file = report::make_timeline_file(g, t, {"measured", b.name(), b.device()}, b.world());
