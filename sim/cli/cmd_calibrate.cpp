@@ -34,7 +34,8 @@ int cmd_calibrate(std::span<const std::string> argv) {
   args.value("--out", "CALIBRATION.yaml", "where to write the calibration (a scenario loads it with `calibration: FILE`)");
   args.value("--name", "NAME", "what was measured (default: the device named in the measurements)");
   args.parse(argv);
-  if (args.positional().empty()) throw UsageError("calibrate expects one or more shardsim-bench files (shardsim-bench --out FILE)\n" + args.help());
+  if (args.positional().empty())
+    throw UsageError("calibrate expects one or more shardsim-bench files (shardsim-bench --out FILE)\n" + args.help());
   const auto out = args.get("--out");
   if (!out) throw UsageError("calibrate needs --out CALIBRATION.yaml\n" + args.help());
   validate::BenchResults all;
@@ -45,8 +46,8 @@ int cmd_calibrate(std::span<const std::string> argv) {
       all.device = b.device;
     } else if (b.backend != all.backend || b.device != all.device) {
       throw ConfigError(Location{f, 0, 0}, "device",
-                        fmt::format("measured on {} ({}); expected every file from the same device as the first, {} ({})", b.device, b.backend,
-                                    all.device, all.backend));
+                        fmt::format("measured on {} ({}); expected every file from the same device as the first, {} ({})", b.device,
+                                    b.backend, all.device, all.backend));
     }
     all.append(b);
   }

@@ -20,7 +20,8 @@ int cmd_compare(std::span<const std::string> argv) {
   args.value("--out", "DIR", "write compare.txt, compare.json and compare.svg into DIR");
   args.parse(argv);
   if (args.positional().size() != 2) {
-    throw UsageError("compare expects two files: SIMULATED MEASURED (shardsim timelines, or a PyTorch profiler trace as MEASURED)\n" + args.help());
+    throw UsageError("compare expects two files: SIMULATED MEASURED (shardsim timelines, or a PyTorch profiler trace as MEASURED)\n" +
+                     args.help());
   }
   const validate::Trace sim = validate::load_trace(args.positional()[0]);
   const validate::Trace meas = validate::load_trace(args.positional()[1]);

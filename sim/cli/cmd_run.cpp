@@ -62,7 +62,8 @@ int cmd_run(std::span<const std::string> argv) {
     report::write_file_atomic(dir / "memory.svg",
                               report::memory_svg(summary.memory, summary.gpu_memory,
                                                  fmt::format("{}: memory of rank {}", summary.scenario, summary.memory.rank)));
-    if (!args.has("--json")) std::cout << fmt::format("\nwrote {}/{{summary.json, trace.json, timeline.json, memory.csv, memory.svg}}\n", dir.string());
+    if (!args.has("--json"))
+      std::cout << fmt::format("\nwrote {}/{{summary.json, trace.json, timeline.json, memory.csv, memory.svg}}\n", dir.string());
   }
   return 0;
 }

@@ -43,8 +43,9 @@ Outcome simulate(const Prepared& p) {
   }
   std::optional<engine::CalibratedRing> calibrated_ring;
   if (cal && cal->has_collectives()) calibrated_ring.emplace(ring, *cal);
-  const engine::CollectiveAlgorithm& collective = calibrated_ring ? static_cast<const engine::CollectiveAlgorithm&>(*calibrated_ring) : ring;
-  const engine::SimulationInput input{p.graph, topo, static_cast<int>(p.scenario.cluster.nodes),
+  const engine::CollectiveAlgorithm& collective =
+      calibrated_ring ? static_cast<const engine::CollectiveAlgorithm&>(*calibrated_ring) : ring;
+  const engine::SimulationInput input{p.graph,  topo,       static_cast<int>(p.scenario.cluster.nodes),
                                       *compute, collective, p.scenario.simulation.flows};
   Outcome out{engine::simulate(input), {}};
   out.summary = report::summarize({p.scenario, p.model, p.graph, out.result.timeline});

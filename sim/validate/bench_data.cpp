@@ -26,7 +26,8 @@ double number(const json& o, const char* key, const std::string& path, const std
 std::int64_t integer(const json& o, const char* key, const std::string& path, const std::string& source) {
   const auto it = o.find(key);
   if (it == o.end()) fail(source, path + "." + key, "missing required key");
-  if (!it->is_number_integer() || it->get<std::int64_t>() < 1) fail(source, path + "." + key, fmt::format("expected an integer >= 1; got {}", it->dump()));
+  if (!it->is_number_integer() || it->get<std::int64_t>() < 1)
+    fail(source, path + "." + key, fmt::format("expected an integer >= 1; got {}", it->dump()));
   return it->get<std::int64_t>();
 }
 
@@ -39,7 +40,7 @@ const json& array(const json& j, const char* key, const std::string& source) {
 }
 
 json attention_json(const graph::AttentionCall& a) {
-  return {{"batch", a.batch}, {"seq", a.seq},         {"heads", a.heads},      {"kv_heads", a.kv_heads},
+  return {{"batch", a.batch},       {"seq", a.seq},       {"heads", a.heads},      {"kv_heads", a.kv_heads},
           {"head_dim", a.head_dim}, {"causal", a.causal}, {"backward", a.backward}};
 }
 
@@ -71,7 +72,8 @@ json to_json(const BenchResults& b) {
   }
   json gemms = json::array();
   for (const auto& s : b.gemms) {
-    gemms.push_back({{"m", s.m}, {"n", s.n}, {"k", s.k}, {"batch", s.batch}, {"time_s", s.seconds}, {"tflops", s.flops() / s.seconds / 1e12}});
+    gemms.push_back(
+        {{"m", s.m}, {"n", s.n}, {"k", s.k}, {"batch", s.batch}, {"time_s", s.seconds}, {"tflops", s.flops() / s.seconds / 1e12}});
   }
   json attn = json::array();
   for (const auto& s : b.attention) {
@@ -129,7 +131,8 @@ BenchResults bench_from_json(const json& j, const std::string& source) {
     s.ranks = static_cast<int>(integer(o, "ranks", path, source));
     s.ranks_per_node = static_cast<int>(integer(o, "ranks_per_node", path, source));
     if (s.ranks < 2 || s.ranks % s.ranks_per_node != 0) {
-      fail(source, path + ".ranks", fmt::format("expected at least 2 ranks, a multiple of ranks_per_node ({}); got {}", s.ranks_per_node, s.ranks));
+      fail(source, path + ".ranks",
+           fmt::format("expected at least 2 ranks, a multiple of ranks_per_node ({}); got {}", s.ranks_per_node, s.ranks));
     }
     s.bytes = number(o, "bytes", path, source);
     s.seconds = number(o, "time_s", path, source);

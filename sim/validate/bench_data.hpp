@@ -35,7 +35,9 @@ struct GemmSample {
   std::int64_t m = 0, n = 0, k = 0;
   std::int64_t batch = 1;
   double seconds = 0;
-  [[nodiscard]] double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch); }
+  [[nodiscard]] double flops() const {
+    return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch);
+  }
 };
 
 struct AttentionSample {

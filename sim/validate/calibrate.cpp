@@ -71,7 +71,8 @@ void fit_collectives(const BenchResults& b, CalibrationFit& fit) {
         if (s.link == link && kind_index(s.kind) == k) samples.push_back(&s);
       }
       if (samples.empty()) continue;
-      const std::string what = fmt::format("{} over {}", config::kCollectiveKindNames[static_cast<std::size_t>(k)], config::to_string(link));
+      const std::string what =
+          fmt::format("{} over {}", config::kCollectiveKindNames[static_cast<std::size_t>(k)], config::to_string(link));
       const auto& nvlink = cal.collectives[0][static_cast<std::size_t>(k)];
       const double intra_hop = link == config::LinkClass::nic && nvlink ? nvlink->hop_latency : 0.0;
       std::set<int> lengths;
@@ -93,7 +94,8 @@ void fit_collectives(const BenchResults& b, CalibrationFit& fit) {
       std::vector<double> predicted;
       std::vector<double> measured;
       for (const auto* s : samples) {
-        predicted.push_back(cc.base_latency + hops(*s) * cc.hop_latency + intra(*s) * intra_hop + s->bytes * s->bus_factor() / cc.bus_bandwidth);
+        predicted.push_back(cc.base_latency + hops(*s) * cc.hop_latency + intra(*s) * intra_hop +
+                            s->bytes * s->bus_factor() / cc.bus_bandwidth);
         measured.push_back(s->seconds);
       }
       fit.residuals.push_back(residuals(what, predicted, measured));
@@ -135,13 +137,23 @@ CalibrationFit fit_calibration(const BenchResults& b) {
   auto& cal = fit.calibration;
   double launch = 0;
   if (!b.memory.empty()) {
-    const auto c = fit_kernel<MemorySample>(b.memory, "memory", 0.0, [](const MemorySample& s) { return std::vector<double>{1.0, s.bytes}; }, fit);
+    const auto c = fit_kernel<MemorySample>(
+        b.memory, "memory", 0.0,
+        [](const MemorySample& s) {
+          return std::vector<double>{1.0, s.bytes};
+        },
+        fit);
     launch = c[0];
     cal.kernel_launch = launch;
     cal.memory_bandwidth = positive_rate(c[1], "memory", "bytes");
   }
   if (!b.gemms.empty()) {
-    const auto c = fit_kernel<GemmSample>(b.gemms, "gemm", launch, [](const GemmSample& s) { return std::vector<double>{1.0, s.flops()}; }, fit);
+    const auto c = fit_kernel<GemmSample>(
+        b.gemms, "gemm", launch,
+        [](const GemmSample& s) {
+          return std::vector<double>{1.0, s.flops()};
+        },
+        fit);
     const double rate = positive_rate(c[1], "gemm", "FLOPs");
     cal.gemm = config::GemmCalibration{rate, c[0] * rate};
   }
@@ -152,8 +164,8 @@ CalibrationFit fit_calibration(const BenchResults& b) {
     }
     if (samples.empty()) continue;
     const std::string what = backward ? "attention backward" : "attention forward";
-    const auto c =
-        fit_kernel<AttentionSample>(samples, what, launch, [](const AttentionSample& s) { return std::vector<double>{s.call.flops()}; }, fit);
+    const auto c = fit_kernel<AttentionSample>(
+        samples, what, launch, [](const AttentionSample& s) { return std::vector<double>{s.call.flops()}; }, fit);
     (backward ? cal.attention_backward_rate : cal.attention_forward_rate) = positive_rate(c[0], what, "FLOPs");
   }
   fit_collectives(b, fit);
@@ -166,11 +178,14 @@ std::string calibration_yaml(const CalibrationFit& fit, const std::string& name,
   for (const auto& s : sources) out += fmt::format("#   {}\n", s);
   out += "# Fits: weighted linear least squares, weights 1/t^2 (relative error), coefficients >= 0.\n";
   out += "# Residuals (|predicted - measured| / measured):\n";
-  for (const auto& r : fit.residuals) out += fmt::format("#   {:<28} {:>4} samples  mean {:6.2f} %  worst {:6.2f} %\n", r.what, r.samples, 100 * r.mean, 100 * r.worst);
+  for (const auto& r : fit.residuals)
+    out += fmt::format("#   {:<28} {:>4} samples  mean {:6.2f} %  worst {:6.2f} %\n", r.what, r.samples, 100 * r.mean, 100 * r.worst);
   out += fmt::format("name: \"{}\"\n", name);
   if (c.gemm || c.attention_forward_rate || c.attention_backward_rate || c.memory_bandwidth || c.kernel_launch) {
     out += "compute:\n";
-    if (c.gemm) out += fmt::format("  gemm: {{rate: {:.6g}TFLOPS, half_rate_flops: {:.6g}GFLOP}}\n", c.gemm->rate / 1e12, c.gemm->half_rate_flops / 1e9);
+    if (c.gemm)
+      out +=
+          fmt::format("  gemm: {{rate: {:.6g}TFLOPS, half_rate_flops: {:.6g}GFLOP}}\n", c.gemm->rate / 1e12, c.gemm->half_rate_flops / 1e9);
     if (c.attention_forward_rate) out += fmt::format("  attention_forward: {{rate: {:.6g}TFLOPS}}\n", *c.attention_forward_rate / 1e12);
     if (c.attention_backward_rate) out += fmt::format("  attention_backward: {{rate: {:.6g}TFLOPS}}\n", *c.attention_backward_rate / 1e12);
     if (c.memory_bandwidth) out += fmt::format("  memory_bandwidth: {:.6g}GB/s\n", *c.memory_bandwidth / 1e9);
@@ -197,8 +212,10 @@ std::string calibration_yaml(const CalibrationFit& fit, const std::string& name,
 std::string residuals_text(const CalibrationFit& fit) {
   const auto& c = fit.calibration;
   std::string out;
-  if (c.memory_bandwidth) out += fmt::format("  memory        {:.4g} GB/s, kernel launch {:.3g} us\n", *c.memory_bandwidth / 1e9, *c.kernel_launch * 1e6);
-  if (c.gemm) out += fmt::format("  gemm          {:.4g} TFLOPS, half rate at {:.3g} GFLOP\n", c.gemm->rate / 1e12, c.gemm->half_rate_flops / 1e9);
+  if (c.memory_bandwidth)
+    out += fmt::format("  memory        {:.4g} GB/s, kernel launch {:.3g} us\n", *c.memory_bandwidth / 1e9, *c.kernel_launch * 1e6);
+  if (c.gemm)
+    out += fmt::format("  gemm          {:.4g} TFLOPS, half rate at {:.3g} GFLOP\n", c.gemm->rate / 1e12, c.gemm->half_rate_flops / 1e9);
   if (c.attention_forward_rate) out += fmt::format("  attention fwd {:.4g} TFLOPS\n", *c.attention_forward_rate / 1e12);
   if (c.attention_backward_rate) out += fmt::format("  attention bwd {:.4g} TFLOPS\n", *c.attention_backward_rate / 1e12);
   for (int l = 0; l < config::kLinkClasses; ++l) {

@@ -166,9 +166,8 @@ Comparison compare(const Trace& sim, const Trace& meas, int rank) {
     c.ops_compared = static_cast<int>(rows.size());
     c.op_time_error = total > 0 ? abs_error / total : 0;
     c.mean_start_offset = rows.empty() ? 0 : offsets / static_cast<double>(rows.size());
-    std::sort(rows.begin(), rows.end(), [](const OpRow& x, const OpRow& y) {
-      return std::fabs(x.simulated - x.measured) > std::fabs(y.simulated - y.measured);
-    });
+    std::sort(rows.begin(), rows.end(),
+              [](const OpRow& x, const OpRow& y) { return std::fabs(x.simulated - x.measured) > std::fabs(y.simulated - y.measured); });
     rows.resize(std::min<std::size_t>(rows.size(), 5));
     c.largest = std::move(rows);
   }
@@ -180,7 +179,8 @@ std::string comparison_text(const Comparison& c) {
   const auto& m = c.measured;
   std::string out = fmt::format("shardsim compare: rank {}, step {}, {}\n", c.rank, c.step + 1,
                                 c.by_op_id ? fmt::format("ops aligned by id ({} ops)", c.ops_compared) : "aligned by kind (no op ids)");
-  out += fmt::format("  simulated  {}  [{}]\n  measured   {}  [{}]\n\n", c.simulated_label, c.simulated_origin, c.measured_label, c.measured_origin);
+  out += fmt::format("  simulated  {}  [{}]\n  measured   {}  [{}]\n\n", c.simulated_label, c.simulated_origin, c.measured_label,
+                     c.measured_origin);
   out += fmt::format("  {:<30}{:>14}{:>14}{:>11}\n", "", "simulated", "measured", "error");
   auto row = [&](const std::string& what, double a, double b) {
     out += fmt::format("  {:<30}{:>11.3f} ms{:>11.3f} ms{:>11}\n", what, a * 1e3, b * 1e3, percent(relative(a, b)));
@@ -191,19 +191,20 @@ std::string comparison_text(const Comparison& c) {
   row("exposed communication", s.exposed_comm, m.exposed_comm);
   out += fmt::format("  {:<30}{:>12.1f} %{:>12.1f} %{:>+9.1f} pt\n", "overlap (comm hidden)", 100 * s.overlap, 100 * m.overlap,
                      100 * (s.overlap - m.overlap));
-  out += fmt::format("\n  busy time by {:<17}{:>14}{:>14}{:>11}   ops sim/meas\n", c.by_op_id ? "op kind" : "class", "simulated", "measured", "error");
+  out += fmt::format("\n  busy time by {:<17}{:>14}{:>14}{:>11}   ops sim/meas\n", c.by_op_id ? "op kind" : "class", "simulated",
+                     "measured", "error");
   for (const auto& k : c.kinds) {
     out += fmt::format("    {:<28}{:>11.3f} ms{:>11.3f} ms{:>11}   {}/{}\n", k.kind, k.simulated * 1e3, k.measured * 1e3,
                        percent(relative(k.simulated, k.measured)), k.simulated_count, k.measured_count);
   }
   if (c.by_op_id) {
-    out += fmt::format("\n  op durations: {:.1f} % time-weighted error over {} ops; starts differ by {:.3f} ms on average ({:.1f} % of the step)\n",
-                       100 * c.op_time_error, c.ops_compared, c.mean_start_offset * 1e3,
-                       m.step_time > 0 ? 100 * c.mean_start_offset / m.step_time : 0.0);
+    out += fmt::format(
+        "\n  op durations: {:.1f} % time-weighted error over {} ops; starts differ by {:.3f} ms on average ({:.1f} % of the step)\n",
+        100 * c.op_time_error, c.ops_compared, c.mean_start_offset * 1e3, m.step_time > 0 ? 100 * c.mean_start_offset / m.step_time : 0.0);
     out += "  largest differences:\n";
     for (const auto& r : c.largest) {
-      out += fmt::format("    op {:<5} {:<32} {:<15}{:>10.3f} ms{:>10.3f} ms{:>11}\n", r.op, r.name, r.kind, r.simulated * 1e3, r.measured * 1e3,
-                         percent(relative(r.simulated, r.measured)));
+      out += fmt::format("    op {:<5} {:<32} {:<15}{:>10.3f} ms{:>10.3f} ms{:>11}\n", r.op, r.name, r.kind, r.simulated * 1e3,
+                         r.measured * 1e3, percent(relative(r.simulated, r.measured)));
     }
   }
   return out;
@@ -212,14 +213,18 @@ std::string comparison_text(const Comparison& c) {
 nlohmann::json comparison_json(const Comparison& c) {
   using nlohmann::json;
   auto metrics = [](const StepMetrics& m) {
-    return json{{"step_time_s", m.step_time},  {"compute_busy_s", m.compute_busy}, {"comm_busy_s", m.comm_busy},
-                {"exposed_comm_s", m.exposed_comm}, {"overlap", m.overlap},         {"busy_by_kind_s", m.busy_by_kind}};
+    return json{{"step_time_s", m.step_time}, {"compute_busy_s", m.compute_busy},
+                {"comm_busy_s", m.comm_busy}, {"exposed_comm_s", m.exposed_comm},
+                {"overlap", m.overlap},       {"busy_by_kind_s", m.busy_by_kind}};
   };
   auto err = [](double a, double b) { return b > 0 ? json((a - b) / b) : json(nullptr); };
   json kinds = json::object();
   for (const auto& k : c.kinds) {
-    kinds[k.kind] = {{"simulated_s", k.simulated}, {"measured_s", k.measured}, {"error", err(k.simulated, k.measured)},
-                     {"simulated_count", k.simulated_count}, {"measured_count", k.measured_count}};
+    kinds[k.kind] = {{"simulated_s", k.simulated},
+                     {"measured_s", k.measured},
+                     {"error", err(k.simulated, k.measured)},
+                     {"simulated_count", k.simulated_count},
+                     {"measured_count", k.measured_count}};
   }
   json j{{"rank", c.rank},
          {"step", c.step},
@@ -238,7 +243,10 @@ nlohmann::json comparison_json(const Comparison& c) {
     for (const auto& r : c.largest) {
       largest.push_back({{"op", r.op}, {"name", r.name}, {"kind", r.kind}, {"simulated_s", r.simulated}, {"measured_s", r.measured}});
     }
-    j["ops"] = {{"compared", c.ops_compared}, {"time_weighted_error", c.op_time_error}, {"mean_start_offset_s", c.mean_start_offset}, {"largest", largest}};
+    j["ops"] = {{"compared", c.ops_compared},
+                {"time_weighted_error", c.op_time_error},
+                {"mean_start_offset_s", c.mean_start_offset},
+                {"largest", largest}};
   }
   return j;
 }

@@ -23,7 +23,7 @@ struct StepMetrics {
   double compute_busy = 0;
   double comm_busy = 0;
   double exposed_comm = 0;
-  double overlap = 0;                           // 1 - exposed / comm busy (1 when there is no communication)
+  double overlap = 0;                          // 1 - exposed / comm busy (1 when there is no communication)
   std::map<std::string, double> busy_by_kind;  // sum of durations
   std::map<std::string, int> count_by_kind;
 };

@@ -88,9 +88,9 @@ double draw(std::string& out, const char* title, const Trace& t, std::size_t ran
       }
       const double x = kLeft + (first.start - m.window_start) * scale / per_step;
       const double w = std::max(0.5, (end - first.start) * scale / per_step);
-      out += fmt::format(R"(<rect x="{:.2f}" y="{:.1f}" width="{:.2f}" height="{}" fill="{}"><title>{}{} {:.3f} ms</title></rect>)", x, ly, w,
-                         kRow - 2, kColours[static_cast<std::size_t>(first.cls)], escape(first.name), j - i > 1 ? fmt::format(" (+{} more)", j - i - 1) : "",
-                         (end - first.start) * 1e3);
+      out += fmt::format(R"(<rect x="{:.2f}" y="{:.1f}" width="{:.2f}" height="{}" fill="{}"><title>{}{} {:.3f} ms</title></rect>)", x, ly,
+                         w, kRow - 2, kColours[static_cast<std::size_t>(first.cls)], escape(first.name),
+                         j - i > 1 ? fmt::format(" (+{} more)", j - i - 1) : "", (end - first.start) * 1e3);
       out += "\n";
       i = j;
     }
@@ -125,15 +125,17 @@ std::string comparison_svg(const Trace& sim, const Trace& meas, const Comparison
   std::string axis;
   for (double t = 0; t <= ms * 1.0001; t += tick) {
     const double x = kLeft + t / ms * kWidth;
-    axis += fmt::format(R"(<line x1="{0:.1f}" y1="30" x2="{0:.1f}" y2="{1:.1f}" stroke="#ccc" stroke-width="0.5"/><text x="{0:.1f}" y="{2:.1f}" font-size="10" text-anchor="middle">{3:g}</text>)",
-                        x, y, y + 12, t);
+    axis += fmt::format(
+        R"(<line x1="{0:.1f}" y1="30" x2="{0:.1f}" y2="{1:.1f}" stroke="#ccc" stroke-width="0.5"/><text x="{0:.1f}" y="{2:.1f}" font-size="10" text-anchor="middle">{3:g}</text>)",
+        x, y, y + 12, t);
     axis += "\n";
   }
   std::string legend;
   double lx = kLeft;
   for (int k = 0; k < kActivityClasses; ++k) {
-    legend += fmt::format(R"(<rect x="{:.0f}" y="{:.1f}" width="10" height="10" fill="{}"/><text x="{:.0f}" y="{:.1f}" font-size="11">{}</text>)", lx, y + 22,
-                          kColours[static_cast<std::size_t>(k)], lx + 14, y + 31, to_string(static_cast<ActivityClass>(k)));
+    legend +=
+        fmt::format(R"(<rect x="{:.0f}" y="{:.1f}" width="10" height="10" fill="{}"/><text x="{:.0f}" y="{:.1f}" font-size="11">{}</text>)",
+                    lx, y + 22, kColours[static_cast<std::size_t>(k)], lx + 14, y + 31, to_string(static_cast<ActivityClass>(k)));
     lx += 120;
   }
   const double height = y + 45;
@@ -144,8 +146,8 @@ std::string comparison_svg(const Trace& sim, const Trace& meas, const Comparison
 {}</svg>
 )",
                      kLeft + kWidth + 20, height, c.rank, c.step + 1,
-                     c.measured.step_time > 0 ? 100 * (c.simulated.step_time - c.measured.step_time) / c.measured.step_time : 0.0, axis, body,
-                     kLeft + kWidth + 4, y + 12, legend);
+                     c.measured.step_time > 0 ? 100 * (c.simulated.step_time - c.measured.step_time) / c.measured.step_time : 0.0, axis,
+                     body, kLeft + kWidth + 4, y + 12, legend);
 }
 
 }  // namespace shardsim::validate

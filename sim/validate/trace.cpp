@@ -58,8 +58,8 @@ Trace trace_from_timeline(const report::TimelineFile& t, const std::string& labe
     for (int r = 0; r < t.timeline.world(); ++r) {
       const engine::Interval& i = t.timeline.at(op.id, r);
       if (i.start < 0) continue;
-      tr.ranks[static_cast<std::size_t>(r)].push_back(
-          Activity{op.id, op.name, std::string(graph::to_string(op.kind)), class_of(op.kind), std::string(graph::to_string(op.stream)), op.step, i.start, i.end});
+      tr.ranks[static_cast<std::size_t>(r)].push_back(Activity{op.id, op.name, std::string(graph::to_string(op.kind)), class_of(op.kind),
+                                                               std::string(graph::to_string(op.stream)), op.step, i.start, i.end});
     }
   }
   return tr;
@@ -77,14 +77,16 @@ Trace load_trace(const std::filesystem::path& file) {
   try {
     j = nlohmann::json::parse(in);
   } catch (const nlohmann::json::parse_error& e) {
-    throw ConfigError(Location{source, 0, 0}, "", fmt::format("not valid JSON (byte {}): expected a shardsim-timeline or a PyTorch profiler trace", e.byte));
+    throw ConfigError(Location{source, 0, 0}, "",
+                      fmt::format("not valid JSON (byte {}): expected a shardsim-timeline or a PyTorch profiler trace", e.byte));
   }
   if (j.is_object() && j.contains("format") && j["format"] == "shardsim-timeline") {
     return trace_from_timeline(report::timeline_from_json(j, source), source);
   }
   if (is_chrome_trace(j)) return trace_from_kineto(j, source);
-  throw ConfigError(Location{source, 0, 0}, "format",
-                    "expected a shardsim-timeline (\"format\": \"shardsim-timeline\") or a PyTorch profiler trace ({\"traceEvents\": [...]})");
+  throw ConfigError(
+      Location{source, 0, 0}, "format",
+      "expected a shardsim-timeline (\"format\": \"shardsim-timeline\") or a PyTorch profiler trace ({\"traceEvents\": [...]})");
 }
 
 }  // namespace shardsim::validate

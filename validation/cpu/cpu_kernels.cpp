@@ -38,7 +38,9 @@ GemmKernel scaled(const GemmKernel& g, double scale) {
 
 void CpuWorkspace::reserve(const KernelFootprint& f, double scale) {
   const double dims = std::cbrt(scale);
-  auto elems = [&](std::int64_t e) { return static_cast<std::size_t>(std::max<double>(1, std::ceil(static_cast<double>(e) * dims * dims * 1.1))) + 64; };
+  auto elems = [&](std::int64_t e) {
+    return static_cast<std::size_t>(std::max<double>(1, std::ceil(static_cast<double>(e) * dims * dims * 1.1))) + 64;
+  };
   if (a.size() < elems(f.gemm_a)) a.assign(elems(f.gemm_a), 0.5F);
   if (b.size() < elems(f.gemm_b)) b.assign(elems(f.gemm_b), 0.25F);
   if (c.size() < elems(f.gemm_c)) c.assign(elems(f.gemm_c), 0.0F);

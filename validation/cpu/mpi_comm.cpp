@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 #include <cstdlib>
+#include <thread>
 
 #include "core/error.hpp"
 

@@ -34,7 +34,8 @@ void check(cublasStatus_t s, const std::string& what) {
 void check(ncclResult_t r, ncclComm_t comm, const std::string& what) {
   if (r == ncclSuccess) return;
   const char* last = ncclGetLastError(comm);
-  throw RuntimeError(fmt::format("{}: NCCL error {}{}{}", what, ncclGetErrorString(r), last != nullptr && *last != 0 ? ": " : "", last != nullptr ? last : ""));
+  throw RuntimeError(fmt::format("{}: NCCL error {}{}{}", what, ncclGetErrorString(r), last != nullptr && *last != 0 ? ": " : "",
+                                 last != nullptr ? last : ""));
 }
 
 // A device allocation freed on every path; out of memory names the sizes.
@@ -103,7 +104,8 @@ class CudaBackend final : public Backend {
       std::memcpy(blob.data(), &id, sizeof id);
     }
     blob = share_from_rank0(env_, o.rendezvous, "nccl-id", blob);
-    if (blob.size() != sizeof id) throw RuntimeError(fmt::format("rank {}: the rendezvous gave {} bytes, not an NCCL id", env_.rank, blob.size()));
+    if (blob.size() != sizeof id)
+      throw RuntimeError(fmt::format("rank {}: the rendezvous gave {} bytes, not an NCCL id", env_.rank, blob.size()));
     std::memcpy(&id, blob.data(), sizeof id);
     ncclComm_t world = nullptr;
     check(ncclCommInitRank(&world, env_.world, id, env_.rank), nullptr, fmt::format("rank {}: ncclCommInitRank", env_.rank));
@@ -197,10 +199,13 @@ class CudaBackend final : public Backend {
     const std::string what = fmt::format("rank {}: {} of {} bytes", env_.rank, graph::to_string(kind), total);
     switch (kind) {
       case graph::OpKind::all_gather:  // bf16 parameters: S / 2 elements gathered, S / 2n from each rank
-        check(ncclAllGather(send, recv, std::max<std::size_t>(1, total / 2 / static_cast<std::size_t>(n)), ncclBfloat16, c, s.stream), c, what);
+        check(ncclAllGather(send, recv, std::max<std::size_t>(1, total / 2 / static_cast<std::size_t>(n)), ncclBfloat16, c, s.stream), c,
+              what);
         break;
       case graph::OpKind::reduce_scatter:  // fp32 gradients (mixed precision's reduce dtype)
-        check(ncclReduceScatter(send, recv, std::max<std::size_t>(1, total / 4 / static_cast<std::size_t>(n)), ncclFloat32, ncclSum, c, s.stream), c, what);
+        check(ncclReduceScatter(send, recv, std::max<std::size_t>(1, total / 4 / static_cast<std::size_t>(n)), ncclFloat32, ncclSum, c,
+                                s.stream),
+              c, what);
         break;
       default:
         check(ncclAllReduce(send, recv, std::max<std::size_t>(1, total / 4), ncclFloat32, ncclSum, c, s.stream), c, what);
@@ -208,7 +213,8 @@ class CudaBackend final : public Backend {
   }
 
   void record(StreamId stream, EventId event) override {
-    check(cudaEventRecord(events_.at(static_cast<std::size_t>(event)), streams_.at(static_cast<std::size_t>(stream))->stream), "cudaEventRecord");
+    check(cudaEventRecord(events_.at(static_cast<std::size_t>(event)), streams_.at(static_cast<std::size_t>(stream))->stream),
+          "cudaEventRecord");
   }
   void wait(StreamId stream, EventId event) override {
     check(cudaStreamWaitEvent(streams_.at(static_cast<std::size_t>(stream))->stream, events_.at(static_cast<std::size_t>(event)), 0),
@@ -232,7 +238,8 @@ class CudaBackend final : public Backend {
 
   double elapsed(EventId from, EventId to) override {
     float ms = 0;
-    check(cudaEventElapsedTime(&ms, events_.at(static_cast<std::size_t>(from)), events_.at(static_cast<std::size_t>(to))), "cudaEventElapsedTime");
+    check(cudaEventElapsedTime(&ms, events_.at(static_cast<std::size_t>(from)), events_.at(static_cast<std::size_t>(to))),
+          "cudaEventElapsedTime");
     return static_cast<double>(ms) * 1e-3;
   }
 
@@ -245,7 +252,8 @@ class CudaBackend final : public Backend {
     in.ensure(bytes, env_.rank, "gather");
     out.ensure(bytes * static_cast<std::size_t>(env_.world), env_.rank, "gather");
     check(cudaMemcpy(in.get(), values.data(), values.size() * sizeof(double), cudaMemcpyHostToDevice), "cudaMemcpy");
-    check(ncclAllGather(in.get(), out.get(), values.size(), ncclFloat64, comms_.front(), internal_), comms_.front(), "gather of the timelines");
+    check(ncclAllGather(in.get(), out.get(), values.size(), ncclFloat64, comms_.front(), internal_), comms_.front(),
+          "gather of the timelines");
     check(cudaStreamSynchronize(internal_), "gather of the timelines");
     std::vector<double> result(values.size() * static_cast<std::size_t>(env_.world));
     check(cudaMemcpy(result.data(), out.get(), result.size() * sizeof(double), cudaMemcpyDeviceToHost), "cudaMemcpy");
@@ -266,9 +274,9 @@ class CudaBackend final : public Backend {
     const auto m = static_cast<int>(g.m);
     const auto n = static_cast<int>(g.n);
     const auto k = static_cast<int>(g.k);
-    check(cublasGemmStridedBatchedEx(s.blas, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &alpha, s.b.get(), CUDA_R_16BF, k, g.n * g.k, s.a.get(), CUDA_R_16BF,
-                                     k, g.m * g.k, &beta, s.c.get(), CUDA_R_16BF, n, g.m * g.n, static_cast<int>(g.batch), CUBLAS_COMPUTE_32F,
-                                     CUBLAS_GEMM_DEFAULT),
+    check(cublasGemmStridedBatchedEx(s.blas, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &alpha, s.b.get(), CUDA_R_16BF, k, g.n * g.k, s.a.get(),
+                                     CUDA_R_16BF, k, g.m * g.k, &beta, s.c.get(), CUDA_R_16BF, n, g.m * g.n, static_cast<int>(g.batch),
+                                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
           fmt::format("rank {}: GEMM {}x{}x{} (batch {})", env_.rank, g.m, g.n, g.k, g.batch));
   }
 

@@ -175,8 +175,9 @@ void check_replayable(const graph::StepGraph& g, int world, const std::string& s
   for (std::size_t i = 0; i < g.size(); ++i) {
     for (const auto& [pred, kind] : g.predecessors(static_cast<int>(i))) {
       if (pred >= static_cast<int>(i)) {
-        throw ConfigError(Location{source, 0, 0}, "edges",
-                          fmt::format("edge {} -> {} points backwards; expected ops in issue order (edges from lower to higher ids)", pred, i));
+        throw ConfigError(
+            Location{source, 0, 0}, "edges",
+            fmt::format("edge {} -> {} points backwards; expected ops in issue order (edges from lower to higher ids)", pred, i));
       }
     }
   }

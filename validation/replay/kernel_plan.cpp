@@ -14,8 +14,10 @@ std::vector<GemmKernel> attention_kernels(const graph::AttentionCall& a) {
   for (std::int64_t i = 0; i < tiles; ++i) {
     const std::int64_t q0 = a.seq * i / tiles;
     const std::int64_t q = a.seq * (i + 1) / tiles - q0;
-    const auto kv = a.causal ? std::max<std::int64_t>(1, std::llround((static_cast<double>(i) + 0.5) * static_cast<double>(a.seq) / static_cast<double>(tiles)))
-                             : a.seq;
+    const auto kv = a.causal
+                        ? std::max<std::int64_t>(
+                              1, std::llround((static_cast<double>(i) + 0.5) * static_cast<double>(a.seq) / static_cast<double>(tiles)))
+                        : a.seq;
     if (!a.backward) {
       out.push_back({batch, q, kv, d});  // S = Q K^T
       out.push_back({batch, q, d, kv});  // O = P V

@@ -70,7 +70,8 @@ int run_ranks(int world, double grace, const std::function<int()>& body) {
     if (code != 0 && result == 0) {
       result = code;
       terminating = true;
-      kill_at = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(grace));
+      kill_at = std::chrono::steady_clock::now() +
+                std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(grace));
       for (pid_t c : children) {
         if (c > 0) ::kill(c, SIGTERM);
       }

@@ -15,7 +15,8 @@ constexpr int kSlots = 4;
 
 class Timer {
  public:
-  Timer(Backend& b, Watchdog& w, const BenchOptions& o) : b_(b), w_(w), o_(o), stream_(b.create_stream("bench")), e0_(b.create_event()), e1_(b.create_event()) {}
+  Timer(Backend& b, Watchdog& w, const BenchOptions& o)
+      : b_(b), w_(w), o_(o), stream_(b.create_stream("bench")), e0_(b.create_event()), e1_(b.create_event()) {}
   [[nodiscard]] StreamId stream() const { return stream_; }
 
   // Mean seconds of one iteration of `enqueue(slot)`.
@@ -133,7 +134,8 @@ validate::BenchResults run_microbenchmarks(Backend& b, const BenchOptions& o, Wa
     });
     r.attention.push_back({a, t});
   }
-  for (double c : copies) r.memory.push_back({c, timer.time(fmt::format("copy of {:g} bytes", c / 2), [&](int) { b.enqueue(s, CopyKernel{c}); })});
+  for (double c : copies)
+    r.memory.push_back({c, timer.time(fmt::format("copy of {:g} bytes", c / 2), [&](int) { b.enqueue(s, CopyKernel{c}); })});
 
   if (o.collectives && b.world() > 1) {
     std::vector<int> lengths;
@@ -158,7 +160,8 @@ validate::BenchResults run_microbenchmarks(Backend& b, const BenchOptions& o, Wa
     w.kick("gathering collective times");
     const auto all = b.gather(mine);
     for (std::size_t i = 0; i < r.collectives.size(); ++i) {
-      for (int rank = 0; rank < b.world(); ++rank) r.collectives[i].seconds = std::max(r.collectives[i].seconds, all[static_cast<std::size_t>(rank) * mine.size() + i]);
+      for (int rank = 0; rank < b.world(); ++rank)
+        r.collectives[i].seconds = std::max(r.collectives[i].seconds, all[static_cast<std::size_t>(rank) * mine.size() + i]);
     }
   }
   return r;

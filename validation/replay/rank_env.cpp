@@ -35,7 +35,9 @@ RankEnv rank_env(const GetEnv& getenv) {
   if (e.launcher == Launcher::torchrun) {
     const auto rank = number(getenv, "RANK", 0, kMax);
     const auto world = number(getenv, "WORLD_SIZE", 1, kMax);
-    if (!rank || !world) throw ConfigError(Location{"<environment>", 0, 0}, rank ? "WORLD_SIZE" : "RANK", "missing; torchrun sets RANK and WORLD_SIZE together");
+    if (!rank || !world)
+      throw ConfigError(Location{"<environment>", 0, 0}, rank ? "WORLD_SIZE" : "RANK",
+                        "missing; torchrun sets RANK and WORLD_SIZE together");
     e.rank = *rank;
     e.world = *world;
     e.local_rank = number(getenv, "LOCAL_RANK", 0, kMax).value_or(e.rank);
@@ -53,7 +55,8 @@ RankEnv rank_env(const GetEnv& getenv) {
                       fmt::format("rank {} is not below the world size {}", e.rank, e.world));
   }
   if (e.local_rank >= e.local_world) {
-    throw ConfigError(Location{"<environment>", 0, 0}, "LOCAL_RANK", fmt::format("local rank {} is not below the local world size {}", e.local_rank, e.local_world));
+    throw ConfigError(Location{"<environment>", 0, 0}, "LOCAL_RANK",
+                      fmt::format("local rank {} is not below the local world size {}", e.local_rank, e.local_world));
   }
   if (const char* id = getenv("SHARDSIM_RUN_ID")) {
     e.run_id = id;

@@ -93,8 +93,9 @@ std::vector<char> by_file(const RankEnv& env, const RendezvousSpec& spec, const 
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(spec.timeout));
   while (!std::filesystem::exists(file)) {
     if (seconds_left(deadline) <= 0) {
-      throw RuntimeError(fmt::format("rank {}: rank 0 did not publish {} within {:g} s: rank 0 never arrived (or writes elsewhere: --rendezvous)",
-                                     env.rank, file.string(), spec.timeout));
+      throw RuntimeError(
+          fmt::format("rank {}: rank 0 did not publish {} within {:g} s: rank 0 never arrived (or writes elsewhere: --rendezvous)",
+                      env.rank, file.string(), spec.timeout));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -103,7 +104,8 @@ std::vector<char> by_file(const RankEnv& env, const RendezvousSpec& spec, const 
 }
 
 std::vector<char> by_tcp(const RankEnv& env, const RendezvousSpec& spec, std::vector<char> blob) {
-  if (env.master_port == 0) throw ConfigError(Location{"<environment>", 0, 0}, "MASTER_PORT", "missing; a TCP rendezvous needs MASTER_ADDR and MASTER_PORT");
+  if (env.master_port == 0)
+    throw ConfigError(Location{"<environment>", 0, 0}, "MASTER_PORT", "missing; a TCP rendezvous needs MASTER_ADDR and MASTER_PORT");
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(spec.timeout));
   if (env.rank == 0) {
     Fd server(::socket(AF_INET, SOCK_STREAM, 0));
@@ -129,8 +131,8 @@ std::vector<char> by_tcp(const RankEnv& env, const RendezvousSpec& spec, std::ve
     }
     return blob;
   }
-  const std::string what =
-      fmt::format("rank {}: no answer from rank 0 at {}:{} within {:g} s: rank 0 never arrived", env.rank, env.master_addr, env.master_port, spec.timeout);
+  const std::string what = fmt::format("rank {}: no answer from rank 0 at {}:{} within {:g} s: rank 0 never arrived", env.rank,
+                                       env.master_addr, env.master_port, spec.timeout);
   while (true) {
     addrinfo hints{};
     hints.ai_family = AF_INET;
@@ -145,7 +147,9 @@ std::vector<char> by_tcp(const RankEnv& env, const RendezvousSpec& spec, std::ve
     if (rc == 0) {
       std::uint32_t size = 0;
       recv_all(s.get(), reinterpret_cast<char*>(&size), sizeof size, deadline, what);
-      if (size > (1U << 20)) throw RuntimeError(fmt::format("rank {}: rendezvous blob of {} bytes from {}: not a shardsim peer?", env.rank, size, env.master_addr));
+      if (size > (1U << 20))
+        throw RuntimeError(
+            fmt::format("rank {}: rendezvous blob of {} bytes from {}: not a shardsim peer?", env.rank, size, env.master_addr));
       std::vector<char> out(size);
       recv_all(s.get(), out.data(), out.size(), deadline, what);
       return out;

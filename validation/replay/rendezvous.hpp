@@ -20,6 +20,7 @@ struct RendezvousSpec {
 };
 
 // Rank 0 passes `blob` and gets it back; other ranks pass anything and get rank 0's.
-[[nodiscard]] std::vector<char> share_from_rank0(const RankEnv& env, const RendezvousSpec& spec, const std::string& name, std::vector<char> blob);
+[[nodiscard]] std::vector<char> share_from_rank0(const RankEnv& env, const RendezvousSpec& spec, const std::string& name,
+                                                 std::vector<char> blob);
 
 }  // namespace shardsim::replay

@@ -29,8 +29,8 @@ void Watchdog::run() {
   while (!stop_) {
     const auto deadline = last_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout_));
     if (std::chrono::steady_clock::now() >= deadline) {
-      const std::string message =
-          fmt::format("no progress for {:g} s while waiting for {}: a peer never arrived, or a collective or kernel hangs", timeout_, waiting_for_);
+      const std::string message = fmt::format(
+          "no progress for {:g} s while waiting for {}: a peer never arrived, or a collective or kernel hangs", timeout_, waiting_for_);
       lock.unlock();
       on_timeout_(message);  // does not return
       return;

@@ -3,6 +3,7 @@
 // Exit codes as shardsim-replay.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 
@@ -43,18 +44,20 @@ int int_option(const cli::Args& args, const char* name, int fallback, int min, i
 std::string table(const validate::BenchResults& r) {
   std::string out;
   if (!r.collectives.empty()) {
-    out += fmt::format("#{:>15} {:>6} {:>6} {:>14} {:>12} {:>10} {:>10}\n", "op", "link", "ranks", "size (B)", "time (us)", "algbw GB/s", "busbw GB/s");
+    out += fmt::format("#{:>15} {:>6} {:>6} {:>14} {:>12} {:>10} {:>10}\n", "op", "link", "ranks", "size (B)", "time (us)", "algbw GB/s",
+                       "busbw GB/s");
     for (const auto& c : r.collectives) {
-      out += fmt::format(" {:>15} {:>6} {:>6} {:>14.0f} {:>12.2f} {:>10.2f} {:>10.2f}\n", graph::to_string(c.kind), config::to_string(c.link), c.ranks, c.bytes,
-                         c.seconds * 1e6, c.algbw() / 1e9, c.busbw() / 1e9);
+      out += fmt::format(" {:>15} {:>6} {:>6} {:>14.0f} {:>12.2f} {:>10.2f} {:>10.2f}\n", graph::to_string(c.kind),
+                         config::to_string(c.link), c.ranks, c.bytes, c.seconds * 1e6, c.algbw() / 1e9, c.busbw() / 1e9);
     }
   }
   for (const auto& g : r.gemms) {
-    out += fmt::format(" gemm {:>6} x {:>6} x {:>6}  {:>10.2f} us  {:>8.2f} TFLOPS\n", g.m, g.n, g.k, g.seconds * 1e6, g.flops() / g.seconds / 1e12);
+    out += fmt::format(" gemm {:>6} x {:>6} x {:>6}  {:>10.2f} us  {:>8.2f} TFLOPS\n", g.m, g.n, g.k, g.seconds * 1e6,
+                       g.flops() / g.seconds / 1e12);
   }
   for (const auto& a : r.attention) {
-    out += fmt::format(" attention {} seq {:>6}  {:>10.2f} us  {:>8.2f} TFLOPS\n", a.call.backward ? "bwd" : "fwd", a.call.seq, a.seconds * 1e6,
-                       a.call.flops() / a.seconds / 1e12);
+    out += fmt::format(" attention {} seq {:>6}  {:>10.2f} us  {:>8.2f} TFLOPS\n", a.call.backward ? "bwd" : "fwd", a.call.seq,
+                       a.seconds * 1e6, a.call.flops() / a.seconds / 1e12);
   }
   for (const auto& m : r.memory) {
     out += fmt::format(" copy traffic {:>14.0f} B  {:>10.2f} us  {:>8.1f} GB/s\n", m.bytes, m.seconds * 1e6, m.bytes / m.seconds / 1e9);
@@ -74,6 +77,10 @@ int bench(std::span<const std::string> argv) {
   args.value("--max-copy", "SIZE", "largest copy traffic (default 1GiB)");
   args.value("--warmup", "N", "warm-up iterations per size (default 5)");
   args.value("--iters", "N", "timed iterations per size (default 20)");
+  if (std::find(argv.begin(), argv.end(), "--help") != argv.end()) {
+    std::cout << "usage: shardsim-bench --backend nccl|cpu --out FILE [options]\n" << args.help();
+    return 0;
+  }
   args.parse(argv);
   const auto out = args.get("--out");
   if (!out || !args.positional().empty()) throw cli::UsageError("usage: shardsim-bench --backend nccl|cpu --out FILE\n" + args.help());
@@ -117,15 +124,16 @@ int bench(std::span<const std::string> argv) {
   const int world = env.launcher != replay::Launcher::none ? env.world : replay::nprocs(args).value_or(1);
   if (o.collectives && world == 1 && args.get("--only")) throw cli::UsageError("collectives need at least two ranks: --nprocs N");
 
-  return replay::run_on_ranks("shardsim-bench", choice, world, argv, [&](replay::Backend& b, replay::Watchdog& w, const replay::RankEnv& e) {
-    replay::BenchOptions mine = o;
-    mine.ranks_per_node = e.local_world;
-    const validate::BenchResults r = replay::run_microbenchmarks(b, mine, w);
-    if (b.rank() != 0) return 0;
-    report::write_file_atomic(*out, validate::to_json(r).dump(1) + "\n");
-    std::cout << fmt::format("# shardsim-bench: {} on {} rank(s)\n{}wrote {}\n", r.device, b.world(), table(r), *out);
-    return 0;
-  });
+  return replay::run_on_ranks(
+      "shardsim-bench", choice, world, argv, [&](replay::Backend& b, replay::Watchdog& w, const replay::RankEnv& e) {
+        replay::BenchOptions mine = o;
+        mine.ranks_per_node = e.local_world;
+        const validate::BenchResults r = replay::run_microbenchmarks(b, mine, w);
+        if (b.rank() != 0) return 0;
+        report::write_file_atomic(*out, validate::to_json(r).dump(1) + "\n");
+        std::cout << fmt::format("# shardsim-bench: {} on {} rank(s)\n{}wrote {}\n", r.device, b.world(), table(r), *out);
+        return 0;
+      });
 }
 
 }  // namespace

@@ -30,7 +30,8 @@ void declare_backend_options(cli::Args& args) {
   args.value("--timeout", "SECONDS", "give up (exit 1) after this long without progress; default 300");
   args.value("--compute-scale", "F", "cpu: run this fraction of each kernel's work (default 1)");
   args.value("--bytes-scale", "F", "cpu: move this fraction of each collective's bytes (default 1)");
-  args.value("--rendezvous", "DIR", "nccl: where rank 0 publishes the NCCL id (default: under the output; torchrun's MASTER_ADDR/PORT use TCP)");
+  args.value("--rendezvous", "DIR",
+             "nccl: where rank 0 publishes the NCCL id (default: under the output; torchrun's MASTER_ADDR/PORT use TCP)");
 }
 
 BackendChoice backend_choice(const cli::Args& args, const std::string& out_dir) {

@@ -95,7 +95,8 @@ int run_on_ranks(const std::string& tool, const BackendChoice& choice, int world
   if (env.launcher != Launcher::none || world == 1) return run_rank(tool, choice, body);
   if (choice.name == "cpu") {
 #ifndef SHARDSIM_HAVE_MPI
-    throw RuntimeError(fmt::format("this build has no MPI: the cpu backend runs one rank only, not {} (install libopenmpi-dev and rebuild)", world));
+    throw RuntimeError(
+        fmt::format("this build has no MPI: the cpu backend runs one rank only, not {} (install libopenmpi-dev and rebuild)", world));
 #endif
     exec_under_mpirun(world, argv);
   }

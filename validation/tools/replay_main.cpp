@@ -4,6 +4,7 @@
 // Exit codes: 0 success, 1 runtime failure (CUDA, NCCL, MPI, out of memory, a hang), 2 bad input.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
@@ -40,10 +41,17 @@ int replay_command(std::span<const std::string> argv) {
   replay::declare_backend_options(args);
   args.value("--warmup", "N", "unmeasured runs of the step before the measured one (default 1)");
   args.value("--fault", "stall:RANK", "testing: RANK never arrives at the measured step");
+  if (std::find(argv.begin(), argv.end(), "--help") != argv.end()) {
+    std::cout << "usage: shardsim-replay --graph GRAPH.json --backend nccl|cpu --out DIR [options]\n"
+              << replay::available_backends() << " in this build\n"
+              << args.help();
+    return 0;
+  }
   args.parse(argv);
   const auto graph_file = args.get("--graph");
   const auto out = args.get("--out");
-  if (!graph_file || !out || !args.positional().empty()) throw cli::UsageError("usage: shardsim-replay --graph GRAPH.json --backend nccl|cpu --out DIR\n" + args.help());
+  if (!graph_file || !out || !args.positional().empty())
+    throw cli::UsageError("usage: shardsim-replay --graph GRAPH.json --backend nccl|cpu --out DIR\n" + args.help());
   const replay::BackendChoice choice = replay::backend_choice(args, *out);
   replay::ReplayOptions options;
   options.stall_rank = stall_rank(args);
@@ -75,8 +83,9 @@ int replay_command(std::span<const std::string> argv) {
     const std::filesystem::path dir = *out;
     report::write_file_atomic(dir / "timeline.json", report::to_json(file).dump() + "\n");
     report::write_file_atomic(dir / "trace.json", report::chrome_trace(g, t, kTraceRanks));
-    std::cout << fmt::format("shardsim-replay: {} ops on {} rank(s), {}: step {:.3f} ms (makespan)\nwrote {}/{{timeline.json, trace.json}}\n", g.size(),
-                             b.world(), b.device(), t.makespan() * 1e3, dir.string());
+    std::cout << fmt::format(
+        "shardsim-replay: {} ops on {} rank(s), {}: step {:.3f} ms (makespan)\nwrote {}/{{timeline.json, trace.json}}\n", g.size(),
+        b.world(), b.device(), t.makespan() * 1e3, dir.string());
     return 0;
   });
 }

@@ -53,7 +53,7 @@ TEST_CASE("a calibration file loads its rates in base units; what it leaves out 
   CHECK_FALSE(c.collectives[0][1]);
   const auto& ar = c.collectives[1][2];
   REQUIRE(ar);
-  CHECK(ar->hop_latency == 0);               // default
+  CHECK(ar->hop_latency == 0);                        // default
   CHECK(ar->bus_bandwidth == doctest::Approx(50e9));  // 400 Gb/s
   CHECK(c.has_collectives());
 }
@@ -83,7 +83,8 @@ calibration: cal.yaml
   const auto s = config::load_scenario(scen.path());
   REQUIRE(s.calibration);
   CHECK(s.calibration->gemm->rate == doctest::Approx(800e12));
-  TempFile missing("missing.yaml", "cluster: {topology: topo.yaml}\nmodel: {preset: llama3.1-8b}\ntraining: {seq_len: 128}\ncalibration: nope.yaml\n");
+  TempFile missing("missing.yaml",
+                   "cluster: {topology: topo.yaml}\nmodel: {preset: llama3.1-8b}\ntraining: {seq_len: 128}\ncalibration: nope.yaml\n");
   try {
     (void)config::load_scenario(missing.path());
     FAIL("expected an error");

@@ -21,7 +21,12 @@ replay::RankEnv from(const std::map<std::string, std::string>& vars) {
 }  // namespace
 
 TEST_CASE("torchrun's variables name the rank, its GPU and the master") {
-  const auto e = from({{"RANK", "5"}, {"WORLD_SIZE", "16"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "4"}, {"MASTER_ADDR", "node0"}, {"MASTER_PORT", "29500"}});
+  const auto e = from({{"RANK", "5"},
+                       {"WORLD_SIZE", "16"},
+                       {"LOCAL_RANK", "1"},
+                       {"LOCAL_WORLD_SIZE", "4"},
+                       {"MASTER_ADDR", "node0"},
+                       {"MASTER_PORT", "29500"}});
   CHECK(e.launcher == replay::Launcher::torchrun);
   CHECK(e.rank == 5);
   CHECK(e.world == 16);
@@ -32,7 +37,10 @@ TEST_CASE("torchrun's variables name the rank, its GPU and the master") {
 }
 
 TEST_CASE("mpirun's variables, and a lone process") {
-  const auto e = from({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
+  const auto e = from({{"OMPI_COMM_WORLD_RANK", "1"},
+                       {"OMPI_COMM_WORLD_SIZE", "2"},
+                       {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                       {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
   CHECK(e.launcher == replay::Launcher::mpirun);
   CHECK(e.rank == 1);
   CHECK(e.local_world == 2);

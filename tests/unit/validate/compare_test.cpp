@@ -26,7 +26,8 @@ report::TimelineFile timeline(const std::array<std::pair<double, double>, 4>& t,
            {2, "BWD", graph::OpKind::backward, graph::Stream::compute, 0, 0},
            {3, "RS", graph::OpKind::reduce_scatter, graph::Stream::nccl, 0, 0}};
   f.timeline = engine::Timeline(4, 1);
-  for (int i = 0; i < 4; ++i) f.timeline.at(i, 0) = {t[static_cast<std::size_t>(i)].first * 1e-3, t[static_cast<std::size_t>(i)].second * 1e-3};
+  for (int i = 0; i < 4; ++i)
+    f.timeline.at(i, 0) = {t[static_cast<std::size_t>(i)].first * 1e-3, t[static_cast<std::size_t>(i)].second * 1e-3};
   return f;
 }
 
@@ -78,7 +79,8 @@ TEST_CASE("timelines of different graphs are refused") {
     FAIL("expected an error");
   } catch (const ConfigError& e) {
     CHECK(std::string(e.what()) ==
-          "meas.json: error: ops: op 2 is \"BWD layers.9\" here and \"BWD\" in sim.json; expected timelines of the same graph (shardsim export)");
+          "meas.json: error: ops: op 2 is \"BWD layers.9\" here and \"BWD\" in sim.json; expected timelines of the same graph (shardsim "
+          "export)");
   }
   CHECK_THROWS_AS((void)validate::compare(sim, sim, 3), ConfigError);  // no rank 3
 }
