@@ -88,9 +88,10 @@ double draw(std::string& out, const char* title, const Trace& t, std::size_t ran
       }
       const double x = kLeft + (first.start - m.window_start) * scale / per_step;
       const double w = std::max(0.5, (end - first.start) * scale / per_step);
-      out += fmt::format(R"(<rect x="{:.2f}" y="{:.1f}" width="{:.2f}" height="{}" fill="{}"><title>{}{} {:.3f} ms</title></rect>)", x, ly,
-                         w, kRow - 2, kColours[static_cast<std::size_t>(first.cls)], escape(first.name),
-                         j - i > 1 ? fmt::format(" (+{} more)", j - i - 1) : "", (end - first.start) * 1e3);
+      out += fmt::format(
+          R"(<rect x="{:.2f}" y="{:.1f}" width="{:.2f}" height="{}" fill="{}" stroke="white" stroke-width="0.5"><title>{}{} {:.3f} ms</title></rect>)",
+          x, ly, w, kRow - 2, kColours[static_cast<std::size_t>(first.cls)], escape(first.name),
+          j - i > 1 ? fmt::format(" (+{} more)", j - i - 1) : "", (end - first.start) * 1e3);
       out += "\n";
       i = j;
     }

@@ -147,10 +147,10 @@ TEST_CASE("without noise the fits are exact") {
 TEST_CASE("the calibration YAML loads back with the fitted numbers") {
   const auto fit = validate::fit_calibration(synthetic(0.01));
   const std::vector<std::string> sources{"a.json", "b.json"};
-  test::TempFile f("fitted.yaml", validate::calibration_yaml(fit, "planted", sources));
+  test::TempFile f("fitted.yaml", validate::calibration_yaml(fit, "planted \"H200\"", sources));
   const auto back = config::load_calibration(f.path());
   const auto& c = fit.calibration;
-  CHECK(back.name == "planted");
+  CHECK(back.name == "planted \"H200\"");
   CHECK(back.gemm->rate == doctest::Approx(c.gemm->rate).epsilon(1e-5));
   CHECK(back.gemm->half_rate_flops == doctest::Approx(c.gemm->half_rate_flops).epsilon(1e-5));
   CHECK(*back.memory_bandwidth == doctest::Approx(*c.memory_bandwidth).epsilon(1e-5));
