@@ -28,11 +28,11 @@ test: build
 
 bench: build
 	$(BUILD)/tests/bench/shardsim_bench
-	$(BUILD)/tests/bench/shardsim_validate
+	$(BUILD)/tests/bench/shardsim_published
 
 # Predictions against published runs and the qualitative effects they report.
 validate: build
-	$(BUILD)/tests/bench/shardsim_validate
+	$(BUILD)/tests/bench/shardsim_published
 
 # The sanitizer build (ASan + UBSan) and its test run.
 dev-test:

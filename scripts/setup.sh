@@ -11,6 +11,7 @@ packages=(
   libfmt-dev            # formatting
   nlohmann-json3-dev    # JSON output, graph export, reading traces
   doctest-dev           # unit tests
+  libopenmpi-dev openmpi-bin  # the CPU replay backend's ranks (validation/)
 )
 
 missing=()

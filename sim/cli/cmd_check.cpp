@@ -7,6 +7,7 @@
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
 #include "cli/pipeline.hpp"
+#include "config/calibration.hpp"
 #include "config/topology.hpp"
 #include "config/yaml_load.hpp"
 #include "core/param_spec.hpp"
@@ -50,6 +51,8 @@ int cmd_describe(std::span<const std::string> argv) {
     for (const auto& s : config::scenario_schemas()) std::cout << render_schema(s) << "\n";
   } else if (topic == "topology") {
     for (const auto& s : config::topology_schemas()) std::cout << render_schema(s) << "\n";
+  } else if (topic == "calibration") {
+    for (const auto& s : config::calibration_schemas()) std::cout << render_schema(s) << "\n";
   } else if (topic == "wrap") {
     fsdp::WrapPolicyRegistry r;
     fsdp::register_builtin_wrap_policies(r);
@@ -67,7 +70,8 @@ int cmd_describe(std::span<const std::string> argv) {
                  "  scenario   keys of a scenario file\n"
                  "  topology   keys of a topology file\n"
                  "  wrap       wrap policies and their settings\n"
-                 "  models     built-in model presets\n";
+                 "  models     built-in model presets\n"
+                 "  calibration keys of a calibration file (shardsim calibrate)\n";
     return topic.empty() ? 0 : 2;
   }
   return 0;

@@ -16,8 +16,10 @@ constexpr const char* kUsage =
     "usage: shardsim COMMAND [ARGS]\n"
     "  run SCENARIO [--set KEY=VALUE]... [--out DIR] [--json] [--trace FILE]\n"
     "  export SCENARIO [--set KEY=VALUE]... --out GRAPH.json\n"
+    "  compare SIMULATED MEASURED [--rank R] [--json] [--svg FILE] [--out DIR]\n"
+    "  calibrate MEASUREMENTS... --out CALIBRATION.yaml\n"
     "  check FILE...\n"
-    "  describe [scenario | topology | wrap | models]\n";
+    "  describe [scenario | topology | wrap | models | calibration]\n";
 
 }  // namespace
 
@@ -39,6 +41,8 @@ int main(int argc, char** argv) {
     if (command == "export") return cli::cmd_export(rest);
     if (command == "check") return cli::cmd_check(rest);
     if (command == "describe") return cli::cmd_describe(rest);
+    if (command == "compare") return cli::cmd_compare(rest);
+    if (command == "calibrate") return cli::cmd_calibrate(rest);
     std::cerr << fmt::format("shardsim: unknown command \"{}\"\n{}", command, kUsage);
     return 2;
   } catch (const cli::UsageError& e) {

@@ -1,5 +1,10 @@
 #include "cli/pipeline.hpp"
 
+#include <memory>
+#include <optional>
+
+#include "engine/calibrated_compute.hpp"
+#include "engine/calibrated_ring.hpp"
 #include "engine/collective.hpp"
 #include "engine/compute_model.hpp"
 #include "graph/builder.hpp"
@@ -28,13 +33,21 @@ Prepared prepare(const std::filesystem::path& scenario_file, std::span<const std
 
 Outcome simulate(const Prepared& p) {
   const auto& topo = p.scenario.cluster.topology;
-  const engine::RooflineModel compute(topo, p.plan.param_bytes < 4);
+  const bool low_precision = p.plan.param_bytes < 4;
   const engine::RingAlgorithm ring;
+  // A calibration file (scenario key `calibration`) replaces the topology's nominal rates.
+  const auto& cal = p.scenario.calibration;
+  const auto nominal = engine::ComputeRates::nominal(topo, low_precision);
+  const engine::RooflineModel compute(cal ? engine::calibrated_rates(nominal, *cal) : nominal);
+  std::optional<engine::CalibratedRing> calibrated_ring;
+  if (cal && cal->has_collectives()) calibrated_ring.emplace(ring, *cal);
+  const engine::CollectiveAlgorithm& collective =
+      calibrated_ring ? static_cast<const engine::CollectiveAlgorithm&>(*calibrated_ring) : ring;
   const engine::SimulationInput input{p.graph,
                                       topo,
                                       static_cast<int>(p.scenario.cluster.nodes),
                                       compute,
-                                      ring,
+                                      collective,
                                       p.scenario.simulation.flows,
                                       p.scenario.simulation.mode,
                                       p.scenario.stragglers};

@@ -22,6 +22,7 @@ constexpr std::array kScenarioParams{
     ParamSpec{"fsdp", "mapping", "{}", "FSDP settings (see fsdp)"},
     ParamSpec{"simulation", "mapping", "{}", "how the simulation runs (see simulation)"},
     ParamSpec{"stragglers", "mapping", "{}", "slow GPUs, degraded links, jitter (see stragglers)"},
+    ParamSpec{"calibration", "file path", "-", "calibration YAML from `shardsim calibrate` (shardsim describe calibration)"},
 };
 constexpr std::array kClusterParams{
     ParamSpec{"topology", "file path", "", "topology YAML, relative to this file"},
@@ -239,6 +240,11 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
   if (s.simulation.mode == SimulationMode::symmetric && s.stragglers.any()) {
     throw ConfigError(top.where("stragglers"), "simulation.mode",
                       "symmetric simulates one representative rank, but stragglers make ranks differ; expected full or auto");
+  }
+  if (top.has("calibration")) {
+    const auto cal = top.file_path("calibration");
+    if (!std::filesystem::exists(cal)) top.fail("calibration", fmt::format("no such file: {}", cal.string()));
+    s.calibration = load_calibration(cal);
   }
   top.finish();
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "config/calibration.hpp"
 #include "config/choice.hpp"
 #include "config/topology.hpp"
 #include "core/param_spec.hpp"
@@ -140,6 +141,7 @@ struct ScenarioConfig {
   FsdpConfig fsdp;
   SimulationConfig simulation;
   Stragglers stragglers;
+  std::optional<CalibrationConfig> calibration;  // measured rates replacing the topology's (validation/)
 
   [[nodiscard]] std::int64_t world_size() const { return cluster.nodes * cluster.topology.node.gpus; }
 };
