@@ -260,7 +260,7 @@ class Simulator {
     // NCCL's model adds the latency term to the transfer time.
     push_timer(now + run->latency, run->op, -1 - run->instance);
     auto it = running_.find(run);
-    graveyard_ = std::move(it->second->comms);
+    graveyard_ = std::move(run->comms);
     running_.erase(it);
     arm();
   }
