@@ -1,5 +1,7 @@
 #include "cli/pipeline.hpp"
 
+#include <fmt/format.h>
+
 #include "engine/collective.hpp"
 #include "engine/compute_model.hpp"
 #include "graph/builder.hpp"
@@ -25,11 +27,26 @@ Prepared prepare(const std::filesystem::path& scenario_file, std::span<const std
 }
 
 Outcome simulate(const Prepared& p) {
+  // simulation.max_op_instances: the engine keeps state per op and rank; past the limit it would
+  // exhaust memory before the wall-time budget could stop it.
+  const auto& limit = p.scenario.simulation.max_op_instances;
+  const double instances = static_cast<double>(p.graph.size()) * p.graph.info.world_size;
+  if (instances > static_cast<double>(limit.value)) {
+    throw ConfigError(limit.where, "simulation.max_op_instances",
+                      fmt::format("{} ops on each of {} ranks are {:.0f} op instances to simulate; expected at most {} (raise "
+                                  "simulation.max_op_instances, or simulate fewer ranks, layers or steps)",
+                                  p.graph.size(), p.graph.info.world_size, instances, limit.value));
+  }
   const auto& topo = p.scenario.cluster.topology;
   const engine::RooflineModel compute(topo.gpu, p.plan.param_bytes < 4);
   const engine::RingAlgorithm ring;
-  const engine::SimulationInput input{p.graph, topo, static_cast<int>(p.scenario.cluster.nodes),
-                                      compute, ring, p.scenario.simulation.flows};
+  const engine::SimulationInput input{p.graph,
+                                      topo,
+                                      static_cast<int>(p.scenario.cluster.nodes),
+                                      compute,
+                                      ring,
+                                      p.scenario.simulation.flows,
+                                      p.scenario.simulation.max_wall_time.value.value()};
   Outcome out{engine::simulate(input), {}};
   out.summary = report::summarize({p.scenario, p.model, p.graph, out.result.timeline});
   return out;

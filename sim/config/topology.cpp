@@ -1,5 +1,8 @@
 #include "config/topology.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <array>
 
 #include "config/overrides.hpp"
@@ -12,6 +15,7 @@ namespace {
 constexpr std::array kTopologyParams{
     ParamSpec{"name", "string", "", "what this cluster is, in a line"},
     ParamSpec{"description", "string", "-", "longer notes, sources of the figures"},
+    ParamSpec{"extends", "file path", "-", "a topology this one starts from (relative to this file); keys here replace or extend its keys"},
     ParamSpec{"gpu", "mapping", "", "the accelerator (see gpu)"},
     ParamSpec{"node", "mapping", "", "one server: GPUs, NVLink, PCIe, NICs (see node)"},
     ParamSpec{"fabric", "mapping", "{kind: single_switch}", "the network between nodes (see fabric)"},
@@ -144,16 +148,49 @@ FabricSpec read_fabric(const Reader& top) {
   return f;
 }
 
+// Loads `file` and, recursively, the file it extends; `chain` holds the files loaded so far (the
+// first is the one the user named) to detect cycles and to show them.
+ConfigNode load_extended(const std::filesystem::path& file, const FileSource& source, const std::optional<FileRef>& ref,
+                         std::vector<std::string>& chain) {
+  ConfigNode root = load_yaml_file(file, source, ref);
+  if (root.is_null()) throw ConfigError(Location{file.string(), 1, 1}, "", "empty file; expected a topology mapping (name, gpu, node, fabric)");
+  const Reader r(root, "", kTopologySchema);  // throws unless root is a mapping
+  chain.push_back(file.lexically_normal().string());
+  if (!r.has("extends")) return root;
+  const std::filesystem::path base_file = r.file_path("extends");
+  const Location ext_where = r.where("extends");
+  const std::string base_name = base_file.lexically_normal().string();
+  if (std::find(chain.begin(), chain.end(), base_name) != chain.end()) {
+    std::vector<std::string_view> names(chain.begin(), chain.end());
+    names.emplace_back(base_name);
+    throw ConfigError(ext_where, "extends", fmt::format("cyclic reference: {}; expected a chain of topologies that ends", join(names, " -> ")));
+  }
+  if (chain.size() >= kMaxExtendsChain) {
+    throw ConfigError(ext_where, "extends",
+                      fmt::format("more than {} topology files extend one another ({} -> ...); expected a shorter chain", kMaxExtendsChain,
+                                  chain.front()));
+  }
+  std::erase_if(root.entries, [](const ConfigEntry& e) { return e.key == "extends"; });
+  ConfigNode merged = load_extended(base_file, source, FileRef{ext_where, "extends"}, chain);
+  merge_into(merged, std::move(root));
+  return merged;
+}
+
 }  // namespace
 
 TopologyConfig load_topology(const std::filesystem::path& file, const ConfigNode& overrides, const std::string& overrides_path) {
-  ConfigNode root = load_yaml_file(file);
-  if (root.is_null())
-    throw ConfigError(Location{file.string(), 0, 0}, "", "empty file; expected a topology mapping (name, gpu, node, fabric)");
+  return load_topology(file, overrides, overrides_path, DiskFiles{}, std::nullopt);
+}
+
+TopologyConfig load_topology(const std::filesystem::path& file, const ConfigNode& overrides, const std::string& overrides_path,
+                             const FileSource& source, const std::optional<FileRef>& ref) {
+  std::vector<std::string> chain;
+  ConfigNode root = load_extended(file, source, ref, chain);
   for (auto& o : flatten_overrides(overrides, overrides_path)) {
     set_dotted(root, o.key, std::move(o.value), o.key_where);
   }
   Reader top(root, "", kTopologySchema);
+  if (top.has("extends")) top.fail("extends", "can only be written in a topology file, not set through overrides");
   TopologyConfig t;
   t.file = file;
   t.name = top.text("name");

@@ -44,7 +44,7 @@ struct Timer {
 class Simulator {
  public:
   explicit Simulator(const SimulationInput& in)
-      : in_(in), g_(in.graph), world_(in.graph.info.world_size), timeline_(in.graph.size(), world_) {
+      : in_(in), g_(in.graph), world_(in.graph.info.world_size), timeline_(in.graph.size(), world_), t0_(std::chrono::steady_clock::now()) {
     const std::size_t n = g_.size();
     successors_.resize(n);
     remaining_.resize(n * static_cast<std::size_t>(world_));
@@ -75,6 +75,7 @@ class Simulator {
     for (std::size_t o = 0; o < g_.size(); ++o) {
       const graph::Op& op = g_.op(static_cast<int>(o));
       if (!op.is_collective()) continue;
+      if (over_budget(true)) throw RuntimeError(budget_message("building routes"));
       for (int inst = 0; inst < instances(op.group); ++inst) {
         const auto key = std::make_tuple(static_cast<int>(op.kind), static_cast<int>(op.group), inst);
         if (seen.count(key) > 0) continue;
@@ -89,7 +90,6 @@ class Simulator {
 
   SimulationResult run(const Platform& platform) {
     platform_ = &platform;
-    const auto t0 = std::chrono::steady_clock::now();
     sg4::Activity::on_completion_cb([this](sg4::Activity const& a) { on_completion(a); });
     for (std::size_t o = 0; o < g_.size(); ++o) {
       if (g_.in_degree(static_cast<int>(o)) == 0) {
@@ -99,8 +99,9 @@ class Simulator {
     drain(0.0);
     arm();
     sg4::Engine::get_instance()->run();
+    if (stopped_) throw RuntimeError(budget_message(fmt::format("at simulated time {:.6g} s", sg4::Engine::get_clock())));
     check_finished();
-    stats_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    stats_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
     return SimulationResult{std::move(timeline_), stats_};
   }
 
@@ -223,6 +224,7 @@ class Simulator {
     graveyard_.clear();  // activities finished in earlier callbacks can be released now
     auto* run = a.get_data<Running>();
     if (run == nullptr || --run->flows_left > 0) return;
+    if (over_budget(false)) return;  // start nothing more: SimGrid's run ends when the flows drain
     const double now = sg4::Engine::get_clock();
     // NCCL's model adds the latency term to the transfer time.
     push_timer(now + run->latency, run->op, -1 - run->instance);
@@ -236,6 +238,7 @@ class Simulator {
     armed_.erase(armed_.begin());
     const double now = sg4::Engine::get_clock();
     while (!timers_.empty() && timers_.top().time <= now) {
+      if (over_budget(false)) return;  // arm no timer: SimGrid's run ends
       const Timer t = timers_.top();
       timers_.pop();
       ++stats_.timer_events;
@@ -259,6 +262,29 @@ class Simulator {
     if (!armed_.empty() && *armed_.begin() <= next) return;
     armed_.insert(next);
     simgrid::kernel::timer::Timer::set(next, [this] { on_timer(); });
+  }
+
+  // ---- the wall-time budget -----------------------------------------------------------------------
+
+  // True once the run is past max_wall_seconds. The clock is read every kCheckEvery events (or
+  // whenever `now` is set); stopping is sticky. Nothing is thrown from inside SimGrid's callbacks:
+  // the handlers stop starting work, SimGrid's run returns, and run() throws.
+  bool over_budget(bool now) {
+    constexpr int kCheckEvery = 256;
+    if (stopped_) return true;
+    if (!now && ++events_since_check_ < kCheckEvery) return false;
+    events_since_check_ = 0;
+    stopped_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count() > in_.max_wall_seconds;
+    return stopped_;
+  }
+
+  std::string budget_message(const std::string& where) const {
+    const double total = static_cast<double>(g_.size()) * world_;
+    return fmt::format(
+        "the simulation ran past its wall-time budget (simulation.max_wall_time = {:g} s): stopped after {:.1f} s {}, with {} of {:.0f} "
+        "op instances done ({:.1f} %); raise simulation.max_wall_time, or simulate fewer ranks, layers or steps",
+        in_.max_wall_seconds, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(), where, stats_.op_instances,
+        total, total > 0 ? 100.0 * static_cast<double>(stats_.op_instances) / total : 0.0);
   }
 
   void check_finished() const {
@@ -290,6 +316,9 @@ class Simulator {
   std::multiset<double> armed_;
   std::unordered_map<Running*, std::unique_ptr<Running>> running_;
   std::vector<sg4::CommPtr> graveyard_;
+  std::chrono::steady_clock::time_point t0_;
+  int events_since_check_ = 0;
+  bool stopped_ = false;
 };
 
 }  // namespace

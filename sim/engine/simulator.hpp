@@ -5,6 +5,8 @@
 // per process (sweeps run points in child processes).
 #pragma once
 
+#include <limits>
+
 #include "config/scenario.hpp"
 #include "config/topology.hpp"
 #include "engine/collective.hpp"
@@ -28,6 +30,8 @@ struct SimulationInput {
   const ComputeModel& compute;
   const CollectiveAlgorithm& collective;
   FlowGranularity flows = FlowGranularity::path;
+  // Wall-clock budget (simulation.max_wall_time): past it the run stops and throws RuntimeError.
+  double max_wall_seconds = std::numeric_limits<double>::infinity();
 };
 
 struct SimulationResult {
@@ -35,7 +39,8 @@ struct SimulationResult {
   EngineStats stats;
 };
 
-// Throws RuntimeError if the schedule stalls (an op never becomes ready).
+// Throws RuntimeError if the schedule stalls (an op never becomes ready) or if the run takes more
+// than max_wall_seconds of wall-clock time (the message says how far it got).
 [[nodiscard]] SimulationResult simulate(const SimulationInput& input);
 
 }  // namespace shardsim::engine

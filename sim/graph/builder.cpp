@@ -53,6 +53,7 @@ class Builder {
   // ---- issuing ops in CPU program order ----------------------------------------------------
 
   int issue(Op op) {
+    if (g_.size() >= static_cast<std::size_t>(cfg_.simulation.max_ops.value)) too_many_ops();
     op.step = step_;
     op.micro = micro_;
     const auto s = static_cast<std::size_t>(op.stream);
@@ -70,6 +71,15 @@ class Builder {
     }
     last_[s] = id;
     return id;
+  }
+
+  // simulation.max_ops: a graph past it would exhaust memory before the engine even starts.
+  [[noreturn]] void too_many_ops() const {
+    const auto& limit = cfg_.simulation.max_ops;
+    throw ConfigError(limit.where, "simulation.max_ops",
+                      fmt::format("the step graph needs more than {} ops ({} FSDP units, {} micro-steps per step, {} steps); expected at "
+                                  "most {} (raise simulation.max_ops, or simulate fewer layers, micro-steps or steps)",
+                                  limit.value, plan_.units.size(), cfg_.training.grad_accum, cfg_.simulation.steps, limit.value));
   }
 
   Op make(OpKind kind, Stream stream, std::string name, int unit) {
