@@ -12,6 +12,7 @@ namespace shardsim::cli {
 Prepared prepare(const std::filesystem::path& scenario_file, std::span<const std::string> assignments) {
   Prepared p;
   p.scenario = config::load_scenario(scenario_file, assignments);
+  engine::check_topology(p.scenario.cluster.topology);
   if (p.scenario.fsdp.cpu_offload) {
     throw ConfigError(p.scenario.fsdp.where, "fsdp.cpu_offload", "CPU offload is not modelled yet; expected false");
   }

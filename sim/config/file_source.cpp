@@ -67,8 +67,8 @@ std::string read_config_file(const FileSource& source, const std::filesystem::pa
   }
   if (text->size() > kMaxConfigFileBytes) {
     throw ConfigError(Location{file.string(), 1, 1}, "",
-                      fmt::format("file is larger than {} MiB; expected a configuration file of at most {} bytes", kMaxConfigFileBytes >> 20U,
-                                  kMaxConfigFileBytes));
+                      fmt::format("file is larger than {} MiB; expected a configuration file of at most {} bytes",
+                                  kMaxConfigFileBytes >> 20U, kMaxConfigFileBytes));
   }
   return std::move(*text);
 }

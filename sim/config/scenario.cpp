@@ -68,8 +68,7 @@ constexpr std::array kSimulationParams{
     ParamSpec{"flows", "path | edge", "path",
               "a collective's ring as one SimGrid flow per path (O(1)) or one per ring edge (O(n), for cross-checks)"},
     ParamSpec{"max_ops", "integer 1..100000000", "1000000", "limit: ops in the step graph (all steps and micro-steps)"},
-    ParamSpec{"max_op_instances", "integer >= 1", "200000000",
-              "limit: ops x ranks the engine simulates (about 30 bytes of memory each)"},
+    ParamSpec{"max_op_instances", "integer >= 1", "200000000", "limit: ops x ranks the engine simulates (about 30 bytes of memory each)"},
     ParamSpec{"max_wall_time", "duration", "30min", "limit: wall-clock time the engine may run before it stops with an error"},
 };
 
@@ -112,6 +111,7 @@ ModelConfig read_model(const Reader& top) {
   const ConfigNode* node = top.node("model");
   if (node == nullptr) top.fail("model", "missing required key (expected {preset: llama3.1-8b} or explicit fields)");
   Reader r(*node, "model", kModelSchema);
+  r.finish();  // first: a misspelt key is reported as such, not as the key it misses
   ModelConfig m;
   m.where = node->where;
   using L = ModelLimits;
@@ -127,7 +127,6 @@ ModelConfig read_model(const Reader& top) {
   m.max_positions = located(r.opt_integer("max_positions", 0, L::max_positions), r, "max_positions");
   m.tie_embeddings = located(r.opt_boolean("tie_embeddings"), r, "tie_embeddings");
   if (m.preset && m.hf_config) r.fail("hf_config", "give either model.preset or model.hf_config, not both");
-  r.finish();
   return m;
 }
 
@@ -135,6 +134,7 @@ TrainingConfig read_training(const Reader& top) {
   const ConfigNode* node = top.node("training");
   if (node == nullptr) top.fail("training", "missing required key (expected at least {seq_len: ...})");
   Reader r(*node, "training", kTrainingSchema);
+  r.finish();
   TrainingConfig t;
   t.seq_len = r.integer("seq_len", 1, 1 << 24);
   t.micro_batch = r.integer("micro_batch", 1, 1 << 20);
@@ -143,7 +143,6 @@ TrainingConfig read_training(const Reader& top) {
   t.activation_checkpointing = pick<ActivationCheckpointing>(r, "activation_checkpointing", kAcNames);
   t.dtype = pick<DType>(r, "dtype", kDTypeNames);
   if (t.dtype == DType::fp16) r.fail("dtype", "expected fp32 or bf16 (pure fp16 training is not modelled)");
-  r.finish();
   return t;
 }
 
@@ -153,16 +152,17 @@ MixedPrecision read_mixed_precision(const Reader& fsdp) {
   if (node == nullptr) return mp;
   if (node->is_scalar() && (node->scalar == "none" || node->scalar == "false")) return mp;
   Reader r(*node, "fsdp.mixed_precision", kMixedPrecisionSchema);
+  r.finish();
   mp.enabled = true;
   mp.param = pick<DType>(r, "param", kDTypeNames);
   mp.reduce = r.has("reduce") ? pick<DType>(r, "reduce", kDTypeNames) : mp.param;
-  r.finish();
   return mp;
 }
 
 FsdpConfig read_fsdp(const Reader& top) {
   ConfigNode scratch;
   Reader r(section(top, "fsdp", scratch), "fsdp", kFsdpSchema);
+  r.finish();
   FsdpConfig f;
   f.where = r.where("cpu_offload");
   f.version = static_cast<int>(r.integer("version", 1, 2));
@@ -189,13 +189,13 @@ FsdpConfig read_fsdp(const Reader& top) {
   f.max_inflight_all_gathers = static_cast<int>(r.integer("max_inflight_all_gathers", 1, 1024));
   f.mixed_precision = read_mixed_precision(r);
   f.cpu_offload = r.boolean("cpu_offload");
-  r.finish();
   return f;
 }
 
 SimulationConfig read_simulation(const Reader& top) {
   ConfigNode scratch;
   Reader sim(section(top, "simulation", scratch), "simulation", kSimulationSchema);
+  sim.finish();
   SimulationConfig out;
   out.steps = static_cast<int>(sim.integer("steps", 1, 100));
   constexpr std::array<std::string_view, 2> kFlowNames{"path", "edge"};
@@ -205,7 +205,6 @@ SimulationConfig read_simulation(const Reader& top) {
   out.max_op_instances = {sim.integer("max_op_instances", 1, std::int64_t{1} << 50), sim.where("max_op_instances")};
   out.max_wall_time = {Seconds(sim.quantity("max_wall_time", Dimension::seconds)), sim.where("max_wall_time")};
   if (out.max_wall_time.value.value() <= 0) sim.fail("max_wall_time", "expected a duration above zero, such as 30min");
-  sim.finish();
   return out;
 }
 
@@ -250,6 +249,7 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
   for (const auto& a : assignments) apply_assignment(root, a);
 
   Reader top(root, "", kScenarioSchema);
+  top.finish();
   ScenarioConfig s;
   s.file = file;
   s.name = top.has("name") ? top.text("name") : file.stem().string();
@@ -258,6 +258,7 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
   const ConfigNode* cluster = top.node("cluster");
   if (cluster == nullptr) top.fail("cluster", "missing required key (expected {topology: FILE, nodes: N})");
   Reader c(*cluster, "cluster", kClusterSchema);
+  c.finish();
   s.cluster.topology_file = c.file_path("topology");
   s.cluster.nodes = c.integer("nodes", 1, 1 << 20);
   const ConfigNode* overrides = c.node("overrides");
@@ -265,13 +266,11 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
   // Errors inside the topology file are reported there; a missing file is reported here.
   s.cluster.topology = load_topology(s.cluster.topology_file, overrides != nullptr ? *overrides : empty, "cluster.overrides", source,
                                      FileRef{c.where("topology"), "cluster.topology"});
-  c.finish();
 
   s.model = read_model(top);
   s.training = read_training(top);
   s.fsdp = read_fsdp(top);
   s.simulation = read_simulation(top);
-  top.finish();
 
   constexpr std::int64_t kMaxWorld = 1'000'000;
   if (s.world_size() > kMaxWorld) {

@@ -84,17 +84,18 @@ LinkSpec read_link(const Reader& parent, std::string_view key, std::string_view 
     n = &scratch;
   }
   Reader r(*n, parent.path_of(key), kLinkSchema);
+  r.finish();  // first: a misspelt key is reported as such, not as the key it misses
   LinkSpec l;
   l.bandwidth = ByteRate(r.quantity("bandwidth", Dimension::byte_rate));
   if (l.bandwidth.value() <= 0) r.fail("bandwidth", "expected a bandwidth above zero");
   l.latency = Seconds(r.quantity("latency", Dimension::seconds));
   l.efficiency = r.number("efficiency", 1e-3, 1.0);
-  r.finish();
   return l;
 }
 
 GpuSpec read_gpu(const Reader& top) {
   Reader r(*top.node("gpu"), "gpu", kGpuSchema);
+  r.finish();
   GpuSpec g;
   g.model = r.text("model");
   g.memory = Bytes(r.quantity("memory", Dimension::bytes));
@@ -103,36 +104,35 @@ GpuSpec read_gpu(const Reader& top) {
     const ConfigNode* peak = r.node("peak_flops");
     if (peak == nullptr) r.fail("peak_flops", "missing required key (expected {bf16: ..., fp32: ...})");
     Reader p(*peak, "gpu.peak_flops", kPeakSchema);
+    p.finish();
     g.peak_bf16 = FlopRate(p.quantity("bf16", Dimension::flop_rate));
     g.peak_fp32 = FlopRate(p.quantity("fp32", Dimension::flop_rate));
     if (g.peak_bf16.value() <= 0) p.fail("bf16", "expected a compute rate above zero");
     if (g.peak_fp32.value() <= 0) p.fail("fp32", "expected a compute rate above zero");
-    p.finish();
   }
   g.hbm_bandwidth = ByteRate(r.quantity("hbm_bandwidth", Dimension::byte_rate));
   if (g.hbm_bandwidth.value() <= 0) r.fail("hbm_bandwidth", "expected a bandwidth above zero");
   {
     ConfigNode scratch;
     Reader e(child_or_default(r, "efficiency", scratch), "gpu.efficiency", kEfficiencySchema);
+    e.finish();
     g.efficiency.matmul = e.number("matmul", 1e-3, 1.0);
     g.efficiency.attention_forward = e.number("attention_forward", 1e-3, 1.0);
     g.efficiency.attention_backward = e.number("attention_backward", 1e-3, 1.0);
     g.efficiency.memory = e.number("memory", 1e-3, 1.0);
-    e.finish();
   }
   g.kernel_launch = Seconds(r.quantity("kernel_launch", Dimension::seconds));
-  r.finish();
   return g;
 }
 
 NodeSpec read_node(const Reader& top) {
   Reader r(*top.node("node"), "node", kNodeSchema);
+  r.finish();
   NodeSpec n;
   n.gpus = static_cast<int>(r.integer("gpus", 1, 1024));
   n.nvlink = read_link(r, "nvlink", "");
   n.pcie = read_link(r, "pcie", "25GB/s");
   n.nic = read_link(r, "nic", "");
-  r.finish();
   return n;
 }
 
@@ -140,11 +140,11 @@ FabricSpec read_fabric(const Reader& top) {
   ConfigNode scratch;
   const ConfigNode& node = child_or_default(top, "fabric", scratch);
   Reader r(node, "fabric", kFabricSchema);
+  r.finish();
   FabricSpec f;
   f.kind = Choice{r.text("kind"), "fabric.kind", r.where("kind"), node};
   f.oversubscription = r.number("oversubscription", 1.0, 1024.0);
   f.switch_latency = Seconds(r.quantity("switch_latency", Dimension::seconds));
-  r.finish();
   return f;
 }
 
@@ -153,7 +153,8 @@ FabricSpec read_fabric(const Reader& top) {
 ConfigNode load_extended(const std::filesystem::path& file, const FileSource& source, const std::optional<FileRef>& ref,
                          std::vector<std::string>& chain) {
   ConfigNode root = load_yaml_file(file, source, ref);
-  if (root.is_null()) throw ConfigError(Location{file.string(), 1, 1}, "", "empty file; expected a topology mapping (name, gpu, node, fabric)");
+  if (root.is_null())
+    throw ConfigError(Location{file.string(), 1, 1}, "", "empty file; expected a topology mapping (name, gpu, node, fabric)");
   const Reader r(root, "", kTopologySchema);  // throws unless root is a mapping
   chain.push_back(file.lexically_normal().string());
   if (!r.has("extends")) return root;
@@ -163,7 +164,8 @@ ConfigNode load_extended(const std::filesystem::path& file, const FileSource& so
   if (std::find(chain.begin(), chain.end(), base_name) != chain.end()) {
     std::vector<std::string_view> names(chain.begin(), chain.end());
     names.emplace_back(base_name);
-    throw ConfigError(ext_where, "extends", fmt::format("cyclic reference: {}; expected a chain of topologies that ends", join(names, " -> ")));
+    throw ConfigError(ext_where, "extends",
+                      fmt::format("cyclic reference: {}; expected a chain of topologies that ends", join(names, " -> ")));
   }
   if (chain.size() >= kMaxExtendsChain) {
     throw ConfigError(ext_where, "extends",
@@ -190,6 +192,7 @@ TopologyConfig load_topology(const std::filesystem::path& file, const ConfigNode
     set_dotted(root, o.key, std::move(o.value), o.key_where);
   }
   Reader top(root, "", kTopologySchema);
+  top.finish();
   if (top.has("extends")) top.fail("extends", "can only be written in a topology file, not set through overrides");
   TopologyConfig t;
   t.file = file;
@@ -203,10 +206,9 @@ TopologyConfig load_topology(const std::filesystem::path& file, const ConfigNode
   {
     ConfigNode scratch;
     Reader h(child_or_default(top, "host", scratch), "host", kHostSchema);
-    t.host.memory_bandwidth = ByteRate(h.quantity("memory_bandwidth", Dimension::byte_rate));
     h.finish();
+    t.host.memory_bandwidth = ByteRate(h.quantity("memory_bandwidth", Dimension::byte_rate));
   }
-  top.finish();
   return t;
 }
 

@@ -83,12 +83,15 @@ class Converter {
 
   ConfigNode convert(const YAML::Node& n, int depth) {
     if (depth > kMaxYamlDepth) {
-      throw ConfigError(at(base_, n.Mark()), "",
-                        fmt::format("nesting deeper than {} levels; expected a configuration a few levels deep (an alias that refers to itself?)",
-                                    kMaxYamlDepth));
+      throw ConfigError(
+          at(base_, n.Mark()), "",
+          fmt::format("nesting deeper than {} levels; expected a configuration a few levels deep (an alias that refers to itself?)",
+                      kMaxYamlDepth));
     }
     if (++values_ > kMaxYamlValues) {
-      throw ConfigError(at(base_, n.Mark()), "",
+      // An aliased node carries the position of its anchor; the top-level entry being expanded
+      // is where the blow-up is written.
+      throw ConfigError(top_where_.line > 0 ? top_where_ : at(base_, n.Mark()), top_key_,
                         fmt::format("more than {} values once aliases are expanded; expected a configuration of a few hundred values "
                                     "(aliases that repeat lists of aliases?)",
                                     kMaxYamlValues));
@@ -116,6 +119,10 @@ class Converter {
           if (!kv.first.IsScalar()) throw ConfigError(key_where, "", "expected a plain key; got a mapping or list as key");
           const std::string key = kv.first.Scalar();
           if (!seen.insert(key).second) throw ConfigError(key_where, key, "duplicate key");
+          if (depth == 0) {
+            top_key_ = key;
+            top_where_ = at(base_, kv.second.Mark());
+          }
           out.entries.push_back(ConfigEntry{key, key_where, convert(kv.second, depth + 1)});
         }
         return out;
@@ -127,6 +134,8 @@ class Converter {
  private:
   Location base_;
   std::size_t values_ = 0;
+  std::string top_key_;  // the top-level entry being converted, for messages
+  Location top_where_;
 };
 
 }  // namespace

@@ -344,4 +344,10 @@ SimulationResult simulate(const SimulationInput& in) {
   return sim.run(platform);
 }
 
+void check_topology(const config::TopologyConfig& topology) {
+  FabricRegistry fabrics;
+  register_builtin_fabrics(fabrics);
+  (void)fabrics.find(topology.fabric.kind);
+}
+
 }  // namespace shardsim::engine

@@ -43,4 +43,8 @@ struct SimulationResult {
 // than max_wall_seconds of wall-clock time (the message says how far it got).
 [[nodiscard]] SimulationResult simulate(const SimulationInput& input);
 
+// Checks what the engine alone knows how to read in a topology (the fabric kind), so that
+// `shardsim check` catches it without simulating. Throws ConfigError.
+void check_topology(const config::TopologyConfig& topology);
+
 }  // namespace shardsim::engine

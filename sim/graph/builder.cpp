@@ -76,10 +76,11 @@ class Builder {
   // simulation.max_ops: a graph past it would exhaust memory before the engine even starts.
   [[noreturn]] void too_many_ops() const {
     const auto& limit = cfg_.simulation.max_ops;
-    throw ConfigError(limit.where, "simulation.max_ops",
-                      fmt::format("the step graph needs more than {} ops ({} FSDP units, {} micro-steps per step, {} steps); expected at "
-                                  "most {} (raise simulation.max_ops, or simulate fewer layers, micro-steps or steps)",
-                                  limit.value, plan_.units.size(), cfg_.training.grad_accum, cfg_.simulation.steps, limit.value));
+    throw ConfigError(
+        limit.where, "simulation.max_ops",
+        fmt::format("the step graph needs more than {} ops ({} FSDP units, training.grad_accum {}, simulation.steps {}); expected at "
+                    "most {} (raise simulation.max_ops, or simulate fewer layers, micro-steps or steps)",
+                    limit.value, plan_.units.size(), cfg_.training.grad_accum, cfg_.simulation.steps, limit.value));
   }
 
   Op make(OpKind kind, Stream stream, std::string name, int unit) {
