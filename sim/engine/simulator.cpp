@@ -4,6 +4,7 @@
 #include <xbt/log.h>
 
 #include <chrono>
+#include <csignal>
 #include <deque>
 #include <map>
 #include <memory>
@@ -327,7 +328,12 @@ SimulationResult simulate(const SimulationInput& in) {
   int argc = 1;
   char name[] = "shardsim";
   char* argv[] = {name, nullptr};
+  // SimGrid installs a SIGINT handler that calls exit(1); keep the program's own (main's, which
+  // removes half-written output files and ends the process by the signal).
+  struct sigaction previous_sigint {};
+  ::sigaction(SIGINT, nullptr, &previous_sigint);
   sg4::Engine engine(&argc, argv);
+  ::sigaction(SIGINT, &previous_sigint, nullptr);
   xbt_log_control_set("root.thres:critical");
   // CM02: plain max-min sharing without TCP corrections; no reverse ACK traffic; no TCP window cap
   // (shared/reference/simgrid-notes.md).

@@ -53,15 +53,6 @@ class InFlightGuard {
   throw RuntimeError(fmt::format("{}: {}: {}", path.string(), what, std::strerror(err)));
 }
 
-// A rename is durable once the directory that holds the name is flushed too.
-void sync_directory(const std::filesystem::path& path) {
-  const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;  // best effort: the file itself is complete either way
-  (void)::fsync(fd);
-  ::close(fd);
-}
-
 }  // namespace
 
 void write_file_atomic(const std::filesystem::path& path, std::string_view content) {
@@ -80,14 +71,11 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
     }
     done += static_cast<std::size_t>(n);
   }
-  if (::fsync(fd) != 0) {
-    const int err = errno;
-    ::close(fd);
-    fail(path, tmp, "write failed", err);
-  }
+  // No fsync: the guarantee is against the process being interrupted, which rename gives. Against
+  // power loss ext4 flushes a file that replaces another by rename (auto_da_alloc), and an fsync
+  // per file would double the time of a run that writes a 10 MB trace.
   if (::close(fd) != 0) fail(path, tmp, "write failed", errno);
   if (::rename(tmp.c_str(), path.c_str()) != 0) fail(path, tmp, "cannot rename into place", errno);
-  sync_directory(path);
 }
 
 void install_interrupt_cleanup() {

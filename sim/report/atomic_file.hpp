@@ -1,5 +1,5 @@
-// Output files are written to a temporary name in the same directory (FILE.tmp.PID), flushed to
-// disk and renamed into place, so that a file under its final name is always complete: an
+// Output files are written to a temporary name in the same directory (FILE.tmp.PID) and renamed
+// into place, so that a file under its final name is always complete: an
 // interrupted run leaves either the previous file or the new one, never half of one.
 //
 //   report::install_interrupt_cleanup();              // once, in main()
