@@ -68,6 +68,18 @@ constexpr Schema kLinkSchema{"link", "a point-to-point link", kLinkParams};
 constexpr Schema kFabricSchema{"fabric", "the network between nodes", kFabricParams};
 constexpr Schema kHostSchema{"host", "the CPU side of a node", kHostParams};
 
+// A rate of at least one byte or FLOP per second. Zero is meaningless, and far below one SimGrid's
+// solver loses flows (a link of 1e-300 B/s never completes one) and durations overflow.
+double rate(const Reader& r, std::string_view key, Dimension d) {
+  const double v = r.quantity(key, d);
+  if (v < 1.0) {
+    const ConfigNode* n = r.node(key);  // every default is above 1
+    r.fail(key, fmt::format("expected a {} of at least 1{}; got {}", dimension_name(d), d == Dimension::byte_rate ? "B/s" : "FLOPS",
+                            n != nullptr ? n->describe() : "less"));
+  }
+  return v;
+}
+
 const ConfigNode& child_or_default(const Reader& r, std::string_view key, ConfigNode& scratch) {
   if (const ConfigNode* n = r.node(key)) return *n;
   scratch = ConfigNode::make_map(r.where(key));
@@ -86,8 +98,7 @@ LinkSpec read_link(const Reader& parent, std::string_view key, std::string_view 
   Reader r(*n, parent.path_of(key), kLinkSchema);
   r.finish();  // first: a misspelt key is reported as such, not as the key it misses
   LinkSpec l;
-  l.bandwidth = ByteRate(r.quantity("bandwidth", Dimension::byte_rate));
-  if (l.bandwidth.value() <= 0) r.fail("bandwidth", "expected a bandwidth above zero");
+  l.bandwidth = ByteRate(rate(r, "bandwidth", Dimension::byte_rate));
   l.latency = Seconds(r.quantity("latency", Dimension::seconds));
   l.efficiency = r.number("efficiency", 1e-3, 1.0);
   return l;
@@ -105,13 +116,10 @@ GpuSpec read_gpu(const Reader& top) {
     if (peak == nullptr) r.fail("peak_flops", "missing required key (expected {bf16: ..., fp32: ...})");
     Reader p(*peak, "gpu.peak_flops", kPeakSchema);
     p.finish();
-    g.peak_bf16 = FlopRate(p.quantity("bf16", Dimension::flop_rate));
-    g.peak_fp32 = FlopRate(p.quantity("fp32", Dimension::flop_rate));
-    if (g.peak_bf16.value() <= 0) p.fail("bf16", "expected a compute rate above zero");
-    if (g.peak_fp32.value() <= 0) p.fail("fp32", "expected a compute rate above zero");
+    g.peak_bf16 = FlopRate(rate(p, "bf16", Dimension::flop_rate));
+    g.peak_fp32 = FlopRate(rate(p, "fp32", Dimension::flop_rate));
   }
-  g.hbm_bandwidth = ByteRate(r.quantity("hbm_bandwidth", Dimension::byte_rate));
-  if (g.hbm_bandwidth.value() <= 0) r.fail("hbm_bandwidth", "expected a bandwidth above zero");
+  g.hbm_bandwidth = ByteRate(rate(r, "hbm_bandwidth", Dimension::byte_rate));
   {
     ConfigNode scratch;
     Reader e(child_or_default(r, "efficiency", scratch), "gpu.efficiency", kEfficiencySchema);
@@ -207,7 +215,7 @@ TopologyConfig load_topology(const std::filesystem::path& file, const ConfigNode
     ConfigNode scratch;
     Reader h(child_or_default(top, "host", scratch), "host", kHostSchema);
     h.finish();
-    t.host.memory_bandwidth = ByteRate(h.quantity("memory_bandwidth", Dimension::byte_rate));
+    t.host.memory_bandwidth = ByteRate(rate(h, "memory_bandwidth", Dimension::byte_rate));
   }
   return t;
 }

@@ -4,6 +4,7 @@
 #include <xbt/log.h>
 
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <deque>
 #include <map>
@@ -61,6 +62,13 @@ class Simulator {
         arrived_[o].assign(static_cast<std::size_t>(instances(op.group)), 0);
       } else if (op.kind != OpKind::cpu_wait) {
         duration_[o] = in.compute.duration(op);
+        // An infinite time would never fire and read as a stall; say where it comes from instead.
+        if (!std::isfinite(duration_[o]) || duration_[o] < 0) {
+          throw RuntimeError(
+              fmt::format("op \"{}\" would take {} s: the GPU's figures in the topology (peak_flops, hbm_bandwidth, "
+                          "efficiency, kernel_launch) are out of any usable range",
+                          op.name, duration_[o]));
+        }
       }
     }
     cluster_.gpus_per_node = in.topology.node.gpus;

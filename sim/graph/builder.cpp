@@ -42,6 +42,12 @@ class Builder {
         started_.fill(false);
         forward();
         backward();
+        // Later micro-steps issue at least as many ops as the first: stop now rather than at the limit.
+        if (step == 0 && micro == 0 &&
+            g_.size() * static_cast<std::size_t>(cfg_.training.grad_accum * cfg_.simulation.steps) >
+                static_cast<std::size_t>(cfg_.simulation.max_ops.value)) {
+          too_many_ops();
+        }
       }
       optimizer();
     }
