@@ -82,7 +82,8 @@ class ConfigJson {
   // An integer in [min, max]; `fallback` when absent or null, unless required.
   [[nodiscard]] std::int64_t integer(const char* key, std::int64_t min, std::int64_t max, std::optional<std::int64_t> fallback) const {
     if (!has(key)) {
-      if (!fallback) throw ConfigError(where(key), key, fmt::format("missing required key (expected an integer between {} and {})", min, max));
+      if (!fallback)
+        throw ConfigError(where(key), key, fmt::format("missing required key (expected an integer between {} and {})", min, max));
       return *fallback;
     }
     const json& v = j_.at(key);
@@ -148,7 +149,16 @@ TransformerSpec read_hf_config(const std::filesystem::path& file, const Location
   try {
     j = json::parse(text);
   } catch (const json::parse_error& e) {
-    throw ConfigError(offset_to_location(file.string(), text, e.byte > 0 ? e.byte - 1 : 0), "", fmt::format("invalid JSON: {}", parse_message(e)));
+    throw ConfigError(offset_to_location(file.string(), text, e.byte > 0 ? e.byte - 1 : 0), "",
+                      fmt::format("invalid JSON: {}", parse_message(e)));
+  } catch (const json::out_of_range& e) {
+    // A number beyond a double (1e999): nlohmann names the token but not where it is.
+    const std::string what = e.what();
+    const auto q = what.find('\'');
+    const std::string token = q == std::string::npos ? std::string() : what.substr(q + 1, what.rfind('\'') - q - 1);
+    const std::size_t at = token.empty() ? std::string::npos : text.find(token);
+    throw ConfigError(offset_to_location(file.string(), text, at == std::string::npos ? 0 : at), "",
+                      fmt::format("invalid JSON: number out of range: {}", quote(token)));
   }
   if (!j.is_object()) throw ConfigError(top, "", "expected a JSON object (a Hugging Face config.json)");
   const ConfigJson c(file, std::move(text), std::move(j));
