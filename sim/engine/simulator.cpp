@@ -84,7 +84,7 @@ class Simulator {
     for (std::size_t o = 0; o < g_.size(); ++o) {
       const graph::Op& op = g_.op(static_cast<int>(o));
       if (!op.is_collective()) continue;
-      if (over_budget(true)) throw RuntimeError(budget_message("building routes"));
+      if (over_budget(true)) throw RuntimeError(budget_message("while building routes"));
       for (int inst = 0; inst < instances(op.group); ++inst) {
         const auto key = std::make_tuple(static_cast<int>(op.kind), static_cast<int>(op.group), inst);
         if (seen.count(key) > 0) continue;

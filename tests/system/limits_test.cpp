@@ -18,7 +18,8 @@ TEST_CASE("a run past simulation.max_wall_time stops with exit code 1, names the
   CHECK(r.exit_code == 1);
   CHECK(r.err.rfind("shardsim: error: the simulation ran past its wall-time budget (simulation.max_wall_time = 0.1 s): stopped after ",
                     0) == 0);
-  CHECK(r.err.find(" at simulated time ") != std::string::npos);
+  // Where it stopped depends on the machine's speed: usually in the run, on a loaded machine before.
+  CHECK((r.err.find(" at simulated time ") != std::string::npos || r.err.find(" while building routes,") != std::string::npos));
   CHECK(r.err.find(" of 668672 op instances done (") != std::string::npos);  // 653 ops x 1,024 ranks
   CHECK(r.out.empty());
   CHECK_FALSE(fs::exists(dir / "out"));
