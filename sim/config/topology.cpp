@@ -75,7 +75,7 @@ double rate(const Reader& r, std::string_view key, Dimension d) {
   if (v < 1.0) {
     const ConfigNode* n = r.node(key);  // every default is above 1
     r.fail(key, fmt::format("expected a {} of at least 1{}; got {}", dimension_name(d), d == Dimension::byte_rate ? "B/s" : "FLOPS",
-                            n != nullptr ? n->describe() : "less"));
+                            n != nullptr ? n->describe() : fmt::format("{:g}", v)));
   }
   return v;
 }

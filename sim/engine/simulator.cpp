@@ -99,6 +99,7 @@ class Simulator {
 
   SimulationResult run(const Platform& platform) {
     platform_ = &platform;
+    const auto t0 = std::chrono::steady_clock::now();
     sg4::Activity::on_completion_cb([this](sg4::Activity const& a) { on_completion(a); });
     for (std::size_t o = 0; o < g_.size(); ++o) {
       if (g_.in_degree(static_cast<int>(o)) == 0) {
@@ -110,7 +111,7 @@ class Simulator {
     sg4::Engine::get_instance()->run();
     if (stopped_) throw RuntimeError(budget_message(fmt::format("at simulated time {:.6g} s", sg4::Engine::get_clock())));
     check_finished();
-    stats_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    stats_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return SimulationResult{std::move(timeline_), stats_};
   }
 

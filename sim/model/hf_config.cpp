@@ -52,7 +52,7 @@ std::map<std::string, std::size_t> top_level_value_offsets(const std::string& te
         ++i;
         skip_space();
         // Keys with escapes are compared by their raw text; none of ours has any.
-        out.emplace(raw, i);
+        out[raw] = i;  // the last of duplicate keys, as nlohmann keeps it
       }
       continue;
     }
