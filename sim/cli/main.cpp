@@ -9,6 +9,7 @@
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
 #include "core/error.hpp"
+#include "report/atomic_file.hpp"
 
 namespace {
 
@@ -25,6 +26,8 @@ constexpr const char* kUsage =
 
 int main(int argc, char** argv) {
   using namespace shardsim;
+  // Ctrl-C or a kill while an output file is written must not leave its temporary file behind.
+  report::install_interrupt_cleanup();
   const std::vector<std::string> all(argv + 1, argv + argc);
   if (all.empty() || all.front() == "--help" || all.front() == "-h" || all.front() == "help") {
     std::cout << kUsage;

@@ -1,5 +1,7 @@
 #include "cli/pipeline.hpp"
 
+#include <fmt/format.h>
+
 #include <memory>
 #include <optional>
 
@@ -15,6 +17,7 @@ namespace shardsim::cli {
 Prepared prepare(const std::filesystem::path& scenario_file, std::span<const std::string> assignments) {
   Prepared p;
   p.scenario = config::load_scenario(scenario_file, assignments);
+  engine::check_topology(p.scenario.cluster.topology);
   if (p.scenario.fsdp.cpu_offload && p.scenario.training.grad_accum > 1 && !p.scenario.training.no_sync) {
     // FSDP1 asserts this (fsdp-semantics.md section 5).
     throw ConfigError(p.scenario.fsdp.where, "fsdp.cpu_offload",
@@ -50,7 +53,19 @@ Outcome simulate(const Prepared& p) {
                                       collective,
                                       p.scenario.simulation.flows,
                                       p.scenario.simulation.mode,
-                                      p.scenario.stragglers};
+                                      p.scenario.stragglers,
+                                      p.scenario.simulation.max_wall_time.value.value()};
+  // simulation.max_op_instances: the engine keeps state per op and rank; past the limit it would
+  // exhaust memory before the wall-time budget could stop it.
+  const auto& limit = p.scenario.simulation.max_op_instances;
+  const int ranks = engine::symmetric_mode(input) ? 1 : p.graph.info.world_size;
+  const double instances = static_cast<double>(p.graph.size()) * ranks;
+  if (instances > static_cast<double>(limit.value)) {
+    throw ConfigError(limit.where, "simulation.max_op_instances",
+                      fmt::format("{} ops on each of {} ranks are {:.0f} op instances to simulate; expected at most {} (raise "
+                                  "simulation.max_op_instances, or simulate fewer ranks, layers or steps)",
+                                  p.graph.size(), ranks, instances, limit.value));
+  }
   Outcome out{engine::simulate(input), {}};
   out.summary = report::summarize({p.scenario, p.model, p.graph, out.result.timeline, &out.result.waited, &out.result.caused});
   return out;
