@@ -16,6 +16,8 @@ constexpr const char* kUsage =
     "usage: shardsim COMMAND [ARGS]\n"
     "  run SCENARIO [--set KEY=VALUE]... [--out DIR] [--json] [--trace FILE]\n"
     "  export SCENARIO [--set KEY=VALUE]... --out GRAPH.json\n"
+    "  sweep SCENARIO|SWEEP.yaml --grid KEY=V1,V2,... [--grid ...] [-j N] [--shard I/N] --out DIR\n"
+    "  tune SCENARIO [--memory-limit 70GiB] [-j N] [--out DIR]\n"
     "  check FILE...\n"
     "  describe [scenario | topology | wrap | models]\n";
 
@@ -38,6 +40,8 @@ int main(int argc, char** argv) {
     if (command == "run") return cli::cmd_run(rest);
     if (command == "export") return cli::cmd_export(rest);
     if (command == "check") return cli::cmd_check(rest);
+    if (command == "sweep") return cli::cmd_sweep(rest);
+    if (command == "tune") return cli::cmd_tune(rest);
     if (command == "describe") return cli::cmd_describe(rest);
     std::cerr << fmt::format("shardsim: unknown command \"{}\"\n{}", command, kUsage);
     return 2;
