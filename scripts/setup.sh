@@ -11,6 +11,8 @@ packages=(
   libfmt-dev            # formatting
   nlohmann-json3-dev    # JSON output, graph export, reading traces
   doctest-dev           # unit tests
+  libopenmpi-dev openmpi-bin   # sweeps across machines (mpirun -n K shardsim sweep ...)
+  libexpat1-dev         # tests: the sweep's SVG pictures are parsed as XML
 )
 
 missing=()

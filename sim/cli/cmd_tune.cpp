@@ -103,8 +103,7 @@ int cmd_tune(std::span<const std::string> argv) {
   std::size_t stage2_count = 0;
   std::size_t finalist_count = 0;
   if (!space.stage2.empty()) {
-    std::vector<sweep::PointResult> best1;
-    for (std::size_t i : sweep::ranked(results, limit, finalists)) best1.push_back(results[i]);
+    const auto best1 = sweep::finalists(results, limit, finalists);
     finalist_count = best1.size();
     auto dims = sweep::dimensions_of(space.stage1);
     for (const auto& d : sweep::dimensions_of(space.stage2)) dims.push_back(d);
@@ -127,11 +126,12 @@ int cmd_tune(std::span<const std::string> argv) {
       limit ? sweep::svg::gib(*limit) : fmt::format("{} (the GPU's memory)", sweep::svg::gib(base.cluster.topology.gpu.memory.value()));
   std::vector<std::string> c;
   c.push_back(fmt::format("shardsim tune: {} ({} GPUs), memory limit {}", base.name, base.world_size(), limit_text));
+  if (!limit) c.push_back("(peak memory is allocated memory; PyTorch reserves more: leave headroom with --memory-limit)");
   c.push_back(
       fmt::format("stage 1: {} = {} configurations, and the scenario as written", axes_text(space.stage1), stage1.points.size() - 1));
   c.push_back(space.stage2.empty() ? "stage 2: none (FSDP2 has no backward_prefetch or limit_all_gathers setting to tune)"
-                                   : fmt::format("stage 2: {} for the best {} that fit: {} configurations", axes_text(space.stage2),
-                                                 finalist_count, stage2_count));
+                                   : fmt::format("stage 2: {} for the best {} that fit (with distinct results): {} configurations",
+                                                 axes_text(space.stage2), finalist_count, stage2_count));
   c.push_back(fmt::format("simulated {} configurations in {:.1f} s with -j {}: {} fit, {} over the limit, {} failed", results.size(), wall,
                           jobs, fit, results.size() - fit - failed, failed));
   const auto top = sweep::ranked(results, limit, kShown);

@@ -4,6 +4,8 @@
 //   rank r -> 0  kResult  chars      the point's results.jsonl line
 // Waiting loops sleep in poll() between MPI_Iprobe calls: OpenMPI's blocking receives spin and
 // would take a core from the workers.
+#include <dlfcn.h>
+#include <fmt/format.h>
 #include <mpi.h>
 #include <unistd.h>
 
@@ -23,9 +25,24 @@ constexpr int kAssign = 2;
 constexpr int kResult = 3;
 constexpr auto kTick = std::chrono::milliseconds(2);
 
+// libsimgrid.so exports an MPI emulator's MPI_Init & co. (SMPI); if it is loaded before the MPI
+// library, MPI calls land there and abort. sim/CMakeLists.txt links libmpi.so first; say so
+// plainly if a build got that wrong rather than crash inside SimGrid.
+void require_real_mpi() {
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<void*>(&MPI_Init), &info) != 0 && info.dli_fname != nullptr &&
+      std::string_view(info.dli_fname).find("simgrid") != std::string_view::npos) {
+    throw RuntimeError(
+        fmt::format("MPI_Init resolves to {} (SimGrid's MPI emulator), not to the MPI library: the shardsim "
+                    "binary must be linked with libmpi before libsimgrid (see sim/CMakeLists.txt)",
+                    info.dli_fname));
+  }
+}
+
 class Session {
  public:
   Session() {
+    require_real_mpi();
     int initialized = 0;
     MPI_Initialized(&initialized);
     if (initialized == 0) MPI_Init(nullptr, nullptr);

@@ -4,7 +4,9 @@
 
 #include <cctype>
 #include <limits>
+#include <optional>
 #include <set>
+#include <variant>
 
 #include "config/yaml_load.hpp"
 #include "core/error.hpp"
@@ -98,29 +100,52 @@ struct Progression {
   }
 };
 
-std::optional<Progression> progression_of(const std::vector<std::int64_t>& v) {
+// The progressions the known values follow: a constant step, a constant integer ratio (up or
+// down). Two values fit both a step and a ratio; the end value then decides (see below).
+std::vector<Progression> progressions_of(const std::vector<std::int64_t>& v) {
   auto all = [&](auto pred) {
     for (std::size_t i = 1; i < v.size(); ++i) {
       if (!pred(v[i - 1], v[i])) return false;
     }
     return true;
   };
+  std::vector<Progression> out;
   const std::int64_t d = v[1] - v[0];
-  if (d != 0 && all([&](std::int64_t a, std::int64_t b) { return b - a == d; })) return Progression{Progression::Kind::step, d};
+  if (d != 0 && all([&](std::int64_t a, std::int64_t b) { return b - a == d; })) out.push_back(Progression{Progression::Kind::step, d});
   if (v[0] != 0 && v[1] % v[0] == 0 && v[1] / v[0] >= 2) {
     const std::int64_t r = v[1] / v[0];
     if (all([&](std::int64_t a, std::int64_t b) { return a != 0 && b % a == 0 && b / a == r; }))
-      return Progression{Progression::Kind::times, r};
+      out.push_back(Progression{Progression::Kind::times, r});
   }
   if (v[1] != 0 && v[0] % v[1] == 0 && v[0] / v[1] >= 2) {
     const std::int64_t r = v[0] / v[1];
     if (all([&](std::int64_t a, std::int64_t b) { return b != 0 && a % b == 0 && a / b == r; }))
-      return Progression{Progression::Kind::divide, r};
+      out.push_back(Progression{Progression::Kind::divide, r});
   }
-  return std::nullopt;
+  return out;
 }
 
-// [1, 2, 4, ..., 128] -> [1, 2, 4, 8, 16, 32, 64, 128]. The end must be a member of the sequence.
+// Continues `known` along `prog` up to `end`; the message says where it missed when it does not
+// reach `end` exactly.
+std::variant<std::vector<std::int64_t>, std::string> continue_to(const std::vector<std::int64_t>& known, const Progression& prog,
+                                                                 std::int64_t end) {
+  std::vector<std::int64_t> seq = known;
+  while (seq.back() != end) {
+    const auto n = prog.next(seq.back());
+    const bool passed = !n || (seq.back() < end ? *n > end : *n < end) || *n == seq.back();
+    if (passed) {
+      return fmt::format("{} is not in the sequence {}, ...: it goes {}{}", end, join_values(known), seq.back(),
+                         n ? fmt::format(", {}", *n) : std::string(" and stops"));
+    }
+    seq.push_back(*n);
+    if (seq.size() > kMaxRangeValues) return fmt::format("the range has more than {} values; expected a smaller end", kMaxRangeValues);
+  }
+  return seq;
+}
+
+// [1, 2, 4, ..., 128] -> [1, 2, 4, 8, 16, 32, 64, 128]. The end must be a member of the sequence;
+// when the values before `...` fit more than one progression that reaches it ([1, 2, ..., 8]),
+// the list is ambiguous and refused.
 std::vector<ConfigNode> expand_ellipsis(const std::vector<ConfigNode>& items, const std::string& key) {
   std::size_t at = items.size();
   for (std::size_t i = 0; i < items.size(); ++i) {
@@ -137,29 +162,32 @@ std::vector<ConfigNode> expand_ellipsis(const std::vector<ConfigNode>& items, co
   std::vector<std::int64_t> known;
   for (std::size_t i = 0; i < at; ++i) known.push_back(scalar_integer(items[i], key, -kLimit, kLimit));
   const std::int64_t end = scalar_integer(items[at + 1], key, -kLimit, kLimit);
-  const auto prog = progression_of(known);
-  if (!prog) {
+  const auto progs = progressions_of(known);
+  if (progs.empty()) {
     throw ConfigError(
         dots.where, key,
         fmt::format("cannot continue {}: expected values with a constant step (1, 3, 5) or ratio (1, 2, 4)", join_values(known)));
   }
-  std::vector<std::int64_t> seq = known;
-  while (seq.back() != end) {
-    const auto n = prog->next(seq.back());
-    const bool passed = !n || (seq.back() < end ? *n > end : *n < end) || *n == seq.back();
-    if (passed) {
-      throw ConfigError(items[at + 1].where, key,
-                        fmt::format("{} is not in the sequence {}, ...: it goes {}{}", end, join_values(known), seq.back(),
-                                    n ? fmt::format(", {}", *n) : std::string(" and stops")));
-    }
-    seq.push_back(*n);
-    if (seq.size() > kMaxRangeValues) {
-      throw ConfigError(items[at + 1].where, key,
-                        fmt::format("the range has more than {} values; expected a smaller end", kMaxRangeValues));
+  std::vector<std::vector<std::int64_t>> reached;
+  std::string miss;
+  for (const auto& p : progs) {
+    auto r = continue_to(known, p, end);
+    if (auto* seq = std::get_if<std::vector<std::int64_t>>(&r)) {
+      reached.push_back(std::move(*seq));
+    } else if (miss.empty()) {
+      miss = std::get<std::string>(r);
     }
   }
+  if (reached.empty()) throw ConfigError(items[at + 1].where, key, miss);
+  if (reached.size() > 1) {
+    throw ConfigError(dots.where, key,
+                      fmt::format("{}, ..., {} could go on by a step or by a ratio; expected a third value, as in [{}, {}, {}, ..., {}]",
+                                  join_values(known), end, reached[0][0], reached[0][1], reached[0][2], end));
+  }
   std::vector<ConfigNode> out(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(at));
-  for (std::size_t i = known.size(); i < seq.size(); ++i) out.push_back(ConfigNode::make_scalar(std::to_string(seq[i]), dots.where));
+  for (std::size_t i = known.size(); i < reached.front().size(); ++i) {
+    out.push_back(ConfigNode::make_scalar(std::to_string(reached.front()[i]), dots.where));
+  }
   return out;
 }
 

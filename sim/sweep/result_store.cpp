@@ -27,7 +27,10 @@ void append_line(int fd, const std::string& line, const std::filesystem::path& f
     if (n <= 0) throw RuntimeError(fmt::format("{}: write failed: {}", file.string(), std::strerror(errno)));
     rest.remove_prefix(static_cast<std::size_t>(n));
   }
-  if (::fdatasync(fd) != 0 && errno != EINVAL) {
+}
+
+void sync_file(int fd, const std::filesystem::path& file) {
+  if (::fdatasync(fd) != 0 && errno != EINVAL) {  // EINVAL: a file system without sync (a pipe, /dev/null)
     throw RuntimeError(fmt::format("{}: cannot flush to disk: {}", file.string(), std::strerror(errno)));
   }
 }
@@ -72,6 +75,11 @@ ResultStream::ResultStream(std::filesystem::path dir, std::vector<std::string> k
 }
 
 ResultStream::~ResultStream() {
+  try {
+    sync();
+  } catch (const RuntimeError&) {
+    // Destructors must not throw; the lines are written, only not known to be on disk.
+  }
   close_files();
   if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the lock
 }
@@ -90,14 +98,26 @@ void ResultStream::open_for_append() {
   };
   jsonl_fd_ = open_append(dir_ / kJsonl);
   csv_fd_ = open_append(dir_ / kCsv);
+  synced_ = std::chrono::steady_clock::now();
 }
 
 void ResultStream::append(const PointResult& r) {
   append_line(jsonl_fd_, jsonl_line(r) + "\n", dir_ / kJsonl);
   append_line(csv_fd_, csv_row(r, keys_), dir_ / kCsv);
+  dirty_ = true;
+  if (std::chrono::steady_clock::now() - synced_ >= kSyncInterval) sync();
+}
+
+void ResultStream::sync() {
+  if (!dirty_ || jsonl_fd_ < 0) return;
+  sync_file(jsonl_fd_, dir_ / kJsonl);
+  sync_file(csv_fd_, dir_ / kCsv);
+  synced_ = std::chrono::steady_clock::now();
+  dirty_ = false;
 }
 
 void ResultStream::rewrite(const std::vector<PointResult>& rows) {
+  sync();
   close_files();  // the appending descriptors would keep writing to the replaced files
   report::write_file_atomic(dir_ / kJsonl, jsonl_text(rows));
   report::write_file_atomic(dir_ / kCsv, csv_text(rows, keys_));

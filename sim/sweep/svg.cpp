@@ -62,7 +62,7 @@ std::string ramp(double t) {
 }
 
 std::string seconds(double s) {
-  return fmt::format("{:.4g} s", s);
+  return fmt::format("{:#.4g} s", s);
 }
 
 std::string gib(double bytes) {

@@ -100,9 +100,25 @@ std::vector<std::size_t> ranked(const std::vector<PointResult>& results, std::op
     if (fits(results[i], limit)) out.push_back(i);
   }
   std::stable_sort(out.begin(), out.end(), [&](std::size_t a, std::size_t b) {
-    return results[a].number("tokens_per_s_per_gpu") > results[b].number("tokens_per_s_per_gpu");
+    const double ta = results[a].number("tokens_per_s_per_gpu"), tb = results[b].number("tokens_per_s_per_gpu");
+    if (ta != tb) return ta > tb;
+    return results[a].number("peak_memory_bytes") < results[b].number("peak_memory_bytes");
   });
   if (out.size() > n) out.resize(n);
+  return out;
+}
+
+std::vector<PointResult> finalists(const std::vector<PointResult>& results, std::optional<double> limit, std::size_t n) {
+  std::vector<PointResult> out;
+  for (std::size_t i : ranked(results, limit, results.size())) {
+    if (out.size() == n) break;
+    const auto& r = results[i];
+    const bool same = std::any_of(out.begin(), out.end(), [&](const PointResult& f) {
+      return f.number("tokens_per_s_per_gpu") == r.number("tokens_per_s_per_gpu") &&
+             f.number("peak_memory_bytes") == r.number("peak_memory_bytes");
+    });
+    if (!same) out.push_back(r);
+  }
   return out;
 }
 
@@ -122,7 +138,7 @@ std::string yaml_snippet(const std::vector<std::string>& assignments, const std:
     node->children.clear();  // a whole value replaces what an earlier key set below it
   }
   std::string out;
-  for (const auto& c : comment) out += "# " + c + "\n";
+  for (const auto& c : comment) out += c.empty() ? "#\n" : "# " + c + "\n";
   root.render(out, 0);
   return out;
 }

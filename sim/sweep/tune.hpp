@@ -47,8 +47,13 @@ struct TuneSpace {
 // limit, within its GPU's memory.
 [[nodiscard]] bool fits(const PointResult& r, std::optional<double> limit);
 
-// Indices of the fitting points by decreasing tokens/s per GPU, ties by position; at most `n`.
+// Indices of the fitting points by decreasing tokens/s per GPU (ties: less peak memory, then
+// position); at most `n`.
 [[nodiscard]] std::vector<std::size_t> ranked(const std::vector<PointResult>& results, std::optional<double> limit, std::size_t n);
+
+// Stage 2's starting points: the best `n` of ranked(), skipping any whose figures (tokens/s and
+// peak memory) equal a better one's, which is the same schedule reached by other settings.
+[[nodiscard]] std::vector<PointResult> finalists(const std::vector<PointResult>& results, std::optional<double> limit, std::size_t n);
 
 // The assignments as a YAML block to paste into a scenario, after `comment` lines ("# ...").
 //   training.micro_batch=2, fsdp.wrap={policy: none}  ->  training:\n  micro_batch: 2\nfsdp:\n  wrap: {policy: none}\n
