@@ -1,4 +1,4 @@
-// shardsim check FILE...      validate scenario and topology files
+// shardsim check FILE...      validate scenario, topology and sweep files
 // shardsim describe [TOPIC]   the settings each file section and each replaceable part accepts
 #include <fmt/format.h>
 
@@ -12,6 +12,8 @@
 #include "core/param_spec.hpp"
 #include "fsdp/wrap_policy.hpp"
 #include "model/transformer.hpp"
+#include "sweep/driver.hpp"
+#include "sweep/sweep_file.hpp"
 
 namespace shardsim::cli {
 
@@ -27,12 +29,16 @@ int cmd_check(std::span<const std::string> argv) {
         const Prepared p = prepare(f, {});
         std::cout << fmt::format("ok: {} (scenario: {} GPUs, {} units, {} ops)\n", f, p.graph.info.world_size, p.plan.units.size(),
                                  p.graph.size());
+      } else if (sweep::is_sweep_file(root)) {
+        const auto sf = sweep::load_sweep_file(f);
+        sweep::check_axes(sf.scenario, sf.sets, sf.axes);
+        std::cout << fmt::format("ok: {} (sweep: {} points of {})\n", f, sweep::grid_size(sf.axes), sf.scenario.string());
       } else if (root.is_map() && (root.find("gpu") != nullptr || root.find("node") != nullptr)) {
         const auto t = config::load_topology(f, ConfigNode{}, "");
         std::cout << fmt::format("ok: {} (topology: {} x {})\n", f, t.node.gpus, t.gpu.model);
       } else {
         throw ConfigError(root.where.line > 0 ? root.where : Location{f, 0, 0}, "",
-                          "not a scenario (has cluster:) or a topology (has gpu: and node:)");
+                          "not a scenario (has cluster:), a topology (has gpu: and node:) or a sweep (has scenario:)");
       }
     } catch (const ConfigError& e) {
       std::cerr << e.what() << "\n";
@@ -62,12 +68,15 @@ int cmd_describe(std::span<const std::string> argv) {
       std::cout << fmt::format("  {:<26} {:>7} {:>7} {:>6} {:>4} {:>7} {:>8} {:>18L}\n", s.name, model::to_string(s.arch), s.layers,
                                s.hidden, s.kv_heads, s.ffn_hidden, s.vocab, m.total_params());
     }
+  } else if (topic == "sweep") {
+    std::cout << render_schema(sweep::sweep_file_schema()) << "\n";
   } else {
     std::cout << "shardsim describe TOPIC, where TOPIC is one of:\n"
                  "  scenario   keys of a scenario file\n"
                  "  topology   keys of a topology file\n"
                  "  wrap       wrap policies and their settings\n"
-                 "  models     built-in model presets\n";
+                 "  models     built-in model presets\n"
+                 "  sweep      keys of a sweep file (shardsim sweep SWEEP.yaml)\n";
     return topic.empty() ? 0 : 2;
   }
   return 0;

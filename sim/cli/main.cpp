@@ -19,7 +19,7 @@ constexpr const char* kUsage =
     "  sweep SCENARIO|SWEEP.yaml --grid KEY=V1,V2,... [--grid ...] [-j N] [--shard I/N] --out DIR\n"
     "  tune SCENARIO [--memory-limit 70GiB] [-j N] [--out DIR]\n"
     "  check FILE...\n"
-    "  describe [scenario | topology | wrap | models]\n";
+    "  describe [scenario | topology | wrap | models | sweep]\n";
 
 }  // namespace
 
