@@ -36,18 +36,10 @@ Args sweep_args() {
   return a;
 }
 
-}  // namespace
-
-int cmd_sweep(std::span<const std::string> argv) {
-  Args args = sweep_args();
-  args.parse(argv);
-  if (args.positional().size() != 1) throw UsageError("sweep expects one scenario or sweep file\n" + args.help());
-  const auto out = args.get("--out");
-  if (!out) throw UsageError("sweep needs --out DIR for its results\n" + args.help());
-
+// The scenario, common overrides and axes: from a sweep file and/or the options.
+sweep::SweepSpec spec_from(const Args& args, std::vector<sweep::Axis>& axes) {
   const std::filesystem::path file = args.positional().front();
   sweep::SweepSpec spec;
-  std::vector<sweep::Axis> axes;
   if (sweep::is_sweep_file(config::load_yaml_file(file))) {
     auto sf = sweep::load_sweep_file(file);
     spec.scenario = sf.scenario;
@@ -60,32 +52,10 @@ int cmd_sweep(std::span<const std::string> argv) {
   for (const auto& g : args.all("--grid")) axes.push_back(sweep::parse_grid_option(g));
   if (!args.all("--zip").empty()) axes.push_back(sweep::parse_zip_options(args.all("--zip")));
   if (axes.empty()) throw UsageError("sweep needs at least one --grid KEY=V1,V2,... (or a sweep file with grid:)\n" + args.help());
-  sweep::check_axes(spec.scenario, spec.sets, axes);
-  spec.dimensions = sweep::dimensions_of(axes);
-  spec.points = sweep::expand(axes);
-  if (auto s = args.get("--shard")) spec.shard = sweep::parse_shard(*s);
-  spec.out = *out;
-  spec.retry_failed = args.has("--retry-failed");
+  return spec;
+}
 
-  const bool mpi = sweep::started_by_mpi();
-  const int jobs = parse_jobs(args.get("-j"), sweep::available_cpus() / (mpi ? sweep::local_ranks() : 1));
-  const auto fn = simulate_point_function(spec.scenario, spec.sets);
-  const bool terminal = ::isatty(STDERR_FILENO) != 0;
-  sweep::SweepOutcome outcome;
-  std::string how = fmt::format("-j {}", jobs);
-  if (mpi) {
-    sweep::Progress progress(stderr, terminal, fmt::format("MPI ranks x -j {}", jobs));
-    auto run = sweep::run_sweep_mpi(spec, jobs, fn, &progress);
-    if (!run) return 0;  // not rank 0: rank 0 reports
-    outcome = std::move(run->outcome);
-    how =
-        fmt::format("{} MPI ranks x -j {} (points per rank: {})", run->points_per_rank.size(), jobs, fmt::join(run->points_per_rank, ", "));
-  } else {
-    sweep::Progress progress(stderr, terminal, how);
-    sweep::WorkerPool pool(jobs, fn);
-    outcome = sweep::run_sweep(spec, pool, &progress);
-  }
-
+void print_summary(const sweep::SweepSpec& spec, const sweep::SweepOutcome& outcome, const std::string& how) {
   std::size_t fit = 0, oom = 0;
   for (const auto& r : outcome.results) {
     fit += r.fits() ? 1 : 0;
@@ -99,16 +69,53 @@ int cmd_sweep(std::span<const std::string> argv) {
   for (const auto& r : outcome.results) {
     if (!r.ok() && shown++ < kFailuresShown) std::cout << "  failed: " << sweep::describe_result(r) << "\n";
   }
-  if (outcome.failed() > kFailuresShown)
+  if (outcome.failed() > kFailuresShown) {
     std::cout << fmt::format("  ... {} more failed points in results.csv\n", outcome.failed() - kFailuresShown);
+  }
   if (const auto best = sweep::best_points(outcome.results, 1); !best.empty()) {
     std::cout << "best: " << sweep::describe_result(outcome.results[best.front()]) << "\n";
   }
   const auto dir = spec.shard.whole() ? *spec.out : *spec.out / spec.shard.dir_name();
   std::string files = "results.csv, results.jsonl";
-  if (spec.shard.whole())
+  if (spec.shard.whole()) {
     files += std::filesystem::exists(dir / "heatmap.svg") ? ", heatmap.svg, pareto.svg, index.html" : ", pareto.svg, index.html";
+  }
   std::cout << fmt::format("wrote {}/{{{}}}\n", dir.string(), files);
+}
+
+}  // namespace
+
+int cmd_sweep(std::span<const std::string> argv) {
+  Args args = sweep_args();
+  args.parse(argv);
+  if (args.positional().size() != 1) throw UsageError("sweep expects one scenario or sweep file\n" + args.help());
+  const auto out = args.get("--out");
+  if (!out) throw UsageError("sweep needs --out DIR for its results\n" + args.help());
+  std::vector<sweep::Axis> axes;
+  sweep::SweepSpec spec = spec_from(args, axes);
+  sweep::check_axes(spec.scenario, spec.sets, axes);
+  spec.dimensions = sweep::dimensions_of(axes);
+  spec.points = sweep::expand(axes);
+  if (auto s = args.get("--shard")) spec.shard = sweep::parse_shard(*s);
+  spec.out = *out;
+  spec.retry_failed = args.has("--retry-failed");
+
+  const bool mpi = sweep::started_by_mpi();
+  const int jobs = parse_jobs(args.get("-j"), sweep::available_cpus() / (mpi ? sweep::local_ranks() : 1));
+  const auto fn = simulate_point_function(spec.scenario, spec.sets);
+  const bool terminal = ::isatty(STDERR_FILENO) != 0;
+  if (mpi) {
+    sweep::Progress progress(stderr, terminal, fmt::format("MPI ranks x -j {}", jobs));
+    const auto run = sweep::run_sweep_mpi(spec, jobs, fn, &progress);
+    if (!run) return 0;  // not rank 0: rank 0 reports
+    print_summary(spec, run->outcome,
+                  fmt::format("{} MPI ranks x -j {} (points per rank: {})", run->points_per_rank.size(), jobs,
+                              fmt::join(run->points_per_rank, ", ")));
+    return 0;
+  }
+  sweep::Progress progress(stderr, terminal, fmt::format("-j {}", jobs));
+  sweep::WorkerPool pool(jobs, fn);
+  print_summary(spec, sweep::run_sweep(spec, pool, &progress), fmt::format("-j {}", jobs));
   return 0;
 }
 

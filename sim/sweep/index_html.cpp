@@ -60,7 +60,8 @@ std::string index_html(const SweepSpec& spec, const std::vector<PointResult>& re
     }
     out += "</table>\n";
     std::string sets_best;
-    for (const auto& a : results[best.front()].assignments) sets_best += fmt::format(" --set {}", a);
+    for (const auto& a : spec.sets) sets_best += fmt::format(" --set '{}'", a);
+    for (const auto& a : results[best.front()].assignments) sets_best += fmt::format(" --set '{}'", a);
     if (!sets_best.empty())
       out += fmt::format("<p>Best: <code>shardsim run {}{}</code></p>\n", escape(spec.scenario.string()), escape(sets_best));
   }

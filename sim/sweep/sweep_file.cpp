@@ -64,6 +64,8 @@ SweepFile load_sweep_file(const std::filesystem::path& file) {
   Reader r(root, "", kSweepSchema);
   SweepFile out;
   out.scenario = r.file_path("scenario");
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(out.scenario, ec)) r.fail("scenario", fmt::format("no such file: {}", out.scenario.string()));
   if (r.has("description")) (void)r.text("description");
   if (const ConfigNode* set = r.node("set")) {
     require_map(*set, "set", "{cluster.nodes: 8}");

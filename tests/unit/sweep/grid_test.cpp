@@ -114,6 +114,7 @@ TEST_CASE("a key swept twice or a value listed twice or a malformed --grid is a 
 }
 
 TEST_CASE("a sweep file gives the scenario and common overrides and a product grid with ranges and zipped groups") {
+  const test::TempFile scenario_file("scenario.yaml", "name: stand-in\n");
   const test::TempFile f("sweep.yaml",
                          "scenario: scenario.yaml\n"
                          "set: {cluster.nodes: 2, fsdp.wrap: {policy: module}}\n"
@@ -139,6 +140,9 @@ TEST_CASE("sweep file mistakes are reported at their file:line:col") {
                          "scenario: scenario.yaml\n"
                          "grid:\n"
                          "  cluster.nodes: 4\n");
+  CHECK(error_of([&] { (void)sweep::load_sweep_file(f.path()); }) ==
+        f.str() + ":1:11: error: scenario: no such file: " + (f.path().parent_path() / "scenario.yaml").string());
+  const test::TempFile scenario_file("scenario.yaml", "name: stand-in\n");
   CHECK(error_of([&] { (void)sweep::load_sweep_file(f.path()); }) ==
         f.str() + ":3:18: error: cluster.nodes: expected a list of values such as [pre, post, none]; got \"4\"");
   const test::TempFile g("typo_sweep.yaml", "scenario: scenario.yaml\ngird: {cluster.nodes: [1, 2]}\n");

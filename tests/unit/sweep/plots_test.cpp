@@ -122,6 +122,6 @@ TEST_CASE("index.html lists the best settings by tokens/s and the failed points 
   CHECK(d != std::string::npos);
   CHECK(b != std::string::npos);
   CHECK(d < b);
-  CHECK(html.find("shardsim run scenarios/x.yaml --set k=D") != std::string::npos);
+  CHECK(html.find("shardsim run scenarios/x.yaml --set &#39;k=D&#39;") != std::string::npos);
   CHECK(html.find("error: failed &lt;badly&gt; &amp; loudly") != std::string::npos);
 }
