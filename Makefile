@@ -7,7 +7,7 @@ PRESET ?= release
 BUILD := build/$(PRESET)
 SCENARIO ?= scenarios/llama3.1-8b_8xh100.yaml
 
-.PHONY: all setup build run test bench dev-test clean
+.PHONY: all setup build run test bench validate dev-test clean
 
 all: build
 
@@ -28,6 +28,11 @@ test: build
 
 bench: build
 	$(BUILD)/tests/bench/shardsim_bench
+	$(BUILD)/tests/bench/shardsim_validate
+
+# Predictions against published runs and the qualitative effects they report.
+validate: build
+	$(BUILD)/tests/bench/shardsim_validate
 
 # The sanitizer build (ASan + UBSan) and its test run.
 dev-test:

@@ -119,7 +119,8 @@ std::vector<std::string> searched(const Options& o, const config::ScenarioConfig
   }
   std::vector<std::string> c;
   c.push_back(fmt::format("shardsim tune: {} ({} GPUs), memory limit {}", base.name, base.world_size(), limit_text));
-  if (!o.limit) c.push_back("(peak memory is allocated memory; PyTorch reserves more: leave headroom with --memory-limit)");
+  if (!o.limit)
+    c.push_back("(peak memory is the modelled reserved memory; leave headroom for what the model leaves out with --memory-limit)");
   c.push_back(fmt::format("stage 1: {} = {} configurations, and the scenario as written", axes_text(space.stage1), s.stage1 - 1));
   c.push_back(space.stage2.empty() ? "stage 2: none (FSDP2 has no backward_prefetch or limit_all_gathers setting to tune)"
                                    : fmt::format("stage 2: {} for the best {} that fit (with distinct results): {} configurations",

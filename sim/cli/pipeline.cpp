@@ -10,8 +10,10 @@ namespace shardsim::cli {
 Prepared prepare(const std::filesystem::path& scenario_file, std::span<const std::string> assignments) {
   Prepared p;
   p.scenario = config::load_scenario(scenario_file, assignments);
-  if (p.scenario.fsdp.cpu_offload) {
-    throw ConfigError(p.scenario.fsdp.where, "fsdp.cpu_offload", "CPU offload is not modelled yet; expected false");
+  if (p.scenario.fsdp.cpu_offload && p.scenario.training.grad_accum > 1 && !p.scenario.training.no_sync) {
+    // FSDP1 asserts this (fsdp-semantics.md section 5).
+    throw ConfigError(p.scenario.fsdp.where, "fsdp.cpu_offload",
+                      "gradient accumulation with CPU offload needs training.no_sync: true (PyTorch does not support it otherwise)");
   }
   const auto spec = model::resolve_spec(p.scenario.model);
   const auto& mp = p.scenario.fsdp.mixed_precision;
@@ -26,12 +28,18 @@ Prepared prepare(const std::filesystem::path& scenario_file, std::span<const std
 
 Outcome simulate(const Prepared& p) {
   const auto& topo = p.scenario.cluster.topology;
-  const engine::RooflineModel compute(topo.gpu, p.plan.param_bytes < 4);
+  const engine::RooflineModel compute(topo, p.plan.param_bytes < 4);
   const engine::RingAlgorithm ring;
-  const engine::SimulationInput input{p.graph, topo, static_cast<int>(p.scenario.cluster.nodes),
-                                      compute, ring, p.scenario.simulation.flows};
+  const engine::SimulationInput input{p.graph,
+                                      topo,
+                                      static_cast<int>(p.scenario.cluster.nodes),
+                                      compute,
+                                      ring,
+                                      p.scenario.simulation.flows,
+                                      p.scenario.simulation.mode,
+                                      p.scenario.stragglers};
   Outcome out{engine::simulate(input), {}};
-  out.summary = report::summarize({p.scenario, p.model, p.graph, out.result.timeline});
+  out.summary = report::summarize({p.scenario, p.model, p.graph, out.result.timeline, &out.result.waited, &out.result.caused});
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "config/overrides.hpp"
+#include "config/sections.hpp"
 #include "config/yaml_load.hpp"
 #include "core/reader.hpp"
 
@@ -20,6 +21,7 @@ constexpr std::array kScenarioParams{
     ParamSpec{"training", "mapping", "", "batch, sequence, optimizer, checkpointing (see training)"},
     ParamSpec{"fsdp", "mapping", "{}", "FSDP settings (see fsdp)"},
     ParamSpec{"simulation", "mapping", "{}", "how the simulation runs (see simulation)"},
+    ParamSpec{"stragglers", "mapping", "{}", "slow GPUs, degraded links, jitter (see stragglers)"},
 };
 constexpr std::array kClusterParams{
     ParamSpec{"topology", "file path", "", "topology YAML, relative to this file"},
@@ -43,28 +45,19 @@ constexpr std::array kTrainingParams{
     ParamSpec{"seq_len", "integer >= 1", "", "tokens per sequence"},
     ParamSpec{"micro_batch", "integer >= 1", "1", "sequences per GPU per micro-step"},
     ParamSpec{"grad_accum", "integer >= 1", "1", "micro-steps per optimizer step"},
+    ParamSpec{"no_sync", "bool", "false", "with grad_accum: keep unsharded gradients and reduce only on the last micro-step"},
     ParamSpec{"optimizer", "adamw | adam | sgd", "adamw", "optimizer (state bytes per parameter, step cost)"},
-    ParamSpec{"activation_checkpointing", "none | selective | full", "none", "what the forward keeps for backward"},
+    ParamSpec{"activation_checkpointing", "none | selective | full | blocks", "none",
+              "what the forward keeps for backward: selective = per-op (torchtitan), blocks = every k-th block in full"},
+    ParamSpec{"checkpoint_every", "integer >= 1", "2", "with activation_checkpointing: blocks, checkpoint blocks 0, k, 2k, ..."},
     ParamSpec{"dtype", "fp32 | bf16", "fp32", "storage type of parameters, gradients and optimizer state; bf16 is pure-bf16 training"},
 };
-constexpr std::array kFsdpParams{
-    ParamSpec{"version", "1 | 2", "2", "1 = FullyShardedDataParallel, 2 = fully_shard"},
-    ParamSpec{"sharding", "full_shard | shard_grad_op | no_shard | hybrid_shard | hybrid_shard_zero2", "full_shard", "sharding strategy"},
-    ParamSpec{"wrap", "mapping {policy: ...}", "{policy: module}", "how the model is cut into units (shardsim describe wrap)"},
-    ParamSpec{"backward_prefetch", "pre | post | none", "pre", "when the next unit's all-gather is issued in backward"},
-    ParamSpec{"forward_prefetch", "bool", "false", "issue the next unit's all-gather before this unit's forward"},
-    ParamSpec{"limit_all_gathers", "bool", "true", "FSDP1 rate limiter: the CPU waits before issuing more all-gathers"},
-    ParamSpec{"max_inflight_all_gathers", "integer >= 1", "2",
-              "FSDP1 limiter depth (_max_num_inflight_all_gathers, \"empirically chosen\" 2)"},
-    ParamSpec{"mixed_precision", "mapping {param, reduce} or none", "none", "dtypes of all-gathered parameters and of gradient reduction"},
-    ParamSpec{"cpu_offload", "bool", "false", "keep parameter shards and optimizer on the CPU"},
-};
-constexpr std::array kMixedPrecisionParams{
-    ParamSpec{"param", "fp32 | bf16 | fp16", "bf16", "dtype of unsharded parameters and compute"},
-    ParamSpec{"reduce", "fp32 | bf16 | fp16", "-", "dtype of gradient reduction (default: param)"},
-};
 constexpr std::array kSimulationParams{
-    ParamSpec{"steps", "integer 1..100", "1", "training steps simulated back to back; the last is reported"},
+    ParamSpec{"steps", "auto | integer 1..100", "auto",
+              "training steps simulated back to back, the last reported; auto = 2 where the first step differs (FSDP1 forward "
+              "prefetch, ZeRO-3's recorded trace), else 1"},
+    ParamSpec{"mode", "auto | full | symmetric", "auto",
+              "full simulates every rank; symmetric one representative (every rank alike); auto: symmetric from 512 GPUs when valid"},
     ParamSpec{"flows", "path | edge", "path",
               "a collective's ring as one SimGrid flow per path (O(1)) or one per ring edge (O(n), for cross-checks)"},
 };
@@ -73,29 +66,55 @@ constexpr Schema kScenarioSchema{"scenario", "one simulated training job", kScen
 constexpr Schema kClusterSchema{"cluster", "which cluster and how many nodes", kClusterParams};
 constexpr Schema kModelSchema{"model", "the model: a preset, an HF config or explicit fields", kModelParams};
 constexpr Schema kTrainingSchema{"training", "the training loop", kTrainingParams};
-constexpr Schema kFsdpSchema{"fsdp", "FSDP settings (PyTorch names)", kFsdpParams};
-constexpr Schema kMixedPrecisionSchema{"fsdp.mixed_precision", "FSDP MixedPrecision", kMixedPrecisionParams};
 constexpr Schema kSimulationSchema{"simulation", "how the simulation runs", kSimulationParams};
+constexpr std::array kStragglerParams{
+    ParamSpec{"slow_gpus", "list of {rank, factor}", "[]", "ranks whose compute takes factor times as long"},
+    ParamSpec{"degraded_links", "list of {rank, link: nvlink | nic, factor}", "[]", "links that keep factor of their bandwidth"},
+    ParamSpec{"jitter", "number >= 0", "0", "sigma of a log-normal factor on every compute op's duration"},
+    ParamSpec{"seed", "integer >= 0", "1", "seed of the jitter (same seed, same result)"},
+};
+constexpr Schema kStragglerSchema{"stragglers", "ranks that do not behave like the others", kStragglerParams};
+constexpr std::array kSlowGpuParams{
+    ParamSpec{"rank", "integer >= 0", "", "the GPU"},
+    ParamSpec{"factor", "number >= 1", "", "its compute takes this many times as long"},
+};
+constexpr Schema kSlowGpuSchema{"stragglers.slow_gpus[]", "a slow GPU", kSlowGpuParams};
+constexpr std::array kDegradedLinkParams{
+    ParamSpec{"rank", "integer >= 0", "", "the GPU whose link is degraded"},
+    ParamSpec{"link", "nvlink | nic", "nic", "which of its links"},
+    ParamSpec{"factor", "number in (0, 1]", "", "fraction of the bandwidth it keeps"},
+};
+constexpr Schema kDegradedLinkSchema{"stragglers.degraded_links[]", "a degraded link", kDegradedLinkParams};
 
-constexpr std::array<std::string_view, 3> kDTypeNames{"fp32", "bf16", "fp16"};
-constexpr std::array<std::string_view, 3> kOptimizerNames{"adamw", "adam", "sgd"};
-constexpr std::array<std::string_view, 3> kAcNames{"none", "selective", "full"};
-constexpr std::array<std::string_view, 5> kShardingNames{"full_shard", "shard_grad_op", "no_shard", "hybrid_shard", "hybrid_shard_zero2"};
-constexpr std::array<std::string_view, 3> kPrefetchNames{"pre", "post", "none"};
-
-template <class E, std::size_t N>
-E pick(const Reader& r, std::string_view key, const std::array<std::string_view, N>& names) {
-  const std::string v = r.choice(key, names);
-  for (std::size_t i = 0; i < N; ++i) {
-    if (names[i] == v) return static_cast<E>(i);
+template <class T, class F>
+std::vector<T> read_list(const Reader& r, std::string_view key, const Schema& schema, F read_item) {
+  std::vector<T> out;
+  const ConfigNode* n = r.node(key);
+  if (n == nullptr) return out;
+  if (!n->is_sequence()) r.fail(key, fmt::format("expected a list of {{...}} entries; got {}", n->describe()));
+  for (std::size_t i = 0; i < n->items.size(); ++i) {
+    Reader item(n->items[i], fmt::format("{}[{}]", r.path_of(key), i), schema);
+    out.push_back(read_item(item));
+    item.finish();
   }
-  return static_cast<E>(0);
+  return out;
 }
 
-const ConfigNode& section(const Reader& r, std::string_view key, ConfigNode& scratch) {
-  if (const ConfigNode* n = r.node(key)) return *n;
-  scratch = ConfigNode::make_map(r.where(key));
-  return scratch;
+Stragglers read_stragglers(const Reader& top, std::int64_t world) {
+  ConfigNode scratch;
+  Reader r(section(top, "stragglers", scratch), "stragglers", kStragglerSchema);
+  Stragglers s;
+  s.slow_gpus = read_list<SlowGpu>(r, "slow_gpus", kSlowGpuSchema, [&](const Reader& item) {
+    return SlowGpu{item.integer("rank", 0, world - 1), item.number("factor", 1.0, 1e6)};
+  });
+  constexpr std::array<std::string_view, 2> kLinks{"nvlink", "nic"};
+  s.degraded_links = read_list<DegradedLink>(r, "degraded_links", kDegradedLinkSchema, [&](const Reader& item) {
+    return DegradedLink{item.integer("rank", 0, world - 1), pick<LinkKind>(item, "link", kLinks), item.number("factor", 1e-6, 1.0)};
+  });
+  s.jitter = r.number("jitter", 0.0, 10.0);
+  s.seed = static_cast<std::uint64_t>(r.integer("seed", 0, std::numeric_limits<std::int64_t>::max()));
+  r.finish();
+  return s;
 }
 
 template <class T>
@@ -135,58 +154,14 @@ TrainingConfig read_training(const Reader& top) {
   t.seq_len = r.integer("seq_len", 1, 1 << 24);
   t.micro_batch = r.integer("micro_batch", 1, 1 << 20);
   t.grad_accum = r.integer("grad_accum", 1, 1 << 16);
+  t.no_sync = r.boolean("no_sync");
   t.optimizer = pick<Optimizer>(r, "optimizer", kOptimizerNames);
   t.activation_checkpointing = pick<ActivationCheckpointing>(r, "activation_checkpointing", kAcNames);
+  t.checkpoint_every = static_cast<int>(r.integer("checkpoint_every", 1, 1 << 20));
   t.dtype = pick<DType>(r, "dtype", kDTypeNames);
   if (t.dtype == DType::fp16) r.fail("dtype", "expected fp32 or bf16 (pure fp16 training is not modelled)");
   r.finish();
   return t;
-}
-
-MixedPrecision read_mixed_precision(const Reader& fsdp) {
-  MixedPrecision mp;
-  const ConfigNode* node = fsdp.node("mixed_precision");
-  if (node == nullptr) return mp;
-  if (node->is_scalar() && (node->scalar == "none" || node->scalar == "false")) return mp;
-  Reader r(*node, "fsdp.mixed_precision", kMixedPrecisionSchema);
-  mp.enabled = true;
-  mp.param = pick<DType>(r, "param", kDTypeNames);
-  mp.reduce = r.has("reduce") ? pick<DType>(r, "reduce", kDTypeNames) : mp.param;
-  r.finish();
-  return mp;
-}
-
-FsdpConfig read_fsdp(const Reader& top) {
-  ConfigNode scratch;
-  Reader r(section(top, "fsdp", scratch), "fsdp", kFsdpSchema);
-  FsdpConfig f;
-  f.where = r.where("cpu_offload");
-  f.version = static_cast<int>(r.integer("version", 1, 2));
-  f.sharding = pick<Sharding>(r, "sharding", kShardingNames);
-  if (const ConfigNode* w = r.node("wrap")) {
-    if (w->is_scalar()) {
-      f.wrap = Choice{w->scalar, "fsdp.wrap", w->where, ConfigNode{}};
-    } else if (w->is_map()) {
-      const ConfigNode* policy = w->find("policy");
-      if (policy == nullptr || !policy->is_scalar()) {
-        throw ConfigError(policy != nullptr ? policy->where : w->where, "fsdp.wrap.policy",
-                          "missing required key (expected module, size or none)");
-      }
-      f.wrap = Choice{policy->scalar, "fsdp.wrap", policy->where, *w};
-    } else {
-      throw ConfigError(w->where, "fsdp.wrap", fmt::format("expected a mapping such as {{policy: module}}; got {}", w->describe()));
-    }
-  } else {
-    f.wrap = Choice{"module", "fsdp.wrap", r.where("wrap"), ConfigNode{}};
-  }
-  f.backward_prefetch = pick<BackwardPrefetch>(r, "backward_prefetch", kPrefetchNames);
-  f.forward_prefetch = r.boolean("forward_prefetch");
-  f.limit_all_gathers = r.boolean("limit_all_gathers");
-  f.max_inflight_all_gathers = static_cast<int>(r.integer("max_inflight_all_gathers", 1, 1024));
-  f.mixed_precision = read_mixed_precision(r);
-  f.cpu_offload = r.boolean("cpu_offload");
-  r.finish();
-  return f;
 }
 
 }  // namespace
@@ -251,10 +226,19 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
   {
     ConfigNode scratch;
     Reader sim(section(top, "simulation", scratch), "simulation", kSimulationSchema);
-    s.simulation.steps = static_cast<int>(sim.integer("steps", 1, 100));
+    const ConfigNode* steps = sim.node("steps");
+    s.simulation.steps =
+        (steps == nullptr || (steps->is_scalar() && steps->scalar == "auto")) ? 0 : static_cast<int>(sim.integer("steps", 1, 100));
     constexpr std::array<std::string_view, 2> kFlowNames{"path", "edge"};
     s.simulation.flows = pick<FlowGranularity>(sim, "flows", kFlowNames);
+    constexpr std::array<std::string_view, 3> kModeNames{"auto", "full", "symmetric"};
+    s.simulation.mode = pick<SimulationMode>(sim, "mode", kModeNames);
     sim.finish();
+  }
+  s.stragglers = read_stragglers(top, s.world_size());
+  if (s.simulation.mode == SimulationMode::symmetric && s.stragglers.any()) {
+    throw ConfigError(top.where("stragglers"), "simulation.mode",
+                      "symmetric simulates one representative rank, but stragglers make ranks differ; expected full or auto");
   }
   top.finish();
 
@@ -267,7 +251,11 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
 }
 
 std::vector<Schema> scenario_schemas() {
-  return {kScenarioSchema, kClusterSchema, kModelSchema, kTrainingSchema, kFsdpSchema, kMixedPrecisionSchema, kSimulationSchema};
+  std::vector<Schema> out{kScenarioSchema, kClusterSchema, kModelSchema, kTrainingSchema};
+  for (const auto& sc : fsdp_schemas()) out.push_back(sc);
+  out.push_back(kSimulationSchema);
+  for (const auto& sc : {kStragglerSchema, kSlowGpuSchema, kDegradedLinkSchema}) out.push_back(sc);
+  return out;
 }
 
 }  // namespace shardsim::config

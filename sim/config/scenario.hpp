@@ -17,8 +17,11 @@ namespace shardsim::config {
 
 enum class DType { fp32, bf16, fp16 };
 enum class Optimizer { adamw, adam, sgd };
-enum class ActivationCheckpointing { none, selective, full };
-enum class Sharding { full_shard, shard_grad_op, no_shard, hybrid_shard, hybrid_shard_zero2 };
+// selective: torchtitan's per-op SAC; blocks: full checkpointing of every k-th block only
+// (torchtitan selective_ac_option "k", fms-fsdp selective_checkpointing).
+enum class ActivationCheckpointing { none, selective, full, blocks };
+enum class Sharding { full_shard, shard_grad_op, no_shard, hybrid_shard, hybrid_shard_zero2, zero3 };
+enum class HookOrder { post_first, pre_first };
 enum class BackwardPrefetch { pre, post, none };
 
 [[nodiscard]] int dtype_bytes(DType t);
@@ -49,8 +52,10 @@ struct TrainingConfig {
   std::int64_t seq_len = 0;
   std::int64_t micro_batch = 1;
   std::int64_t grad_accum = 1;
+  bool no_sync = false;  // accumulate unsharded gradients without reducing until the last micro-step
   Optimizer optimizer = Optimizer::adamw;
   ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::none;
+  int checkpoint_every = 2;   // with blocks: checkpoint blocks 0, k, 2k, ...
   DType dtype = DType::fp32;  // how parameters, gradients and optimizer state are stored
 };
 
@@ -60,16 +65,33 @@ struct MixedPrecision {
   DType reduce = DType::fp32;  // reduce-scatter / all-reduce of gradients
 };
 
+// DeepSpeed ZeRO-3 knobs, in numel as DeepSpeed counts them.
+struct Zero3Config {
+  std::int64_t prefetch_bucket_size = 50'000'000;
+  std::int64_t max_live_parameters = 1'000'000'000;
+  std::int64_t max_reuse_distance = 1'000'000'000;
+  std::int64_t param_persistence_threshold = 100'000;
+  std::int64_t reduce_bucket_size = 500'000'000;
+  bool overlap_comm = true;
+};
+
 struct FsdpConfig {
   int version = 2;
   Sharding sharding = Sharding::full_shard;
-  Choice wrap;  // module | size | none, checked by the fsdp layer
-  BackwardPrefetch backward_prefetch = BackwardPrefetch::pre;
-  bool forward_prefetch = false;
+  Choice wrap;                                                 // module | size | none, checked by the fsdp layer
+  BackwardPrefetch backward_prefetch = BackwardPrefetch::pre;  // FSDP1
+  int backward_prefetch_depth = 1;                             // FSDP2
+  int forward_prefetch = 0;                                    // units prefetched ahead in forward
   bool limit_all_gathers = true;
   int max_inflight_all_gathers = 2;  // FSDP1's _max_num_inflight_all_gathers
+  // FSDP2: 1 (true) frees after forward, 0 (false) keeps, d > 1 keeps a 1/d shard; absent: by sharding.
+  std::optional<Located<int>> reshard_after_forward;
+  bool keep_last_unit_unsharded = false;
+  HookOrder backward_hook_order = HookOrder::post_first;
+  Bytes bucket_size = Bytes(25e6);  // no_shard: DDP bucket_cap_mb
   MixedPrecision mixed_precision;
   bool cpu_offload = false;
+  Zero3Config zero3;
   Location where;  // of the fsdp section, for settings checked after loading
 };
 
@@ -80,10 +102,33 @@ struct ClusterConfig {
 };
 
 enum class FlowGranularity { path, edge };
+// full: every rank is simulated. symmetric: one representative rank, valid when every rank does
+// the same (no stragglers); auto: symmetric from 512 GPUs when valid, else full.
+enum class SimulationMode { automatic, full, symmetric };
 
 struct SimulationConfig {
-  int steps = 1;  // training steps simulated back to back; the last one is reported
+  int steps = 0;  // training steps simulated back to back, the last one reported; 0 = auto
   FlowGranularity flows = FlowGranularity::path;
+  SimulationMode mode = SimulationMode::automatic;
+};
+
+// Ranks that do not behave like the others.
+struct SlowGpu {
+  std::int64_t rank = 0;
+  double factor = 1;  // compute takes `factor` times as long
+};
+enum class LinkKind { nvlink, nic };
+struct DegradedLink {
+  std::int64_t rank = 0;
+  LinkKind link = LinkKind::nic;
+  double factor = 1;  // the link keeps `factor` of its bandwidth
+};
+struct Stragglers {
+  std::vector<SlowGpu> slow_gpus;
+  std::vector<DegradedLink> degraded_links;
+  double jitter = 0;       // compute durations x exp(jitter x N(0, 1)), per op and rank
+  std::uint64_t seed = 1;  // of the jitter
+  [[nodiscard]] bool any() const { return !slow_gpus.empty() || !degraded_links.empty() || jitter > 0; }
 };
 
 struct ScenarioConfig {
@@ -94,6 +139,7 @@ struct ScenarioConfig {
   TrainingConfig training;
   FsdpConfig fsdp;
   SimulationConfig simulation;
+  Stragglers stragglers;
 
   [[nodiscard]] std::int64_t world_size() const { return cluster.nodes * cluster.topology.node.gpus; }
 };

@@ -24,6 +24,8 @@ constexpr std::array kGpuParams{
     ParamSpec{"hbm_bandwidth", "bandwidth", "", "peak device-memory bandwidth"},
     ParamSpec{"efficiency", "mapping", "{}", "achievable fractions of peak (see gpu.efficiency)"},
     ParamSpec{"kernel_launch", "duration", "4us", "fixed cost of each kernel (launch and tail)"},
+    ParamSpec{"comm_interference", "fraction [0, 1)", "0.1",
+              "compute throughput lost while a collective runs (NCCL's SMs and HBM traffic)"},
 };
 constexpr std::array kPeakParams{
     ParamSpec{"bf16", "compute rate", "", "dense bf16 tensor-core peak"},
@@ -117,6 +119,7 @@ GpuSpec read_gpu(const Reader& top) {
     e.finish();
   }
   g.kernel_launch = Seconds(r.quantity("kernel_launch", Dimension::seconds));
+  g.comm_interference = r.number("comm_interference", 0.0, 0.9);
   r.finish();
   return g;
 }

@@ -29,6 +29,9 @@ struct GpuSpec {
   ByteRate hbm_bandwidth;
   GpuEfficiency efficiency;
   Seconds kernel_launch;  // fixed cost per kernel
+  // Fraction of compute throughput lost while a collective runs on the GPU: NCCL kernels occupy
+  // SMs (one CTA per channel) and HBM bandwidth for their copies.
+  double comm_interference = 0.1;
 };
 
 struct LinkSpec {

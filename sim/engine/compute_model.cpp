@@ -2,8 +2,11 @@
 
 namespace shardsim::engine {
 
-RooflineModel::RooflineModel(const config::GpuSpec& gpu, bool low_precision)
-    : gpu_(gpu), peak_(low_precision ? gpu.peak_bf16.value() : gpu.peak_fp32.value()) {}
+RooflineModel::RooflineModel(const config::TopologyConfig& topo, bool low_precision)
+    : gpu_(topo.gpu),
+      pcie_(topo.node.pcie),
+      host_(topo.host),
+      peak_(low_precision ? topo.gpu.peak_bf16.value() : topo.gpu.peak_fp32.value()) {}
 
 double RooflineModel::duration(const graph::Op& op) const {
   const graph::Work& w = op.work;
@@ -13,6 +16,8 @@ double RooflineModel::duration(const graph::Op& op) const {
   t += w.attention_flops(true) / (peak_ * e.attention_backward);
   t += w.memory_bytes / (gpu_.hbm_bandwidth.value() * e.memory);
   t += w.launches * gpu_.kernel_launch.value();
+  t += w.pcie_bytes > 0 ? w.pcie_bytes / pcie_.bandwidth.value() + pcie_.latency.value() : 0.0;
+  t += w.host_bytes / host_.memory_bandwidth.value();
   return t;
 }
 

@@ -24,8 +24,11 @@ std::string unit_name(const std::vector<std::string>& modules) {
 // Walks the module tree, giving each parameter to the innermost unit that wraps it.
 class Assigner {
  public:
-  Assigner(std::vector<Unit>& units, const std::map<std::string, int>& unit_of_module, int version, int group)
-      : units_(units), unit_of_module_(unit_of_module), version_(version), group_(group) {}
+  // version 1: flat parameters (padded later); 2: per-parameter dim-0 padding; 3: DeepSpeed's
+  // per-parameter flat partitions, with small parameters persistent.
+  Assigner(std::vector<Unit>& units, const std::map<std::string, int>& unit_of_module, int version, int group,
+           std::int64_t persistence_threshold)
+      : units_(units), unit_of_module_(unit_of_module), version_(version), group_(group), threshold_(persistence_threshold) {}
 
   void walk(const model::Module& m, const std::string& path, int owner) {
     if (auto it = unit_of_module_.find(path); it != unit_of_module_.end() && it->second != owner) {
@@ -36,6 +39,10 @@ class Assigner {
     for (const auto& p : m.params) {
       u.numel += p.numel();
       if (version_ == 2) u.padded_numel += dim0_padded_numel(p.shape, group_);
+      if (version_ == 3) {
+        u.padded_numel += flat_padded_numel(p.numel(), group_);
+        if (p.numel() < threshold_) u.persistent_numel += p.numel();
+      }
     }
     for (const auto& c : m.children) walk(c, join_path(path, c.name), owner);
   }
@@ -45,7 +52,17 @@ class Assigner {
   const std::map<std::string, int>& unit_of_module_;
   int version_;
   int group_;
+  std::int64_t threshold_;
 };
+
+// DeepSpeed ZeRO-3 registers hooks on every module and fetches each module's own parameters.
+std::vector<std::vector<std::string>> modules_with_params(const model::Module& root) {
+  std::vector<std::vector<std::string>> out;
+  model::for_each_module(root, "", [&](const model::Module& m, const std::string& path) {
+    if (!path.empty() && !m.params.empty()) out.push_back({path});
+  });
+  return out;
+}
 
 // Follows the forward program, cutting it into segments of one unit each and recording where
 // each unit is entered and left.
@@ -70,7 +87,11 @@ class Tracer {
       current_ = -1;
     }
     if (auto it = unit_of_module_.find(path); it != unit_of_module_.end()) unit = it->second;
-    if (m.is_block) in_block = true;
+    if (m.is_block) {
+      in_block = true;
+      ++block_;
+    }
+    loss_ = m.type == "CrossEntropyLoss";
     // Blocks and modules that keep activations get segments of their own, so that their memory
     // is allocated and freed at their own ops (the loss's buffers are not the output layer's).
     const bool keeps = std::any_of(m.activation.saved.begin(), m.activation.saved.end(), [](double b) { return b > 0; });
@@ -101,6 +122,8 @@ class Tracer {
       s.unit = unit;
       s.in_block = in_block;
       s.name = unit == 0 ? path.substr(0, path.find('.')) : plan_.units[static_cast<std::size_t>(unit)].name;
+      s.is_loss = loss_;
+      s.block = in_block ? block_ : -1;
       plan_.segments.push_back(std::move(s));
       current_ = static_cast<int>(plan_.segments.size()) - 1;
       plan_.forward.push_back(TraceEvent{TraceEvent::Kind::compute, unit, current_});
@@ -123,7 +146,41 @@ class Tracer {
   int current_ = -1;
   model::Activation pending_;
   std::int64_t pending_numel_ = 0;
+  bool loss_ = false;  // visiting the loss module
+  int block_ = -1;     // index of the current (or last) block
 };
+
+// FSDP2's reshard_after_forward (bool or int) and torchtitan's habit of keeping the last block
+// unsharded, on top of what the sharding strategy implies.
+void apply_reshard_settings(Plan& plan, const config::FsdpConfig& fsdp) {
+  if (fsdp.reshard_after_forward && plan.traits.shards_params) {
+    const int v = fsdp.reshard_after_forward->value;
+    const Location& where = fsdp.reshard_after_forward->where;
+    if (v > 1) {
+      if (v >= plan.shard_group || plan.shard_group % v != 0) {
+        throw ConfigError(
+            where, "fsdp.reshard_after_forward",
+            fmt::format("expected true, false or a divisor of the shard group ({} ranks) below it; got {}", plan.shard_group, v));
+      }
+      plan.reshard_group = v;
+    }
+    for (auto& u : plan.units) {
+      if (u.is_root) continue;
+      u.reshard_after_forward = v != 0;
+      u.reshard_to = v > 1 ? v : 0;
+    }
+  }
+  if (fsdp.keep_last_unit_unsharded) {
+    // The last unit to finish forward is the first to run backward.
+    for (auto it = plan.forward.rbegin(); it != plan.forward.rend(); ++it) {
+      if (it->kind == TraceEvent::Kind::exit && !plan.units[static_cast<std::size_t>(it->unit)].is_root) {
+        plan.units[static_cast<std::size_t>(it->unit)].reshard_after_forward = false;
+        plan.units[static_cast<std::size_t>(it->unit)].reshard_to = 0;
+        break;
+      }
+    }
+  }
+}
 
 }  // namespace
 
@@ -173,6 +230,7 @@ Plan make_plan(const model::Model& model, const config::ScenarioConfig& scenario
   plan.reduce_bytes = fsdp.mixed_precision.enabled ? config::dtype_bytes(fsdp.mixed_precision.reduce) : plan.param_bytes;
   plan.grad_bytes = plan.param_bytes;
 
+  const bool zero3 = fsdp.sharding == config::Sharding::zero3;
   auto policy = policies.create(fsdp.wrap, model.root);
   Unit root;
   root.name = "root";
@@ -181,7 +239,7 @@ Plan make_plan(const model::Model& model, const config::ScenarioConfig& scenario
   root.reshard_after_forward = false;  // FSDP never reshards the root after forward
   plan.units.push_back(root);
   std::map<std::string, int> unit_of_module{{"", 0}};
-  for (auto& group : policy->select(model.root)) {
+  for (auto& group : zero3 ? modules_with_params(model.root) : policy->select(model.root)) {
     Unit u;
     u.index = static_cast<int>(plan.units.size());
     u.name = unit_name(group);
@@ -191,12 +249,14 @@ Plan make_plan(const model::Model& model, const config::ScenarioConfig& scenario
     plan.units.push_back(std::move(u));
   }
 
-  Assigner(plan.units, unit_of_module, fsdp.version, plan.shard_group).walk(model.root, "", 0);
+  Assigner(plan.units, unit_of_module, zero3 ? 3 : fsdp.version, plan.shard_group, fsdp.zero3.param_persistence_threshold)
+      .walk(model.root, "", 0);
   for (auto& u : plan.units) {
-    if (fsdp.version == 1 || !plan.traits.shards_params) u.padded_numel = flat_padded_numel(u.numel, plan.shard_group);
+    if (!zero3 && (fsdp.version == 1 || !plan.traits.shards_params)) u.padded_numel = flat_padded_numel(u.numel, plan.shard_group);
     u.shard_numel = u.padded_numel / plan.shard_group;
   }
   Tracer(plan, unit_of_module).run(model.root);
+  apply_reshard_settings(plan, fsdp);
   return plan;
 }
 

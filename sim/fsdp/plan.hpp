@@ -24,6 +24,8 @@ struct Unit {
   std::int64_t shard_numel = 0;      // per rank
   bool is_root = false;
   bool reshard_after_forward = true;
+  int reshard_to = 0;                 // FSDP2 reshard_after_forward = d: keep a 1/d shard (0: free everything)
+  std::int64_t persistent_numel = 0;  // ZeRO-3: parameters below the persistence threshold, never partitioned
 };
 
 // A run of consecutive kernels that belong to one unit, with the activation memory of the
@@ -33,7 +35,9 @@ struct Segment {
   std::string name;  // "layers.3", "layers.3.attention" (innermost module)
   std::vector<model::Kernel> kernels;
   bool in_block = false;   // inside a transformer block: activation checkpointing applies
+  int block = -1;          // which block (0-based), -1 outside blocks
   std::int64_t numel = 0;  // parameters of the unit used by these kernels (their gradients appear here)
+  bool is_loss = false;    // the loss: its buffers are reported as logits and loss memory
   model::Activation activation;
 };
 
@@ -52,6 +56,7 @@ struct Plan {
   int world_size = 1;
   int shard_group = 1;      // ranks a parameter is sharded over
   int replicate_group = 1;  // ranks holding the same shard (hybrid: nodes)
+  int reshard_group = 1;    // FSDP2 reshard_after_forward = d
   int param_bytes = 4;      // all-gathered parameters and compute (mixed precision param dtype)
   int reduce_bytes = 4;     // gradient reduction dtype
   int master_bytes = 4;     // sharded parameters and gradients as stored
@@ -61,7 +66,8 @@ struct Plan {
   [[nodiscard]] std::int64_t max_unit_padded_numel() const;
 };
 
-// Wraps the model as the scenario says. Throws ConfigError for settings that cannot apply
+// Wraps the model as the scenario says (for sharding: zero3, every module that owns parameters
+// is a unit, as DeepSpeed fetches per submodule). Throws ConfigError for settings that cannot apply
 // (an unknown wrap policy, hybrid sharding on one node, ...).
 [[nodiscard]] Plan make_plan(const model::Model& model, const config::ScenarioConfig& scenario, const WrapPolicyRegistry& policies);
 

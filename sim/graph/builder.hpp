@@ -11,6 +11,9 @@
 
 namespace shardsim::graph {
 
+// Steps to simulate: simulation.steps, or 2 where the first step differs from the rest.
+[[nodiscard]] int steps_to_simulate(const config::ScenarioConfig& scenario);
+
 [[nodiscard]] StepGraph build_step_graph(const model::Model& model, const fsdp::Plan& plan, const config::ScenarioConfig& scenario);
 
 }  // namespace shardsim::graph

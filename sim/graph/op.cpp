@@ -32,19 +32,22 @@ Work& Work::operator+=(const Work& o) {
   attention.insert(attention.end(), o.attention.begin(), o.attention.end());
   memory_bytes += o.memory_bytes;
   launches += o.launches;
+  pcie_bytes += o.pcie_bytes;
+  host_bytes += o.host_bytes;
   return *this;
 }
 
 std::string_view to_string(OpKind k) {
-  constexpr std::array names{"all_gather", "reduce_scatter", "all_reduce", "forward", "backward", "copy", "optimizer", "cpu_wait"};
+  constexpr std::array names{"all_gather", "reduce_scatter", "all_reduce", "forward",  "backward",
+                             "copy",       "optimizer",      "cpu_wait",   "host_copy"};
   return names[static_cast<std::size_t>(k)];
 }
 std::string_view to_string(Stream s) {
-  constexpr std::array names{"compute", "nccl", "all_gather", "reduce_scatter", "all_reduce", "cpu"};
+  constexpr std::array names{"compute", "nccl", "all_gather", "reduce_scatter", "all_reduce", "cpu", "h2d", "d2h"};
   return names[static_cast<std::size_t>(s)];
 }
 std::string_view to_string(Group g) {
-  constexpr std::array names{"none", "shard", "replicate", "world"};
+  constexpr std::array names{"none", "shard", "replicate", "world", "reshard"};
   return names[static_cast<std::size_t>(g)];
 }
 std::string_view to_string(EdgeKind e) {
@@ -52,8 +55,13 @@ std::string_view to_string(EdgeKind e) {
   return names[static_cast<std::size_t>(e)];
 }
 std::string_view to_string(MemCategory c) {
-  constexpr std::array names{"sharded_params", "unsharded_params", "gradients", "grad_shards", "optimizer_state", "activations"};
+  constexpr std::array names{"sharded_params", "unsharded_params", "gradients",   "reduce_buffers",
+                             "grad_shards",    "optimizer_state",  "activations", "loss"};
   return names[static_cast<std::size_t>(c)];
+}
+std::string_view to_string(Pool p) {
+  constexpr std::array names{"compute", "all_gather", "reduce_scatter", "all_reduce", "host"};
+  return names[static_cast<std::size_t>(p)];
 }
 
 }  // namespace shardsim::graph

@@ -16,8 +16,9 @@ enum class OpKind {
   forward,         // compute: a segment's forward
   backward,        // compute: a segment's backward (with any activation recompute)
   copy,            // compute-stream copies FSDP2 makes (all-gather copy-out, reduce-scatter copy-in)
-  optimizer,       // compute: the optimizer step on the local shard
+  optimizer,       // compute: the optimizer step on the local shard (on the CPU with offload)
   cpu_wait,        // the CPU thread blocks on an event (FSDP1 rate limiter); takes no time itself
+  host_copy,       // CPU offload: a copy over PCIe (host to device or back)
 };
 
 // Each rank runs one CUDA stream per role; ops on one stream run in issue order.
@@ -28,7 +29,10 @@ enum class Stream {
   reduce_scatter,  // FSDP2
   all_reduce,      // hybrid sharding's replicate group (its own process group)
   cpu,             // the CPU thread
+  h2d,             // CPU offload: host-to-device copies (FSDP1's pre-unshard stream)
+  d2h,             // CPU offload: device-to-host copies of gradients
 };
+inline constexpr int kStreams = 8;
 
 // The ranks a collective spans, relative to one rank.
 enum class Group {
@@ -36,6 +40,7 @@ enum class Group {
   shard,      // the ranks a parameter is sharded over (world, or a node for hybrid sharding)
   replicate,  // ranks holding the same shard (hybrid: same local rank on every node)
   world,      // every rank (no_shard all-reduce)
+  reshard,    // FSDP2 reshard_after_forward = d: d consecutive ranks holding a 1/d copy
 };
 
 enum class EdgeKind {
@@ -48,13 +53,21 @@ enum class EdgeKind {
 
 enum class MemCategory {
   sharded_params,    // fp32 (or storage dtype) parameter shards
-  unsharded_params,  // all-gathered parameters in flight
-  gradients,         // unsharded gradients and reduction buffers
+  unsharded_params,  // all-gathered parameters in flight (and all-gather buffers)
+  gradients,         // unsharded gradients as backward produces them
+  reduce_buffers,    // reduce-scatter / all-reduce inputs in the reduce dtype
   grad_shards,       // reduced, sharded gradients awaiting the optimizer
   optimizer_state,   // optimizer moments
-  activations,       // saved activations, recompute and loss buffers
+  activations,       // activations saved for backward, recompute and backward temporaries
+  loss,              // logits and loss buffers (fp32 log-softmax and its gradients)
 };
-inline constexpr int kMemCategories = 6;
+inline constexpr int kMemCategories = 8;
+
+// The caching-allocator pool a tensor is allocated from: PyTorch keeps freed blocks per CUDA
+// stream and does not hand them to another stream, so each stream's pool holds on to its own
+// high-water mark (shared/reference/d1-hand-model.md). `host` is CPU memory (CPU offload).
+enum class Pool { compute, all_gather, reduce_scatter, all_reduce, host };
+inline constexpr int kPools = 5;
 
 // A matmul of the op: y[m, n] = x[m, k] W^T (forward), or one of its two backward products.
 struct Gemm {
@@ -82,6 +95,8 @@ struct Work {
   std::vector<AttentionCall> attention;
   double memory_bytes = 0;  // HBM traffic of bandwidth-bound kernels
   int launches = 0;         // kernels launched
+  double pcie_bytes = 0;    // host_copy: bytes over PCIe
+  double host_bytes = 0;    // CPU work (offloaded optimizer): CPU memory traffic
 
   [[nodiscard]] double gemm_flops() const;
   [[nodiscard]] double attention_flops(bool backward) const;
@@ -92,6 +107,7 @@ struct MemEffect {
   MemCategory category = MemCategory::activations;
   double bytes = 0;     // > 0 allocates, < 0 frees
   bool at_end = false;  // at the op's end (else at its start)
+  Pool pool = Pool::compute;
 };
 
 struct Op {
@@ -115,5 +131,6 @@ struct Op {
 [[nodiscard]] std::string_view to_string(Group g);
 [[nodiscard]] std::string_view to_string(EdgeKind e);
 [[nodiscard]] std::string_view to_string(MemCategory c);
+[[nodiscard]] std::string_view to_string(Pool p);
 
 }  // namespace shardsim::graph

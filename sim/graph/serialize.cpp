@@ -31,7 +31,8 @@ json work_json(const Work& w) {
                     {"causal", a.causal},
                     {"backward", a.backward}});
   }
-  return {{"gemms", gemms}, {"attention", attn}, {"memory_bytes", w.memory_bytes}, {"launches", w.launches}};
+  return {{"gemms", gemms},         {"attention", attn},          {"memory_bytes", w.memory_bytes},
+          {"launches", w.launches}, {"pcie_bytes", w.pcie_bytes}, {"host_bytes", w.host_bytes}};
 }
 
 Work work_from(const json& j) {
@@ -45,7 +46,29 @@ Work work_from(const json& j) {
   }
   w.memory_bytes = j.at("memory_bytes").get<double>();
   w.launches = j.at("launches").get<int>();
+  w.pcie_bytes = j.value("pcie_bytes", 0.0);
+  w.host_bytes = j.value("host_bytes", 0.0);
   return w;
+}
+
+json effects_json(const std::vector<MemEffect>& effects) {
+  json mem = json::array();
+  for (const auto& m : effects) {
+    mem.push_back({{"category", std::string(to_string(m.category))},
+                   {"bytes", m.bytes},
+                   {"at_end", m.at_end},
+                   {"pool", std::string(to_string(m.pool))}});
+  }
+  return mem;
+}
+
+std::vector<MemEffect> effects_from(const json& j, const std::string& source) {
+  std::vector<MemEffect> out;
+  for (const auto& m : j) {
+    out.push_back(MemEffect{enum_from<MemCategory, kMemCategories>(m.at("category"), source, "category"), m.at("bytes").get<double>(),
+                            m.value("at_end", false), enum_from<Pool, kPools>(m.at("pool"), source, "pool")});
+  }
+  return out;
 }
 
 }  // namespace
@@ -54,9 +77,7 @@ json to_json(const StepGraph& g) {
   json ops = json::array();
   for (std::size_t i = 0; i < g.size(); ++i) {
     const Op& op = g.op(static_cast<int>(i));
-    json mem = json::array();
-    for (const auto& m : op.memory)
-      mem.push_back({{"category", std::string(to_string(m.category))}, {"bytes", m.bytes}, {"at_end", m.at_end}});
+    const json mem = effects_json(op.memory);
     json o{{"id", op.id},
            {"kind", std::string(to_string(op.kind))},
            {"stream", std::string(to_string(op.stream))},
@@ -75,9 +96,7 @@ json to_json(const StepGraph& g) {
     for (const auto& [to, kind] : g.successors(static_cast<int>(i)))
       edges.push_back({static_cast<int>(i), to, std::string(to_string(kind))});
   }
-  json initial = json::object();
-  for (int c = 0; c < kMemCategories; ++c)
-    initial[std::string(to_string(static_cast<MemCategory>(c)))] = g.info.initial_memory[static_cast<std::size_t>(c)];
+  const json initial = effects_json(g.info.initial_memory);
   const GraphInfo& info = g.info;
   return {{"format", "shardsim-graph"},
           {"format_version", kGraphFormatVersion},
@@ -87,6 +106,7 @@ json to_json(const StepGraph& g) {
             {"gpus_per_node", info.gpus_per_node},
             {"shard_group", info.shard_group},
             {"replicate_group", info.replicate_group},
+            {"reshard_group", info.reshard_group},
             {"steps", info.steps},
             {"micro_steps", info.micro_steps},
             {"tokens_per_micro_step", info.tokens_per_micro_step},
@@ -111,27 +131,22 @@ StepGraph from_json(const json& j, const std::string& source) {
     g.info.gpus_per_node = info.at("gpus_per_node").get<int>();
     g.info.shard_group = info.at("shard_group").get<int>();
     g.info.replicate_group = info.at("replicate_group").get<int>();
+    g.info.reshard_group = info.value("reshard_group", 1);
     g.info.steps = info.at("steps").get<int>();
     g.info.micro_steps = info.at("micro_steps").get<int>();
     g.info.tokens_per_micro_step = info.at("tokens_per_micro_step").get<std::int64_t>();
-    for (int c = 0; c < kMemCategories; ++c) {
-      g.info.initial_memory[static_cast<std::size_t>(c)] =
-          info.at("initial_memory").at(std::string(to_string(static_cast<MemCategory>(c)))).get<double>();
-    }
+    g.info.initial_memory = effects_from(info.at("initial_memory"), source);
     for (const auto& o : j.at("ops")) {
       Op op;
-      op.kind = enum_from<OpKind, 8>(o.at("kind"), source, "kind");
-      op.stream = enum_from<Stream, 6>(o.at("stream"), source, "stream");
+      op.kind = enum_from<OpKind, 9>(o.at("kind"), source, "kind");
+      op.stream = enum_from<Stream, kStreams>(o.at("stream"), source, "stream");
       op.name = o.at("name").get<std::string>();
       op.unit = o.at("unit").get<int>();
       op.step = o.at("step").get<int>();
       op.micro = o.at("micro").get<int>();
-      op.group = enum_from<Group, 4>(o.at("group"), source, "group");
+      op.group = enum_from<Group, 5>(o.at("group"), source, "group");
       op.bytes = o.at("bytes").get<double>();
-      for (const auto& m : o.at("memory")) {
-        op.memory.push_back(MemEffect{enum_from<MemCategory, kMemCategories>(m.at("category"), source, "category"),
-                                      m.at("bytes").get<double>(), m.at("at_end").get<bool>()});
-      }
+      op.memory = effects_from(o.at("memory"), source);
       if (o.contains("work")) op.work = work_from(o.at("work"));
       if (o.at("id").get<int>() != static_cast<int>(g.size())) throw ConfigError(where, "ops", "op ids must be 0, 1, 2, ... in order");
       g.add_op(std::move(op));

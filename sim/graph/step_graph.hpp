@@ -24,10 +24,11 @@ struct GraphInfo {
   int gpus_per_node = 1;
   int shard_group = 1;      // ranks per shard group (consecutive ranks)
   int replicate_group = 1;  // ranks per replicate group (stride = shard_group)
+  int reshard_group = 1;    // FSDP2 reshard_after_forward = d: ranks per reshard group (consecutive)
   int steps = 1;
   int micro_steps = 1;
-  std::int64_t tokens_per_micro_step = 0;               // per rank
-  std::array<double, kMemCategories> initial_memory{};  // bytes held per rank before the step
+  std::int64_t tokens_per_micro_step = 0;  // per rank
+  std::vector<MemEffect> initial_memory;   // what each rank holds before the first step
 };
 
 class StepGraph {

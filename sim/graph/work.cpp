@@ -52,6 +52,25 @@ bool recomputed(const model::Kernel& k, model::AcMode ac) {
 
 }  // namespace
 
+model::AcMode checkpoint_mode(const fsdp::Segment& s, const config::TrainingConfig& t) {
+  if (!s.in_block) return model::AcMode::none;
+  switch (t.activation_checkpointing) {
+    case config::ActivationCheckpointing::none:
+      return model::AcMode::none;
+    case config::ActivationCheckpointing::selective:
+      return model::AcMode::selective;
+    case config::ActivationCheckpointing::full:
+      return model::AcMode::full;
+    case config::ActivationCheckpointing::blocks:
+      return s.block % t.checkpoint_every == 0 ? model::AcMode::full : model::AcMode::none;
+  }
+  return model::AcMode::none;
+}
+
+double activation_bytes(const std::array<double, 3>& per_mode, model::AcMode mode, const Batch& b) {
+  return per_mode[static_cast<std::size_t>(mode)] * static_cast<double>(b.tokens());
+}
+
 Work forward_work(const fsdp::Segment& s, const Batch& b) {
   Work w;
   for (const auto& k : s.kernels) add_forward(w, k, b);
@@ -60,10 +79,8 @@ Work forward_work(const fsdp::Segment& s, const Batch& b) {
 
 Work backward_work(const fsdp::Segment& s, const Batch& b, model::AcMode ac) {
   Work w;
-  if (s.in_block) {
-    for (const auto& k : s.kernels) {
-      if (recomputed(k, ac)) add_forward(w, k, b);
-    }
+  for (const auto& k : s.kernels) {
+    if (recomputed(k, ac)) add_forward(w, k, b);
   }
   for (auto it = s.kernels.rbegin(); it != s.kernels.rend(); ++it) add_backward(w, *it, b);
   return w;

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 
+#include "config/scenario.hpp"
 #include "fsdp/plan.hpp"
 #include "graph/op.hpp"
 
@@ -14,9 +15,14 @@ struct Batch {
   [[nodiscard]] std::int64_t tokens() const { return sequences * seq_len; }
 };
 
+// The checkpointing mode that applies to a segment (blocks only; none elsewhere).
+[[nodiscard]] model::AcMode checkpoint_mode(const fsdp::Segment& s, const config::TrainingConfig& t);
+// Bytes of one of a segment's Activation figures under `mode`, for one micro-batch.
+[[nodiscard]] double activation_bytes(const std::array<double, 3>& per_mode, model::AcMode mode, const Batch& b);
+
 [[nodiscard]] Work forward_work(const fsdp::Segment& s, const Batch& b);
 
-// Backward of a segment: first the recompute that `ac` asks for (blocks only), then the
+// Backward of a segment: first the recompute that `ac` asks for, then the
 // gradients: two GEMMs per matmul (input and weight), the attention backward, and memory kernels.
 [[nodiscard]] Work backward_work(const fsdp::Segment& s, const Batch& b, model::AcMode ac);
 

@@ -8,7 +8,8 @@
 namespace shardsim::report {
 namespace {
 
-constexpr std::array<const char*, graph::kMemCategories> kColors{"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948"};
+constexpr std::array<const char*, graph::kMemCategories> kColors{"#4e79a7", "#f28e2b", "#e15759", "#ff9da7",
+                                                                 "#76b7b2", "#59a14f", "#edc948", "#b07aa1"};
 
 std::string xml_escape(const std::string& s) {
   std::string out;
@@ -38,11 +39,11 @@ std::string xml_escape(const std::string& s) {
 std::string memory_csv(const MemoryTimeline& m) {
   std::string out = "time_s";
   for (int c = 0; c < graph::kMemCategories; ++c) out += fmt::format(",{}_bytes", graph::to_string(static_cast<graph::MemCategory>(c)));
-  out += ",total_bytes\n";
+  out += ",total_bytes,reserved_bytes\n";
   for (const auto& p : m.points) {
     out += fmt::format("{:.9f}", p.time);
     for (double b : p.bytes) out += fmt::format(",{:.0f}", b);
-    out += fmt::format(",{:.0f}\n", p.total());
+    out += fmt::format(",{:.0f},{:.0f}\n", p.total(), p.reserved);
   }
   return out;
 }
@@ -53,7 +54,7 @@ std::string memory_svg(const MemoryTimeline& m, double capacity, const std::stri
   const double pw = W - left - right;
   const double ph = H - top - bottom;
   const double t_end = m.points.empty() ? 1.0 : std::max(m.points.back().time, 1e-9);
-  const double y_max = std::max(capacity, m.peak) * 1.08;
+  const double y_max = std::max({capacity, m.peak, m.peak_reserved}) * 1.08;
   auto x = [&](double t) { return left + pw * t / t_end; };
   auto y = [&](double b) { return top + ph * (1.0 - b / y_max); };
 
@@ -105,7 +106,17 @@ std::string memory_svg(const MemoryTimeline& m, double capacity, const std::stri
   svg += fmt::format(R"(<line x1="{}" y1="{:.1f}" x2="{}" y2="{:.1f}" stroke="#c00" stroke-dasharray="6,4" stroke-width="2"/>)", left,
                      y(capacity), left + pw, y(capacity));
   svg += fmt::format(R"(<text x="{}" y="{:.1f}" fill="#c00">GPU memory {:.1f} GiB</text>)", left + 4, y(capacity) - 5, capacity / kGiB);
-  svg += fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="4" fill="black"/><text x="{:.1f}" y="{:.1f}">peak {:.1f} GiB</text>)",
+  // Reserved memory (the caching allocator's pools) as a step line above the allocated areas.
+  std::string reserved_pts;
+  for (std::size_t i = 0; i < m.points.size(); ++i) {
+    if (i > 0) reserved_pts += fmt::format("{:.1f},{:.1f} ", x(m.points[i].time), y(m.points[i - 1].reserved));
+    reserved_pts += fmt::format("{:.1f},{:.1f} ", x(m.points[i].time), y(m.points[i].reserved));
+  }
+  reserved_pts += fmt::format("{:.1f},{:.1f}", x(t_end), y(m.peak_reserved));
+  svg += fmt::format(R"(<polyline points="{}" fill="none" stroke="black" stroke-width="1.5"/>)", reserved_pts);
+  svg += fmt::format(R"(<text x="{:.1f}" y="{:.1f}">reserved {:.1f} GiB</text>)", x(t_end) - 110, y(m.peak_reserved) - 6,
+                     m.peak_reserved / kGiB);
+  svg += fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="4" fill="black"/><text x="{:.1f}" y="{:.1f}">allocated peak {:.1f} GiB</text>)",
                      x(m.peak_time), y(m.peak), x(m.peak_time) + 6, y(m.peak) - 6, m.peak / kGiB);
   for (int c = 0; c < graph::kMemCategories; ++c) {
     const double ly = top + 10 + 22 * (graph::kMemCategories - 1 - c);

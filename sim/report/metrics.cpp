@@ -1,7 +1,10 @@
 #include "report/metrics.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
+
+#include "report/caching_allocator.hpp"
 
 namespace shardsim::report {
 namespace {
@@ -53,30 +56,45 @@ MemoryTimeline memory_timeline(const graph::StepGraph& g, const engine::Timeline
     double time;
     int order;  // frees before allocations at the same instant
     int op;
-    graph::MemCategory category;
-    double bytes;
+    graph::MemEffect effect;
   };
   std::vector<Event> events;
   for (std::size_t o = 0; o < g.size(); ++o) {
     const auto id = static_cast<int>(o);
     const engine::Interval& i = t.at(id, rank);
-    for (const auto& m : g.op(id).memory) {
-      events.push_back(Event{m.at_end ? i.end : i.start, m.bytes < 0 ? 0 : 1, id, m.category, m.bytes});
-    }
+    for (const auto& m : g.op(id).memory) events.push_back(Event{m.at_end ? i.end : i.start, m.bytes < 0 ? 0 : 1, id, m});
   }
   std::stable_sort(events.begin(), events.end(),
                    [](const Event& a, const Event& b) { return a.time != b.time ? a.time < b.time : a.order < b.order; });
   MemoryTimeline tl;
   tl.rank = rank;
   MemoryPoint cur;
-  cur.bytes = g.info.initial_memory;
+  CachingAllocator allocator;
+  double host = 0;
+  auto apply = [&](const graph::MemEffect& m) {
+    const double size = static_cast<double>(CachingAllocator::round_size(std::fabs(m.bytes)));
+    const double b = m.bytes < 0 ? -size : size;
+    if (m.pool == graph::Pool::host) {
+      host += b;
+      tl.peak_host = std::max(tl.peak_host, host);
+      return;
+    }
+    cur.bytes[static_cast<std::size_t>(m.category)] += b;
+    if (b > 0) {
+      allocator.allocate(m.pool, size);
+    } else {
+      allocator.free(m.pool, size);
+    }
+    cur.reserved = allocator.reserved();
+  };
+  for (const auto& m : g.info.initial_memory) apply(m);
   tl.points.push_back(cur);
   tl.peak = cur.total();
   tl.at_peak = cur.bytes;
   tl.peak_op = "(before the first step)";
   for (const Event& e : events) {
     cur.time = e.time;
-    cur.bytes[static_cast<std::size_t>(e.category)] += e.bytes;
+    apply(e.effect);
     if (tl.points.back().time == e.time) {
       tl.points.back() = cur;
     } else {
@@ -89,7 +107,26 @@ MemoryTimeline memory_timeline(const graph::StepGraph& g, const engine::Timeline
       tl.at_peak = cur.bytes;
     }
   }
+  tl.peak_reserved = allocator.reserved();
+  for (int p = 0; p < graph::kPools; ++p)
+    tl.reserved_by_pool[static_cast<std::size_t>(p)] = allocator.reserved(static_cast<graph::Pool>(p));
+  tl.unpaired_frees = allocator.unpaired_frees();
   return tl;
+}
+
+std::vector<int> sampled_ranks(int simulated, const config::Stragglers& stragglers) {
+  constexpr int kSample = 256;  // summaries stay O(ops) per rank at 16,384 GPUs
+  std::vector<int> out;
+  if (simulated <= kSample) {
+    for (int r = 0; r < simulated; ++r) out.push_back(r);
+    return out;
+  }
+  for (int i = 0; i < kSample; ++i) out.push_back(static_cast<int>(static_cast<std::int64_t>(i) * simulated / kSample));
+  for (const auto& s : stragglers.slow_gpus) out.push_back(static_cast<int>(s.rank));
+  for (const auto& d : stragglers.degraded_links) out.push_back(static_cast<int>(d.rank));
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 Summary summarize(const SummaryInput& in) {
@@ -98,6 +135,8 @@ Summary summarize(const SummaryInput& in) {
   Summary s;
   s.scenario = in.scenario.name;
   s.world_size = g.info.world_size;
+  s.simulated_ranks = t.world();
+  const std::vector<int> ranks = sampled_ranks(t.world(), in.scenario.stragglers);
   s.reported_step = g.info.steps - 1;
   s.gpu_memory = in.scenario.cluster.topology.gpu.memory.value();
 
@@ -107,7 +146,7 @@ Summary summarize(const SummaryInput& in) {
   for (std::size_t o = 0; o < g.size(); ++o) {
     const graph::Op& op = g.op(static_cast<int>(o));
     if (op.kind != OpKind::optimizer) continue;
-    for (int r = 0; r < s.world_size; ++r) {
+    for (int r = 0; r < t.world(); ++r) {
       const double e = t.at(op.id, r).end;
       if (op.step == s.reported_step - 1) start = std::max(start, e);
       if (op.step == s.reported_step) end = std::max(end, e);
@@ -125,7 +164,7 @@ Summary summarize(const SummaryInput& in) {
   s.mfu = flops / (low_precision ? gpu.peak_bf16.value() : gpu.peak_fp32.value());
 
   s.exposed_comm_s = -1;
-  for (int r = 0; r < s.world_size; ++r) {
+  for (int r : ranks) {
     std::vector<std::pair<double, double>> compute;
     std::vector<std::pair<double, double>> comm;
     for (std::size_t o = 0; o < g.size(); ++o) {
@@ -148,11 +187,19 @@ Summary summarize(const SummaryInput& in) {
     }
   }
 
-  for (int r = 0; r < s.world_size; ++r) {
+  for (int r : ranks) {
     MemoryTimeline m = memory_timeline(g, t, r);
-    if (r == 0 || m.peak > s.memory.peak) s.memory = std::move(m);
+    if (r == 0 || m.peak_reserved > s.memory.peak_reserved) s.memory = std::move(m);
   }
-  s.oom = s.memory.peak > s.gpu_memory;
+  if (in.waited != nullptr && in.caused != nullptr) {
+    for (std::size_t r = 0; r < in.caused->size(); ++r) {
+      if ((*in.caused)[r] > 0) s.waits.push_back(RankWait{static_cast<int>(r), (*in.waited)[r], (*in.caused)[r]});
+    }
+    std::sort(s.waits.begin(), s.waits.end(),
+              [](const RankWait& a, const RankWait& b) { return a.caused_s != b.caused_s ? a.caused_s > b.caused_s : a.rank < b.rank; });
+    if (s.waits.size() > 5) s.waits.resize(5);
+  }
+  s.oom = s.memory.peak_reserved > s.gpu_memory;
   return s;
 }
 

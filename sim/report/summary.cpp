@@ -6,8 +6,10 @@ namespace shardsim::report {
 namespace {
 
 constexpr std::array<const char*, graph::kMemCategories> kCategoryLabels{
-    "sharded parameters", "unsharded parameters", "gradients (unsharded, buffers)",
-    "gradient shards",    "optimizer state",      "activations (incl. loss)"};
+    "sharded parameters", "unsharded parameters", "gradients (unsharded)", "reduce buffers",
+    "gradient shards",    "optimizer state",      "activations",           "logits and loss"};
+constexpr std::array<const char*, graph::kPools> kPoolLabels{"compute stream", "all-gather stream", "reduce-scatter stream",
+                                                             "all-reduce stream", "host"};
 
 std::string gib(double bytes) {
   return fmt::format("{:.2f} GiB", bytes / kGiB);
@@ -19,10 +21,12 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
   const auto& topo = scenario.cluster.topology;
   std::string out;
   out += fmt::format("shardsim: {}\n", s.scenario);
-  out += fmt::format("  {} GPUs ({} node{} x {} {}), FSDP{} {}, {} x {} tokens per GPU per step\n\n", s.world_size, scenario.cluster.nodes,
-                     scenario.cluster.nodes == 1 ? "" : "s", topo.node.gpus, topo.gpu.model, scenario.fsdp.version,
-                     config::to_string(scenario.fsdp.sharding), scenario.training.micro_batch * scenario.training.grad_accum,
-                     scenario.training.seq_len);
+  const std::string strategy = scenario.fsdp.sharding == config::Sharding::zero3
+                                   ? std::string("DeepSpeed ZeRO-3")
+                                   : fmt::format("FSDP{} {}", scenario.fsdp.version, config::to_string(scenario.fsdp.sharding));
+  out += fmt::format("  {} GPUs ({} node{} x {} {}), {}, {} x {} tokens per GPU per step\n\n", s.world_size, scenario.cluster.nodes,
+                     scenario.cluster.nodes == 1 ? "" : "s", topo.node.gpus, topo.gpu.model, strategy,
+                     scenario.training.micro_batch * scenario.training.grad_accum, scenario.training.seq_len);
   auto row = [&](std::string_view k, const std::string& v) { out += fmt::format("  {:<34} {}\n", k, v); };
   row("step time", fmt::format("{:.4f} s  (step {} of {})", s.step_time, s.reported_step + 1, s.reported_step + 1));
   row("tokens/s per GPU", fmt::format("{:.0f}", s.tokens_per_s_per_gpu));
@@ -33,16 +37,35 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
   row("exposed communication", fmt::format("{:.4f} s  ({:.1f} % of the step, rank {})", s.exposed_comm_s,
                                            s.step_time > 0 ? 100 * s.exposed_comm_s / s.step_time : 0.0, s.exposed_rank));
   out += "\n";
-  row("peak memory",
-      fmt::format("{} of {} on rank {}  ->  {}", gib(s.memory.peak), gib(s.gpu_memory), s.memory.rank, s.oom ? "OUT OF MEMORY" : "fits"));
-  row("  at", s.memory.peak_op);
+  row("peak memory (reserved)", fmt::format("{} of {} on rank {}  ->  {}", gib(s.memory.peak_reserved), gib(s.gpu_memory), s.memory.rank,
+                                            s.oom ? "OUT OF MEMORY" : "fits"));
+  for (std::size_t p = 0; p + 1 < kPoolLabels.size(); ++p) {
+    if (s.memory.reserved_by_pool[p] > 0) row(fmt::format("  {} pool", kPoolLabels[p]), gib(s.memory.reserved_by_pool[p]));
+  }
+  row("peak memory (allocated)", fmt::format("{} at {}", gib(s.memory.peak), s.memory.peak_op));
   for (std::size_t c = 0; c < kCategoryLabels.size(); ++c) {
     row(fmt::format("  {}", kCategoryLabels[c]), gib(s.memory.at_peak[c]));
+  }
+  if (s.memory.peak_host > 0) row("host memory (CPU offload)", gib(s.memory.peak_host));
+  if (s.simulated_ranks < s.world_size) {
+    out += fmt::format("\n  symmetric mode: rank 0 simulated for all {} ranks (every rank does the same)\n", s.world_size);
+  }
+  if (!s.waits.empty() && s.waits.front().caused_s > 1e-3 * s.step_time) {
+    out += "\n  who waits for whom (collectives started late because these ranks arrived last):\n";
+    for (const auto& w : s.waits) {
+      out += fmt::format("    rank {:<6} made others wait {:.4f} s in total (it waited {:.4f} s itself)\n", w.rank, w.caused_s, w.waited_s);
+    }
   }
   return out;
 }
 
 nlohmann::json summary_json(const Summary& s) {
+  nlohmann::json waits = nlohmann::json::array();
+  for (const auto& w : s.waits) waits.push_back({{"rank", w.rank}, {"waited_s", w.waited_s}, {"caused_s", w.caused_s}});
+  nlohmann::json pools = nlohmann::json::object();
+  for (int p = 0; p + 1 < graph::kPools; ++p) {
+    pools[std::string(graph::to_string(static_cast<graph::Pool>(p)))] = s.memory.reserved_by_pool[static_cast<std::size_t>(p)];
+  }
   nlohmann::json breakdown = nlohmann::json::object();
   for (int c = 0; c < graph::kMemCategories; ++c) {
     breakdown[std::string(graph::to_string(static_cast<graph::MemCategory>(c)))] = s.memory.at_peak[static_cast<std::size_t>(c)];
@@ -59,12 +82,17 @@ nlohmann::json summary_json(const Summary& s) {
       {"compute_s", s.compute_s},
       {"comm_s", s.comm_s},
       {"exposed_comm_s", s.exposed_comm_s},
-      {"peak_memory_bytes", s.memory.peak},
+      {"peak_memory_bytes", s.memory.peak_reserved},
+      {"peak_allocated_bytes", s.memory.peak},
+      {"reserved_by_pool", pools},
+      {"peak_host_memory_bytes", s.memory.peak_host},
       {"peak_memory_rank", s.memory.rank},
       {"peak_memory_op", s.memory.peak_op},
       {"gpu_memory_bytes", s.gpu_memory},
       {"oom", s.oom},
       {"memory_breakdown", breakdown},
+      {"simulated_ranks", s.simulated_ranks},
+      {"waits", waits},
   };
 }
 

@@ -114,7 +114,7 @@ std::string pareto_svg(const std::vector<PointResult>& results, const std::strin
   out += fmt::format(R"(<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#333"/>)"
                      "\n",
                      left, top, pw, ph);
-  out += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle">peak memory (GiB, max over ranks)</text>)"
+  out += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle">peak reserved memory (GiB, max over ranks)</text>)"
                      "\n",
                      left + pw / 2, H - 16);
   out += fmt::format(R"svg(<text transform="translate(20 {}) rotate(-90)" text-anchor="middle">step time (s)</text>)svg"

@@ -25,7 +25,7 @@ graph::Op collective(graph::OpKind kind, graph::Stream stream, double bytes) {
 }
 
 engine::SimulationResult run(graph::StepGraph& g, const config::TopologyConfig& topo, int nodes) {
-  const engine::RooflineModel compute(topo.gpu, true);
+  const engine::RooflineModel compute(topo, true);
   const engine::RingAlgorithm ring;
   return engine::simulate(engine::SimulationInput{g, topo, nodes, compute, ring});
 }

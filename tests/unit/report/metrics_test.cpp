@@ -43,25 +43,60 @@ TEST_CASE("exposed communication is collective time not covered by compute") {
 }
 
 TEST_CASE("the memory timeline adds allocations and frees in time order, frees first on ties") {
+  constexpr double MiB = 1 << 20;
   graph::StepGraph g;
   g.info.world_size = 1;
-  g.info.initial_memory[static_cast<std::size_t>(graph::MemCategory::sharded_params)] = 100;
+  g.info.initial_memory = {{graph::MemCategory::sharded_params, 100 * MiB, false, graph::Pool::compute}};
   auto a = op(graph::OpKind::forward, graph::Stream::compute, "A");
-  a.memory = {{graph::MemCategory::activations, 10, false}, {graph::MemCategory::activations, -10, true}};
+  a.memory = {{graph::MemCategory::activations, 10 * MiB, false}, {graph::MemCategory::activations, -10 * MiB, true}};
   auto b = op(graph::OpKind::forward, graph::Stream::compute, "B");
-  b.memory = {{graph::MemCategory::unsharded_params, 5, false}, {graph::MemCategory::unsharded_params, -5, true}};
+  b.memory = {{graph::MemCategory::unsharded_params, 5 * MiB, false}, {graph::MemCategory::unsharded_params, -5 * MiB, true}};
   auto c = op(graph::OpKind::forward, graph::Stream::compute, "C");
-  c.memory = {{graph::MemCategory::activations, 7, false}, {graph::MemCategory::activations, -7, true}};
+  c.memory = {{graph::MemCategory::activations, 7 * MiB, false}, {graph::MemCategory::activations, -7 * MiB, true}};
   g.add_op(a);
   g.add_op(b);
   g.add_op(c);
   engine::Timeline t(3, 1);
-  t.at(0, 0) = {0, 1};    // A holds 10 over [0, 1]
-  t.at(1, 0) = {0.5, 2};  // B holds 5 over [0.5, 2]
-  t.at(2, 0) = {1, 3};    // C starts as A ends: A's 10 is freed before C's 7 arrives
+  t.at(0, 0) = {0, 1};    // A holds 10 MiB over [0, 1]
+  t.at(1, 0) = {0.5, 2};  // B holds 5 MiB over [0.5, 2]
+  t.at(2, 0) = {1, 3};    // C starts as A ends: A's 10 MiB is freed before C's 7 MiB arrives
   const auto m = report::memory_timeline(g, t, 0);
-  CHECK(m.peak == doctest::Approx(115));
+  CHECK(m.peak == doctest::Approx(115 * MiB));
   CHECK(m.peak_time == doctest::Approx(0.5));
   CHECK(m.peak_op == "B");
-  CHECK(m.points.back().total() == doctest::Approx(100));
+  CHECK(m.points.back().total() == doctest::Approx(100 * MiB));
+  // c10's segment sizes: 100 MiB and 10 MiB requests get segments of their size rounded to 2 MiB;
+  // a 5 MiB request (1-10 MiB) gets a 20 MiB segment; C's 7 MiB then fits in A's freed 10 MiB.
+  CHECK(m.peak_reserved == doctest::Approx((100 + 10 + 20) * MiB));
+}
+
+TEST_CASE("each stream's pool keeps its own high-water mark; sizes round up to 512-byte blocks") {
+  // 10 MiB on the compute stream, freed; then 4 MiB on the reduce-scatter stream. Allocated never
+  // exceeds 10 MiB, but the compute pool keeps its 10 MiB cached and the reduce-scatter stream
+  // cannot use them (d1-hand-model.md: per-stream pools).
+  constexpr double MiB = 1 << 20;
+  graph::StepGraph g;
+  g.info.world_size = 1;
+  auto a = op(graph::OpKind::forward, graph::Stream::compute, "A");
+  a.memory = {{graph::MemCategory::activations, 10 * MiB, false, graph::Pool::compute},
+              {graph::MemCategory::activations, -10 * MiB, true, graph::Pool::compute}};
+  auto b = op(graph::OpKind::reduce_scatter, graph::Stream::reduce_scatter, "B");
+  b.memory = {{graph::MemCategory::reduce_buffers, 4 * MiB, false, graph::Pool::reduce_scatter},
+              {graph::MemCategory::reduce_buffers, -4 * MiB, true, graph::Pool::reduce_scatter}};
+  auto c = op(graph::OpKind::forward, graph::Stream::compute, "C");
+  c.memory = {{graph::MemCategory::activations, 100, false, graph::Pool::compute}};
+  g.add_op(a);
+  g.add_op(b);
+  g.add_op(c);
+  engine::Timeline t(3, 1);
+  t.at(0, 0) = {0, 1};
+  t.at(1, 0) = {2, 3};
+  t.at(2, 0) = {4, 5};
+  const auto m = report::memory_timeline(g, t, 0);
+  CHECK(m.peak == doctest::Approx(10 * MiB));
+  // 10 MiB gets its own 10 MiB segment; the 4 MiB request on the other stream cannot use it and
+  // gets a 20 MiB segment (1-10 MiB requests); C's 100 bytes need a 2 MiB small-pool segment.
+  CHECK(m.peak_reserved == doctest::Approx((10 + 20 + 2) * MiB));
+  CHECK(m.reserved_by_pool[static_cast<std::size_t>(graph::Pool::reduce_scatter)] == doctest::Approx(20 * MiB));
+  CHECK(m.points.back().total() == doctest::Approx(512));  // 100 bytes take a 512-byte block
 }

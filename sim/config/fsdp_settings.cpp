@@ -1,0 +1,152 @@
+// The fsdp: section of a scenario. Names follow PyTorch (FullyShardedDataParallel arguments,
+// fully_shard arguments) and DeepSpeed's zero_optimization keys; docs/fsdp.md explains each.
+#include <fmt/format.h>
+
+#include <array>
+
+#include "config/sections.hpp"
+
+namespace shardsim::config {
+namespace {
+
+constexpr std::array kFsdpParams{
+    ParamSpec{"version", "1 | 2", "2", "1 = FullyShardedDataParallel, 2 = fully_shard"},
+    ParamSpec{"sharding", "full_shard | shard_grad_op | no_shard | hybrid_shard | hybrid_shard_zero2 | zero3", "full_shard",
+              "sharding strategy; zero3 = DeepSpeed ZeRO stage 3 (settings under fsdp.zero3)"},
+    ParamSpec{"wrap", "mapping {policy: ...}", "{policy: module}", "how the model is cut into units (shardsim describe wrap)"},
+    ParamSpec{"backward_prefetch", "pre | post | none", "pre", "FSDP1: when the next unit's all-gather is issued in backward"},
+    ParamSpec{"backward_prefetch_depth", "integer >= 1", "1",
+              "FSDP2: units prefetched ahead in backward (set_modules_to_backward_prefetch)"},
+    ParamSpec{"forward_prefetch", "bool or integer >= 0", "false",
+              "prefetch the next unit(s) before this unit's forward (FSDP1: next one, from the second step; FSDP2: N units)"},
+    ParamSpec{"limit_all_gathers", "bool", "true", "FSDP1 rate limiter: the CPU waits before issuing more all-gathers"},
+    ParamSpec{"max_inflight_all_gathers", "integer >= 1", "2",
+              "FSDP1 limiter depth (_max_num_inflight_all_gathers, \"empirically chosen\" 2)"},
+    ParamSpec{"reshard_after_forward", "bool or integer > 1", "-",
+              "free parameters after forward (default: by sharding); FSDP2 integer d keeps a 1/d shard for backward"},
+    ParamSpec{"keep_last_unit_unsharded", "bool", "false",
+              "do not reshard the last unit after forward (torchtitan: backward needs it first)"},
+    ParamSpec{"backward_hook_order", "post_first | pre_first", "post_first",
+              "FSDP1: whether unit k's post-backward fires before unit k-1's pre-backward (autograd order; unsure)"},
+    ParamSpec{"bucket_size", "size", "25MB", "no_shard: DDP gradient bucket (bucket_cap_mb)"},
+    ParamSpec{"mixed_precision", "mapping {param, reduce} or none", "none", "dtypes of all-gathered parameters and of gradient reduction"},
+    ParamSpec{"cpu_offload", "bool", "false", "keep parameter shards, gradients and optimizer on the CPU"},
+    ParamSpec{"zero3", "mapping", "{}", "DeepSpeed ZeRO-3 settings (sharding: zero3)"},
+};
+constexpr std::array kMixedPrecisionParams{
+    ParamSpec{"param", "fp32 | bf16 | fp16", "bf16", "dtype of unsharded parameters and compute"},
+    ParamSpec{"reduce", "fp32 | bf16 | fp16", "-", "dtype of gradient reduction (default: param)"},
+};
+// DeepSpeed defaults (deepspeed/runtime/zero/config.py, shared/reference/fsdp-semantics.md section 8).
+constexpr std::array kZero3Params{
+    ParamSpec{"prefetch_bucket_size", "integer >= 0", "50000000", "stage3_prefetch_bucket_size: parameters prefetched ahead (numel)"},
+    ParamSpec{"max_live_parameters", "integer >= 1", "1000000000", "stage3_max_live_parameters: gathered parameters kept at once (numel)"},
+    ParamSpec{"max_reuse_distance", "integer >= 0", "1000000000", "stage3_max_reuse_distance: keep a parameter if reused within (numel)"},
+    ParamSpec{"param_persistence_threshold", "integer >= 0", "100000",
+              "stage3_param_persistence_threshold: smaller parameters are never partitioned"},
+    ParamSpec{"reduce_bucket_size", "integer >= 1", "500000000", "reduce_bucket_size: gradients reduce-scattered per bucket (numel)"},
+    ParamSpec{"overlap_comm", "bool", "true", "reduce on a separate stream, overlapping backward"},
+};
+
+constexpr Schema kFsdpSchema{"fsdp", "FSDP settings (PyTorch names)", kFsdpParams};
+constexpr Schema kMixedPrecisionSchema{"fsdp.mixed_precision", "FSDP MixedPrecision", kMixedPrecisionParams};
+constexpr Schema kZero3Schema{"fsdp.zero3", "DeepSpeed ZeRO-3 (zero_optimization) settings", kZero3Params};
+
+MixedPrecision read_mixed_precision(const Reader& fsdp) {
+  MixedPrecision mp;
+  const ConfigNode* node = fsdp.node("mixed_precision");
+  if (node == nullptr) return mp;
+  if (node->is_scalar() && (node->scalar == "none" || node->scalar == "false")) return mp;
+  Reader r(*node, "fsdp.mixed_precision", kMixedPrecisionSchema);
+  mp.enabled = true;
+  mp.param = pick<DType>(r, "param", kDTypeNames);
+  mp.reduce = r.has("reduce") ? pick<DType>(r, "reduce", kDTypeNames) : mp.param;
+  r.finish();
+  return mp;
+}
+
+Choice read_wrap(const Reader& r) {
+  const ConfigNode* w = r.node("wrap");
+  if (w == nullptr) return Choice{"module", "fsdp.wrap", r.where("wrap"), ConfigNode{}};
+  if (w->is_scalar()) return Choice{w->scalar, "fsdp.wrap", w->where, ConfigNode{}};
+  if (!w->is_map()) {
+    throw ConfigError(w->where, "fsdp.wrap", fmt::format("expected a mapping such as {{policy: module}}; got {}", w->describe()));
+  }
+  const ConfigNode* policy = w->find("policy");
+  if (policy == nullptr || !policy->is_scalar()) {
+    throw ConfigError(policy != nullptr ? policy->where : w->where, "fsdp.wrap.policy",
+                      "missing required key (expected module, size or none)");
+  }
+  return Choice{policy->scalar, "fsdp.wrap", policy->where, *w};
+}
+
+// A key that takes true / false or a count: true = 1, false = 0.
+std::int64_t bool_or_count(const Reader& r, std::string_view key, std::int64_t max) {
+  const ConfigNode* n = r.node(key);
+  if (n == nullptr) return r.boolean(key) ? 1 : 0;
+  if (n->is_scalar()) {
+    const std::string s = n->scalar;
+    if (s == "true" || s == "false" || s == "yes" || s == "no" || s == "on" || s == "off") return r.boolean(key) ? 1 : 0;
+  }
+  return r.integer(key, 0, max);
+}
+
+Zero3Config read_zero3(const Reader& fsdp) {
+  ConfigNode scratch;
+  Reader r(section(fsdp, "zero3", scratch), "fsdp.zero3", kZero3Schema);
+  constexpr std::int64_t big = std::int64_t{1} << 50;
+  Zero3Config z;
+  z.prefetch_bucket_size = r.integer("prefetch_bucket_size", 0, big);
+  z.max_live_parameters = r.integer("max_live_parameters", 1, big);
+  z.max_reuse_distance = r.integer("max_reuse_distance", 0, big);
+  z.param_persistence_threshold = r.integer("param_persistence_threshold", 0, big);
+  z.reduce_bucket_size = r.integer("reduce_bucket_size", 1, big);
+  z.overlap_comm = r.boolean("overlap_comm");
+  r.finish();
+  return z;
+}
+
+}  // namespace
+
+FsdpConfig read_fsdp(const Reader& top) {
+  ConfigNode scratch;
+  Reader r(section(top, "fsdp", scratch), "fsdp", kFsdpSchema);
+  FsdpConfig f;
+  f.where = r.where("cpu_offload");
+  f.version = static_cast<int>(r.integer("version", 1, 2));
+  f.sharding = pick<Sharding>(r, "sharding", kShardingNames);
+  f.wrap = read_wrap(r);
+  f.backward_prefetch = pick<BackwardPrefetch>(r, "backward_prefetch", kPrefetchNames);
+  f.backward_prefetch_depth = static_cast<int>(r.integer("backward_prefetch_depth", 1, 1024));
+  f.forward_prefetch = static_cast<int>(bool_or_count(r, "forward_prefetch", 1024));
+  if (f.version == 1 && f.forward_prefetch > 1) {
+    r.fail("forward_prefetch", "FSDP1 prefetches one unit ahead (its limit is fixed at 1); expected true or false");
+  }
+  if (f.version == 1 && r.has("backward_prefetch_depth") && f.backward_prefetch_depth != 1) {
+    r.fail("backward_prefetch_depth", "FSDP1 prefetches one unit ahead in backward; expected 1 (use fsdp.version: 2)");
+  }
+  f.limit_all_gathers = r.boolean("limit_all_gathers");
+  f.max_inflight_all_gathers = static_cast<int>(r.integer("max_inflight_all_gathers", 1, 1024));
+  if (r.has("reshard_after_forward")) {
+    const std::int64_t v = bool_or_count(r, "reshard_after_forward", 1 << 20);
+    if (f.version == 1)
+      r.fail("reshard_after_forward", "FSDP1 takes it from the sharding strategy; set fsdp.sharding (or use fsdp.version: 2)");
+    f.reshard_after_forward = Located<int>{static_cast<int>(v), r.where("reshard_after_forward")};
+  }
+  f.keep_last_unit_unsharded = r.boolean("keep_last_unit_unsharded");
+  constexpr std::array<std::string_view, 2> kHookOrder{"post_first", "pre_first"};
+  f.backward_hook_order = pick<HookOrder>(r, "backward_hook_order", kHookOrder);
+  f.bucket_size = Bytes(r.quantity("bucket_size", Dimension::bytes));
+  if (f.bucket_size.value() <= 0) r.fail("bucket_size", "expected a size above zero");
+  f.mixed_precision = read_mixed_precision(r);
+  f.cpu_offload = r.boolean("cpu_offload");
+  f.zero3 = read_zero3(r);
+  r.finish();
+  return f;
+}
+
+std::vector<Schema> fsdp_schemas() {
+  return {kFsdpSchema, kMixedPrecisionSchema, kZero3Schema};
+}
+
+}  // namespace shardsim::config

@@ -1,0 +1,40 @@
+// Helpers shared by the files that read a scenario's sections (internal to the config layer).
+#pragma once
+
+#include <array>
+#include <string_view>
+#include <vector>
+
+#include "config/scenario.hpp"
+#include "core/reader.hpp"
+
+namespace shardsim::config {
+
+inline constexpr std::array<std::string_view, 3> kDTypeNames{"fp32", "bf16", "fp16"};
+inline constexpr std::array<std::string_view, 3> kOptimizerNames{"adamw", "adam", "sgd"};
+inline constexpr std::array<std::string_view, 4> kAcNames{"none", "selective", "full", "blocks"};
+inline constexpr std::array<std::string_view, 6> kShardingNames{"full_shard",   "shard_grad_op",      "no_shard",
+                                                                "hybrid_shard", "hybrid_shard_zero2", "zero3"};
+inline constexpr std::array<std::string_view, 3> kPrefetchNames{"pre", "post", "none"};
+
+// Reads a choice and returns its index as the enum E whose values follow `names`.
+template <class E, std::size_t N>
+E pick(const Reader& r, std::string_view key, const std::array<std::string_view, N>& names) {
+  const std::string v = r.choice(key, names);
+  for (std::size_t i = 0; i < N; ++i) {
+    if (names[i] == v) return static_cast<E>(i);
+  }
+  return static_cast<E>(0);
+}
+
+// The mapping under `key`, or an empty mapping located at the parent when absent.
+inline const ConfigNode& section(const Reader& r, std::string_view key, ConfigNode& scratch) {
+  if (const ConfigNode* n = r.node(key)) return *n;
+  scratch = ConfigNode::make_map(r.where(key));
+  return scratch;
+}
+
+[[nodiscard]] FsdpConfig read_fsdp(const Reader& top);
+[[nodiscard]] std::vector<Schema> fsdp_schemas();
+
+}  // namespace shardsim::config

@@ -1,0 +1,282 @@
+// The passes of one step: forward (walk the trace), backward (walk it reversed: exit = pre-backward,
+// enter = post-backward), reduction of gradients, and the optimizer step.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "fsdp/model_state.hpp"
+#include "graph/step_builder.hpp"
+
+namespace shardsim::graph {
+
+using fsdp::TraceEvent;
+
+StepGraph FsdpStepBuilder::build() {
+  fill_info();
+  for (int step = 0; step < steps_; ++step) {
+    step_ = step;
+    for (int micro = 0; micro < cfg_.training.grad_accum; ++micro) {
+      micro_ = micro;
+      io_.begin_micro_step(step, micro, micro == 0 ? last_optimizer_ : io_.last(Stream::compute));
+      forward();
+      backward();
+    }
+    optimizer();
+  }
+  (void)g_.topological_order();  // asserts the schedule is a DAG
+  return std::move(g_);
+}
+
+// ---- forward -------------------------------------------------------------------------------
+
+// The next `forward_prefetch` units to be entered after trace position `from`.
+std::vector<int> FsdpStepBuilder::forward_prefetch_targets(std::size_t from) const {
+  std::vector<int> out;
+  for (std::size_t i = from + 1; i < plan_.forward.size() && static_cast<int>(out.size()) < fsdp_.forward_prefetch; ++i) {
+    if (plan_.forward[i].kind == TraceEvent::Kind::enter) out.push_back(plan_.forward[i].unit);
+  }
+  return out;
+}
+
+void FsdpStepBuilder::forward() {
+  // FSDP1 records the forward order during the first iteration, so it cannot prefetch then.
+  const bool fwd_prefetch = fsdp_.forward_prefetch > 0 && (v2_ || step_ > 0);
+  for (std::size_t i = 0; i < plan_.forward.size(); ++i) {
+    const TraceEvent& e = plan_.forward[i];
+    switch (e.kind) {
+      case TraceEvent::Kind::enter:
+        unshard(e.unit, Phase::forward, -1);
+        wait_unshard(e.unit, Phase::forward);
+        if (fwd_prefetch) prefetch(forward_prefetch_targets(i), Phase::forward, at(gather_of_, e.unit));
+        break;
+      case TraceEvent::Kind::compute: {
+        const fsdp::Segment& s = plan_.segments[static_cast<std::size_t>(e.segment)];
+        Op op = make(OpKind::forward, Stream::compute, "FWD " + s.name, e.unit);
+        op.work = forward_work(s, batch_);
+        const double saved = activation_bytes(s.activation.saved, checkpoint_mode(s, cfg_.training), batch_);
+        if (saved > 0) op.memory.push_back({s.is_loss ? MemCategory::loss : MemCategory::activations, saved, false, Pool::compute});
+        compute(std::move(op), e.unit);
+        break;
+      }
+      case TraceEvent::Kind::exit:
+        if (unit(e.unit).reshard_after_forward && plan_.traits.shards_params) reshard(e.unit, Phase::forward);
+        break;
+    }
+  }
+}
+
+// ---- backward ------------------------------------------------------------------------------
+
+// The forward trace reversed. With backward_hook_order: pre_first, unit k-1's pre-backward fires
+// before unit k's post-backward (the autograd engine may order them either way; FSDP1 only).
+std::vector<TraceEvent> FsdpStepBuilder::backward_events() const {
+  std::vector<TraceEvent> out(plan_.forward.rbegin(), plan_.forward.rend());
+  if (v2_ || fsdp_.backward_hook_order != config::HookOrder::pre_first) return out;
+  for (std::size_t i = 0; i + 1 < out.size(); ++i) {
+    if (out[i].kind == TraceEvent::Kind::enter && out[i + 1].kind == TraceEvent::Kind::exit) {
+      std::swap(out[i], out[i + 1]);
+      ++i;
+    }
+  }
+  return out;
+}
+
+// post_forward_order[idx - 1], [idx - 2], ...: the units that finished forward just before u run
+// backward next; none once their backward has run (FSDP1's _needs_pre_backward_unshard cleared).
+std::vector<int> FsdpStepBuilder::backward_prefetch_targets(int u) const {
+  const int depth = v2_ ? fsdp_.backward_prefetch_depth : 1;
+  std::vector<int> out;
+  const auto it = std::find(post_forward_order_.begin(), post_forward_order_.end(), u);
+  for (auto p = it; p != post_forward_order_.begin() && static_cast<int>(out.size()) < depth;) {
+    --p;
+    if (!backward_done_[static_cast<std::size_t>(*p)]) out.push_back(*p);
+  }
+  return out;
+}
+
+void FsdpStepBuilder::backward() {
+  // FSDP2 always prefetches in pre-backward (torchtitan docs/fsdp.md: "post can prefetch incorrectly").
+  const auto mode = v2_ ? config::BackwardPrefetch::pre : fsdp_.backward_prefetch;
+  backward_done_.assign(plan_.units.size(), 0);
+  bucket_numel_ = 0;
+  for (const TraceEvent& e : backward_events()) {
+    switch (e.kind) {
+      case TraceEvent::Kind::exit:  // pre-backward
+        unshard(e.unit, Phase::backward, -1);
+        wait_unshard(e.unit, Phase::backward);
+        at(grads_pending_, e.unit) = has_params(e.unit) && !at(grads_alive_, e.unit);
+        if (mode == config::BackwardPrefetch::pre) prefetch(backward_prefetch_targets(e.unit), Phase::backward, at(gather_of_, e.unit));
+        break;
+      case TraceEvent::Kind::compute:
+        backward_compute(plan_.segments[static_cast<std::size_t>(e.segment)], e.unit);
+        break;
+      case TraceEvent::Kind::enter: {  // post-backward
+        at(backward_done_, e.unit) = true;
+        // Parameters are freed unless no_sync keeps them for the next micro-step (SHARD_GRAD_OP).
+        const bool keep = !syncing() && !unit(e.unit).reshard_after_forward;
+        if ((plan_.traits.shards_params || plan_.param_bytes != plan_.master_bytes) && !keep) reshard(e.unit, Phase::backward);
+        if (mode == config::BackwardPrefetch::post) prefetch(backward_prefetch_targets(e.unit), Phase::backward, at(gather_of_, e.unit));
+        if (plan_.traits.shards_params) reduce(e.unit);
+        break;
+      }
+    }
+  }
+  if (!plan_.traits.shards_params) bucket_all_reduce(0, io_.last(Stream::compute), true);
+}
+
+void FsdpStepBuilder::backward_compute(const fsdp::Segment& s, int u) {
+  Op op = make(OpKind::backward, Stream::compute, "BWD " + s.name, u);
+  const model::AcMode mode = checkpoint_mode(s, cfg_.training);
+  op.work = backward_work(s, batch_, mode);
+  const MemCategory act = s.is_loss ? MemCategory::loss : MemCategory::activations;
+  const double transient = activation_bytes(s.activation.backward_transient, mode, batch_);
+  const double saved = activation_bytes(s.activation.saved, mode, batch_);
+  if (transient > 0) {
+    op.memory.push_back({act, transient, false, Pool::compute});
+    op.memory.push_back({act, -transient, true, Pool::compute});
+  }
+  if (saved > 0) op.memory.push_back({act, -saved, true, Pool::compute});
+  // Gradients appear with the first parameter gradient: FSDP1's flat gradient all at once, FSDP2's
+  // per-parameter gradients as each is produced; under no_sync they stay for the next micro-step.
+  const bool first_micro_of_grads = !at(grads_alive_, u);
+  if (s.numel > 0 && unit(u).numel > 0 && first_micro_of_grads) {
+    if (!plan_.traits.shards_params) {
+      const double bytes = static_cast<double>(s.numel) * plan_.master_bytes;
+      op.memory.push_back({MemCategory::grad_shards, bytes, false, Pool::compute});
+      grad_shard_frees_.push_back({MemCategory::grad_shards, -bytes, true, Pool::compute});
+    } else if (v2_) {
+      const double bytes = grad_bytes(u) * static_cast<double>(s.numel) / static_cast<double>(unit(u).numel);
+      op.memory.push_back({MemCategory::gradients, bytes, false, Pool::compute});
+      at(grad_pieces_, u).push_back(bytes);
+    } else if (at(grads_pending_, u)) {
+      op.memory.push_back({MemCategory::gradients, grad_bytes(u), false, Pool::compute});
+      at(grads_pending_, u) = false;
+    }
+  }
+  const int id = compute(std::move(op), u);
+  if (!plan_.traits.shards_params && s.numel > 0 && syncing()) bucket_all_reduce(static_cast<double>(s.numel), id, false);
+}
+
+// DDP (no_shard): gradients fill buckets of fsdp.bucket_size in backward order; a full bucket is
+// all-reduced while backward goes on (DDP's Reducer, bucket_cap_mb = 25 by default).
+void FsdpStepBuilder::bucket_all_reduce(double numel, int producer, bool flush) {
+  if (!syncing()) return;
+  bucket_numel_ += numel;
+  const double cap = fsdp_.bucket_size.value() / plan_.master_bytes;
+  if (bucket_numel_ <= 0 || (!flush && bucket_numel_ < cap)) return;
+  Op ar = make(OpKind::all_reduce, v2_ ? Stream::all_reduce : Stream::nccl,
+               fmt::format("AR bucket ({:.0f} MB)", bucket_numel_ * plan_.reduce_bytes / 1e6), -1);
+  ar.group = Group::world;
+  ar.bytes = bucket_numel_ * plan_.reduce_bytes;
+  const int id = issue(std::move(ar));
+  g_.add_edge(producer, id, EdgeKind::data);
+  last_reduce_ = id;
+  bucket_numel_ = 0;
+}
+
+// Reduce-scatter of unit u's gradients after its backward (and the inter-node all-reduce of
+// hybrid sharding); none under no_sync, where the unsharded gradients stay for the next micro-step.
+void FsdpStepBuilder::reduce(int u) {
+  if (!has_params(u)) return;
+  if (!syncing()) {
+    at(grads_alive_, u) = true;
+    return;
+  }
+  at(grads_alive_, u) = false;
+  const int last = at(last_compute_, u);
+  const double buffer = reduce_buffer_bytes(u);
+  const bool first_micro = micro_ == 0 || cfg_.training.no_sync;
+  int producer = last;
+  Op rs = make(OpKind::reduce_scatter, rs_stream(), "RS " + unit(u).name, u);
+  rs.group = Group::shard;
+  rs.bytes = buffer;
+  if (v2_) {
+    // The compute stream waits for the previous reduce-scatter, then chunk_cat copies the
+    // gradients into the reduce-scatter input (reduce dtype), allocated for the RS stream.
+    Op copy = make(OpKind::copy, Stream::compute, "copy-in " + unit(u).name, u);
+    copy.work = memory_work(grad_bytes(u) + buffer, 1);
+    copy.memory.push_back({MemCategory::reduce_buffers, buffer, false, Pool::reduce_scatter});
+    for (double piece : at(grad_pieces_, u)) copy.memory.push_back({MemCategory::gradients, -piece, true, Pool::compute});
+    at(grad_pieces_, u).clear();
+    producer = issue(std::move(copy));
+    g_.add_edge(last, producer, EdgeKind::data);
+    g_.add_edge(last_reduce_, producer, EdgeKind::rate_limit);
+    rs.memory.push_back({MemCategory::reduce_buffers, -buffer, true, Pool::reduce_scatter});
+  } else {
+    // FSDP1 casts to the reduce dtype into a new buffer when it differs, then frees both.
+    const bool cast = plan_.reduce_bytes != plan_.grad_bytes;
+    if (cast) rs.memory.push_back({MemCategory::reduce_buffers, buffer, false, Pool::reduce_scatter});
+    if (cast) rs.memory.push_back({MemCategory::reduce_buffers, -buffer, true, Pool::reduce_scatter});
+    rs.memory.push_back({MemCategory::gradients, -grad_bytes(u), true, Pool::compute});
+  }
+  if (first_micro) {
+    rs.memory.push_back({MemCategory::grad_shards, shard_master_bytes(u), false, Pool::reduce_scatter});
+    grad_shard_frees_.push_back({MemCategory::grad_shards, -shard_master_bytes(u), true, offload_ ? Pool::host : Pool::reduce_scatter});
+  }
+  const int id = issue(std::move(rs));
+  g_.add_edge(producer, id, EdgeKind::data);
+  last_reduce_ = id;
+  int reduced = id;
+  if (plan_.traits.hybrid && plan_.replicate_group > 1) {
+    Op ar = make(OpKind::all_reduce, Stream::all_reduce, "AR " + unit(u).name, u);
+    ar.group = Group::replicate;
+    ar.bytes = static_cast<double>(unit(u).shard_numel) * plan_.reduce_bytes;
+    reduced = issue(std::move(ar));
+    g_.add_edge(id, reduced, EdgeKind::data);
+  }
+  if (offload_) {
+    // The reduced shard goes to pinned host memory for the CPU optimizer.
+    Op d2h = make(OpKind::host_copy, Stream::d2h, "D2H " + unit(u).name, u);
+    d2h.work.pcie_bytes = shard_master_bytes(u);
+    d2h.memory.push_back({MemCategory::grad_shards, -shard_master_bytes(u), true, Pool::reduce_scatter});
+    d2h.memory.push_back({MemCategory::grad_shards, shard_master_bytes(u), true, Pool::host});
+    last_d2h_ = issue(std::move(d2h));
+    g_.add_edge(reduced, last_d2h_, EdgeKind::data);
+  }
+}
+
+// ---- optimizer ------------------------------------------------------------------------------
+
+void FsdpStepBuilder::optimizer() {
+  std::int64_t shard = 0;
+  for (const auto& u : plan_.units) shard += plan_.traits.shards_params ? u.shard_numel : u.numel;
+  const double bytes = static_cast<double>(shard) * fsdp::optimizer_bytes_per_param(cfg_.training.optimizer, plan_.master_bytes);
+  // With offload the step runs on the CPU thread over host memory, after the final callback's
+  // synchronize (fsdp-semantics.md section 5).
+  Op op = make(OpKind::optimizer, offload_ ? Stream::cpu : Stream::compute, fmt::format("optimizer step {}", step_), -1);
+  if (offload_) {
+    op.work.host_bytes = bytes;
+  } else {
+    op.work = memory_work(bytes, 8 * static_cast<int>(plan_.units.size()));
+  }
+  // zero_grad(set_to_none=True) frees the gradients after the step.
+  op.memory.insert(op.memory.end(), grad_shard_frees_.begin(), grad_shard_frees_.end());
+  grad_shard_frees_.clear();
+  const int id = issue(std::move(op));
+  // The final callback makes the compute stream wait for every reduction stream.
+  for (Stream s : {Stream::compute, Stream::nccl, Stream::reduce_scatter, Stream::all_reduce, Stream::d2h}) {
+    g_.add_edge(io_.last(s), id, EdgeKind::data);
+  }
+  last_optimizer_ = id;
+}
+
+void FsdpStepBuilder::fill_info() {
+  GraphInfo& info = g_.info;
+  info.scenario = cfg_.name;
+  info.world_size = plan_.world_size;
+  info.gpus_per_node = cfg_.cluster.topology.node.gpus;
+  info.shard_group = plan_.shard_group;
+  info.replicate_group = plan_.replicate_group;
+  info.reshard_group = plan_.reshard_group;
+  info.steps = steps_;
+  info.micro_steps = static_cast<int>(cfg_.training.grad_accum);
+  info.tokens_per_micro_step = batch_.tokens();
+  std::int64_t shard = 0;
+  for (const auto& u : plan_.units) shard += plan_.traits.shards_params ? u.shard_numel : u.numel;
+  const auto state = fsdp::model_state_bytes(static_cast<double>(shard), 1, plan_.master_bytes, cfg_.training.optimizer);
+  const Pool pool = offload_ ? Pool::host : Pool::compute;
+  info.initial_memory = {{MemCategory::sharded_params, state.params, false, pool},
+                         {MemCategory::optimizer_state, state.optimizer, false, pool}};
+}
+
+}  // namespace shardsim::graph

@@ -1,0 +1,53 @@
+#include "graph/issuer.hpp"
+
+namespace shardsim::graph {
+
+Op make_op(OpKind kind, Stream stream, std::string name, int unit) {
+  Op op;
+  op.kind = kind;
+  op.stream = stream;
+  op.name = std::move(name);
+  op.unit = unit;
+  return op;
+}
+
+Issuer::Issuer(StepGraph& g) : g_(g) {
+  last_.fill(-1);
+  gate_seen_.fill(-1);
+}
+
+void Issuer::begin_micro_step(int step, int micro, int barrier) {
+  step_ = step;
+  micro_ = micro;
+  barrier_ = barrier;
+  started_.fill(false);
+}
+
+int Issuer::issue(Op op) {
+  op.step = step_;
+  op.micro = micro_;
+  const auto s = static_cast<std::size_t>(op.stream);
+  const int id = g_.add_op(std::move(op));
+  g_.add_edge(last_[s], id, EdgeKind::stream);
+  if (cpu_gate_ >= 0 && gate_seen_[s] != cpu_gate_) {
+    g_.add_edge(cpu_gate_, id, EdgeKind::cpu);
+    gate_seen_[s] = cpu_gate_;
+  }
+  // The root's pre-forward makes the unshard streams wait on the default stream (after the
+  // optimizer step, or the previous micro-step's backward).
+  if (!started_[s]) {
+    g_.add_edge(barrier_, id, EdgeKind::data);
+    started_[s] = true;
+  }
+  last_[s] = id;
+  return id;
+}
+
+int Issuer::cpu_wait(int event, std::string name) {
+  const int id = issue(make_op(OpKind::cpu_wait, Stream::cpu, std::move(name), -1));
+  g_.add_edge(event, id, EdgeKind::rate_limit);
+  cpu_gate_ = id;
+  return id;
+}
+
+}  // namespace shardsim::graph

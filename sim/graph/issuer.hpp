@@ -1,0 +1,40 @@
+// Issues ops onto a StepGraph in CPU program order, adding the edges that order implies: each
+// op follows the previous op of its stream; after the CPU blocked on an event, everything it
+// issues waits for that wait; a micro-step's first op on each stream waits for its barrier.
+// Shared by the FSDP and ZeRO-3 builders.
+#pragma once
+
+#include <array>
+#include <string>
+
+#include "graph/step_graph.hpp"
+
+namespace shardsim::graph {
+
+[[nodiscard]] Op make_op(OpKind kind, Stream stream, std::string name, int unit);
+
+class Issuer {
+ public:
+  explicit Issuer(StepGraph& g);
+
+  // Starts a micro-step: its ops carry (step, micro) and each stream's first op waits for `barrier`.
+  void begin_micro_step(int step, int micro, int barrier);
+  int issue(Op op);
+  // The CPU blocks until `event` ends; returns the wait op, which later ops on any stream follow.
+  int cpu_wait(int event, std::string name);
+  [[nodiscard]] int last(Stream s) const { return last_[static_cast<std::size_t>(s)]; }
+  [[nodiscard]] int step() const { return step_; }
+  [[nodiscard]] int micro() const { return micro_; }
+
+ private:
+  StepGraph& g_;
+  std::array<int, kStreams> last_{};       // last op issued on each stream
+  std::array<int, kStreams> gate_seen_{};  // the CPU wait each stream's last op already follows
+  std::array<bool, kStreams> started_{};   // stream used in this micro-step yet
+  int barrier_ = -1;
+  int cpu_gate_ = -1;
+  int step_ = 0;
+  int micro_ = 0;
+};
+
+}  // namespace shardsim::graph

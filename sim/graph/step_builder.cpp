@@ -1,0 +1,169 @@
+// Issuing ops in CPU program order, and making a unit's parameters available and freeing them:
+// the all-gather (with FSDP1's rate limiter or FSDP2's copy-in/copy-out), CPU-offload copies and
+// reshard after use. Memory effects name the category and the allocator pool of each tensor.
+#include "graph/step_builder.hpp"
+
+#include <fmt/format.h>
+
+#include "fsdp/model_state.hpp"
+
+namespace shardsim::graph {
+
+FsdpStepBuilder::FsdpStepBuilder(const fsdp::Plan& plan, const config::ScenarioConfig& scenario, int steps)
+    : plan_(plan),
+      cfg_(scenario),
+      fsdp_(scenario.fsdp),
+      v2_(scenario.fsdp.version == 2),
+      offload_(scenario.fsdp.cpu_offload),
+      steps_(steps),
+      batch_{scenario.training.micro_batch, scenario.training.seq_len} {
+  const std::size_t n = plan.units.size();
+  available_.assign(n, -1);
+  gather_of_.assign(n, -1);
+  pending_gather_.assign(n, -1);
+  prefetched_.assign(n, false);
+  partially_sharded_.assign(n, false);
+  last_compute_.assign(n, -1);
+  grads_pending_.assign(n, false);
+  grads_alive_.assign(n, false);
+  backward_done_.assign(n, false);
+  unsharded_pool_.assign(n, Pool::compute);
+  grad_pieces_.resize(n);
+  for (const auto& e : plan.forward) {
+    if (e.kind == fsdp::TraceEvent::Kind::exit) post_forward_order_.push_back(e.unit);
+  }
+}
+
+double FsdpStepBuilder::unsharded_bytes(int u) const {
+  return static_cast<double>(unit(u).padded_numel) * plan_.param_bytes;
+}
+
+// FSDP1 produces one flat (padded) gradient per unit; FSDP2 one tensor per parameter (unpadded).
+double FsdpStepBuilder::grad_bytes(int u) const {
+  return static_cast<double>(v2_ ? unit(u).numel : unit(u).padded_numel) * plan_.grad_bytes;
+}
+
+double FsdpStepBuilder::reduce_buffer_bytes(int u) const {
+  return static_cast<double>(unit(u).padded_numel) * plan_.reduce_bytes;
+}
+
+double FsdpStepBuilder::shard_master_bytes(int u) const {
+  return static_cast<double>(unit(u).shard_numel) * plan_.master_bytes;
+}
+
+bool FsdpStepBuilder::syncing() const {
+  return !cfg_.training.no_sync || micro_ == cfg_.training.grad_accum - 1;
+}
+
+// FSDP1: the CPU blocks on the oldest recorded reshard event once `max_inflight` are queued.
+void FsdpStepBuilder::rate_limit() {
+  // The depth is FSDP1's _max_num_inflight_all_gathers (2, "empirically chosen", _limiter_utils.py).
+  if (v2_ || !fsdp_.limit_all_gathers || limiter_.size() < static_cast<std::size_t>(fsdp_.max_inflight_all_gathers)) return;
+  const int event = limiter_.front();
+  limiter_.pop_front();
+  io_.cpu_wait(event, fmt::format("limiter wait ({})", g_.op(event).name));
+}
+
+// Makes unit u's parameters available: an all-gather (sharded), or a cast (no_shard with mixed
+// precision). FSDP2's copy-out comes later, at wait_unshard. A prefetch records its trigger.
+void FsdpStepBuilder::unshard(int u, Phase phase, int prefetch_trigger) {
+  if (!has_params(u) || at(available_, u) >= 0 || at(pending_gather_, u) >= 0) return;
+  const std::string& name = unit(u).name;
+  if (!plan_.traits.shards_params) {
+    if (plan_.param_bytes == plan_.master_bytes) return;
+    const double master = static_cast<double>(unit(u).padded_numel) * plan_.master_bytes;
+    Op cast = make(OpKind::copy, Stream::compute, "cast " + name, u);
+    cast.work = memory_work(master + unsharded_bytes(u), 1);
+    cast.memory.push_back({MemCategory::unsharded_params, unsharded_bytes(u), false, Pool::compute});
+    at(unsharded_pool_, u) = Pool::compute;
+    at(available_, u) = issue(std::move(cast));
+    return;
+  }
+  rate_limit();
+  const bool from_partial = phase == Phase::backward && at(partially_sharded_, u);
+  int h2d = -1;
+  if (offload_ && !from_partial) {
+    // The fp32 shard comes over PCIe at every unshard (fsdp-semantics.md section 5).
+    Op copy = make(OpKind::host_copy, Stream::h2d, "H2D " + name, u);
+    copy.work.pcie_bytes = shard_master_bytes(u);
+    copy.memory.push_back({MemCategory::sharded_params, shard_master_bytes(u), false, Pool::all_gather});
+    h2d = issue(std::move(copy));
+  }
+  Op ag = make(OpKind::all_gather, ag_stream(), "AG " + name, u);
+  ag.group = from_partial ? Group::reshard : Group::shard;
+  ag.bytes = unsharded_bytes(u);
+  ag.memory.push_back({MemCategory::unsharded_params, unsharded_bytes(u), false, Pool::all_gather});
+  if (h2d >= 0) ag.memory.push_back({MemCategory::sharded_params, -shard_master_bytes(u), true, Pool::all_gather});
+  const int id = issue(std::move(ag));
+  g_.add_edge(h2d, id, EdgeKind::data);
+  at(gather_of_, u) = id;
+  // FSDP2: the all-gather streams wait for the previous group's copy-out before reusing buffers.
+  if (v2_) g_.add_edge(last_copy_out_, id, EdgeKind::rate_limit);
+  // The edge records why it is early; the all-gather stream's order already implies it.
+  if (prefetch_trigger >= 0) g_.add_edge(prefetch_trigger, id, EdgeKind::prefetch);
+  if (v2_) {
+    at(pending_gather_, u) = id;
+  } else {
+    at(available_, u) = id;
+    at(unsharded_pool_, u) = Pool::all_gather;
+  }
+  at(prefetched_, u) = prefetch_trigger >= 0;
+}
+
+// FSDP2's wait_for_unshard: the compute stream waits for the all-gather, then copies out into
+// per-parameter tensors. The all-gather buffer is freed after the copy-out; in forward only after
+// the next group's copy-out (AllGatherState keeps it until then).
+void FsdpStepBuilder::wait_unshard(int u, Phase phase) {
+  at(prefetched_, u) = false;
+  if (!v2_ || at(pending_gather_, u) < 0) return;
+  const int ag = at(pending_gather_, u);
+  at(pending_gather_, u) = -1;
+  Op copy = make(OpKind::copy, Stream::compute, "copy-out " + unit(u).name, u);
+  copy.work = memory_work(2 * unsharded_bytes(u), 1);
+  copy.memory.push_back({MemCategory::unsharded_params, unsharded_bytes(u), false, Pool::compute});
+  if (phase == Phase::backward) copy.memory.push_back({MemCategory::unsharded_params, -unsharded_bytes(u), true, Pool::all_gather});
+  if (deferred_buffer_free_ >= 0) {
+    copy.memory.push_back({MemCategory::unsharded_params, -unsharded_bytes(deferred_buffer_free_), true, Pool::all_gather});
+    deferred_buffer_free_ = -1;
+  }
+  if (phase == Phase::forward) deferred_buffer_free_ = u;
+  const int id = issue(std::move(copy));
+  g_.add_edge(ag, id, EdgeKind::data);
+  last_copy_out_ = id;
+  at(available_, u) = id;
+  at(unsharded_pool_, u) = Pool::compute;
+}
+
+// Frees unit u's unsharded parameters when its last compute op is done (the caching allocator
+// cannot reuse them before); FSDP1 records the limiter's event there. After forward with
+// reshard_after_forward = d, a 1/d copy stays for backward.
+void FsdpStepBuilder::reshard(int u, Phase phase) {
+  const int last = at(last_compute_, u);
+  if (at(available_, u) < 0 || last < 0) return;
+  Op& op = g_.op(last);
+  op.memory.push_back({MemCategory::unsharded_params, -unsharded_bytes(u), true, at(unsharded_pool_, u)});
+  if (at(partially_sharded_, u)) {
+    op.memory.push_back({MemCategory::unsharded_params, -unsharded_bytes(u) / unit(u).reshard_to, true, Pool::compute});
+    at(partially_sharded_, u) = false;
+  }
+  if (phase == Phase::forward && unit(u).reshard_to > 0) {
+    op.memory.push_back({MemCategory::unsharded_params, unsharded_bytes(u) / unit(u).reshard_to, true, Pool::compute});
+    at(partially_sharded_, u) = true;
+  }
+  at(available_, u) = -1;
+  if (!v2_ && plan_.traits.shards_params) limiter_.push_back(last);
+}
+
+int FsdpStepBuilder::compute(Op op, int u) {
+  const int avail = at(available_, u);
+  const int id = issue(std::move(op));
+  g_.add_edge(avail, id, EdgeKind::data);
+  at(last_compute_, u) = id;
+  return id;
+}
+
+void FsdpStepBuilder::prefetch(const std::vector<int>& targets, Phase phase, int trigger) {
+  for (int t : targets) unshard(t, phase, trigger);
+}
+
+}  // namespace shardsim::graph

@@ -1,0 +1,99 @@
+// Internal to the graph layer: builds the step graph of PyTorch FSDP (version 1 or 2) by walking
+// the plan's forward trace in CPU issue order, once forward and once reversed for backward, per
+// micro-step and step. See builder.hpp for the contract and fsdp-semantics.md for the rules.
+#pragma once
+
+#include <array>
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "config/scenario.hpp"
+#include "fsdp/plan.hpp"
+#include "graph/issuer.hpp"
+#include "graph/step_graph.hpp"
+#include "graph/work.hpp"
+
+namespace shardsim::graph {
+
+enum class Phase { forward, backward };
+
+class FsdpStepBuilder {
+ public:
+  FsdpStepBuilder(const fsdp::Plan& plan, const config::ScenarioConfig& scenario, int steps);
+  StepGraph build();
+
+ private:
+  // ---- making parameters available (step_builder.cpp) ----
+  int issue(Op op) { return io_.issue(std::move(op)); }
+  static Op make(OpKind kind, Stream stream, std::string name, int unit) { return make_op(kind, stream, std::move(name), unit); }
+  void rate_limit();
+  void unshard(int u, Phase phase, int prefetch_trigger);
+  void wait_unshard(int u, Phase phase);
+  void reshard(int u, Phase phase);
+  int compute(Op op, int u);
+  void prefetch(const std::vector<int>& targets, Phase phase, int trigger);
+
+  // ---- passes (fsdp_passes.cpp) ----
+  void forward();
+  void backward();
+  void backward_compute(const fsdp::Segment& s, int u);
+  void reduce(int u);
+  void bucket_all_reduce(double numel, int producer, bool flush);
+  void optimizer();
+  void fill_info();
+  [[nodiscard]] std::vector<fsdp::TraceEvent> backward_events() const;
+  [[nodiscard]] std::vector<int> forward_prefetch_targets(std::size_t from) const;
+  [[nodiscard]] std::vector<int> backward_prefetch_targets(int u) const;
+
+  // ---- sizes and state ----
+  [[nodiscard]] const fsdp::Unit& unit(int u) const { return plan_.units[static_cast<std::size_t>(u)]; }
+  [[nodiscard]] bool has_params(int u) const { return unit(u).padded_numel > 0; }
+  [[nodiscard]] double unsharded_bytes(int u) const;
+  [[nodiscard]] double grad_bytes(int u) const;
+  [[nodiscard]] double reduce_buffer_bytes(int u) const;
+  [[nodiscard]] double shard_master_bytes(int u) const;
+  [[nodiscard]] Stream ag_stream() const { return v2_ ? Stream::all_gather : Stream::nccl; }
+  [[nodiscard]] Stream rs_stream() const { return v2_ ? Stream::reduce_scatter : Stream::nccl; }
+  [[nodiscard]] bool syncing() const;  // reduce gradients in this micro-step (no_sync)
+  template <class T>
+  [[nodiscard]] static T& at(std::vector<T>& v, int u) {
+    return v[static_cast<std::size_t>(u)];
+  }
+
+  const fsdp::Plan& plan_;
+  const config::ScenarioConfig& cfg_;
+  const config::FsdpConfig& fsdp_;
+  bool v2_;
+  bool offload_;
+  int steps_;
+  Batch batch_;
+  StepGraph g_;
+  Issuer io_{g_};
+  int step_ = 0;
+  int micro_ = 0;
+
+  int last_copy_out_ = -1;         // FSDP2: all-gathers wait for the previous copy-out
+  int last_reduce_ = -1;           // FSDP2: copy-in waits for the previous reduce-scatter
+  int deferred_buffer_free_ = -1;  // FSDP2 forward: all-gather buffer freed at the next copy-out
+  int last_d2h_ = -1;
+  int last_optimizer_ = -1;
+  double bucket_numel_ = 0;          // no_shard: gradients waiting in the current DDP bucket
+  std::deque<int> limiter_;          // FSDP1: reshard events, oldest first
+  std::vector<int> available_;       // op after which unit u's parameters are usable, -1 if not
+  std::vector<int> gather_of_;       // the latest all-gather of unit u
+  std::vector<int> pending_gather_;  // FSDP2: all-gather awaiting its copy-out, -1 if none
+  std::vector<char> prefetched_;
+  std::vector<char> partially_sharded_;  // holding a 1/d copy after forward (reshard_to)
+  std::vector<int> last_compute_;
+  std::vector<char> grads_pending_;  // FSDP1: the flat gradient not allocated yet this micro-step
+  std::vector<char> grads_alive_;    // unsharded gradients kept across micro-steps (no_sync)
+  std::vector<char> backward_done_;
+  std::vector<int> post_forward_order_;
+  std::vector<Pool> unsharded_pool_;              // where unit u's usable parameters were allocated
+  std::vector<std::vector<double>> grad_pieces_;  // FSDP2: per-parameter gradients of unit u alive
+  std::vector<MemEffect> grad_shard_frees_;       // what zero_grad frees after the optimizer step
+};
+
+}  // namespace shardsim::graph

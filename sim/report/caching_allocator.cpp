@@ -1,0 +1,109 @@
+#include "report/caching_allocator.hpp"
+
+#include <cmath>
+
+namespace shardsim::report {
+namespace {
+
+constexpr std::int64_t kMinBlock = 512;
+constexpr std::int64_t kSmallSize = 1 << 20;     // requests up to 1 MiB use the small pool
+constexpr std::int64_t kSmallBuffer = 2 << 20;   // small pool segments
+constexpr std::int64_t kLargeBuffer = 20 << 20;  // segments for 1-10 MiB requests
+constexpr std::int64_t kMinLargeAlloc = 10 << 20;
+constexpr std::int64_t kRoundLarge = 2 << 20;
+
+std::int64_t segment_size(std::int64_t size) {
+  if (size <= kSmallSize) return kSmallBuffer;
+  if (size < kMinLargeAlloc) return kLargeBuffer;
+  return (size + kRoundLarge - 1) / kRoundLarge * kRoundLarge;
+}
+
+bool should_split(std::int64_t request, std::int64_t remaining) {
+  return request <= kSmallSize ? remaining >= kMinBlock : remaining > kSmallSize;
+}
+
+}  // namespace
+
+std::int64_t CachingAllocator::round_size(double bytes) {
+  const auto b = static_cast<std::int64_t>(std::ceil(bytes));
+  if (b < kMinBlock) return kMinBlock;
+  return (b + kMinBlock - 1) / kMinBlock * kMinBlock;
+}
+
+CachingAllocator::PoolState& CachingAllocator::state(graph::Pool pool, std::int64_t size) {
+  return pools_[static_cast<std::size_t>(2 * static_cast<int>(pool) + (size <= kSmallSize ? 0 : 1))];
+}
+
+double CachingAllocator::reserved(graph::Pool pool) const {
+  const auto i = static_cast<std::size_t>(2 * static_cast<int>(pool));
+  return static_cast<double>(pools_[i].reserved + pools_[i + 1].reserved);
+}
+
+void CachingAllocator::allocate(graph::Pool pool, double bytes) {
+  if (bytes <= 0) return;
+  const std::int64_t size = round_size(bytes);
+  PoolState& p = state(pool, size);
+  auto it = p.free_blocks.lower_bound(FreeKey{size, -1, -1});
+  int seg = 0;
+  std::int64_t offset = 0;
+  std::int64_t block_size = 0;
+  if (it != p.free_blocks.end()) {
+    std::tie(block_size, seg, offset) = *it;
+    p.free_blocks.erase(it);
+  } else {
+    block_size = segment_size(size);
+    seg = static_cast<int>(segments_.size());
+    segments_.push_back(Segment{{{0, Block{block_size, true}}}});
+    p.reserved += block_size;
+    reserved_ += block_size;
+  }
+  auto& blocks = segments_[static_cast<std::size_t>(seg)].blocks;
+  if (should_split(size, block_size - size)) {
+    blocks[offset] = Block{size, false};
+    blocks[offset + size] = Block{block_size - size, true};
+    p.free_blocks.insert(FreeKey{block_size - size, seg, offset + size});
+  } else {
+    blocks[offset] = Block{block_size, false};
+  }
+  p.live.emplace(size, std::make_pair(seg, offset));
+  allocated_ += blocks[offset].size;
+}
+
+void CachingAllocator::free(graph::Pool pool, double bytes) {
+  if (bytes <= 0) return;
+  const std::int64_t size = round_size(bytes);
+  PoolState& p = state(pool, size);
+  auto it = p.live.find(size);
+  if (it == p.live.end()) {
+    ++unpaired_;
+    return;
+  }
+  const auto [seg, offset] = it->second;
+  p.live.erase(it);
+  release(p, seg, offset);
+}
+
+void CachingAllocator::release(PoolState& p, int segment, std::int64_t offset) {
+  auto& blocks = segments_[static_cast<std::size_t>(segment)].blocks;
+  auto it = blocks.find(offset);
+  allocated_ -= it->second.size;
+  it->second.free = true;
+  // Merge with the free neighbours.
+  if (auto next = std::next(it); next != blocks.end() && next->second.free) {
+    p.free_blocks.erase(FreeKey{next->second.size, segment, next->first});
+    it->second.size += next->second.size;
+    blocks.erase(next);
+  }
+  if (it != blocks.begin()) {
+    auto prev = std::prev(it);
+    if (prev->second.free) {
+      p.free_blocks.erase(FreeKey{prev->second.size, segment, prev->first});
+      prev->second.size += it->second.size;
+      blocks.erase(it);
+      it = prev;
+    }
+  }
+  p.free_blocks.insert(FreeKey{it->second.size, segment, it->first});
+}
+
+}  // namespace shardsim::report

@@ -1,0 +1,62 @@
+// A model of PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp), enough to
+// turn allocations and frees into reserved memory:
+// - request sizes round up to 512-byte blocks;
+// - requests up to 1 MiB come from a small pool of 2 MiB segments, larger ones from a large
+//   pool: 20 MiB segments for requests under 10 MiB, else the size rounded up to 2 MiB;
+// - a request takes the smallest cached free block that fits (best fit), splitting off the rest
+//   when it is large enough (>= 512 B small, > 1 MiB large); freed blocks merge with free
+//   neighbours of the same segment; segments are never returned (no empty_cache);
+// - each stream has its own pools: a block freed on one stream is not given to another.
+// A tensor is identified by its size: a free releases a live block of that size in that pool.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <tuple>
+#include <vector>
+
+#include "graph/op.hpp"
+
+namespace shardsim::report {
+
+class CachingAllocator {
+ public:
+  void allocate(graph::Pool pool, double bytes);
+  void free(graph::Pool pool, double bytes);
+
+  [[nodiscard]] double allocated() const { return static_cast<double>(allocated_); }
+  [[nodiscard]] double reserved() const { return static_cast<double>(reserved_); }
+  [[nodiscard]] double reserved(graph::Pool pool) const;
+  // Frees that matched no live block of their size (a sign the graph's effects do not pair up).
+  [[nodiscard]] int unpaired_frees() const { return unpaired_; }
+
+  [[nodiscard]] static std::int64_t round_size(double bytes);
+
+ private:
+  struct Block {
+    std::int64_t size = 0;
+    bool free = true;
+  };
+  struct Segment {
+    std::map<std::int64_t, Block> blocks;  // by offset
+  };
+  using FreeKey = std::tuple<std::int64_t, int, std::int64_t>;  // size, segment, offset
+  struct PoolState {
+    std::set<FreeKey> free_blocks;
+    std::multimap<std::int64_t, std::pair<int, std::int64_t>> live;  // size -> (segment, offset)
+    std::int64_t reserved = 0;
+  };
+
+  PoolState& state(graph::Pool pool, std::int64_t size);
+  void release(PoolState& p, int segment, std::int64_t offset);
+
+  std::vector<Segment> segments_;
+  std::array<PoolState, 2 * graph::kPools> pools_{};  // [pool][small, large]
+  std::int64_t allocated_ = 0;
+  std::int64_t reserved_ = 0;
+  int unpaired_ = 0;
+};
+
+}  // namespace shardsim::report

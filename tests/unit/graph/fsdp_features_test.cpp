@@ -1,0 +1,166 @@
+// FSDP features checked against independent figures: the FSDP paper's traffic formulas, and
+// counts of the collectives each setting must produce.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "cli/pipeline.hpp"
+#include "test_support.hpp"
+
+using namespace shardsim;
+
+namespace {
+
+cli::Prepared tiny(std::vector<std::string> sets = {}) {
+  return cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", sets);
+}
+
+int count(const graph::StepGraph& g, graph::OpKind kind) {
+  int n = 0;
+  for (std::size_t i = 0; i < g.size(); ++i) n += g.op(static_cast<int>(i)).kind == kind;
+  return n;
+}
+
+// Bytes one rank sends in a ring collective of n ranks: (n-1)/n S, twice for an all-reduce.
+double ring_bytes(const graph::Op& op, int n) {
+  const double f = op.kind == graph::OpKind::all_reduce ? 2.0 : 1.0;
+  return f * (n - 1) / n * op.bytes;
+}
+
+std::vector<std::string> names_on(const graph::StepGraph& g, graph::Stream s) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const auto& op = g.op(static_cast<int>(i));
+    if (op.stream == s && op.is_collective()) out.push_back(op.name);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("full shard moves 3M(W-1)/W bytes per GPU per step (FSDP paper)") {
+  // The seed's SimpleTransformer with size-based wrapping leaves the root empty, so every unit
+  // is gathered in forward and in backward and reduce-scattered once; fp32 everywhere, so
+  // M = 4 bytes x parameters (253,653,840; each unit's numel is already a multiple of 8).
+  const auto p = cli::prepare(test::source_dir() / "tests/data/seed_simple_size_wrap.yaml", {});
+  double moved = 0;
+  for (std::size_t i = 0; i < p.graph.size(); ++i) {
+    const auto& op = p.graph.op(static_cast<int>(i));
+    if (op.is_collective()) moved += ring_bytes(op, 8);
+  }
+  const double m = 4.0 * 253'653'840;
+  CHECK(moved == doctest::Approx(3 * m * 7 / 8));
+}
+
+TEST_CASE("hybrid sharding crosses hosts only with the all-reduce of each shard: 2(R-1)/R x M/G") {
+  // 4 nodes x 8 GPUs: shards of 1/8 of each unit, all-reduced over the R = 4 replicas.
+  const auto p = tiny({"cluster.nodes=4", "fsdp.sharding=hybrid_shard", "fsdp.mixed_precision=none"});
+  double cross = 0;
+  double m = 0;
+  for (const auto& u : p.plan.units) m += 4.0 * static_cast<double>(u.padded_numel);
+  for (std::size_t i = 0; i < p.graph.size(); ++i) {
+    const auto& op = p.graph.op(static_cast<int>(i));
+    if (op.group == graph::Group::replicate) cross += ring_bytes(op, 4);
+    if (op.group == graph::Group::shard) CHECK(op.kind != graph::OpKind::all_reduce);
+  }
+  CHECK(cross == doctest::Approx(2.0 * 3 / 4 * m / 8));
+}
+
+TEST_CASE("shard_grad_op gathers once per step; full shard twice, the root once") {
+  CHECK(count(tiny({"fsdp.sharding=shard_grad_op"}).graph, graph::OpKind::all_gather) == 5);
+  CHECK(count(tiny().graph, graph::OpKind::all_gather) == 4 * 2 + 1);
+}
+
+TEST_CASE("no_sync reduces only in the last micro-step") {
+  CHECK(count(tiny({"training.grad_accum=2"}).graph, graph::OpKind::reduce_scatter) == 10);
+  CHECK(count(tiny({"training.grad_accum=2", "training.no_sync=true"}).graph, graph::OpKind::reduce_scatter) == 5);
+}
+
+TEST_CASE("no_shard all-reduces DDP buckets of bucket_size while backward runs") {
+  const auto p = tiny({"fsdp.sharding=no_shard", "fsdp.bucket_size=25MB"});
+  double total = 0;
+  std::vector<double> buckets;
+  for (std::size_t i = 0; i < p.graph.size(); ++i) {
+    const auto& op = p.graph.op(static_cast<int>(i));
+    CHECK(op.kind != graph::OpKind::all_gather);
+    CHECK(op.kind != graph::OpKind::reduce_scatter);
+    if (op.kind == graph::OpKind::all_reduce) buckets.push_back(op.bytes);
+  }
+  for (double b : buckets) total += b;
+  // Every gradient (fp32 reduce dtype) is all-reduced once; full buckets hold at least 25 MB.
+  CHECK(total == doctest::Approx(4.0 * static_cast<double>(p.model.total_params())));
+  REQUIRE(buckets.size() >= 2);
+  for (std::size_t i = 0; i + 1 < buckets.size(); ++i) CHECK(buckets[i] >= 25e6);
+}
+
+TEST_CASE("CPU offload copies each shard in before its all-gather and each gradient shard out") {
+  const auto p = tiny({"fsdp.cpu_offload=true"});
+  const auto& g = p.graph;
+  int h2d = 0;
+  int d2h = 0;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const auto& op = g.op(static_cast<int>(i));
+    if (op.kind == graph::OpKind::all_gather) {
+      bool fed = false;
+      for (const auto& [pred, kind] : g.predecessors(op.id))
+        fed |= g.op(pred).kind == graph::OpKind::host_copy && kind == graph::EdgeKind::data;
+      CHECK(fed);
+    }
+    h2d += op.stream == graph::Stream::h2d;
+    d2h += op.stream == graph::Stream::d2h;
+    if (op.kind == graph::OpKind::optimizer) {
+      CHECK(op.stream == graph::Stream::cpu);
+      CHECK(op.work.host_bytes > 0);
+    }
+  }
+  CHECK(h2d == 9);
+  CHECK(d2h == 5);
+  for (const auto& m : g.info.initial_memory) CHECK(m.pool == graph::Pool::host);
+}
+
+TEST_CASE("FSDP2 reshard_after_forward = d gathers backward over d ranks; d must divide the shard group") {
+  const auto p = tiny({"fsdp.version=2", "fsdp.reshard_after_forward=2"});
+  CHECK(p.graph.info.reshard_group == 2);
+  int over_d = 0;
+  for (std::size_t i = 0; i < p.graph.size(); ++i) over_d += p.graph.op(static_cast<int>(i)).group == graph::Group::reshard;
+  CHECK(over_d == 4);
+  CHECK_THROWS_AS((void)tiny({"fsdp.version=2", "fsdp.reshard_after_forward=3"}), ConfigError);
+}
+
+TEST_CASE("FSDP1 with backward_hook_order pre_first and no prefetch still issues AG(k-1) before RS(k)") {
+  // Unit k-1's pre-backward fires before unit k's post-backward, so even without prefetching
+  // the next all-gather precedes the reduce-scatter on the one NCCL stream.
+  const auto names = names_on(tiny({"fsdp.backward_prefetch=none", "fsdp.backward_hook_order=pre_first"}).graph, graph::Stream::nccl);
+  const auto ag2 = std::find(names.begin() + 5, names.end(), "AG layers.2");
+  const auto rs3 = std::find(names.begin(), names.end(), "RS layers.3");
+  CHECK(ag2 < rs3);
+}
+
+TEST_CASE("FSDP2 backward_prefetch_depth = 2 issues two all-gathers at the root's pre-backward") {
+  const auto p = tiny({"fsdp.version=2", "fsdp.backward_prefetch_depth=2"});
+  std::vector<std::string> before_backward;
+  bool forward_done = false;
+  for (std::size_t i = 0; i < p.graph.size(); ++i) {
+    const auto& op = p.graph.op(static_cast<int>(i));
+    if (op.kind == graph::OpKind::backward) break;
+    if (op.name == "FWD loss") forward_done = true;
+    if (forward_done && op.kind == graph::OpKind::all_gather) before_backward.push_back(op.name);
+  }
+  CHECK(before_backward == std::vector<std::string>{"AG layers.3", "AG layers.2"});
+}
+
+TEST_CASE("ZeRO-3 fetches each module's own partitioned parameters; small ones stay whole") {
+  const auto p = tiny({"fsdp.sharding=zero3"});
+  // Per block: wq wk wv wo w1 w2 w3 (the norms' 512 weights are under the 1e5 threshold);
+  // root: embedding and output. Forward and backward, two steps (the trace is recorded first).
+  const int per_pass = 4 * 7 + 2;
+  CHECK(p.graph.info.steps == 2);
+  CHECK(count(p.graph, graph::OpKind::all_gather) == 2 * 2 * per_pass);
+}
+
+TEST_CASE("steps: auto simulates two steps where the first differs") {
+  CHECK(tiny().graph.info.steps == 1);
+  CHECK(tiny({"fsdp.forward_prefetch=true"}).graph.info.steps == 2);
+  CHECK(tiny({"simulation.steps=3"}).graph.info.steps == 3);
+}

@@ -1,0 +1,73 @@
+// Memory at one moment of a step, worked out by hand for a small model: the tiny Llama of
+// tests/data (4 blocks, hidden 512, 8 heads, MLP 1376, vocab 1000, 512 tokens per micro-step),
+// FSDP1 full shard on 8 GPUs, bf16 parameters with fp32 reduction, AdamW, no checkpointing.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "cli/pipeline.hpp"
+#include "test_support.hpp"
+
+using namespace shardsim;
+
+TEST_CASE("allocated memory as the backward pass starts, by hand") {
+  const auto p = cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", {});
+  const auto out = cli::simulate(p);
+  int bwd_loss = -1;
+  for (std::size_t i = 0; i < p.graph.size(); ++i) {
+    if (p.graph.op(static_cast<int>(i)).name == "BWD loss") bwd_loss = static_cast<int>(i);
+  }
+  REQUIRE(bwd_loss >= 0);
+  const double t = out.result.timeline.at(bwd_loss, 0).start;
+  const auto m = report::memory_timeline(p.graph, out.result.timeline, 0);
+  double at_t = 0;
+  for (const auto& point : m.points) {
+    if (point.time <= t) at_t = point.total();
+  }
+
+  // Parameters: a block holds 4 x 512^2 (attention) + 3 x 512 x 1376 (MLP) + 2 x 512 (norms)
+  // = 3,163,136; the root 1000 x 512 x 2 (embedding, output) + 512 (final norm) = 1,024,512.
+  // Both divide by 8: shards of 395,392 and 128,064 elements, 1,709,632 per rank.
+  const double shard = 4 * 395'392.0 + 128'064;
+  const auto blocks512 = [](double b) { return std::ceil(b / 512) * 512; };  // allocator blocks
+  const double fp32_shards = blocks512(4 * shard);                           // 6,838,528 -> 6,838,784
+  const double adam = 8 * shard;
+  // Unsharded in bf16: the root (never resharded) and the last two blocks, which backward
+  // prefetch (pre) and the limiter (one reshard event queued) let the CPU issue ahead.
+  const double root = 2 * 1'024'512.0;
+  const double two_blocks = 2 * 2 * 3'163'136.0;
+  // Saved activations per token, bf16 (sim/model/blocks.cpp, no checkpointing):
+  // 2 (4h + 5q + 4f) + 4 x heads = 2 (2048 + 2560 + 5504) + 32 = 20,256 bytes.
+  const double tokens = 512;
+  const double blocks = 4 * 20'256 * tokens;
+  const double norm_and_output_inputs = 2 * (2 * 512 * tokens);
+  // The loss keeps fp32 log-softmax (4 x vocab per token); its backward holds two more.
+  const double loss = 4 * 1000 * tokens + 8 * 1000 * tokens;
+  CHECK(at_t == doctest::Approx(fp32_shards + adam + root + two_blocks + blocks + norm_and_output_inputs + loss));
+  CHECK(m.unpaired_frees == 0);
+}
+
+TEST_CASE("ZeRO-3 keeps 14 bytes per parameter before backward, 18 with gradient partitions") {
+  // estimate_zero3_model_states_mem_needs: 18 x params / N (2 bf16 partition + 4 fp32 master +
+  // 8 Adam + 4 fp32 gradients); the gradient partitions appear as buckets are reduced.
+  const std::vector<std::string> sets{"fsdp.sharding=zero3"};
+  const auto p = cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", sets);
+  double state = 0;
+  for (const auto& e : p.graph.info.initial_memory) {
+    if (e.category == graph::MemCategory::sharded_params || e.category == graph::MemCategory::optimizer_state) state += e.bytes;
+  }
+  double shard = 0;
+  for (const auto& u : p.plan.units) shard += static_cast<double>(u.shard_numel);
+  CHECK(state == doctest::Approx(14 * shard));
+  double grad_partitions = 0;
+  for (std::size_t i = 0; i < p.graph.size(); ++i) {
+    const auto& op = p.graph.op(static_cast<int>(i));
+    if (op.step != 0) continue;
+    for (const auto& e : op.memory) {
+      if (e.category == graph::MemCategory::grad_shards && e.bytes > 0) grad_partitions += e.bytes;
+    }
+  }
+  CHECK(grad_partitions == doctest::Approx(4 * shard).epsilon(1e-3));
+}
