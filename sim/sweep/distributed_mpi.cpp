@@ -107,7 +107,7 @@ class Coordinator final : public Executor {
     if (best == 0) {
       local_.submit(p);
     } else {
-      long long index = static_cast<long long>(p.index);
+      auto index = static_cast<long long>(p.index);
       MPI_Send(&index, 1, MPI_LONG_LONG, static_cast<int>(best), kAssign, MPI_COMM_WORLD);
     }
     ++running_[best];

@@ -111,7 +111,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, Executor& executor, SweepObserver*
   std::vector<const Point*> todo;
   SweepOutcome outcome;
   for (const auto& p : mine) {
-    if (done.count(p.assignments) > 0) {
+    if (done.contains(p.assignments)) {
       ++outcome.reused;
     } else {
       todo.push_back(&p);

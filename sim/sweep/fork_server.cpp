@@ -69,13 +69,24 @@ bool read_available(int fd, std::string& into) {
 
 }  // namespace
 
-ForkServer::ForkServer(std::vector<Point> points, int jobs, PointFunction fn) : jobs_(std::max(1, jobs)) {
-  std::array<int, 2> down{}, up{};
-  if (::pipe(down.data()) != 0 || ::pipe(up.data()) != 0) throw RuntimeError(fmt::format("cannot create pipes: {}", std::strerror(errno)));
+ForkServer::ForkServer(const std::vector<Point>& points, int jobs, const PointFunction& fn) : jobs_(std::max(1, jobs)) {
+  std::array<int, 2> down{};
+  std::array<int, 2> up{};
+  if (::pipe(down.data()) != 0) throw RuntimeError(fmt::format("cannot create a pipe: {}", std::strerror(errno)));
+  if (::pipe(up.data()) != 0) {
+    const int e = errno;
+    ::close(down[0]);
+    ::close(down[1]);
+    throw RuntimeError(fmt::format("cannot create a pipe: {}", std::strerror(e)));
+  }
   std::fflush(nullptr);
   const pid_t parent = ::getpid();
   pid_ = ::fork();
-  if (pid_ < 0) throw RuntimeError(fmt::format("cannot fork the sweep worker server: {}", std::strerror(errno)));
+  if (pid_ < 0) {
+    const int e = errno;
+    for (int fd : {down[0], down[1], up[0], up[1]}) ::close(fd);
+    throw RuntimeError(fmt::format("cannot fork the sweep worker server: {}", std::strerror(e)));
+  }
   if (pid_ == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(1);

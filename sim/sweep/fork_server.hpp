@@ -18,7 +18,7 @@ namespace shardsim::sweep {
 class ForkServer final : public Executor {
  public:
   // Forks the server now. It may be asked to run any of `points`, by index.
-  ForkServer(std::vector<Point> points, int jobs, PointFunction fn);
+  ForkServer(const std::vector<Point>& points, int jobs, const PointFunction& fn);
   ~ForkServer() override;  // stops the server and its workers, and reaps it
 
   [[nodiscard]] int capacity() const override { return jobs_; }

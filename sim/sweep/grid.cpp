@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <limits>
 #include <optional>
@@ -194,10 +195,9 @@ std::vector<ConfigNode> expand_ellipsis(const std::vector<ConfigNode>& items, co
 bool plain_safe(const std::string& s) {
   if (s.empty() || s == "null" || s == "Null" || s == "NULL" || s == "~" || s == kEllipsis) return false;
   if (s.front() == '-' && (s.size() == 1 || std::isdigit(static_cast<unsigned char>(s[1])) == 0)) return false;
-  for (char c : s) {
-    if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '_' && c != '.' && c != '/' && c != '+' && c != '-') return false;
-  }
-  return true;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '.' || c == '/' || c == '+' || c == '-';
+  });
 }
 
 std::string quoted(const std::string& s) {

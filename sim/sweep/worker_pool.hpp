@@ -40,7 +40,7 @@ class WorkerPool final : public Executor {
     bool eof = false;
   };
 
-  [[nodiscard]] PointResult reap(Worker& w);
+  [[nodiscard]] static PointResult reap(Worker& w);
 
   int jobs_;
   PointFunction fn_;
