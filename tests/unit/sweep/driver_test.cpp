@@ -224,3 +224,43 @@ TEST_CASE("shards in one directory cover every point once and the whole sweep th
   fs::remove_all(dir);
   fs::remove_all(straight);
 }
+
+TEST_CASE("-j 4 runs four points at a time: 8 points of 100 ms each take two rounds") {
+  // The points sleep rather than compute, so that other load on the machine cannot hide whether
+  // they overlap. Each logs its start and end (steady clock, microseconds).
+  const auto dir = fresh_dir("overlap");
+  const auto log = dir.string() + ".log";
+  fs::remove(log);
+  const sweep::PointFunction nap = [log](const sweep::Point& p) {
+    auto now = [] {
+      return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    };
+    const auto start = now();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const std::string line = fmt::format("{} {}\n", start, now());
+    const int fd = ::open(log.c_str(), O_WRONLY | O_APPEND | O_CREAT, 0644);
+    (void)!::write(fd, line.data(), line.size());
+    ::close(fd);
+    return formula(p);
+  };
+  auto s = spec_in(dir);
+  s.points.resize(8);
+  s.out.reset();
+  const auto t0 = std::chrono::steady_clock::now();
+  REQUIRE(run(s, 4, nap).results.size() == 8);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::vector<std::pair<long long, int>> events;  // (time, +1 start / -1 end)
+  std::istringstream lines(slurp(log));
+  for (long long a = 0, b = 0; lines >> a >> b;) {
+    events.emplace_back(a, 1);
+    events.emplace_back(b, -1);
+  }
+  std::sort(events.begin(), events.end());
+  int running = 0, most = 0;
+  for (const auto& [t, d] : events) most = std::max(most, running += d);
+  CHECK(events.size() == 16);
+  CHECK(most == 4);
+  CHECK(wall < 0.6);  // 2 rounds of 0.1 s; one at a time would take 0.8 s
+  MESSAGE("8 points of 0.1 s with -j 4: " << wall << " s");
+  fs::remove(log);
+}
