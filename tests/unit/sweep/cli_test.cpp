@@ -71,6 +71,8 @@ Ran finish(pid_t pid, const fs::path& base) {
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.out = slurp(base.string() + ".out");
   r.err = slurp(base.string() + ".err");
+  fs::remove(base.string() + ".out");
+  fs::remove(base.string() + ".err");
   return r;
 }
 
