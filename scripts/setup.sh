@@ -12,7 +12,8 @@ packages=(
   libfmt-dev            # formatting
   nlohmann-json3-dev    # JSON output, graph export, reading traces
   doctest-dev           # unit tests
-  libopenmpi-dev openmpi-bin  # the CPU replay backend's ranks (validation/)
+  libopenmpi-dev openmpi-bin  # CPU replay ranks (validation/), sweeps across machines (mpirun -n K)
+  libexpat1-dev         # tests: the sweep's SVG pictures are parsed as XML
 )
 if [ "${1:-}" = "fuzz" ]; then
   packages+=(clang-14 libclang-rt-14-dev)  # libFuzzer (tests/fuzz)

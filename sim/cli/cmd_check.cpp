@@ -1,4 +1,4 @@
-// shardsim check FILE...      validate scenario and topology files
+// shardsim check FILE...      validate scenario, topology and sweep files
 // shardsim describe [TOPIC]   the settings each file section and each replaceable part accepts
 #include <fmt/format.h>
 
@@ -14,6 +14,8 @@
 #include "engine/simulator.hpp"
 #include "fsdp/wrap_policy.hpp"
 #include "model/transformer.hpp"
+#include "sweep/driver.hpp"
+#include "sweep/sweep_file.hpp"
 
 namespace shardsim::cli {
 
@@ -34,13 +36,17 @@ int cmd_check(std::span<const std::string> argv) {
         const Prepared p = prepare(f, {});
         std::cout << fmt::format("ok: {} (scenario: {} GPUs, {} units, {} ops)\n", f, p.graph.info.world_size, p.plan.units.size(),
                                  p.graph.size());
+      } else if (sweep::is_sweep_file(root)) {
+        const auto sf = sweep::load_sweep_file(f);
+        sweep::check_axes(sf.scenario, sf.sets, sf.axes);
+        std::cout << fmt::format("ok: {} (sweep: {} points of {})\n", f, sweep::grid_size(sf.axes), sf.scenario.string());
       } else if (is_map && (root.find("gpu") != nullptr || root.find("node") != nullptr || root.find("extends") != nullptr)) {
         const auto t = config::load_topology(f, ConfigNode{}, "");
         engine::check_topology(t);
         std::cout << fmt::format("ok: {} (topology: {} x {})\n", f, t.node.gpus, t.gpu.model);
       } else {
         throw ConfigError(root.where, "",
-                          fmt::format("not a scenario (a mapping with cluster:) or a topology (a mapping with gpu: and node:); got {}",
+                          fmt::format("not a scenario (a mapping with cluster:), a topology (a mapping with gpu: and node:) or a sweep (a mapping with scenario:); got {}",
                                       is_map ? "a mapping with neither" : root.describe()));
       }
     } catch (const ConfigError& e) {
@@ -73,6 +79,8 @@ int cmd_describe(std::span<const std::string> argv) {
       std::cout << fmt::format("  {:<26} {:>7} {:>7} {:>6} {:>4} {:>7} {:>8} {:>18L}\n", s.name, model::to_string(s.arch), s.layers,
                                s.hidden, s.kv_heads, s.ffn_hidden, s.vocab, m.total_params());
     }
+  } else if (topic == "sweep") {
+    std::cout << render_schema(sweep::sweep_file_schema()) << "\n";
   } else {
     std::cout << "shardsim describe TOPIC, where TOPIC is one of:\n"
                  "  scenario   keys of a scenario file\n"
@@ -80,6 +88,7 @@ int cmd_describe(std::span<const std::string> argv) {
                  "  wrap       wrap policies and their settings\n"
                  "  models     built-in model presets\n"
                  "  calibration keys of a calibration file (shardsim calibrate)\n";
+                 "  sweep      keys of a sweep file (shardsim sweep SWEEP.yaml)\n";
     return topic.empty() ? 0 : 2;
   }
   return 0;

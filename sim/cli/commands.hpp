@@ -13,5 +13,7 @@ int cmd_check(std::span<const std::string> args);
 int cmd_describe(std::span<const std::string> args);
 int cmd_compare(std::span<const std::string> args);
 int cmd_calibrate(std::span<const std::string> args);
+int cmd_sweep(std::span<const std::string> args);
+int cmd_tune(std::span<const std::string> args);
 
 }  // namespace shardsim::cli

@@ -17,10 +17,12 @@ constexpr const char* kUsage =
     "usage: shardsim COMMAND [ARGS]\n"
     "  run SCENARIO [--set KEY=VALUE]... [--out DIR] [--json] [--trace FILE]\n"
     "  export SCENARIO [--set KEY=VALUE]... --out GRAPH.json\n"
+    "  sweep SCENARIO|SWEEP.yaml --grid KEY=V1,V2,... [--grid ...] [-j N] [--shard I/N] --out DIR\n"
+    "  tune SCENARIO [--memory-limit 70GiB] [-j N] [--out DIR]\n"
     "  compare SIMULATED MEASURED [--rank R] [--json] [--svg FILE] [--out DIR]\n"
     "  calibrate MEASUREMENTS... --out CALIBRATION.yaml\n"
     "  check FILE...\n"
-    "  describe [scenario | topology | wrap | models | calibration]\n";
+    "  describe [scenario | topology | wrap | models | calibration | sweep]\n";
 
 }  // namespace
 
@@ -43,6 +45,8 @@ int main(int argc, char** argv) {
     if (command == "run") return cli::cmd_run(rest);
     if (command == "export") return cli::cmd_export(rest);
     if (command == "check") return cli::cmd_check(rest);
+    if (command == "sweep") return cli::cmd_sweep(rest);
+    if (command == "tune") return cli::cmd_tune(rest);
     if (command == "describe") return cli::cmd_describe(rest);
     if (command == "compare") return cli::cmd_compare(rest);
     if (command == "calibrate") return cli::cmd_calibrate(rest);

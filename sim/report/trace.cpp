@@ -8,7 +8,8 @@ namespace shardsim::report {
 
 std::string chrome_trace(const graph::StepGraph& g, const engine::Timeline& t, int max_ranks) {
   using nlohmann::json;
-  const int ranks = std::min(max_ranks, g.info.world_size);
+  // In symmetric mode the timeline holds only the simulated ranks, fewer than the world.
+  const int ranks = std::min({max_ranks, g.info.world_size, t.world()});
   json events = json::array();
   for (int r = 0; r < ranks; ++r) {
     events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", r}, {"args", {{"name", fmt::format("rank {}", r)}}}});

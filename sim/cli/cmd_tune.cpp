@@ -1,0 +1,212 @@
+// shardsim tune SCENARIO [--set KEY=VALUE]... [--memory-limit BYTES] [--batch N] [--finalists K]
+//                [-j N] [--out DIR]
+// Searches the settings of sweep/tune.hpp for the highest tokens/s per GPU that fits, and prints
+// what it searched and found as YAML comments followed by the settings to paste into the
+// scenario, so that the whole output is valid YAML.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <chrono>
+#include <iostream>
+
+#include "cli/args.hpp"
+#include "cli/commands.hpp"
+#include "cli/sweep_workers.hpp"
+#include "config/scenario.hpp"
+#include "core/units.hpp"
+#include "report/atomic_file.hpp"
+#include "sweep/driver.hpp"
+#include "sweep/progress.hpp"
+#include "sweep/svg.hpp"
+#include "sweep/tune.hpp"
+#include "sweep/worker_pool.hpp"
+
+namespace shardsim::cli {
+namespace {
+
+constexpr std::size_t kDefaultFinalists = 4;
+constexpr std::size_t kShown = 5;
+
+Args tune_args() {
+  Args a;
+  a.repeated("--set", "KEY=VALUE", "override a scenario key before tuning");
+  a.value("--memory-limit", "BYTES", "peak memory allowed, e.g. 70GiB (default: the GPU's memory)");
+  a.value("--batch", "N", "sequences per GPU per optimizer step, kept fixed (default: micro_batch x grad_accum)");
+  a.value("--finalists", "K", "stage-1 configurations refined in stage 2 (FSDP1; default 4)");
+  a.value("-j", "N", "worker processes; default: the CPUs available");
+  a.value("--out", "DIR", "keep each stage's sweep (results, pictures) and recommended.yaml in DIR");
+  return a;
+}
+
+std::int64_t positive(const std::optional<std::string>& text, std::string_view option, std::int64_t fallback) {
+  if (!text) return fallback;
+  std::int64_t n = 0;
+  const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), n);
+  if (ec != std::errc{} || end != text->data() + text->size() || n < 1 || n > (1 << 20)) {
+    throw UsageError(fmt::format("{} expects a whole number from 1 to {}; got \"{}\"", option, 1 << 20, *text));
+  }
+  return n;
+}
+
+std::string axes_text(const std::vector<sweep::Axis>& axes) {
+  std::string out;
+  for (const auto& a : axes) out += fmt::format("{}{} ({})", out.empty() ? "" : " x ", a.label(), a.size());
+  return out;
+}
+
+std::string settings_text(const sweep::PointResult& r) {
+  std::string out;
+  for (const auto& a : r.assignments) out += (out.empty() ? "" : " ") + a;
+  return out.empty() ? "the scenario as written" : out;
+}
+
+sweep::SweepOutcome run_stage(const sweep::SweepSpec& spec, int jobs, const sweep::PointFunction& fn) {
+  sweep::Progress progress(stderr, ::isatty(STDERR_FILENO) != 0, fmt::format("-j {}", jobs));
+  sweep::WorkerPool pool(jobs, fn);
+  return sweep::run_sweep(spec, pool, &progress);
+}
+
+struct Options {
+  std::filesystem::path scenario;
+  std::vector<std::string> sets;
+  std::optional<double> limit;  // bytes
+  std::size_t finalists = kDefaultFinalists;
+  int jobs = 1;
+  std::optional<std::filesystem::path> out;
+};
+
+struct Search {
+  std::vector<sweep::PointResult> results;  // stage 1 (the scenario as written last), then stage 2
+  sweep::PointResult baseline;
+  std::size_t stage1 = 0, finalists = 0, stage2 = 0;
+  double wall_s = 0;
+};
+
+Search search(const Options& o, const sweep::TuneSpace& space) {
+  const auto fn = simulate_point_function(o.scenario, o.sets);
+  const auto t0 = std::chrono::steady_clock::now();
+  Search s;
+  sweep::SweepSpec stage1{o.scenario, o.sets, sweep::dimensions_of(space.stage1), sweep::stage1_points(space), {}, {}, false};
+  if (o.out) stage1.out = *o.out / "stage-1";
+  s.stage1 = stage1.points.size();
+  s.results = run_stage(stage1, o.jobs, fn).results;
+  s.baseline = s.results.back();
+  if (!space.stage2.empty()) {
+    const auto best = sweep::finalists(s.results, o.limit, o.finalists);
+    s.finalists = best.size();
+    auto dims = stage1.dimensions;
+    for (const auto& d : sweep::dimensions_of(space.stage2)) dims.push_back(d);
+    sweep::SweepSpec stage2{o.scenario, o.sets, dims, sweep::stage2_points(space, best), {}, {}, false};
+    if (o.out) stage2.out = *o.out / "stage-2";
+    s.stage2 = stage2.points.size();
+    if (s.stage2 > 0) {
+      auto more = run_stage(stage2, o.jobs, fn).results;
+      s.results.insert(s.results.end(), more.begin(), more.end());
+    }
+  }
+  s.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return s;
+}
+
+// What was searched, as comment lines.
+std::vector<std::string> searched(const Options& o, const config::ScenarioConfig& base, const sweep::TuneSpace& space, const Search& s,
+                                  const std::string& limit_text) {
+  std::size_t fit = 0, failed = 0;
+  for (const auto& r : s.results) {
+    fit += sweep::fits(r, o.limit) ? 1 : 0;
+    failed += r.ok() ? 0 : 1;
+  }
+  std::vector<std::string> c;
+  c.push_back(fmt::format("shardsim tune: {} ({} GPUs), memory limit {}", base.name, base.world_size(), limit_text));
+  if (!o.limit)
+    c.push_back("(peak memory is the modelled reserved memory; leave headroom for what the model leaves out with --memory-limit)");
+  c.push_back(fmt::format("stage 1: {} = {} configurations, and the scenario as written", axes_text(space.stage1), s.stage1 - 1));
+  c.push_back(space.stage2.empty() ? "stage 2: none (FSDP2 has no backward_prefetch or limit_all_gathers setting to tune)"
+                                   : fmt::format("stage 2: {} for the best {} that fit (with distinct results): {} configurations",
+                                                 axes_text(space.stage2), s.finalists, s.stage2));
+  c.push_back(fmt::format("simulated {} configurations in {:.1f} s with -j {}: {} fit, {} over the limit, {} failed", s.results.size(),
+                          s.wall_s, o.jobs, fit, s.results.size() - fit - failed, failed));
+  return c;
+}
+
+// The best configurations found, as comment lines.
+std::vector<std::string> found(const Options& o, const Search& s, const std::vector<std::size_t>& top) {
+  const auto& best = s.results[top.front()];
+  const double tps = best.number("tokens_per_s_per_gpu");
+  const double base_tps = s.baseline.ok() ? s.baseline.number("tokens_per_s_per_gpu") : 0;
+  std::string versus;
+  if (base_tps > 0) {
+    versus = fmt::format(" ({:+.1f}% over the scenario as written: {:.0f} tokens/s{})", 100 * (tps / base_tps - 1), base_tps,
+                         sweep::fits(s.baseline, o.limit) ? "" : ", which does not fit");
+  }
+  std::vector<std::string> c{
+      "",
+      fmt::format("best: {:.0f} tokens/s per GPU, step {}, peak {}{}", tps, sweep::svg::seconds(best.number("step_time_s")),
+                  sweep::svg::gib(best.number("peak_memory_bytes")), versus),
+      "top configurations:"};
+  for (std::size_t i = 0; i < top.size(); ++i) {
+    const auto& r = s.results[top[i]];
+    c.push_back(fmt::format("  {}. {:>8.0f} tokens/s  {:>10}  {:>9}  {}", i + 1, r.number("tokens_per_s_per_gpu"),
+                            sweep::svg::seconds(r.number("step_time_s")), sweep::svg::gib(r.number("peak_memory_bytes")),
+                            settings_text(r)));
+  }
+  c.push_back("");
+  c.push_back(best.assignments.empty() ? "the scenario as written is the best found: nothing to change"
+                                       : "recommended settings: paste into the scenario, replacing these keys");
+  return c;
+}
+
+[[noreturn]] void nothing_fits(const Search& s, const std::string& limit_text) {
+  const sweep::PointResult* smallest = nullptr;
+  for (const auto& r : s.results) {
+    if (r.ok() && (smallest == nullptr || r.number("peak_memory_bytes") < smallest->number("peak_memory_bytes"))) smallest = &r;
+  }
+  if (smallest == nullptr) throw RuntimeError("no configuration could be simulated; see the errors above");
+  throw RuntimeError(fmt::format("no configuration fits in {}; the smallest peak was {} with {}", limit_text,
+                                 sweep::svg::gib(smallest->number("peak_memory_bytes")), settings_text(*smallest)));
+}
+
+}  // namespace
+
+int cmd_tune(std::span<const std::string> argv) {
+  Args args = tune_args();
+  args.parse(argv);
+  if (args.positional().size() != 1) throw UsageError("tune expects one scenario file\n" + args.help());
+  Options o;
+  o.scenario = args.positional().front();
+  o.sets.assign(args.all("--set").begin(), args.all("--set").end());
+  const auto base = config::load_scenario(o.scenario, o.sets);
+  if (auto m = args.get("--memory-limit")) {
+    try {
+      o.limit = parse_bytes(*m).value();
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError(Location{fmt::format("--memory-limit {}", *m), 0, 0}, "", e.what());
+    }
+  }
+  std::optional<std::int64_t> batch;
+  if (args.has("--batch")) batch = positive(args.get("--batch"), "--batch", 1);
+  o.finalists = static_cast<std::size_t>(positive(args.get("--finalists"), "--finalists", kDefaultFinalists));
+  o.jobs = parse_jobs(args.get("-j"), sweep::available_cpus());
+  if (auto out = args.get("--out")) o.out = *out;
+
+  const sweep::TuneSpace space = sweep::tune_space(base, batch);
+  sweep::check_axes(o.scenario, o.sets, space.stage1);
+  const Search s = search(o, space);
+  const std::string limit_text =
+      o.limit ? sweep::svg::gib(*o.limit) : fmt::format("{} (the GPU's memory)", sweep::svg::gib(base.cluster.topology.gpu.memory.value()));
+  auto comments = searched(o, base, space, s, limit_text);
+  const auto top = sweep::ranked(s.results, o.limit, kShown);
+  if (top.empty()) {
+    std::cout << sweep::yaml_snippet({}, comments);
+    nothing_fits(s, limit_text);
+  }
+  const auto more = found(o, s, top);
+  comments.insert(comments.end(), more.begin(), more.end());
+  const std::string snippet = sweep::yaml_snippet(s.results[top.front()].assignments, comments);
+  std::cout << snippet;
+  if (o.out) report::write_file_atomic(*o.out / "recommended.yaml", snippet);
+  return 0;
+}
+
+}  // namespace shardsim::cli

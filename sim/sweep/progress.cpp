@@ -1,0 +1,63 @@
+#include "sweep/progress.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "sweep/svg.hpp"
+
+namespace shardsim::sweep {
+
+std::optional<double> eta_seconds(std::size_t done, std::size_t total, double elapsed) {
+  if (done == 0) return std::nullopt;
+  return elapsed / static_cast<double>(done) * static_cast<double>(total - std::min(done, total));
+}
+
+std::string format_duration(double seconds) {
+  const auto s = static_cast<long long>(std::llround(std::max(0.0, seconds)));
+  if (s >= 3600) return fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60);
+  return fmt::format("{}:{:02}", s / 60, s % 60);
+}
+
+std::string describe_result(const PointResult& r) {
+  std::string settings;
+  for (const auto& a : r.assignments) settings += (settings.empty() ? "" : " ") + a;
+  if (settings.empty()) settings = "(the scenario as written)";
+  if (!r.ok()) return fmt::format("{}: failed: {}", settings, r.error);
+  return fmt::format("{}: {}, {:.0f} tokens/s/GPU, {}{}", settings, svg::seconds(r.number("step_time_s")), r.number("tokens_per_s_per_gpu"),
+                     svg::gib(r.number("peak_memory_bytes")), r.oom() ? " OUT OF MEMORY" : "");
+}
+
+Progress::Progress(std::FILE* out, bool terminal, std::string how) : out_(out), terminal_(terminal), how_(std::move(how)) {}
+
+void Progress::started(std::size_t to_run, std::size_t already_done) {
+  fmt::print(out_, "sweep: {} point{} to run ({} already done), {}\n", to_run, to_run == 1 ? "" : "s", already_done, how_);
+  total_ = to_run;
+  done_ = failed_ = 0;
+  start_ = std::chrono::steady_clock::now();
+}
+
+void Progress::finished(const PointResult& r) {
+  ++done_;
+  failed_ += r.ok() ? 0 : 1;
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const auto eta = eta_seconds(done_, total_, elapsed);
+  const std::string eta_text = eta ? format_duration(*eta) : "?";
+  if (terminal_) {
+    constexpr std::size_t kWidth = 30;
+    const std::size_t filled = total_ == 0 ? kWidth : kWidth * done_ / total_;
+    fmt::print(out_, "\r[{}{}] {}/{}  {} failed  {:.1f} points/s  ETA {}\033[K", std::string(filled, '#'),
+               std::string(kWidth - filled, '-'), done_, total_, failed_, elapsed > 0 ? static_cast<double>(done_) / elapsed : 0.0,
+               eta_text);
+  } else {
+    fmt::print(out_, "[{}/{}] {} (ETA {})\n", done_, total_, describe_result(r), eta_text);
+  }
+  std::fflush(out_);
+}
+
+void Progress::ended() {
+  if (terminal_ && total_ > 0) fmt::print(out_, "\n");
+  std::fflush(out_);
+}
+
+}  // namespace shardsim::sweep

@@ -1,0 +1,146 @@
+#include "sweep/tune.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/error.hpp"
+
+namespace shardsim::sweep {
+namespace {
+
+Axis axis(std::string key, const std::vector<std::string>& values) {
+  Axis a;
+  a.keys = {std::move(key)};
+  for (const auto& v : values) a.values.push_back({v});
+  a.where = Location{"shardsim tune", 0, 0};
+  return a;
+}
+
+// A tree of dotted keys in first-seen order, for the YAML snippet.
+struct KeyTree {
+  std::string name;
+  std::string value;  // leaf: canonical YAML
+  std::vector<KeyTree> children;
+
+  KeyTree& child(const std::string& n) {
+    for (auto& c : children) {
+      if (c.name == n) return c;
+    }
+    children.push_back(KeyTree{n, {}, {}});
+    return children.back();
+  }
+  void render(std::string& out, int indent) const {
+    for (const auto& c : children) {
+      if (c.children.empty()) {
+        out += fmt::format("{}{}: {}\n", std::string(static_cast<std::size_t>(indent), ' '), c.name, c.value);
+      } else {
+        out += fmt::format("{}{}:\n", std::string(static_cast<std::size_t>(indent), ' '), c.name);
+        c.render(out, indent + 2);
+      }
+    }
+  }
+};
+
+}  // namespace
+
+TuneSpace tune_space(const config::ScenarioConfig& base, std::optional<std::int64_t> batch) {
+  TuneSpace s;
+  s.batch = batch.value_or(base.training.micro_batch * base.training.grad_accum);
+  s.stage1.push_back(axis("training.activation_checkpointing", {"none", "selective", "full"}));
+  Axis micro = axis("training.micro_batch", {});
+  Axis accum = axis("training.grad_accum", {});
+  for (std::int64_t m = 1; m <= s.batch; ++m) {
+    if (s.batch % m != 0) continue;
+    micro.values.push_back({std::to_string(m)});
+    accum.values.push_back({std::to_string(s.batch / m)});
+  }
+  s.stage1.push_back(zip_axes({micro, accum}, micro.where));
+  std::vector<std::string> sharding{"full_shard", "shard_grad_op", "no_shard"};
+  if (base.cluster.nodes > 1) sharding.insert(sharding.end(), {"hybrid_shard", "hybrid_shard_zero2"});
+  s.stage1.push_back(axis("fsdp.sharding", sharding));
+  s.stage1.push_back(
+      axis("fsdp.wrap", {"{policy: module, module: block, blocks_per_unit: 1}", "{policy: module, module: block, blocks_per_unit: 2}",
+                         "{policy: module, module: block, blocks_per_unit: 4}", "{policy: size, min_params: 100000000}"}));
+  if (base.fsdp.version == 1) {
+    s.stage2.push_back(axis("fsdp.backward_prefetch", {"pre", "post", "none"}));
+    s.stage2.push_back(axis("fsdp.limit_all_gathers", {"true", "false"}));
+  }
+  return s;
+}
+
+std::vector<Point> stage1_points(const TuneSpace& space) {
+  auto points = expand(space.stage1);
+  points.push_back(Point{points.size(), {}});
+  return points;
+}
+
+std::vector<Point> stage2_points(const TuneSpace& space, const std::vector<PointResult>& finalists) {
+  std::vector<Point> out;
+  if (space.stage2.empty()) return out;
+  const auto variants = expand(space.stage2);
+  for (const auto& f : finalists) {
+    for (const auto& v : variants) {
+      Point p{out.size(), f.assignments};
+      p.assignments.insert(p.assignments.end(), v.assignments.begin(), v.assignments.end());
+      out.push_back(std::move(p));
+    }
+  }
+  return out;
+}
+
+bool fits(const PointResult& r, std::optional<double> limit) {
+  if (!r.ok()) return false;
+  return limit ? r.number("peak_memory_bytes") <= *limit : !r.oom();
+}
+
+std::vector<std::size_t> ranked(const std::vector<PointResult>& results, std::optional<double> limit, std::size_t n) {
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    if (fits(results[i], limit)) out.push_back(i);
+  }
+  std::stable_sort(out.begin(), out.end(), [&](std::size_t a, std::size_t b) {
+    const double ta = results[a].number("tokens_per_s_per_gpu"), tb = results[b].number("tokens_per_s_per_gpu");
+    if (ta != tb) return ta > tb;
+    return results[a].number("peak_memory_bytes") < results[b].number("peak_memory_bytes");
+  });
+  if (out.size() > n) out.resize(n);
+  return out;
+}
+
+std::vector<PointResult> finalists(const std::vector<PointResult>& results, std::optional<double> limit, std::size_t n) {
+  std::vector<PointResult> out;
+  for (std::size_t i : ranked(results, limit, results.size())) {
+    if (out.size() == n) break;
+    const auto& r = results[i];
+    const bool same = std::any_of(out.begin(), out.end(), [&](const PointResult& f) {
+      return f.number("tokens_per_s_per_gpu") == r.number("tokens_per_s_per_gpu") &&
+             f.number("peak_memory_bytes") == r.number("peak_memory_bytes");
+    });
+    if (!same) out.push_back(r);
+  }
+  return out;
+}
+
+std::string yaml_snippet(const std::vector<std::string>& assignments, const std::vector<std::string>& comment) {
+  KeyTree root;
+  for (const auto& a : assignments) {
+    const auto [key, value] = split_assignment(a);
+    KeyTree* node = &root;
+    std::string_view rest = key;
+    while (true) {
+      const auto dot = rest.find('.');
+      node = &node->child(std::string(rest.substr(0, dot)));
+      if (dot == std::string_view::npos) break;
+      rest = rest.substr(dot + 1);
+    }
+    node->value = value;
+    node->children.clear();  // a whole value replaces what an earlier key set below it
+  }
+  std::string out;
+  for (const auto& c : comment) out += c.empty() ? "#\n" : "# " + c + "\n";
+  root.render(out, 0);
+  return out;
+}
+
+}  // namespace shardsim::sweep

@@ -1,0 +1,62 @@
+// shardsim tune: a two-stage search for the settings with the highest tokens/s per GPU whose peak
+// memory fits.
+//
+// Stage 1, the settings that shape memory (and speed), as a full grid:
+//   training.activation_checkpointing   none, selective, full
+//   training.micro_batch / grad_accum   each divisor m of the batch per GPU per step B, with
+//                                       grad_accum = B / m (the batch an optimizer step sees is
+//                                       a training choice, so it is kept)
+//   fsdp.sharding                       full_shard, shard_grad_op, no_shard; on more than one
+//                                       node also hybrid_shard, hybrid_shard_zero2
+//   fsdp.wrap                           module per 1, 2 or 4 blocks; size (min_params 1e8)
+// plus the scenario as written, to compare against.
+// Stage 2 (FSDP1 only), for the best `finalists` of stage 1 that fit:
+//   fsdp.backward_prefetch x fsdp.limit_all_gathers   pre, post, none x true, false
+// FSDP2 has neither knob: its backward prefetch is always BACKWARD_PRE and it has no rate
+// limiter (shared/reference/fsdp-semantics.md section 7), so stage 2 would only repeat stage 1.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/scenario.hpp"
+#include "sweep/grid.hpp"
+#include "sweep/result.hpp"
+
+namespace shardsim::sweep {
+
+struct TuneSpace {
+  std::vector<Axis> stage1;
+  std::vector<Axis> stage2;  // empty for FSDP2
+  std::int64_t batch = 1;    // sequences per GPU per optimizer step, kept fixed
+};
+
+// `batch`: sequences per GPU per step; default the scenario's micro_batch x grad_accum.
+[[nodiscard]] TuneSpace tune_space(const config::ScenarioConfig& base, std::optional<std::int64_t> batch);
+
+// Stage 1's points: the grid, then the scenario as written (no assignments) last, so that a grid
+// point that equals it ranks first.
+[[nodiscard]] std::vector<Point> stage1_points(const TuneSpace& space);
+
+// Stage 2's points: each finalist's assignments followed by each combination of stage 2's axes.
+[[nodiscard]] std::vector<Point> stage2_points(const TuneSpace& space, const std::vector<PointResult>& finalists);
+
+// A point fits when it simulated and its peak memory is within `limit` (bytes), or, without a
+// limit, within its GPU's memory.
+[[nodiscard]] bool fits(const PointResult& r, std::optional<double> limit);
+
+// Indices of the fitting points by decreasing tokens/s per GPU (ties: less peak memory, then
+// position); at most `n`.
+[[nodiscard]] std::vector<std::size_t> ranked(const std::vector<PointResult>& results, std::optional<double> limit, std::size_t n);
+
+// Stage 2's starting points: the best `n` of ranked(), skipping any whose figures (tokens/s and
+// peak memory) equal a better one's, which is the same schedule reached by other settings.
+[[nodiscard]] std::vector<PointResult> finalists(const std::vector<PointResult>& results, std::optional<double> limit, std::size_t n);
+
+// The assignments as a YAML block to paste into a scenario, after `comment` lines ("# ...").
+//   training.micro_batch=2, fsdp.wrap={policy: none}  ->  training:\n  micro_batch: 2\nfsdp:\n  wrap: {policy: none}\n
+[[nodiscard]] std::string yaml_snippet(const std::vector<std::string>& assignments, const std::vector<std::string>& comment);
+
+}  // namespace shardsim::sweep

@@ -1,0 +1,206 @@
+// `shardsim sweep` and `shardsim tune` end to end: the real binary, real simulations of small
+// scenarios, killed and resumed, cross-checked against `shardsim run`.
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "config/yaml_load.hpp"
+#include "sweep/grid.hpp"
+#include "sweep/result.hpp"
+#include "test_support.hpp"
+#include "xml_check.hpp"
+
+using namespace shardsim;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Ran {
+  int code = -1;
+  std::string out, err;
+};
+
+fs::path scratch(const std::string& name) {
+  const auto d = fs::temp_directory_path() / ("shardsim-cli-test-" + std::to_string(::getpid()) + "-" + name);
+  fs::remove_all(d);
+  return d;
+}
+
+std::string slurp(const fs::path& f) {
+  std::ifstream in(f, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Starts shardsim with `args`, its output going to files next to `base`.
+pid_t spawn(const std::vector<std::string>& args, const fs::path& base) {
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int out = ::open((base.string() + ".out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int err = ::open((base.string() + ".err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(out, STDOUT_FILENO);
+    ::dup2(err, STDERR_FILENO);
+    std::vector<std::string> all{test::shardsim_binary().string()};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : all) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+Ran finish(pid_t pid, const fs::path& base) {
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  Ran r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(base.string() + ".out");
+  r.err = slurp(base.string() + ".err");
+  fs::remove(base.string() + ".out");
+  fs::remove(base.string() + ".err");
+  return r;
+}
+
+Ran run_shardsim(const std::vector<std::string>& args, const std::string& name) {
+  const auto base = fs::temp_directory_path() / ("shardsim-cli-test-" + std::to_string(::getpid()) + "-" + name);
+  return finish(spawn(args, base), base);
+}
+
+std::string tiny() {
+  return (test::source_dir() / "tests/data/tiny_llama.yaml").string();
+}
+
+std::size_t lines_in(const fs::path& f) {
+  const std::string s = slurp(f);
+  return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n'));
+}
+
+}  // namespace
+
+TEST_CASE("shardsim sweep of the tiny scenario gives 4 points equal to shardsim run of the same settings and its pictures") {
+  const auto dir = scratch("tiny");
+  const auto r = run_shardsim({"sweep", tiny(), "--set", "fsdp.wrap={policy: module}", "--grid", "fsdp.backward_prefetch=pre,none",
+                               "--grid", "fsdp.wrap.blocks_per_unit=1,2", "-j", "2", "--out", dir.string()},
+                              "tiny");
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  const auto rows = sweep::read_jsonl(dir / "results.jsonl").rows;
+  REQUIRE(rows.size() == 4);
+  CHECK(rows[3].assignments == std::vector<std::string>{"fsdp.backward_prefetch=none", "fsdp.wrap.blocks_per_unit=2"});
+  const auto single = run_shardsim({"run", tiny(), "--set", "fsdp.wrap={policy: module}", "--set", "fsdp.backward_prefetch=none", "--set",
+                                    "fsdp.wrap.blocks_per_unit=2", "--json"},
+                                   "tiny-run");
+  REQUIRE(single.code == 0);
+  const auto json = nlohmann::json::parse(single.out);
+  CHECK(rows[3].number("step_time_s") == json["step_time_s"].get<double>());
+  CHECK(rows[3].number("peak_memory_bytes") == json["peak_memory_bytes"].get<double>());
+  const auto heat = test::check_xml(slurp(dir / "heatmap.svg"));
+  REQUIRE_MESSAGE(heat.well_formed, heat.error);
+  CHECK(heat.count_class("rect.cell") == 4);
+  const auto pareto = test::check_xml(slurp(dir / "pareto.svg"));
+  REQUIRE_MESSAGE(pareto.well_formed, pareto.error);
+  CHECK(pareto.count_class("circle.point") == 4);
+  CHECK(slurp(dir / "index.html").find("Best settings") != std::string::npos);
+  CHECK(r.out.find("sweep: 4 points (4 run now, 0 from earlier runs): 4 fit, 0 out of memory, 0 failed; -j 2") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("shardsim sweep killed mid-way and run again ends with the files of an uninterrupted sweep and runs no finished point again") {
+  // 48 points of a 64-GPU scenario at -j 1: long enough to be killed after a few points.
+  const std::vector<std::string> grid{"--set",  "cluster.nodes=8",
+                                      "--grid", "fsdp.wrap.blocks_per_unit=1,2,4,8",
+                                      "--grid", "training.micro_batch=1,2,3,4",
+                                      "--grid", "training.activation_checkpointing=none,selective,full",
+                                      "-j",     "1"};
+  auto args_for = [&](const fs::path& out) {
+    std::vector<std::string> a{"sweep", (test::source_dir() / "scenarios/llama3.1-8b_8xh100.yaml").string()};
+    a.insert(a.end(), grid.begin(), grid.end());
+    a.insert(a.end(), {"--out", out.string()});
+    return a;
+  };
+  const auto dir = scratch("killed");
+  const auto base = fs::temp_directory_path() / ("shardsim-cli-test-" + std::to_string(::getpid()) + "-killed-run");
+  const pid_t pid = spawn(args_for(dir), base);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (lines_in(dir / "results.jsonl") < 3 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ::kill(pid, SIGKILL);
+  (void)finish(pid, base);
+  std::set<std::vector<std::string>> done;
+  for (const auto& row : sweep::read_jsonl(dir / "results.jsonl").rows) done.insert(row.assignments);
+  REQUIRE(done.size() >= 3);
+  REQUIRE(done.size() < 48);
+
+  const auto again = run_shardsim(args_for(dir), "killed-again");
+  REQUIRE_MESSAGE(again.code == 0, again.err);
+  CHECK(again.err.find(fmt::format("sweep: {} points to run ({} already done)", 48 - done.size(), done.size())) != std::string::npos);
+  for (const auto& d : done) {
+    std::string settings;
+    for (const auto& a : d) settings += (settings.empty() ? "" : " ") + a;
+    CHECK_MESSAGE(again.err.find("] " + settings + ":") == std::string::npos, settings << " ran again");
+  }
+  const auto clean = scratch("uninterrupted");
+  REQUIRE(run_shardsim(args_for(clean), "uninterrupted").code == 0);
+  CHECK(slurp(dir / "results.jsonl") == slurp(clean / "results.jsonl"));
+  CHECK(slurp(dir / "results.csv") == slurp(clean / "results.csv"));
+  fs::remove_all(dir);
+  fs::remove_all(clean);
+}
+
+TEST_CASE("a typo in a --grid key stops the sweep before anything runs and names the --grid option") {
+  const auto dir = scratch("typo");
+  const auto r = run_shardsim({"sweep", tiny(), "--grid", "fsdp.backward_prefech=pre,post", "--out", dir.string()}, "typo");
+  CHECK(r.code == 2);
+  CHECK(r.err ==
+        "--grid fsdp.backward_prefech=pre,post: error: fsdp.backward_prefech: unknown key in fsdp settings (did you mean "
+        "\"backward_prefetch\"?)\n");
+  CHECK(!fs::exists(dir));
+  const auto bad = run_shardsim({"sweep", tiny(), "--grid", "fsdp.backward_prefetch=pre,befor", "--out", dir.string()}, "typo2");
+  CHECK(bad.code == 2);
+  CHECK(bad.err.rfind("--grid fsdp.backward_prefetch=pre,befor: error: fsdp.backward_prefetch: expected one of pre, post, none", 0) == 0);
+  CHECK(run_shardsim({"sweep", tiny(), "--out", dir.string()}, "nogrid").code == 2);
+  CHECK(run_shardsim({"sweep", tiny(), "--grid", "cluster.nodes=1,2", "--out", dir.string(), "--shard", "2/2"}, "badshard").code == 2);
+}
+
+TEST_CASE("shardsim tune prints YAML whose settings simulate to the throughput it reports and at least the scenario's") {
+  // Peaks of the searched settings range from about 140 to 270 MiB: 160 MiB rules some out.
+  const auto r = run_shardsim({"tune", tiny(), "--memory-limit", "160MiB", "-j", "2"}, "tune");
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  const auto yaml = config::parse_yaml(r.out, Location{"tune output", 0, 0});
+  std::vector<std::string> run_args{"run", tiny(), "--json"};
+  REQUIRE(yaml.is_map());
+  for (const auto& section : yaml.entries) {
+    for (const auto& e : section.value.entries)
+      run_args.insert(run_args.end(), {"--set", section.key + "." + e.key + "=" + sweep::to_flow_yaml(e.value)});
+  }
+  CHECK(run_args.size() > 3);
+  std::smatch m;
+  REQUIRE(std::regex_search(r.out, m, std::regex("# best: ([0-9]+) tokens/s per GPU")));
+  const auto best = nlohmann::json::parse(run_shardsim(run_args, "tune-best").out);
+  CHECK(best["tokens_per_s_per_gpu"].get<double>() == doctest::Approx(std::stod(m[1])).epsilon(1e-3));
+  CHECK(best["peak_memory_bytes"].get<double>() <= 160.0 * 1024 * 1024);
+  const auto as_written = nlohmann::json::parse(run_shardsim({"run", tiny(), "--json"}, "tune-base").out);
+  CHECK(best["tokens_per_s_per_gpu"].get<double>() >= as_written["tokens_per_s_per_gpu"].get<double>());
+}
+
+TEST_CASE("shardsim tune with a limit nothing fits under says so and exits 1") {
+  const auto r = run_shardsim({"tune", tiny(), "--memory-limit", "1MiB", "-j", "2"}, "tune-none");
+  CHECK(r.code == 1);
+  CHECK(r.err.find("shardsim: error: no configuration fits in 1.0 MiB; the smallest peak was") != std::string::npos);
+  CHECK(r.out.find("# simulated 37 configurations") != std::string::npos);  // 3 x 1 x 3 x 4 + the scenario as written
+}

@@ -1,0 +1,93 @@
+// What tune searches, how it ranks, and the YAML it prints.
+#include "sweep/tune.hpp"
+
+#include <doctest/doctest.h>
+
+#include "config/scenario.hpp"
+#include "config/yaml_load.hpp"
+#include "test_support.hpp"
+
+using namespace shardsim;
+
+namespace {
+
+config::ScenarioConfig tiny(const std::vector<std::string>& sets) {
+  return config::load_scenario(test::source_dir() / "tests/data/tiny_llama.yaml", sets);
+}
+
+sweep::PointResult result(std::size_t index, double tps, double gib, bool oom = false) {
+  sweep::PointResult r;
+  r.index = index;
+  r.assignments = {"p=" + std::to_string(index)};
+  r.metrics = {{"tokens_per_s_per_gpu", tps}, {"peak_memory_bytes", gib * 1024 * 1024 * 1024}, {"oom", oom}};
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("tune searches 3 checkpointing x batch divisors x sharding x 4 wraps and prefetch x limiter only for FSDP1") {
+  // tiny_llama: FSDP1, one node, micro_batch 1 x grad_accum 1.
+  const auto one_node = sweep::tune_space(tiny({}), std::nullopt);
+  REQUIRE(one_node.stage1.size() == 4);
+  CHECK(one_node.stage1[1].size() == 1);  // batch 1: micro_batch 1 only
+  CHECK(one_node.stage1[2].size() == 3);  // hybrid sharding needs more than one node
+  CHECK(sweep::stage1_points(one_node).size() == 3 * 1 * 3 * 4 + 1);
+  CHECK(one_node.stage2.size() == 2);
+
+  // Two nodes and 12 sequences per GPU per step: micro-batches 1, 2, 3, 4, 6, 12 with grad_accum 12 / m.
+  const auto two = sweep::tune_space(tiny({"cluster.nodes=2"}), 12);
+  CHECK(two.stage1[1].label() == "training.micro_batch / training.grad_accum");
+  std::vector<std::string> pairs;
+  for (std::size_t i = 0; i < two.stage1[1].size(); ++i) pairs.push_back(two.stage1[1].value_label(i));
+  CHECK(pairs == std::vector<std::string>{"1 / 12", "2 / 6", "3 / 4", "4 / 3", "6 / 2", "12 / 1"});
+  CHECK(two.stage1[2].size() == 5);
+  CHECK(sweep::stage1_points(two).size() == 3 * 6 * 5 * 4 + 1);
+  CHECK(sweep::stage1_points(two).back().assignments.empty());  // the scenario as written, last
+
+  const auto v2 = sweep::tune_space(tiny({"fsdp.version=2"}), std::nullopt);
+  CHECK(v2.stage2.empty());
+  CHECK(sweep::stage2_points(v2, {result(0, 1, 1)}).empty());
+}
+
+TEST_CASE("stage 2 tries every prefetch x limiter setting on each finalist") {
+  const auto space = sweep::tune_space(tiny({}), std::nullopt);
+  const auto points = sweep::stage2_points(space, {result(0, 1, 1), result(1, 1, 2)});
+  REQUIRE(points.size() == 2 * 3 * 2);
+  CHECK(points[0].assignments == std::vector<std::string>{"p=0", "fsdp.backward_prefetch=pre", "fsdp.limit_all_gathers=true"});
+  CHECK(points[11].assignments == std::vector<std::string>{"p=1", "fsdp.backward_prefetch=none", "fsdp.limit_all_gathers=false"});
+}
+
+TEST_CASE("ranking: the most tokens/s within the limit (ties to less memory) and equal results are one finalist") {
+  std::vector<sweep::PointResult> rs{result(0, 100, 10), result(1, 300, 75),       result(2, 200, 60),
+                                     result(3, 200, 50), result(4, 400, 90, true), result(5, 200, 50)};
+  // Without a limit, the GPU's (oom flag): 4 is out. 2 and 3 tie on tokens/s; 3 uses less memory.
+  CHECK(sweep::ranked(rs, std::nullopt, 10) == std::vector<std::size_t>{1, 3, 5, 2, 0});
+  // A 70 GiB limit also drops 1 (75 GiB).
+  const double limit = 70.0 * 1024 * 1024 * 1024;
+  CHECK(sweep::ranked(rs, limit, 2) == std::vector<std::size_t>{3, 5});
+  CHECK(!sweep::fits(rs[1], limit));
+  // 5 has the same figures as 3: the same schedule, refined once.
+  const auto f = sweep::finalists(rs, limit, 3);
+  REQUIRE(f.size() == 3);
+  CHECK(f[0].index == 3);
+  CHECK(f[1].index == 2);
+  CHECK(f[2].index == 0);
+}
+
+TEST_CASE("the recommended settings are a YAML block that reads back to the same values") {
+  const std::string yaml = sweep::yaml_snippet({"training.micro_batch=2", "training.grad_accum=4", "fsdp.sharding=shard_grad_op",
+                                                "fsdp.wrap={policy: module, module: block, blocks_per_unit: 2}"},
+                                               {"found by a test", ""});
+  CHECK(yaml ==
+        "# found by a test\n"
+        "#\n"
+        "training:\n"
+        "  micro_batch: 2\n"
+        "  grad_accum: 4\n"
+        "fsdp:\n"
+        "  sharding: shard_grad_op\n"
+        "  wrap: {policy: module, module: block, blocks_per_unit: 2}\n");
+  const auto node = config::parse_yaml(yaml, Location{"snippet", 0, 0});
+  CHECK(node.find("training")->find("grad_accum")->scalar == "4");
+  CHECK(node.find("fsdp")->find("wrap")->find("blocks_per_unit")->scalar == "2");
+}
