@@ -21,6 +21,7 @@ constexpr std::array kScenarioParams{
     ParamSpec{"training", "mapping", "", "batch, sequence, optimizer, checkpointing (see training)"},
     ParamSpec{"fsdp", "mapping", "{}", "FSDP settings (see fsdp)"},
     ParamSpec{"simulation", "mapping", "{}", "how the simulation runs (see simulation)"},
+    ParamSpec{"collectives", "mapping", "{}", "NCCL algorithm and protocol of the collectives (see collectives)"},
 };
 constexpr std::array kClusterParams{
     ParamSpec{"topology", "file path", "", "topology YAML, relative to this file"},
@@ -59,11 +60,25 @@ constexpr std::array kSimulationParams{
               "a collective's ring as one SimGrid flow per path (O(1)) or one per ring edge (O(n), for cross-checks)"},
 };
 
+constexpr std::array kCollectivesParams{
+    ParamSpec{"algorithm", "auto | NAME | {all_gather: NAME, reduce_scatter: NAME, all_reduce: NAME}", "auto",
+              "auto picks per collective and size as NCCL's tuner does; a NAME (shardsim describe collectives) forces it"},
+    ParamSpec{"protocol", "auto | ll | ll128 | simple", "auto", "NCCL protocol; auto picks with the algorithm"},
+};
+constexpr std::array kCollectiveKindParams{
+    ParamSpec{"all_gather", "auto | NAME", "auto", "algorithm of the all-gathers"},
+    ParamSpec{"reduce_scatter", "auto | NAME", "auto", "algorithm of the reduce-scatters"},
+    ParamSpec{"all_reduce", "auto | NAME", "auto", "algorithm of the all-reduces"},
+};
+constexpr std::array<std::string_view, 4> kProtocolNames{"auto", "ll", "ll128", "simple"};
+
 constexpr Schema kScenarioSchema{"scenario", "one simulated training job", kScenarioParams};
 constexpr Schema kClusterSchema{"cluster", "which cluster and how many nodes", kClusterParams};
 constexpr Schema kModelSchema{"model", "the model: a preset, an HF config or explicit fields", kModelParams};
 constexpr Schema kTrainingSchema{"training", "the training loop", kTrainingParams};
 constexpr Schema kSimulationSchema{"simulation", "how the simulation runs", kSimulationParams};
+constexpr Schema kCollectivesSchema{"collectives", "NCCL algorithm and protocol of the collectives", kCollectivesParams};
+constexpr Schema kCollectiveKindSchema{"collectives.algorithm", "the algorithm of each kind of collective", kCollectiveKindParams};
 
 template <class T>
 std::optional<Located<T>> located(std::optional<T> v, const Reader& r, std::string_view key) {
@@ -110,6 +125,27 @@ TrainingConfig read_training(const Reader& top) {
   if (t.dtype == DType::fp16) r.fail("dtype", "expected fp32 or bf16 (pure fp16 training is not modelled)");
   r.finish();
   return t;
+}
+
+CollectivesConfig read_collectives(const Reader& top) {
+  ConfigNode scratch;
+  Reader r(section(top, "collectives", scratch), "collectives", kCollectivesSchema);
+  CollectivesConfig c;
+  const ConfigNode* algorithm = r.node("algorithm");
+  if (algorithm == nullptr || algorithm->is_scalar()) {
+    c.all_gather = Choice{r.text("algorithm"), "collectives.algorithm", r.where("algorithm"), ConfigNode{}};
+    c.reduce_scatter = c.all_reduce = c.all_gather;
+  } else {
+    Reader k(*algorithm, "collectives.algorithm", kCollectiveKindSchema);
+    auto kind = [&](std::string_view key) { return Choice{k.text(key), k.path_of(key), k.where(key), ConfigNode{}}; };
+    c.all_gather = kind("all_gather");
+    c.reduce_scatter = kind("reduce_scatter");
+    c.all_reduce = kind("all_reduce");
+    k.finish();
+  }
+  c.protocol = Choice{r.choice("protocol", kProtocolNames), "collectives.protocol", r.where("protocol"), ConfigNode{}};
+  r.finish();
+  return c;
 }
 
 }  // namespace
@@ -181,6 +217,7 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
     s.simulation.flows = pick<FlowGranularity>(sim, "flows", kFlowNames);
     sim.finish();
   }
+  s.collectives = read_collectives(top);
   top.finish();
 
   constexpr std::int64_t kMaxWorld = 1'000'000;
@@ -195,6 +232,8 @@ std::vector<Schema> scenario_schemas() {
   std::vector<Schema> out{kScenarioSchema, kClusterSchema, kModelSchema, kTrainingSchema};
   for (const auto& sc : fsdp_schemas()) out.push_back(sc);
   out.push_back(kSimulationSchema);
+  out.push_back(kCollectivesSchema);
+  out.push_back(kCollectiveKindSchema);
   return out;
 }
 

@@ -108,6 +108,16 @@ struct SimulationConfig {
   FlowGranularity flows = FlowGranularity::path;
 };
 
+// Which NCCL algorithm and protocol run each collective (engine/collectives/). Algorithm names
+// ("auto" or a registered algorithm) are checked by the engine's registry; a Choice keeps where
+// each was written so that a name the engine rejects is reported there.
+struct CollectivesConfig {
+  Choice all_gather;  // name "auto" unless forced
+  Choice reduce_scatter;
+  Choice all_reduce;
+  Choice protocol;  // auto | ll | ll128 | simple
+};
+
 struct ScenarioConfig {
   std::string name;
   std::filesystem::path file;
@@ -116,6 +126,7 @@ struct ScenarioConfig {
   TrainingConfig training;
   FsdpConfig fsdp;
   SimulationConfig simulation;
+  CollectivesConfig collectives;
 
   [[nodiscard]] std::int64_t world_size() const { return cluster.nodes * cluster.topology.node.gpus; }
 };
