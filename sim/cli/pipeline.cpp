@@ -1,11 +1,18 @@
 #include "cli/pipeline.hpp"
 
 #include "engine/collective.hpp"
+#include "engine/collectives/collectives.hpp"
 #include "engine/compute_model.hpp"
 #include "graph/builder.hpp"
 #include "model/transformer_spec.hpp"
 
 namespace shardsim::cli {
+
+engine::collectives::Collectives make_collectives(const config::ScenarioConfig& scenario) {
+  engine::collectives::AlgorithmRegistry algorithms;
+  engine::collectives::register_builtin_algorithms(algorithms);
+  return engine::collectives::Collectives(scenario.collectives, engine::cluster_view(scenario.cluster.topology), std::move(algorithms));
+}
 
 Prepared prepare(const std::filesystem::path& scenario_file, std::span<const std::string> assignments) {
   Prepared p;
@@ -23,15 +30,16 @@ Prepared prepare(const std::filesystem::path& scenario_file, std::span<const std
   fsdp::register_builtin_wrap_policies(policies);
   p.plan = fsdp::make_plan(p.model, p.scenario, policies);
   p.graph = graph::build_step_graph(p.model, p.plan, p.scenario);
+  make_collectives(p.scenario).check(p.graph);
   return p;
 }
 
 Outcome simulate(const Prepared& p) {
   const auto& topo = p.scenario.cluster.topology;
   const engine::RooflineModel compute(topo, p.plan.param_bytes < 4);
-  const engine::RingAlgorithm ring;
-  const engine::SimulationInput input{p.graph, topo, static_cast<int>(p.scenario.cluster.nodes),
-                                      compute, ring, p.scenario.simulation.flows};
+  const engine::collectives::Collectives collectives = make_collectives(p.scenario);
+  const engine::SimulationInput input{p.graph, topo,        static_cast<int>(p.scenario.cluster.nodes),
+                                      compute, collectives, p.scenario.simulation.flows};
   Outcome out{engine::simulate(input), {}};
   out.summary = report::summarize({p.scenario, p.model, p.graph, out.result.timeline});
   return out;
