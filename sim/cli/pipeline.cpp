@@ -38,10 +38,16 @@ Outcome simulate(const Prepared& p) {
   const auto& topo = p.scenario.cluster.topology;
   const engine::RooflineModel compute(topo, p.plan.param_bytes < 4);
   const engine::collectives::Collectives collectives = make_collectives(p.scenario);
-  const engine::SimulationInput input{p.graph, topo,        static_cast<int>(p.scenario.cluster.nodes),
-                                      compute, collectives, p.scenario.simulation.flows};
+  const engine::SimulationInput input{p.graph,
+                                      topo,
+                                      static_cast<int>(p.scenario.cluster.nodes),
+                                      compute,
+                                      collectives,
+                                      p.scenario.simulation.flows,
+                                      p.scenario.simulation.mode,
+                                      p.scenario.stragglers};
   Outcome out{engine::simulate(input), {}};
-  out.summary = report::summarize({p.scenario, p.model, p.graph, out.result.timeline});
+  out.summary = report::summarize({p.scenario, p.model, p.graph, out.result.timeline, &out.result.waited, &out.result.caused});
   return out;
 }
 

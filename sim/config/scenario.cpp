@@ -22,6 +22,7 @@ constexpr std::array kScenarioParams{
     ParamSpec{"fsdp", "mapping", "{}", "FSDP settings (see fsdp)"},
     ParamSpec{"simulation", "mapping", "{}", "how the simulation runs (see simulation)"},
     ParamSpec{"collectives", "mapping", "{}", "NCCL algorithm and protocol of the collectives (see collectives)"},
+    ParamSpec{"stragglers", "mapping", "{}", "slow GPUs, degraded links, jitter (see stragglers)"},
 };
 constexpr std::array kClusterParams{
     ParamSpec{"topology", "file path", "", "topology YAML, relative to this file"},
@@ -56,6 +57,8 @@ constexpr std::array kSimulationParams{
     ParamSpec{"steps", "auto | integer 1..100", "auto",
               "training steps simulated back to back, the last reported; auto = 2 where the first step differs (FSDP1 forward "
               "prefetch, ZeRO-3's recorded trace), else 1"},
+    ParamSpec{"mode", "auto | full | symmetric", "auto",
+              "full simulates every rank; symmetric one representative (every rank alike); auto: symmetric from 512 GPUs when valid"},
     ParamSpec{"flows", "path | edge", "path",
               "a collective's ring as one SimGrid flow per path (O(1)) or one per ring edge (O(n), for cross-checks)"},
 };
@@ -79,6 +82,55 @@ constexpr Schema kTrainingSchema{"training", "the training loop", kTrainingParam
 constexpr Schema kSimulationSchema{"simulation", "how the simulation runs", kSimulationParams};
 constexpr Schema kCollectivesSchema{"collectives", "NCCL algorithm and protocol of the collectives", kCollectivesParams};
 constexpr Schema kCollectiveKindSchema{"collectives.algorithm", "the algorithm of each kind of collective", kCollectiveKindParams};
+constexpr std::array kStragglerParams{
+    ParamSpec{"slow_gpus", "list of {rank, factor}", "[]", "ranks whose compute takes factor times as long"},
+    ParamSpec{"degraded_links", "list of {rank, link: nvlink | nic, factor}", "[]", "links that keep factor of their bandwidth"},
+    ParamSpec{"jitter", "number >= 0", "0", "sigma of a log-normal factor on every compute op's duration"},
+    ParamSpec{"seed", "integer >= 0", "1", "seed of the jitter (same seed, same result)"},
+};
+constexpr Schema kStragglerSchema{"stragglers", "ranks that do not behave like the others", kStragglerParams};
+constexpr std::array kSlowGpuParams{
+    ParamSpec{"rank", "integer >= 0", "", "the GPU"},
+    ParamSpec{"factor", "number >= 1", "", "its compute takes this many times as long"},
+};
+constexpr Schema kSlowGpuSchema{"stragglers.slow_gpus[]", "a slow GPU", kSlowGpuParams};
+constexpr std::array kDegradedLinkParams{
+    ParamSpec{"rank", "integer >= 0", "", "the GPU whose link is degraded"},
+    ParamSpec{"link", "nvlink | nic", "nic", "which of its links"},
+    ParamSpec{"factor", "number in (0, 1]", "", "fraction of the bandwidth it keeps"},
+};
+constexpr Schema kDegradedLinkSchema{"stragglers.degraded_links[]", "a degraded link", kDegradedLinkParams};
+
+template <class T, class F>
+std::vector<T> read_list(const Reader& r, std::string_view key, const Schema& schema, F read_item) {
+  std::vector<T> out;
+  const ConfigNode* n = r.node(key);
+  if (n == nullptr) return out;
+  if (!n->is_sequence()) r.fail(key, fmt::format("expected a list of {{...}} entries; got {}", n->describe()));
+  for (std::size_t i = 0; i < n->items.size(); ++i) {
+    Reader item(n->items[i], fmt::format("{}[{}]", r.path_of(key), i), schema);
+    out.push_back(read_item(item));
+    item.finish();
+  }
+  return out;
+}
+
+Stragglers read_stragglers(const Reader& top, std::int64_t world) {
+  ConfigNode scratch;
+  Reader r(section(top, "stragglers", scratch), "stragglers", kStragglerSchema);
+  Stragglers s;
+  s.slow_gpus = read_list<SlowGpu>(r, "slow_gpus", kSlowGpuSchema, [&](const Reader& item) {
+    return SlowGpu{item.integer("rank", 0, world - 1), item.number("factor", 1.0, 1e6)};
+  });
+  constexpr std::array<std::string_view, 2> kLinks{"nvlink", "nic"};
+  s.degraded_links = read_list<DegradedLink>(r, "degraded_links", kDegradedLinkSchema, [&](const Reader& item) {
+    return DegradedLink{item.integer("rank", 0, world - 1), pick<LinkKind>(item, "link", kLinks), item.number("factor", 1e-6, 1.0)};
+  });
+  s.jitter = r.number("jitter", 0.0, 10.0);
+  s.seed = static_cast<std::uint64_t>(r.integer("seed", 0, std::numeric_limits<std::int64_t>::max()));
+  r.finish();
+  return s;
+}
 
 template <class T>
 std::optional<Located<T>> located(std::optional<T> v, const Reader& r, std::string_view key) {
@@ -215,9 +267,16 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
         (steps == nullptr || (steps->is_scalar() && steps->scalar == "auto")) ? 0 : static_cast<int>(sim.integer("steps", 1, 100));
     constexpr std::array<std::string_view, 2> kFlowNames{"path", "edge"};
     s.simulation.flows = pick<FlowGranularity>(sim, "flows", kFlowNames);
+    constexpr std::array<std::string_view, 3> kModeNames{"auto", "full", "symmetric"};
+    s.simulation.mode = pick<SimulationMode>(sim, "mode", kModeNames);
     sim.finish();
   }
   s.collectives = read_collectives(top);
+  s.stragglers = read_stragglers(top, s.world_size());
+  if (s.simulation.mode == SimulationMode::symmetric && s.stragglers.any()) {
+    throw ConfigError(top.where("stragglers"), "simulation.mode",
+                      "symmetric simulates one representative rank, but stragglers make ranks differ; expected full or auto");
+  }
   top.finish();
 
   constexpr std::int64_t kMaxWorld = 1'000'000;
@@ -234,6 +293,7 @@ std::vector<Schema> scenario_schemas() {
   out.push_back(kSimulationSchema);
   out.push_back(kCollectivesSchema);
   out.push_back(kCollectiveKindSchema);
+  for (const auto& sc : {kStragglerSchema, kSlowGpuSchema, kDegradedLinkSchema}) out.push_back(sc);
   return out;
 }
 

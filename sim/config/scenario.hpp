@@ -102,10 +102,33 @@ struct ClusterConfig {
 };
 
 enum class FlowGranularity { path, edge };
+// full: every rank is simulated. symmetric: one representative rank, valid when every rank does
+// the same (no stragglers); auto: symmetric from 512 GPUs when valid, else full.
+enum class SimulationMode { automatic, full, symmetric };
 
 struct SimulationConfig {
   int steps = 0;  // training steps simulated back to back, the last one reported; 0 = auto
   FlowGranularity flows = FlowGranularity::path;
+  SimulationMode mode = SimulationMode::automatic;
+};
+
+// Ranks that do not behave like the others.
+struct SlowGpu {
+  std::int64_t rank = 0;
+  double factor = 1;  // compute takes `factor` times as long
+};
+enum class LinkKind { nvlink, nic };
+struct DegradedLink {
+  std::int64_t rank = 0;
+  LinkKind link = LinkKind::nic;
+  double factor = 1;  // the link keeps `factor` of its bandwidth
+};
+struct Stragglers {
+  std::vector<SlowGpu> slow_gpus;
+  std::vector<DegradedLink> degraded_links;
+  double jitter = 0;       // compute durations x exp(jitter x N(0, 1)), per op and rank
+  std::uint64_t seed = 1;  // of the jitter
+  [[nodiscard]] bool any() const { return !slow_gpus.empty() || !degraded_links.empty() || jitter > 0; }
 };
 
 // Which NCCL algorithm and protocol run each collective (engine/collectives/). Algorithm names
@@ -127,6 +150,7 @@ struct ScenarioConfig {
   FsdpConfig fsdp;
   SimulationConfig simulation;
   CollectivesConfig collectives;
+  Stragglers stragglers;
 
   [[nodiscard]] std::int64_t world_size() const { return cluster.nodes * cluster.topology.node.gpus; }
 };

@@ -110,6 +110,33 @@ void Platform::append_links(const Hop& hop, std::vector<sg4::LinkInRoute>& route
   route.emplace_back(nic_of(hop.dst), Dir::DOWN);
 }
 
+std::vector<sg4::LinkInRoute> Platform::links_of(const std::vector<Hop>& hops) const {
+  std::vector<sg4::LinkInRoute> route;
+  route.reserve(hops.size() * 2);
+  for (const Hop& h : hops) append_links(h, route);
+  return route;
+}
+
+sg4::Link* Platform::add_class_link(double bandwidth) {
+  auto* link = zone_->create_link(fmt::format("class{}", class_links_++), bandwidth);
+  link->set_latency(0);
+  link->seal();
+  return link;
+}
+
+int Platform::add_link_route(const std::vector<sg4::Link*>& links) {
+  const int id = static_cast<int>(path_hosts_.size() / 2);
+  auto* src = zone_->create_host(fmt::format("path{}.src", id), 1.0);
+  auto* dst = zone_->create_host(fmt::format("path{}.dst", id), 1.0);
+  std::vector<sg4::LinkInRoute> route;
+  route.reserve(links.size());
+  for (auto* l : links) route.emplace_back(l);
+  zone_->add_bypass_route(src->get_netpoint(), dst->get_netpoint(), nullptr, nullptr, route);
+  path_hosts_.push_back(src);
+  path_hosts_.push_back(dst);
+  return id;
+}
+
 int Platform::add_path_route(const std::vector<Hop>& hops) {
   const int id = static_cast<int>(path_hosts_.size() / 2);
   auto* src = zone_->create_host(fmt::format("path{}.src", id), 1.0);
@@ -121,6 +148,12 @@ int Platform::add_path_route(const std::vector<Hop>& hops) {
   path_hosts_.push_back(src);
   path_hosts_.push_back(dst);
   return id;
+}
+
+void Platform::degrade(int rank, config::LinkKind link, double factor) {
+  // A degraded NIC slows every GPU that shares it (node.nics below node.gpus).
+  auto* l = link == config::LinkKind::nic ? nic_of(rank) : nvlink_[static_cast<std::size_t>(rank)];
+  l->set_bandwidth(l->get_bandwidth() * factor);
 }
 
 void Platform::seal() {

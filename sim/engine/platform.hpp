@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "config/scenario.hpp"
 #include "config/topology.hpp"
 #include "engine/collective.hpp"
 
@@ -56,6 +57,14 @@ class Platform {
 
   // A route through every link of the hops (a link crossed k times counts k times); returns its id.
   int add_path_route(const std::vector<Hop>& hops);
+  // The link directions a route through the hops crosses, as (link, direction) pairs.
+  [[nodiscard]] std::vector<simgrid::s4u::LinkInRoute> links_of(const std::vector<Hop>& hops) const;
+  // A link standing for a class of equivalent link directions (see network.hpp).
+  simgrid::s4u::Link* add_class_link(double bandwidth);
+  // A route through the given (shared) links, with a pair of endpoint hosts; returns its id.
+  int add_link_route(const std::vector<simgrid::s4u::Link*>& links);
+  // A degraded link keeps `factor` of its bandwidth (stragglers.degraded_links).
+  void degrade(int rank, config::LinkKind link, double factor);
   void seal();
 
   [[nodiscard]] simgrid::s4u::Host* gpu(int rank) const { return gpus_[static_cast<std::size_t>(rank)]; }
@@ -76,6 +85,7 @@ class Platform {
   std::vector<simgrid::s4u::Link*> nic_;                   // node * nics_per_node_ + index
   std::vector<std::vector<simgrid::s4u::Link*>> uplinks_;  // per node
   std::vector<simgrid::s4u::Host*> path_hosts_;
+  int class_links_ = 0;
 };
 
 }  // namespace shardsim::engine

@@ -4,6 +4,7 @@
 #include <xbt/log.h>
 
 #include <chrono>
+#include <cmath>
 #include <deque>
 #include <map>
 #include <memory>
@@ -11,10 +12,11 @@
 #include <set>
 #include <simgrid/kernel/Timer.hpp>
 #include <simgrid/s4u.hpp>
-#include <tuple>
 #include <unordered_map>
 
 #include "core/error.hpp"
+#include "engine/groups.hpp"
+#include "engine/network.hpp"
 #include "engine/platform.hpp"
 
 namespace shardsim::engine {
@@ -49,30 +51,56 @@ struct RankState {
   double remaining = 0;  // its work left, in seconds at full speed
   double since = 0;      // when `remaining` was last brought up to date
   std::uint32_t version = 0;
+  double slow = 1;  // stragglers.slow_gpus factor
 };
+
+// A deterministic standard normal draw for (seed, op, rank), independent of event order.
+double normal(std::uint64_t seed, int op, int rank) {
+  auto mix = [](std::uint64_t x) {  // splitmix64
+    x += 0x9E3779B97F4A7C15ULL;
+    x = (x ^ (x >> 30U)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27U)) * 0x94D049BB133111EBULL;
+    return x ^ (x >> 31U);
+  };
+  const std::uint64_t a = mix(seed ^ mix(static_cast<std::uint64_t>(op) * 0x100000001B3ULL ^ static_cast<std::uint64_t>(rank)));
+  const std::uint64_t b = mix(a);
+  const double u1 = (static_cast<double>(a >> 11U) + 0.5) / 9007199254740992.0;
+  const double u2 = static_cast<double>(b >> 11U) / 9007199254740992.0;
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);  // Box-Muller
+}
 
 class Simulator {
  public:
-  explicit Simulator(const SimulationInput& in)
-      : in_(in), g_(in.graph), world_(in.graph.info.world_size), timeline_(in.graph.size(), world_) {
+  Simulator(const SimulationInput& in, int simulated)
+      : in_(in),
+        g_(in.graph),
+        groups_(in.graph.info),
+        world_(in.graph.info.world_size),
+        simulated_(simulated),
+        timeline_(in.graph.size(), simulated) {
     const std::size_t n = g_.size();
     successors_.resize(n);
-    remaining_.resize(n * static_cast<std::size_t>(world_));
+    remaining_.resize(n * static_cast<std::size_t>(simulated_));
     duration_.resize(n, 0.0);
     arrived_.resize(n);
     for (std::size_t o = 0; o < n; ++o) {
       const int id = static_cast<int>(o);
       for (const auto& [succ, kind] : g_.successors(id)) successors_[o].push_back(succ);
       const auto preds = static_cast<std::int32_t>(g_.in_degree(id));
-      std::fill_n(remaining_.begin() + static_cast<std::ptrdiff_t>(o * static_cast<std::size_t>(world_)), world_, preds);
+      std::fill_n(remaining_.begin() + static_cast<std::ptrdiff_t>(o * static_cast<std::size_t>(simulated_)), simulated_, preds);
       const graph::Op& op = g_.op(id);
       if (op.is_collective()) {
-        arrived_[o].assign(static_cast<std::size_t>(instances(op.group)), 0);
+        arrived_[o].assign(static_cast<std::size_t>(groups_.instances(op.group)), 0);
       } else if (op.kind != OpKind::cpu_wait) {
         duration_[o] = in.compute.duration(op);
       }
     }
-    ranks_.resize(static_cast<std::size_t>(world_));
+    ranks_.resize(static_cast<std::size_t>(simulated_));
+    for (const auto& s : in.stragglers.slow_gpus) {
+      if (s.rank < simulated_) ranks_[static_cast<std::size_t>(s.rank)].slow = s.factor;
+    }
+    waited_.assign(static_cast<std::size_t>(simulated_), 0.0);
+    caused_.assign(static_cast<std::size_t>(simulated_), 0.0);
     slowed_ = in.compute.speed_while_communicating();
     cluster_.gpus_per_node = in.topology.node.gpus;
     cluster_.nvlink = in.topology.node.nvlink;
@@ -80,32 +108,27 @@ class Simulator {
     cluster_.switch_latency = in.topology.fabric.switch_latency.value();
   }
 
-  // Path flows need a route per path, created before the platform is sealed.
-  void add_routes(Platform& platform) {
-    if (in_.flows != FlowGranularity::path) return;
-    std::map<std::tuple<int, int, int>, bool> seen;
+  // Routes for every collective a simulated rank takes part in (before the platform is sealed).
+  void add_routes(Network& network) {
+    std::set<std::tuple<int, int, int, double>> seen;
     for (std::size_t o = 0; o < g_.size(); ++o) {
       const graph::Op& op = g_.op(static_cast<int>(o));
       if (!op.is_collective()) continue;
-      for (int inst = 0; inst < instances(op.group); ++inst) {
-        const auto key = std::make_tuple(static_cast<int>(op.kind), static_cast<int>(op.group), inst);
-        if (seen.count(key) > 0) continue;
-        seen[key] = true;
-        const CollectivePlan plan = in_.collective.plan(op.kind, members(op.group, inst), 1.0, cluster_);
-        std::vector<int> ids;
-        for (const Path& p : plan.paths) ids.push_back(platform.add_path_route(p.hops));
-        routes_[key] = std::move(ids);
+      for (int inst = 0; inst < groups_.instances(op.group); ++inst) {
+        if (expected_arrivals(op.group, inst) == 0) continue;
+        if (!seen.insert({static_cast<int>(op.kind), static_cast<int>(op.group), inst, op.bytes}).second) continue;
+        network.add_routes(in_.collective.plan(op.kind, groups_.members(op.group, inst), op.bytes, cluster_));
       }
     }
   }
 
-  SimulationResult run(const Platform& platform) {
-    platform_ = &platform;
+  SimulationResult run(const Network& network) {
+    network_ = &network;
     const auto t0 = std::chrono::steady_clock::now();
     sg4::Activity::on_completion_cb([this](sg4::Activity const& a) { on_completion(a); });
     for (std::size_t o = 0; o < g_.size(); ++o) {
       if (g_.in_degree(static_cast<int>(o)) == 0) {
-        for (int r = 0; r < world_; ++r) ready_.emplace_back(static_cast<int>(o), r);
+        for (int r = 0; r < simulated_; ++r) ready_.emplace_back(static_cast<int>(o), r);
       }
     }
     drain(0.0);
@@ -113,51 +136,19 @@ class Simulator {
     sg4::Engine::get_instance()->run();
     check_finished();
     stats_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    return SimulationResult{std::move(timeline_), stats_};
+    SimulationResult r{std::move(timeline_), stats_, std::move(waited_), std::move(caused_)};
+    return r;
   }
 
  private:
-  // ---- groups ----------------------------------------------------------------------------------
-
-  int group_size(Group g) const {
-    switch (g) {
-      case Group::shard:
-        return g_.info.shard_group;
-      case Group::replicate:
-        return world_ / g_.info.shard_group;
-      default:
-        return world_;
-    }
-  }
-  int instances(Group g) const { return world_ / group_size(g); }
-  int instance_of(Group g, int rank) const {
-    switch (g) {
-      case Group::shard:
-        return rank / g_.info.shard_group;
-      case Group::replicate:
-        return rank % g_.info.shard_group;
-      default:
-        return 0;
-    }
-  }
-  std::vector<int> members(Group g, int instance) const {
-    std::vector<int> out;
-    switch (g) {
-      case Group::shard:
-        for (int i = 0; i < g_.info.shard_group; ++i) out.push_back(instance * g_.info.shard_group + i);
-        break;
-      case Group::replicate:
-        for (int r = instance; r < world_; r += g_.info.shard_group) out.push_back(r);
-        break;
-      default:
-        for (int r = 0; r < world_; ++r) out.push_back(r);
-    }
-    return out;
+  // Ranks of the instance that this simulation runs (all, or only the representative rank 0).
+  [[nodiscard]] int expected_arrivals(Group g, int inst) const {
+    if (simulated_ == world_) return groups_.size(g);
+    return groups_.instance_of(g, 0) == inst ? 1 : 0;
   }
 
   // ---- event handling --------------------------------------------------------------------------
 
-  // Processes every (op, rank) that became ready at time `now`.
   void drain(double now) {
     while (!ready_.empty()) {
       const auto [op, rank] = ready_.front();
@@ -169,13 +160,14 @@ class Simulator {
   void start(int op_id, int rank, double now) {
     const graph::Op& op = g_.op(op_id);
     if (op.is_collective()) {
-      const int inst = instance_of(op.group, rank);
+      const int inst = groups_.instance_of(op.group, rank);
+      arrivals_[{op_id, inst}].emplace_back(rank, now);
       auto& count = arrived_[static_cast<std::size_t>(op_id)][static_cast<std::size_t>(inst)];
-      if (++count == group_size(op.group)) launch(op_id, inst, now);
+      if (++count == expected_arrivals(op.group, inst)) launch(op_id, inst, now);
       return;
     }
     timeline_.at(op_id, rank).start = now;
-    const double d = duration_[static_cast<std::size_t>(op_id)];
+    double d = duration_[static_cast<std::size_t>(op_id)];
     if (d <= 0) {
       finish(op_id, rank, now);
       return;
@@ -185,6 +177,8 @@ class Simulator {
       return;
     }
     RankState& rs = ranks_[static_cast<std::size_t>(rank)];
+    d *= rs.slow;
+    if (in_.stragglers.jitter > 0) d *= std::exp(in_.stragglers.jitter * normal(in_.stragglers.seed, op_id, rank));
     rs.op = op_id;
     rs.remaining = d;
     rs.since = now;
@@ -206,37 +200,38 @@ class Simulator {
     timers_.push(Timer{now + std::max(0.0, rs.remaining) / after, seq_++, rs.op, rank, ++rs.version});
   }
 
+  // Who waits for whom: every rank waits from its arrival to the launch; the last to arrive
+  // caused those waits.
+  void account_waits(int op_id, int inst, double now) {
+    auto it = arrivals_.find({op_id, inst});
+    double total = 0;
+    int last = -1;
+    double last_t = -1;
+    for (const auto& [rank, t] : it->second) {
+      waited_[static_cast<std::size_t>(rank)] += now - t;
+      total += now - t;
+      if (t >= last_t) last = rank, last_t = t;
+    }
+    if (last >= 0) caused_[static_cast<std::size_t>(last)] += total;
+    arrivals_.erase(it);
+  }
+
   // A collective starts once every rank of its group has reached it.
   void launch(int op_id, int inst, double now) {
     const graph::Op& op = g_.op(op_id);
-    const std::vector<int> ranks = members(op.group, inst);
-    for (int r : ranks) {
+    account_waits(op_id, inst, now);
+    const std::vector<int> members = groups_.members(op.group, inst);
+    for (int r : members) {
+      if (r >= simulated_) continue;
       timeline_.at(op_id, r).start = now;
       collective_changes(r, +1, now);
     }
-    const CollectivePlan plan = in_.collective.plan(op.kind, ranks, op.bytes, cluster_);
+    const CollectivePlan plan = in_.collective.plan(op.kind, members, op.bytes, cluster_);
     auto run = std::make_unique<Running>();
     run->op = op_id;
     run->instance = inst;
     run->latency = plan.latency;
-    auto flow = [&](sg4::Host* src, sg4::Host* dst, double bytes) {
-      sg4::CommPtr c = sg4::Comm::sendto_init(src, dst);
-      c->set_payload_size(bytes);
-      c->set_data(run.get());
-      run->comms.push_back(c);
-    };
-    if (in_.flows == FlowGranularity::path) {
-      const auto& ids = routes_.at(std::make_tuple(static_cast<int>(op.kind), static_cast<int>(op.group), inst));
-      for (std::size_t i = 0; i < plan.paths.size(); ++i) {
-        if (plan.paths[i].bytes > 0) flow(platform_->path_src(ids[i]), platform_->path_dst(ids[i]), plan.paths[i].bytes);
-      }
-    } else {
-      for (const Path& p : plan.paths) {
-        for (const Hop& h : p.hops) {
-          if (p.bytes > 0) flow(platform_->gpu(h.src), platform_->gpu(h.dst), p.bytes);
-        }
-      }
-    }
+    run->comms = network_->flows(plan, run.get());
     if (run->comms.empty()) {
       push_timer(now + plan.latency, op_id, -1 - inst);
       return;
@@ -252,7 +247,7 @@ class Simulator {
     timeline_.at(op_id, rank).end = now;
     ++stats_.op_instances;
     for (int succ : successors_[static_cast<std::size_t>(op_id)]) {
-      auto& left = remaining_[static_cast<std::size_t>(succ) * static_cast<std::size_t>(world_) + static_cast<std::size_t>(rank)];
+      auto& left = remaining_[static_cast<std::size_t>(succ) * static_cast<std::size_t>(simulated_) + static_cast<std::size_t>(rank)];
       if (--left == 0) ready_.emplace_back(succ, rank);
     }
   }
@@ -285,7 +280,8 @@ class Simulator {
         }
         finish(t.op, t.who, t.time);
       } else {
-        for (int r : members(g_.op(t.op).group, -1 - t.who)) {
+        for (int r : groups_.members(g_.op(t.op).group, -1 - t.who)) {
+          if (r >= simulated_) continue;
           collective_changes(r, -1, t.time);
           finish(t.op, r, t.time);
         }
@@ -309,7 +305,7 @@ class Simulator {
 
   void check_finished() const {
     for (std::size_t o = 0; o < g_.size(); ++o) {
-      for (int r = 0; r < world_; ++r) {
+      for (int r = 0; r < simulated_; ++r) {
         if (timeline_.at(static_cast<int>(o), r).end < 0) {
           throw RuntimeError(fmt::format("the simulation stalled: op \"{}\" never ran on rank {} (a dependency that is never met)",
                                          g_.op(static_cast<int>(o)).name, r));
@@ -320,8 +316,10 @@ class Simulator {
 
   const SimulationInput& in_;
   const graph::StepGraph& g_;
+  Groups groups_;
   int world_;
-  const Platform* platform_ = nullptr;
+  int simulated_;
+  const Network* network_ = nullptr;
   ClusterView cluster_;
   Timeline timeline_;
   EngineStats stats_;
@@ -329,9 +327,11 @@ class Simulator {
   std::vector<std::int32_t> remaining_;
   std::vector<double> duration_;
   std::vector<std::vector<int>> arrived_;
+  std::map<std::pair<int, int>, std::vector<std::pair<int, double>>> arrivals_;  // (op, instance) -> (rank, when)
   std::vector<RankState> ranks_;
-  double slowed_ = 1.0;                                           // compute speed while a collective runs
-  std::map<std::tuple<int, int, int>, std::vector<int>> routes_;  // (kind, group, instance) -> path routes
+  std::vector<double> waited_;
+  std::vector<double> caused_;
+  double slowed_ = 1.0;  // compute speed while a collective runs
   std::deque<std::pair<int, int>> ready_;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
   std::uint64_t seq_ = 0;
@@ -342,25 +342,44 @@ class Simulator {
 
 }  // namespace
 
+bool symmetric_mode(const SimulationInput& in) {
+  switch (in.mode) {
+    case config::SimulationMode::full:
+      return false;
+    case config::SimulationMode::symmetric:
+      return true;
+    case config::SimulationMode::automatic:
+      break;
+  }
+  // Symmetric pays off at scale and is exact only when every rank does the same.
+  constexpr int kAutoSymmetricFrom = 512;
+  return in.graph.info.world_size >= kAutoSymmetricFrom && !in.stragglers.any();
+}
+
 SimulationResult simulate(const SimulationInput& in) {
   int argc = 1;
   char name[] = "shardsim";
   char* argv[] = {name, nullptr};
   sg4::Engine engine(&argc, argv);
   xbt_log_control_set("root.thres:critical");
-  // CM02: plain max-min sharing without TCP corrections; no reverse ACK traffic; no TCP window cap
-  // (shared/reference/simgrid-notes.md).
+  // CM02: plain max-min sharing without TCP corrections; no reverse ACK traffic; no TCP window
+  // cap (shared/reference/simgrid-notes.md). Full updates: selective updates spend their time
+  // following constraints through flows that cross thousands of links.
   sg4::Engine::set_config("network/model:CM02");
   sg4::Engine::set_config("network/crosstraffic:0");
   sg4::Engine::set_config("network/TCP-gamma:0");
   sg4::Engine::set_config("network/optim:Full");
+  const bool symmetric = symmetric_mode(in);
   FabricRegistry fabrics;
   register_builtin_fabrics(fabrics);
-  Platform platform(in.topology, in.nodes, fabrics);
-  Simulator sim(in);
-  sim.add_routes(platform);
+  Platform platform(in.topology, symmetric ? 1 : in.nodes, fabrics);
+  for (const auto& d : in.stragglers.degraded_links) platform.degrade(static_cast<int>(d.rank), d.link, d.factor);
+  Network network(platform, in.flows, symmetric);
+  Simulator sim(in, symmetric ? 1 : in.graph.info.world_size);
+  sim.add_routes(network);
+  network.build_routes();
   platform.seal();
-  return sim.run(platform);
+  return sim.run(network);
 }
 
 }  // namespace shardsim::engine

@@ -28,12 +28,19 @@ struct SimulationInput {
   const ComputeModel& compute;
   const CollectiveAlgorithm& collective;
   FlowGranularity flows = FlowGranularity::path;
+  config::SimulationMode mode = config::SimulationMode::full;
+  config::Stragglers stragglers = {};
 };
 
 struct SimulationResult {
-  Timeline timeline;
+  Timeline timeline;  // of the simulated ranks: all, or the representative rank 0 (symmetric mode)
   EngineStats stats;
+  std::vector<double> waited;  // per simulated rank: seconds spent waiting for a collective's last rank
+  std::vector<double> caused;  // per simulated rank: seconds others waited because it arrived last
 };
+
+// Whether `input` runs in symmetric mode (one representative rank).
+[[nodiscard]] bool symmetric_mode(const SimulationInput& input);
 
 // Throws RuntimeError if the schedule stalls (an op never becomes ready).
 [[nodiscard]] SimulationResult simulate(const SimulationInput& input);

@@ -114,12 +114,29 @@ MemoryTimeline memory_timeline(const graph::StepGraph& g, const engine::Timeline
   return tl;
 }
 
+std::vector<int> sampled_ranks(int simulated, const config::Stragglers& stragglers) {
+  constexpr int kSample = 256;  // summaries stay O(ops) per rank at 16,384 GPUs
+  std::vector<int> out;
+  if (simulated <= kSample) {
+    for (int r = 0; r < simulated; ++r) out.push_back(r);
+    return out;
+  }
+  for (int i = 0; i < kSample; ++i) out.push_back(static_cast<int>(static_cast<std::int64_t>(i) * simulated / kSample));
+  for (const auto& s : stragglers.slow_gpus) out.push_back(static_cast<int>(s.rank));
+  for (const auto& d : stragglers.degraded_links) out.push_back(static_cast<int>(d.rank));
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 Summary summarize(const SummaryInput& in) {
   const auto& g = in.graph;
   const auto& t = in.timeline;
   Summary s;
   s.scenario = in.scenario.name;
   s.world_size = g.info.world_size;
+  s.simulated_ranks = t.world();
+  const std::vector<int> ranks = sampled_ranks(t.world(), in.scenario.stragglers);
   s.reported_step = g.info.steps - 1;
   s.gpu_memory = in.scenario.cluster.topology.gpu.memory.value();
 
@@ -129,7 +146,7 @@ Summary summarize(const SummaryInput& in) {
   for (std::size_t o = 0; o < g.size(); ++o) {
     const graph::Op& op = g.op(static_cast<int>(o));
     if (op.kind != OpKind::optimizer) continue;
-    for (int r = 0; r < s.world_size; ++r) {
+    for (int r = 0; r < t.world(); ++r) {
       const double e = t.at(op.id, r).end;
       if (op.step == s.reported_step - 1) start = std::max(start, e);
       if (op.step == s.reported_step) end = std::max(end, e);
@@ -147,7 +164,7 @@ Summary summarize(const SummaryInput& in) {
   s.mfu = flops / (low_precision ? gpu.peak_bf16.value() : gpu.peak_fp32.value());
 
   s.exposed_comm_s = -1;
-  for (int r = 0; r < s.world_size; ++r) {
+  for (int r : ranks) {
     std::vector<std::pair<double, double>> compute;
     std::vector<std::pair<double, double>> comm;
     for (std::size_t o = 0; o < g.size(); ++o) {
@@ -170,9 +187,17 @@ Summary summarize(const SummaryInput& in) {
     }
   }
 
-  for (int r = 0; r < s.world_size; ++r) {
+  for (int r : ranks) {
     MemoryTimeline m = memory_timeline(g, t, r);
     if (r == 0 || m.peak_reserved > s.memory.peak_reserved) s.memory = std::move(m);
+  }
+  if (in.waited != nullptr && in.caused != nullptr) {
+    for (std::size_t r = 0; r < in.caused->size(); ++r) {
+      if ((*in.caused)[r] > 0) s.waits.push_back(RankWait{static_cast<int>(r), (*in.waited)[r], (*in.caused)[r]});
+    }
+    std::sort(s.waits.begin(), s.waits.end(),
+              [](const RankWait& a, const RankWait& b) { return a.caused_s != b.caused_s ? a.caused_s > b.caused_s : a.rank < b.rank; });
+    if (s.waits.size() > 5) s.waits.resize(5);
   }
   s.oom = s.memory.peak_reserved > s.gpu_memory;
   return s;

@@ -41,9 +41,17 @@ struct MemoryTimeline {
 
 [[nodiscard]] MemoryTimeline memory_timeline(const graph::StepGraph& g, const engine::Timeline& t, int rank);
 
+// A rank that made others wait at collectives (stragglers), or waited itself.
+struct RankWait {
+  int rank = 0;
+  double waited_s = 0;  // waiting for the last rank of its collectives
+  double caused_s = 0;  // others' waiting because this rank arrived last
+};
+
 struct Summary {
   std::string scenario;
   int world_size = 0;
+  int simulated_ranks = 0;  // world_size, or 1 in symmetric mode
   int reported_step = 0;
   double step_start = 0;
   double step_time = 0;  // seconds
@@ -56,8 +64,9 @@ struct Summary {
   double exposed_comm_s = 0;  // collectives running while the compute stream is idle (max over ranks)
   int exposed_rank = 0;
   double gpu_memory = 0;
-  MemoryTimeline memory;  // of the rank with the highest peak
-  bool oom = false;
+  MemoryTimeline memory;        // of the rank with the highest peak reserved memory
+  bool oom = false;             // peak reserved memory above the GPU's memory
+  std::vector<RankWait> waits;  // the ranks that caused the most waiting, most first (at most 5)
 };
 
 struct SummaryInput {
@@ -65,7 +74,12 @@ struct SummaryInput {
   const model::Model& model;
   const graph::StepGraph& graph;
   const engine::Timeline& timeline;
+  const std::vector<double>* waited = nullptr;  // per simulated rank (engine), optional
+  const std::vector<double>* caused = nullptr;
 };
+
+// The ranks summaries look at: all of them up to 256, else 256 spread evenly plus the stragglers.
+[[nodiscard]] std::vector<int> sampled_ranks(int simulated, const config::Stragglers& stragglers);
 
 [[nodiscard]] Summary summarize(const SummaryInput& in);
 

@@ -47,10 +47,21 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
     row(fmt::format("  {}", kCategoryLabels[c]), gib(s.memory.at_peak[c]));
   }
   if (s.memory.peak_host > 0) row("host memory (CPU offload)", gib(s.memory.peak_host));
+  if (s.simulated_ranks < s.world_size) {
+    out += fmt::format("\n  symmetric mode: rank 0 simulated for all {} ranks (every rank does the same)\n", s.world_size);
+  }
+  if (!s.waits.empty() && s.waits.front().caused_s > 1e-3 * s.step_time) {
+    out += "\n  who waits for whom (collectives started late because these ranks arrived last):\n";
+    for (const auto& w : s.waits) {
+      out += fmt::format("    rank {:<6} made others wait {:.4f} s in total (it waited {:.4f} s itself)\n", w.rank, w.caused_s, w.waited_s);
+    }
+  }
   return out;
 }
 
 nlohmann::json summary_json(const Summary& s) {
+  nlohmann::json waits = nlohmann::json::array();
+  for (const auto& w : s.waits) waits.push_back({{"rank", w.rank}, {"waited_s", w.waited_s}, {"caused_s", w.caused_s}});
   nlohmann::json pools = nlohmann::json::object();
   for (int p = 0; p + 1 < graph::kPools; ++p) {
     pools[std::string(graph::to_string(static_cast<graph::Pool>(p)))] = s.memory.reserved_by_pool[static_cast<std::size_t>(p)];
@@ -80,6 +91,8 @@ nlohmann::json summary_json(const Summary& s) {
       {"gpu_memory_bytes", s.gpu_memory},
       {"oom", s.oom},
       {"memory_breakdown", breakdown},
+      {"simulated_ranks", s.simulated_ranks},
+      {"waits", waits},
   };
 }
 

@@ -1,0 +1,107 @@
+#include "engine/network.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace shardsim::engine {
+namespace sg4 = simgrid::s4u;
+
+Network::Network(Platform& platform, config::FlowGranularity flows, bool symmetric)
+    : platform_(platform), granularity_(symmetric ? config::FlowGranularity::path : flows), symmetric_(symmetric) {}
+
+std::vector<Hop> Network::folded(const Path& p) const {
+  if (!symmetric_) return p.hops;
+  std::set<int> seen;
+  std::vector<Hop> out;
+  for (const Hop& h : p.hops) {
+    if (seen.insert(static_cast<int>(h.via)).second) out.push_back(Hop{0, 0, h.via});
+  }
+  return out;
+}
+
+Network::Signature Network::signature(const std::vector<Hop>& hops) {
+  Signature s;
+  s.reserve(hops.size());
+  for (const Hop& h : hops) s.emplace_back(h.src, h.dst, static_cast<int>(h.via));
+  return s;
+}
+
+void Network::add_routes(const CollectivePlan& plan) {
+  if (granularity_ != config::FlowGranularity::path) return;
+  for (const Path& p : plan.paths) {
+    std::vector<Hop> hops = folded(p);
+    auto sig = signature(hops);
+    if (paths_.count(sig) > 0) continue;
+    paths_.emplace(std::move(sig), static_cast<int>(hops_.size()));
+    hops_.push_back(std::move(hops));
+  }
+}
+
+void Network::build_routes() {
+  if (granularity_ != config::FlowGranularity::path) return;
+  // Which paths cross each link direction, and how many times.
+  using Resource = std::pair<const void*, int>;  // (link, direction)
+  std::map<Resource, std::vector<std::pair<int, int>>> crossed_by;
+  std::map<Resource, double> bandwidth;
+  std::vector<std::vector<Resource>> path_resources(hops_.size());
+  for (std::size_t p = 0; p < hops_.size(); ++p) {
+    for (const auto& l : platform_.links_of(hops_[p])) {
+      const Resource r{l.get_link(), static_cast<int>(l.get_direction())};
+      auto& users = crossed_by[r];
+      if (!users.empty() && users.back().first == static_cast<int>(p)) {
+        ++users.back().second;
+      } else {
+        users.emplace_back(static_cast<int>(p), 1);
+        path_resources[p].push_back(r);
+      }
+      bandwidth[r] = l.get_link()->get_bandwidth();
+    }
+  }
+  // One link per class of (bandwidth, crossing paths with multiplicities).
+  std::map<std::pair<double, std::vector<std::pair<int, int>>>, sg4::Link*> class_link;
+  std::map<Resource, sg4::Link*> link_of;
+  for (const auto& [r, users] : crossed_by) {
+    auto key = std::make_pair(bandwidth[r], users);
+    auto it = class_link.find(key);
+    if (it == class_link.end()) it = class_link.emplace(std::move(key), platform_.add_class_link(bandwidth[r])).first;
+    link_of[r] = it->second;
+  }
+  classes_ = static_cast<int>(class_link.size());
+  routes_.resize(hops_.size());
+  for (std::size_t p = 0; p < hops_.size(); ++p) {
+    std::vector<sg4::Link*> route;
+    std::set<sg4::Link*> added;
+    for (const Resource& r : path_resources[p]) {
+      sg4::Link* l = link_of[r];
+      if (!added.insert(l).second) continue;
+      int times = 0;
+      for (const auto& [path, n] : crossed_by[r]) {
+        if (path == static_cast<int>(p)) times = n;
+      }
+      for (int i = 0; i < times; ++i) route.push_back(l);
+    }
+    routes_[p] = platform_.add_link_route(route);
+  }
+}
+
+std::vector<sg4::CommPtr> Network::flows(const CollectivePlan& plan, void* tag) const {
+  std::vector<sg4::CommPtr> out;
+  auto add = [&](sg4::Host* src, sg4::Host* dst, double bytes) {
+    sg4::CommPtr c = sg4::Comm::sendto_init(src, dst);
+    c->set_payload_size(bytes);
+    c->set_data(tag);
+    out.push_back(c);
+  };
+  for (const Path& p : plan.paths) {
+    if (p.bytes <= 0) continue;
+    if (granularity_ == config::FlowGranularity::path) {
+      const int route = routes_[static_cast<std::size_t>(paths_.at(signature(folded(p))))];
+      add(platform_.path_src(route), platform_.path_dst(route), p.bytes);
+    } else {
+      for (const Hop& h : p.hops) add(platform_.gpu(h.src), platform_.gpu(h.dst), p.bytes);
+    }
+  }
+  return out;
+}
+
+}  // namespace shardsim::engine

@@ -1,0 +1,52 @@
+// Turns collective plans into SimGrid flows on the platform (internal to the engine).
+//
+// Path flows (the default): one flow per path, through one link per class of equivalent link
+// directions. Two link directions are equivalent when they have the same bandwidth and the same
+// paths cross them the same number of times; max-min sharing then gives every member of a class
+// the same constraint, so one link can stand for the class exactly. On a symmetric fabric a
+// ring over thousands of GPUs crosses a handful of classes, which keeps SimGrid's solver cheap
+// (its cost grows with the links of the live flows, and adding a flow with L links costs L^2);
+// a degraded link is its own class and still slows every path through it.
+// Edge flows: one flow per hop between the GPUs' hosts (O(n) flows; for cross-checks).
+// Symmetric mode: every hop is folded onto the representative rank 0 (the hop it stands for
+// lands on rank 0's own links) and duplicates are dropped: what rank 0 sends and receives.
+#pragma once
+
+#include <map>
+#include <simgrid/s4u.hpp>
+#include <tuple>
+#include <vector>
+
+#include "config/scenario.hpp"
+#include "engine/collective.hpp"
+#include "engine/platform.hpp"
+
+namespace shardsim::engine {
+
+class Network {
+ public:
+  Network(Platform& platform, config::FlowGranularity flows, bool symmetric);
+
+  // Before the platform is sealed: collect the paths `plan` will need (plans must be
+  // reproducible: the same plan is given to flows() later), then build the routes.
+  void add_routes(const CollectivePlan& plan);
+  void build_routes();
+  // After sealing: creates (unstarted) flows for `plan`, each tagged with `tag`.
+  [[nodiscard]] std::vector<simgrid::s4u::CommPtr> flows(const CollectivePlan& plan, void* tag) const;
+  [[nodiscard]] int link_classes() const { return classes_; }
+
+ private:
+  using Signature = std::vector<std::tuple<int, int, int>>;  // (src, dst, via) of each hop
+  [[nodiscard]] std::vector<Hop> folded(const Path& p) const;
+  [[nodiscard]] static Signature signature(const std::vector<Hop>& hops);
+
+  Platform& platform_;
+  config::FlowGranularity granularity_;
+  bool symmetric_;
+  std::map<Signature, int> paths_;  // path -> index into hops_ / routes_
+  std::vector<std::vector<Hop>> hops_;
+  std::vector<int> routes_;  // path index -> route id
+  int classes_ = 0;
+};
+
+}  // namespace shardsim::engine

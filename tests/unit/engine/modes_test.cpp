@@ -1,0 +1,74 @@
+// Symmetric mode against full mode, and stragglers: who waits for whom.
+#include <doctest/doctest.h>
+
+#include "cli/pipeline.hpp"
+#include "test_support.hpp"
+
+using namespace shardsim;
+
+namespace {
+
+struct Figures {
+  double step = 0;
+  int simulated = 0;
+  int top_rank = -1;      // the rank that made others wait most
+  double top_caused = 0;  // how long
+};
+
+Figures run(std::vector<std::string> sets) {
+  return test::in_child([sets] {
+    const auto p = cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", sets);
+    const auto s = cli::simulate(p).summary;
+    Figures f{s.step_time, s.simulated_ranks, -1, 0};
+    if (!s.waits.empty()) f.top_rank = s.waits.front().rank, f.top_caused = s.waits.front().caused_s;
+    return f;
+  });
+}
+
+std::vector<std::string> with(std::vector<std::string> base, std::vector<std::string> more) {
+  base.insert(base.end(), more.begin(), more.end());
+  return base;
+}
+
+}  // namespace
+
+TEST_CASE("symmetric mode simulates one rank and agrees with full mode where ranks are alike") {
+  for (const auto& layout : std::vector<std::vector<std::string>>{{"cluster.nodes=4"}, {"cluster.nodes=4", "fsdp.sharding=hybrid_shard"}}) {
+    const Figures full = run(with(layout, {"simulation.mode=full"}));
+    const Figures sym = run(with(layout, {"simulation.mode=symmetric"}));
+    CHECK(full.simulated == 32);
+    CHECK(sym.simulated == 1);
+    CHECK(sym.step == doctest::Approx(full.step).epsilon(0.01));
+  }
+}
+
+TEST_CASE("a slow GPU makes every other rank wait for it at each collective") {
+  const Figures base = run({"simulation.mode=full"});
+  const Figures slow = run({"simulation.mode=full", "stragglers.slow_gpus=[{rank: 5, factor: 1.5}]"});
+  CHECK(slow.step > base.step * 1.2);
+  CHECK(slow.top_rank == 5);
+  CHECK(slow.top_caused > 0);
+}
+
+TEST_CASE("a degraded NIC slows the collectives that cross it") {
+  // Two nodes: the shard ring crosses the NICs. A NIC at a tenth of its bandwidth is the ring's
+  // bottleneck (the path flow runs at the pace of its slowest link).
+  const Figures base = run({"cluster.nodes=2", "simulation.mode=full", "fsdp.mixed_precision=none"});
+  const Figures degraded = run({"cluster.nodes=2", "simulation.mode=full", "fsdp.mixed_precision=none",
+                                "stragglers.degraded_links=[{rank: 3, link: nic, factor: 0.1}]"});
+  CHECK(degraded.step > base.step);
+}
+
+TEST_CASE("jitter is reproducible with its seed") {
+  const Figures a = run({"simulation.mode=full", "stragglers.jitter=0.2", "stragglers.seed=7"});
+  const Figures b = run({"simulation.mode=full", "stragglers.jitter=0.2", "stragglers.seed=7"});
+  const Figures c = run({"simulation.mode=full", "stragglers.jitter=0.2", "stragglers.seed=8"});
+  CHECK(a.step == b.step);
+  CHECK(a.step != c.step);
+}
+
+TEST_CASE("symmetric mode refuses stragglers") {
+  CHECK_THROWS_AS((void)cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml",
+                                     std::vector<std::string>{"simulation.mode=symmetric", "stragglers.slow_gpus=[{rank: 1, factor: 2}]"}),
+                  ConfigError);
+}
