@@ -71,6 +71,7 @@ class Platform {
   [[nodiscard]] simgrid::s4u::Host* path_src(int route) const { return path_hosts_[static_cast<std::size_t>(2 * route)]; }
   [[nodiscard]] simgrid::s4u::Host* path_dst(int route) const { return path_hosts_[static_cast<std::size_t>(2 * route + 1)]; }
   [[nodiscard]] int world() const { return static_cast<int>(gpus_.size()); }
+  [[nodiscard]] int gpus_per_node() const { return gpus_per_node_; }
 
  private:
   void append_links(const Hop& hop, std::vector<simgrid::s4u::LinkInRoute>& route) const;

@@ -64,9 +64,10 @@ inline graph::StepGraph collectives_graph(int world, int shard_group, const std:
 
 inline engine::SimulationResult simulate(const graph::StepGraph& g, const config::TopologyConfig& topo, int nodes,
                                          const engine::CollectiveAlgorithm& algorithm,
-                                         engine::FlowGranularity flows = engine::FlowGranularity::path) {
+                                         engine::FlowGranularity flows = engine::FlowGranularity::path,
+                                         config::SimulationMode mode = config::SimulationMode::full) {
   const engine::RooflineModel compute(topo, true);
-  return engine::simulate(engine::SimulationInput{g, topo, nodes, compute, algorithm, flows});
+  return engine::simulate(engine::SimulationInput{g, topo, nodes, compute, algorithm, flows, mode});
 }
 
 // nccl-tests' bus bandwidth (PERFORMANCE.md): S / t x (n-1)/n, x 2(n-1)/n for all-reduce.

@@ -17,11 +17,12 @@ constexpr double kS = 4 * kGiB;
 constexpr double kUs = 1e-6;
 
 double one_collective(OpKind kind, const config::TopologyConfig& topo, int nodes, engine::FlowGranularity flows,
-                      const config::CollectivesConfig& settings = test::collectives_settings()) {
+                      const config::CollectivesConfig& settings = test::collectives_settings(),
+                      config::SimulationMode mode = config::SimulationMode::full) {
   const int n = nodes * topo.node.gpus;
   const auto g = test::collectives_graph(n, n, {test::collective_op(kind, kS)});
   const auto c = test::collectives(topo, settings);
-  return test::simulate(g, topo, nodes, c, flows).timeline.at(0, 0).end;
+  return test::simulate(g, topo, nodes, c, flows, mode).timeline.at(0, 0).end;
 }
 
 }  // namespace
@@ -59,11 +60,38 @@ TEST_CASE("path and edge flows agree where GPUs share NICs and behind oversubscr
   for (const Case& c :
        {Case{"h100_sxm_8x_roce_2x400gbe.yaml", OpKind::all_gather}, Case{"h100_sxm_8x_roce_2x400gbe.yaml", OpKind::all_reduce},
         Case{"h100_sxm_8x_ib400_fat_tree_2to1.yaml", OpKind::all_reduce}, Case{"a100_80gb_8x_ib200.yaml", OpKind::all_reduce}}) {
-    CAPTURE(c.topology);
+    const std::string topology = c.topology;
+    CAPTURE(topology);
     const auto topo = test::topology(c.topology);
     const double path = test::in_child([&] { return one_collective(c.kind, topo, 3, FlowGranularity::path); });
     const double edge = test::in_child([&] { return one_collective(c.kind, topo, 3, FlowGranularity::edge); });
     CHECK(path == doctest::Approx(edge).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("symmetric mode counts shared NICs, uplinks and the trees' busiest nodes as full mode does") {
+  using config::SimulationMode;
+  using engine::FlowGranularity;
+  struct Case {
+    const char* topology;
+    OpKind kind;
+    const char* algorithm;
+    int nodes;
+  };
+  // The tree over 4 nodes: nodes 1 and 2 are inside one tree and a leaf of the other (4 tree
+  // edges each), node 0 is the first tree's root and a leaf (2): the busiest nodes set the pace.
+  for (const Case& c :
+       {Case{"h100_sxm_8x_roce_2x400gbe.yaml", OpKind::all_gather, "auto", 3},
+        Case{"h100_sxm_8x_ib400_fat_tree_2to1.yaml", OpKind::reduce_scatter, "auto", 3},
+        Case{"aws_p4d_24xlarge_efa.yaml", OpKind::all_reduce, "ring", 2}, Case{"a100_80gb_8x_ib200.yaml", OpKind::all_reduce, "tree", 4}}) {
+    const std::string topology = c.topology;
+    CAPTURE(topology);
+    const auto topo = test::topology(c.topology);
+    const auto settings = test::collectives_settings(c.algorithm);
+    const double full = test::in_child([&] { return one_collective(c.kind, topo, c.nodes, FlowGranularity::path, settings); });
+    const double sym =
+        test::in_child([&] { return one_collective(c.kind, topo, c.nodes, FlowGranularity::path, settings, SimulationMode::symmetric); });
+    CHECK(sym == doctest::Approx(full).epsilon(1e-6));
   }
 }
 
