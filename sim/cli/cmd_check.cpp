@@ -10,6 +10,7 @@
 #include "config/topology.hpp"
 #include "config/yaml_load.hpp"
 #include "core/param_spec.hpp"
+#include "engine/collectives/algorithm.hpp"
 #include "fsdp/wrap_policy.hpp"
 #include "model/transformer.hpp"
 
@@ -62,12 +63,25 @@ int cmd_describe(std::span<const std::string> argv) {
       std::cout << fmt::format("  {:<26} {:>7} {:>7} {:>6} {:>4} {:>7} {:>8} {:>18L}\n", s.name, model::to_string(s.arch), s.layers,
                                s.hidden, s.kv_heads, s.ffn_hidden, s.vocab, m.total_params());
     }
+  } else if (topic == "collectives") {
+    engine::collectives::AlgorithmRegistry r;
+    engine::collectives::register_builtin_algorithms(r);
+    std::cout << "collectives.algorithm: auto (NCCL's tuner picks per collective and size) or one of\n";
+    for (const auto& a : r.all()) {
+      std::string protocols;
+      for (auto p : engine::collectives::kProtocols) {
+        if (a->has(p)) protocols += fmt::format("{}{}", protocols.empty() ? "" : " ", engine::collectives::to_string(p));
+      }
+      std::cout << fmt::format("  {:<13} {}\n  {:<13} protocols: {}{}\n", a->name(), a->description(), "", protocols,
+                               a->in_nccl() ? "" : "; never picked by auto");
+    }
   } else {
     std::cout << "shardsim describe TOPIC, where TOPIC is one of:\n"
                  "  scenario   keys of a scenario file\n"
                  "  topology   keys of a topology file\n"
                  "  wrap       wrap policies and their settings\n"
-                 "  models     built-in model presets\n";
+                 "  models     built-in model presets\n"
+                 "  collectives  collective algorithms (collectives.algorithm)\n";
     return topic.empty() ? 0 : 2;
   }
   return 0;

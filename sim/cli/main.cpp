@@ -17,7 +17,7 @@ constexpr const char* kUsage =
     "  run SCENARIO [--set KEY=VALUE]... [--out DIR] [--json] [--trace FILE]\n"
     "  export SCENARIO [--set KEY=VALUE]... --out GRAPH.json\n"
     "  check FILE...\n"
-    "  describe [scenario | topology | wrap | models]\n";
+    "  describe [scenario | topology | wrap | models | collectives]\n";
 
 }  // namespace
 

@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/reader.hpp"
+#include "engine/groups.hpp"
 
 namespace shardsim::engine::collectives {
 namespace {
@@ -28,25 +29,6 @@ std::size_t kind_index(graph::OpKind kind) {
 // nccl-tests' bus bandwidth factor: (n-1)/n, 2(n-1)/n for all-reduce.
 double busbw_factor(graph::OpKind kind, int n) {
   return (kind == graph::OpKind::all_reduce ? 2.0 : 1.0) * (n - 1) / n;
-}
-
-// A representative group of each kind (its shape is what matters), as GraphInfo defines them.
-std::vector<int> group_ranks(const graph::GraphInfo& info, graph::Group group) {
-  std::vector<int> out;
-  switch (group) {
-    case graph::Group::shard:
-      for (int r = 0; r < info.shard_group; ++r) out.push_back(r);
-      break;
-    case graph::Group::replicate:
-      for (int r = 0; r < info.world_size; r += info.shard_group) out.push_back(r);
-      break;
-    case graph::Group::reshard:
-      for (int r = 0; r < info.reshard_group; ++r) out.push_back(r);
-      break;
-    default:
-      for (int r = 0; r < info.world_size; ++r) out.push_back(r);
-  }
-  return out;
 }
 
 }  // namespace
@@ -167,6 +149,7 @@ CollectivePlan Collectives::plan(graph::OpKind kind, std::span<const int> ranks,
 }
 
 void Collectives::check(const graph::StepGraph& graph) const {
+  const Groups groups(graph.info);
   std::vector<std::pair<graph::OpKind, graph::Group>> seen;
   for (std::size_t o = 0; o < graph.size(); ++o) {
     const graph::Op& op = graph.op(static_cast<int>(o));
@@ -174,7 +157,7 @@ void Collectives::check(const graph::StepGraph& graph) const {
     const std::pair key{op.kind, op.group};
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
     seen.push_back(key);
-    const std::vector<int> ranks = group_ranks(graph.info, op.group);
+    const std::vector<int> ranks = groups.members(op.group, 0);   // every instance has this shape
     (void)weigh(op.kind, ranks, shape_of(ranks, cluster_), 1.0);  // throws for a forced algorithm it cannot run
   }
 }
