@@ -94,9 +94,13 @@ std::vector<Selection> Collectives::weigh(graph::OpKind kind, std::span<const in
     if (f.algorithm != nullptr ? a.get() != f.algorithm : (!a->in_nccl() || !a->unsupported(kind, shape, cluster_).empty())) continue;
     if (f.algorithm != nullptr) {
       if (std::string why = a->unsupported(kind, shape, cluster_); !why.empty()) {
-        throw ConfigError(f.setting.where, f.setting.path,
-                          fmt::format("{} cannot run the {} over {} ranks on {} node(s): {}", a->name(), graph::to_string(kind),
-                                      shape.ranks, shape.nodes, why));
+        std::string message = fmt::format("{} cannot run the {} over {} ranks on {} node(s): {}", a->name(), graph::to_string(kind),
+                                          shape.ranks, shape.nodes, why);
+        if (f.setting.path == "collectives.algorithm" && kind != graph::OpKind::all_reduce &&
+            a->unsupported(graph::OpKind::all_reduce, shape, cluster_).empty()) {
+          message += fmt::format(" (to force it for some kinds only: collectives.algorithm: {{all_reduce: {}}})", a->name());
+        }
+        throw ConfigError(f.setting.where, f.setting.path, message);
       }
     }
     for (Protocol p : kProtocols) {

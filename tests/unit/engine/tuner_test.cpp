@@ -169,7 +169,7 @@ TEST_CASE("forced choices the cluster cannot run are input errors naming the set
   const auto g = test::collectives_graph(16, 16, {test::collective_op(OpKind::all_gather, kMiB)});
   CHECK_THROWS_WITH_AS(tree.check(g),
                        "<test>: error: collectives.algorithm: tree cannot run the all_gather over 16 ranks on 2 node(s): NCCL's tree runs "
-                       "all-reduce only",
+                       "all-reduce only (to force it for some kinds only: collectives.algorithm: {all_reduce: tree})",
                        ConfigError);
   const auto nvls_a100 = test::collectives(a100, test::collectives_settings("nvls"));
   CHECK_THROWS_WITH_AS((void)nvls_a100.plan(OpKind::all_reduce, iota(8), kMiB, engine::cluster_view(a100)),
