@@ -43,7 +43,7 @@ class Hierarchical final : public Algorithm {
 
   double latency(graph::OpKind kind, const GroupShape& s, Protocol p, const ClusterView& c) const override {
     const int factor = kind == graph::OpKind::all_reduce ? 2 : 1;
-    return nccl::base_latency(nccl::Algo::ring, p) + factor * (s.per_node - 1) * nccl::nvlink_step_latency(nccl::Algo::ring, p) +
+    return nccl::base_latency(nccl::Algo::ring, p) + factor * (s.per_node - 1) * nccl::ring_intra_step_latency(p, s, c) +
            factor * (s.nodes - 1) * nccl::net_step_latency(nccl::Algo::ring, p, s, c);
   }
 

@@ -1,5 +1,6 @@
 #include "engine/collectives/nccl_model.hpp"
 
+#include <algorithm>
 #include <array>
 
 namespace shardsim::engine::collectives::nccl {
@@ -51,6 +52,13 @@ double base_latency(Algo a, Protocol p) {
 
 double nvlink_step_latency(Algo a, Protocol p) {
   return kNvlinkLat[index(a)][index(p)] * kUs;
+}
+
+double ring_intra_step_latency(Protocol p, const GroupShape& shape, const ClusterView& cluster) {
+  const double nvlink = nvlink_step_latency(Algo::ring, p);
+  if (shape.nodes <= 1) return nvlink;
+  const double overhead = (cluster.cpu == config::CpuVendor::amd ? 2.0 : 1.0) * kUs * (p == Protocol::simple ? 3 : 1);
+  return std::max(nvlink, overhead);
 }
 
 double net_step_latency(Algo a, Protocol p, const GroupShape& shape, const ClusterView& cluster) {

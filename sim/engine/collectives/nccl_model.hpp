@@ -18,6 +18,11 @@ enum class Algo { tree, ring, nvls, nvls_tree };
 // hwLat[NCCL_HW_NVLINK]: one step between GPUs of a node.
 [[nodiscard]] double nvlink_step_latency(Algo a, Protocol p);
 
+// A ring's step between GPUs of a node: hwLat[NCCL_HW_NVLINK], but no less, in a ring that
+// crosses nodes, than the network proxy's per-step overhead NCCL charges every step there
+// (getNetOverhead: 1 us on Intel and other CPUs, 2 us on AMD; x3 for Simple).
+[[nodiscard]] double ring_intra_step_latency(Protocol p, const GroupShape& shape, const ClusterView& cluster);
+
 // One step across nodes: hwLat[NCCL_HW_NET] (the tree's figure when each node holds one rank:
 // "with ppn=1 latencies are fully exposed"), plus the network's own latency, which NCCL takes
 // from the net plugin (graph->latencyInter) and adds twice for Simple (the send and the flush).

@@ -49,7 +49,7 @@ class Ring final : public Algorithm {
     const int factor = kind == graph::OpKind::all_reduce ? 2 : 1;
     const int steps = factor * (s.ranks - 1);
     const int inter = factor * (s.nodes - 1);
-    return nccl::base_latency(nccl::Algo::ring, p) + (steps - inter) * nccl::nvlink_step_latency(nccl::Algo::ring, p) +
+    return nccl::base_latency(nccl::Algo::ring, p) + (steps - inter) * nccl::ring_intra_step_latency(p, s, c) +
            inter * nccl::net_step_latency(nccl::Algo::ring, p, s, c);
   }
 
