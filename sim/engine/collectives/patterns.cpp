@@ -138,7 +138,10 @@ double transfer_time(const Traffic& t, std::span<const int> ranks, const GroupSh
     return std::max(intra, inter);
   }
   // Flat ring: count each port's hops.
-  std::map<int, int> nvl_out, nvl_in, nic_out, nic_in;
+  std::map<int, int> nvl_out;  // hops per port and direction
+  std::map<int, int> nvl_in;
+  std::map<int, int> nic_out;
+  std::map<int, int> nic_in;
   const auto n = ranks.size();
   int most_nvl = 0;
   int most_nic = 0;
