@@ -212,3 +212,23 @@ TEST_CASE("NCCL's double binary tree: parents as in src/graph/trees.cc's picture
   CHECK(engine::collectives::double_tree_max_degree(3) == 3);
   CHECK(engine::collectives::double_tree_max_degree(12) == 4);
 }
+
+TEST_CASE("a group spread unevenly over nodes runs a flat ring whose node crossings carry the whole share") {
+  // Ranks 0-11 of 8-GPU nodes: 8 on node 0, 4 on node 1. The tree, NVLS and the hierarchical
+  // algorithm need the same number of ranks on each node; the ring's two node crossings
+  // (7 -> 8 and 11 -> 0) each carry a rank's whole share, 11/12 S, through one NIC.
+  const auto topo = test::topology("h100_sxm_8x_ib400.yaml");
+  const auto c = test::collectives(topo);
+  const double s = kGiB;
+  const auto sel = c.select(OpKind::all_reduce, iota(12), s);
+  CHECK(sel.algorithm->name() == "ring");
+  const double share = 2 * 11.0 / 12.0 * s;
+  const double expected = (8.4 + (22 - 2) * 3.4 + 2 * 14) * kUs + std::max(share / 360e9, share / 47.5e9);
+  CHECK(sel.time() == doctest::Approx(expected).epsilon(1e-9));
+  const auto plan = c.plan(OpKind::all_reduce, iota(12), s, engine::cluster_view(topo));
+  REQUIRE(plan.paths.size() == 1);
+  int crossings = 0;
+  for (const auto& h : plan.paths[0].hops) crossings += h.via == engine::Via::nic ? 1 : 0;
+  CHECK(crossings == 2);
+  CHECK(plan.paths[0].bytes == doctest::Approx(share));
+}
