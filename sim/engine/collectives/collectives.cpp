@@ -55,8 +55,12 @@ Collectives::Collectives(const config::CollectivesConfig& settings, const Cluste
       throw ConfigError(c.where, c.path, message);
     }
     if (protocol_forced_ && !forced_[k].algorithm->has(protocol_)) {
+      std::vector<std::string_view> has;
+      for (Protocol p : kProtocols) {
+        if (forced_[k].algorithm->has(p)) has.push_back(to_string(p));
+      }
       throw ConfigError(protocol_setting_.where, protocol_setting_.path,
-                        fmt::format("{} has no {} protocol (NCCL runs it with simple only)", c.name, to_string(protocol_)));
+                        fmt::format("{} has no {} protocol (NCCL runs it with {})", c.name, to_string(protocol_), join(has)));
     }
   }
 }
