@@ -166,7 +166,7 @@ TEST_CASE("forced choices the cluster cannot run are input errors naming the set
                        "nvls, hierarchical (did you mean \"ring\"?)",
                        ConfigError);
   CHECK_THROWS_WITH_AS(test::collectives(h100, test::collectives_settings("nvls", "ll")),
-                       "<test>: error: collectives.protocol: nvls has no ll protocol (NCCL runs it with simple only)", ConfigError);
+                       "<test>: error: collectives.protocol: nvls has no ll protocol (NCCL runs it with simple)", ConfigError);
   const auto tree = test::collectives(h100, test::collectives_settings("tree"));
   const auto g = test::collectives_graph(16, 16, {test::collective_op(OpKind::all_gather, kMiB)});
   CHECK_THROWS_WITH_AS(tree.check(g),
