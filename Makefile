@@ -7,7 +7,7 @@ PRESET ?= release
 BUILD := build/$(PRESET)
 SCENARIO ?= scenarios/llama3.1-8b_8xh100.yaml
 
-.PHONY: all setup build run test bench validate dev-test clean
+.PHONY: all setup build run test bench validate dev-test fuzz ci clean
 
 all: build
 
@@ -28,15 +28,26 @@ test: build
 
 bench: build
 	$(BUILD)/tests/bench/shardsim_bench
-	$(BUILD)/tests/bench/shardsim_validate
+	$(BUILD)/tests/bench/shardsim_published
 
 # Predictions against published runs and the qualitative effects they report.
 validate: build
-	$(BUILD)/tests/bench/shardsim_validate
+	$(BUILD)/tests/bench/shardsim_published
 
 # The sanitizer build (ASan + UBSan) and its test run.
 dev-test:
 	$(MAKE) test PRESET=dev
+
+# Fuzzes the config loader for FUZZ_SECONDS (default 60) with libFuzzer: builds a clang build of
+# the config layers under build/release/fuzz (tests/fuzz/run_fuzz.cmake) and fails on any crash.
+FUZZ_SECONDS ?= 60
+fuzz: build
+	@scripts/setup.sh fuzz
+	cmake -S . -B $(BUILD) -DSHARDSIM_FUZZ_SECONDS=$(FUZZ_SECONDS) > /dev/null
+	ctest --preset fuzz
+
+# What CI runs (.ci/run): the suite, the suite under ASan + UBSan, and the fuzzer.
+ci: test dev-test fuzz
 
 clean:
 	rm -rf build

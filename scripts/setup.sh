@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages shardsim builds with, only those that are missing.
 # Used by `make run`, `make test` and `make bench`; safe to run again.
+# `setup.sh fuzz` installs what `make fuzz` needs as well: clang and libFuzzer's runtime.
 set -euo pipefail
 
 packages=(
@@ -11,7 +12,11 @@ packages=(
   libfmt-dev            # formatting
   nlohmann-json3-dev    # JSON output, graph export, reading traces
   doctest-dev           # unit tests
+  libopenmpi-dev openmpi-bin  # the CPU replay backend's ranks (validation/)
 )
+if [ "${1:-}" = "fuzz" ]; then
+  packages+=(clang-14 libclang-rt-14-dev)  # libFuzzer (tests/fuzz)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -7,6 +7,7 @@
 #include <array>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -18,6 +19,11 @@ inline std::filesystem::path source_dir() {
 }
 inline std::filesystem::path shardsim_binary() {
   return SHARDSIM_BINARY;
+}
+
+inline std::string read_text(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 // A file that lives for the duration of a test case.

@@ -7,10 +7,12 @@
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
 #include "cli/pipeline.hpp"
+#include "config/calibration.hpp"
 #include "config/topology.hpp"
 #include "config/yaml_load.hpp"
 #include "core/param_spec.hpp"
 #include "engine/collectives/algorithm.hpp"
+#include "engine/simulator.hpp"
 #include "fsdp/wrap_policy.hpp"
 #include "model/transformer.hpp"
 
@@ -24,16 +26,23 @@ int cmd_check(std::span<const std::string> argv) {
   for (const auto& f : args.positional()) {
     try {
       const ConfigNode root = config::load_yaml_file(f);
-      if (root.is_map() && root.find("cluster") != nullptr) {
+      const bool is_map = root.is_map();
+      if (root.is_null()) {
+        throw ConfigError(Location{f, 1, 1}, "",
+                          "empty file; expected a scenario (cluster, model, training, ...) or a topology (name, gpu, node, ...)");
+      }
+      if (is_map && root.find("cluster") != nullptr) {
         const Prepared p = prepare(f, {});
         std::cout << fmt::format("ok: {} (scenario: {} GPUs, {} units, {} ops)\n", f, p.graph.info.world_size, p.plan.units.size(),
                                  p.graph.size());
-      } else if (root.is_map() && (root.find("gpu") != nullptr || root.find("node") != nullptr)) {
+      } else if (is_map && (root.find("gpu") != nullptr || root.find("node") != nullptr || root.find("extends") != nullptr)) {
         const auto t = config::load_topology(f, ConfigNode{}, "");
+        engine::check_topology(t);
         std::cout << fmt::format("ok: {} (topology: {} x {})\n", f, t.node.gpus, t.gpu.model);
       } else {
-        throw ConfigError(root.where.line > 0 ? root.where : Location{f, 0, 0}, "",
-                          "not a scenario (has cluster:) or a topology (has gpu: and node:)");
+        throw ConfigError(root.where, "",
+                          fmt::format("not a scenario (a mapping with cluster:) or a topology (a mapping with gpu: and node:); got {}",
+                                      is_map ? "a mapping with neither" : root.describe()));
       }
     } catch (const ConfigError& e) {
       std::cerr << e.what() << "\n";
@@ -51,6 +60,8 @@ int cmd_describe(std::span<const std::string> argv) {
     for (const auto& s : config::scenario_schemas()) std::cout << render_schema(s) << "\n";
   } else if (topic == "topology") {
     for (const auto& s : config::topology_schemas()) std::cout << render_schema(s) << "\n";
+  } else if (topic == "calibration") {
+    for (const auto& s : config::calibration_schemas()) std::cout << render_schema(s) << "\n";
   } else if (topic == "wrap") {
     fsdp::WrapPolicyRegistry r;
     fsdp::register_builtin_wrap_policies(r);
@@ -81,7 +92,8 @@ int cmd_describe(std::span<const std::string> argv) {
                  "  topology   keys of a topology file\n"
                  "  wrap       wrap policies and their settings\n"
                  "  models     built-in model presets\n"
-                 "  collectives  collective algorithms (collectives.algorithm)\n";
+                 "  calibration keys of a calibration file (shardsim calibrate)\n"
+                 "  collectives collective algorithms (collectives.algorithm)\n";
     return topic.empty() ? 0 : 2;
   }
   return 0;

@@ -13,6 +13,7 @@
 #include "graph/serialize.hpp"
 #include "report/atomic_file.hpp"
 #include "report/outputs.hpp"
+#include "report/timeline_io.hpp"
 
 namespace shardsim::cli {
 namespace {
@@ -23,7 +24,7 @@ constexpr int kTraceRanks = 64;
 Args run_args() {
   Args a;
   a.repeated("--set", "KEY=VALUE", "override a scenario key, e.g. fsdp.backward_prefetch=post");
-  a.value("--out", "DIR", "write summary.json, trace.json, memory.csv and memory.svg into DIR");
+  a.value("--out", "DIR", "write summary.json, trace.json, timeline.json, memory.csv and memory.svg into DIR");
   a.flag("--json", "print the summary as one JSON object instead of a table");
   a.value("--trace", "FILE", "write a Chrome/Perfetto trace of the simulated step(s)");
   return a;
@@ -55,11 +56,14 @@ int cmd_run(std::span<const std::string> argv) {
     if (ec) throw RuntimeError(fmt::format("{}: cannot create directory: {}", dir.string(), ec.message()));
     report::write_file_atomic(dir / "summary.json", report::summary_json(summary).dump(2) + "\n");
     report::write_file_atomic(dir / "trace.json", report::chrome_trace(p.graph, result.timeline, kTraceRanks));
+    const auto timeline = report::make_timeline_file(p.graph, result.timeline, {"simulated", "simgrid", ""}, kTraceRanks);
+    report::write_file_atomic(dir / "timeline.json", report::to_json(timeline).dump() + "\n");
     report::write_file_atomic(dir / "memory.csv", report::memory_csv(summary.memory));
     report::write_file_atomic(dir / "memory.svg",
                               report::memory_svg(summary.memory, summary.gpu_memory,
                                                  fmt::format("{}: memory of rank {}", summary.scenario, summary.memory.rank)));
-    if (!args.has("--json")) std::cout << fmt::format("\nwrote {}/{{summary.json, trace.json, memory.csv, memory.svg}}\n", dir.string());
+    if (!args.has("--json"))
+      std::cout << fmt::format("\nwrote {}/{{summary.json, trace.json, timeline.json, memory.csv, memory.svg}}\n", dir.string());
   }
   return 0;
 }

@@ -11,5 +11,7 @@ int cmd_run(std::span<const std::string> args);
 int cmd_export(std::span<const std::string> args);
 int cmd_check(std::span<const std::string> args);
 int cmd_describe(std::span<const std::string> args);
+int cmd_compare(std::span<const std::string> args);
+int cmd_calibrate(std::span<const std::string> args);
 
 }  // namespace shardsim::cli

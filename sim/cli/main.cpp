@@ -9,6 +9,7 @@
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
 #include "core/error.hpp"
+#include "report/atomic_file.hpp"
 
 namespace {
 
@@ -16,13 +17,17 @@ constexpr const char* kUsage =
     "usage: shardsim COMMAND [ARGS]\n"
     "  run SCENARIO [--set KEY=VALUE]... [--out DIR] [--json] [--trace FILE]\n"
     "  export SCENARIO [--set KEY=VALUE]... --out GRAPH.json\n"
+    "  compare SIMULATED MEASURED [--rank R] [--json] [--svg FILE] [--out DIR]\n"
+    "  calibrate MEASUREMENTS... --out CALIBRATION.yaml\n"
     "  check FILE...\n"
-    "  describe [scenario | topology | wrap | models | collectives]\n";
+    "  describe [scenario | topology | wrap | models | calibration | collectives]\n";
 
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace shardsim;
+  // Ctrl-C or a kill while an output file is written must not leave its temporary file behind.
+  report::install_interrupt_cleanup();
   const std::vector<std::string> all(argv + 1, argv + argc);
   if (all.empty() || all.front() == "--help" || all.front() == "-h" || all.front() == "help") {
     std::cout << kUsage;
@@ -39,6 +44,8 @@ int main(int argc, char** argv) {
     if (command == "export") return cli::cmd_export(rest);
     if (command == "check") return cli::cmd_check(rest);
     if (command == "describe") return cli::cmd_describe(rest);
+    if (command == "compare") return cli::cmd_compare(rest);
+    if (command == "calibrate") return cli::cmd_calibrate(rest);
     std::cerr << fmt::format("shardsim: unknown command \"{}\"\n{}", command, kUsage);
     return 2;
   } catch (const cli::UsageError& e) {

@@ -26,6 +26,8 @@ struct Prepared {
 // The scenario's collectives (collectives: algorithm / protocol) on its topology. Throws
 // ConfigError for an unknown algorithm or an impossible forced protocol.
 [[nodiscard]] engine::collectives::Collectives make_collectives(const config::ScenarioConfig& scenario);
+[[nodiscard]] engine::collectives::Collectives make_collectives(const config::CollectivesConfig& settings,
+                                                                const config::TopologyConfig& topology);
 
 // Throws ConfigError for any problem with the input, including forced collective algorithms
 // that cannot run the graph's collectives.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <cctype>
 
 #include "config/sections.hpp"
 
@@ -87,8 +88,9 @@ std::int64_t bool_or_count(const Reader& r, std::string_view key, std::int64_t m
   if (n->is_scalar()) {
     const std::string s = n->scalar;
     if (s == "true" || s == "false" || s == "yes" || s == "no" || s == "on" || s == "off") return r.boolean(key) ? 1 : 0;
+    if (!s.empty() && (std::isdigit(static_cast<unsigned char>(s[0])) != 0 || s[0] == '-')) return r.integer(key, 0, max);
   }
-  return r.integer(key, 0, max);
+  r.fail(key, fmt::format("expected true, false or a count from 0 to {}; got {}", max, n->describe()));
 }
 
 Zero3Config read_zero3(const Reader& fsdp) {

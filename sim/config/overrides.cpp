@@ -70,4 +70,19 @@ std::vector<DottedValue> flatten_overrides(const ConfigNode& overrides, const st
   return out;
 }
 
+void merge_into(ConfigNode& base, ConfigNode overlay) {
+  if (!base.is_map() || !overlay.is_map()) {
+    base = std::move(overlay);
+    return;
+  }
+  for (auto& e : overlay.entries) {
+    if (ConfigNode* existing = base.find(e.key); existing != nullptr && existing->is_map() && e.value.is_map()) {
+      merge_into(*existing, std::move(e.value));
+    } else {
+      base.set(e.key, std::move(e.value), e.key_where);
+    }
+  }
+  base.where = overlay.where;
+}
+
 }  // namespace shardsim::config

@@ -25,4 +25,9 @@ struct DottedValue {
 };
 [[nodiscard]] std::vector<DottedValue> flatten_overrides(const ConfigNode& overrides, const std::string& path);
 
+// Lays `overlay` over `base` (a file over the file it extends): mappings merge key by key, any
+// other value replaces the base's. Values keep the location they were written at, so an error
+// in an inherited value is reported in the file that holds it.
+void merge_into(ConfigNode& base, ConfigNode overlay);
+
 }  // namespace shardsim::config

@@ -23,6 +23,7 @@ constexpr std::array kScenarioParams{
     ParamSpec{"simulation", "mapping", "{}", "how the simulation runs (see simulation)"},
     ParamSpec{"collectives", "mapping", "{}", "NCCL algorithm and protocol of the collectives (see collectives)"},
     ParamSpec{"stragglers", "mapping", "{}", "slow GPUs, degraded links, jitter (see stragglers)"},
+    ParamSpec{"calibration", "file path", "-", "calibration YAML from `shardsim calibrate` (shardsim describe calibration)"},
 };
 constexpr std::array kClusterParams{
     ParamSpec{"topology", "file path", "", "topology YAML, relative to this file"},
@@ -61,6 +62,9 @@ constexpr std::array kSimulationParams{
               "full simulates every rank; symmetric one representative (every rank alike); auto: symmetric from 512 GPUs when valid"},
     ParamSpec{"flows", "path | edge", "path",
               "a collective's ring as one SimGrid flow per path (O(1)) or one per ring edge (O(n), for cross-checks)"},
+    ParamSpec{"max_ops", "integer 1..100000000", "1000000", "limit: ops in the step graph (all steps and micro-steps)"},
+    ParamSpec{"max_op_instances", "integer >= 1", "200000000", "limit: ops x ranks the engine simulates (about 30 bytes of memory each)"},
+    ParamSpec{"max_wall_time", "duration", "30min", "limit: wall-clock time the engine may run before it stops with an error"},
 };
 
 constexpr std::array kCollectivesParams{
@@ -142,22 +146,22 @@ ModelConfig read_model(const Reader& top) {
   const ConfigNode* node = top.node("model");
   if (node == nullptr) top.fail("model", "missing required key (expected {preset: llama3.1-8b} or explicit fields)");
   Reader r(*node, "model", kModelSchema);
+  r.finish();  // first: a misspelt key is reported as such, not as the key it misses
   ModelConfig m;
   m.where = node->where;
-  constexpr std::int64_t big = std::int64_t{1} << 40;
+  using L = ModelLimits;
   m.preset = located(r.opt_text("preset"), r, "preset");
   if (r.has("hf_config")) m.hf_config = Located<std::filesystem::path>{r.file_path("hf_config"), r.where("hf_config")};
   m.arch = located(r.opt_text("arch"), r, "arch");
-  m.layers = located(r.opt_integer("layers", 1, 100000), r, "layers");
-  m.hidden = located(r.opt_integer("hidden", 1, 1 << 24), r, "hidden");
-  m.heads = located(r.opt_integer("heads", 1, 1 << 20), r, "heads");
-  m.kv_heads = located(r.opt_integer("kv_heads", 1, 1 << 20), r, "kv_heads");
-  m.ffn_hidden = located(r.opt_integer("ffn_hidden", 1, 1 << 26), r, "ffn_hidden");
-  m.vocab = located(r.opt_integer("vocab", 1, big), r, "vocab");
-  m.max_positions = located(r.opt_integer("max_positions", 0, 1 << 26), r, "max_positions");
+  m.layers = located(r.opt_integer("layers", 1, L::layers), r, "layers");
+  m.hidden = located(r.opt_integer("hidden", 1, L::hidden), r, "hidden");
+  m.heads = located(r.opt_integer("heads", 1, L::heads), r, "heads");
+  m.kv_heads = located(r.opt_integer("kv_heads", 1, L::heads), r, "kv_heads");
+  m.ffn_hidden = located(r.opt_integer("ffn_hidden", 1, L::ffn_hidden), r, "ffn_hidden");
+  m.vocab = located(r.opt_integer("vocab", 1, L::vocab), r, "vocab");
+  m.max_positions = located(r.opt_integer("max_positions", 0, L::max_positions), r, "max_positions");
   m.tie_embeddings = located(r.opt_boolean("tie_embeddings"), r, "tie_embeddings");
   if (m.preset && m.hf_config) r.fail("hf_config", "give either model.preset or model.hf_config, not both");
-  r.finish();
   return m;
 }
 
@@ -165,6 +169,7 @@ TrainingConfig read_training(const Reader& top) {
   const ConfigNode* node = top.node("training");
   if (node == nullptr) top.fail("training", "missing required key (expected at least {seq_len: ...})");
   Reader r(*node, "training", kTrainingSchema);
+  r.finish();
   TrainingConfig t;
   t.seq_len = r.integer("seq_len", 1, 1 << 24);
   t.micro_batch = r.integer("micro_batch", 1, 1 << 20);
@@ -175,13 +180,13 @@ TrainingConfig read_training(const Reader& top) {
   t.checkpoint_every = static_cast<int>(r.integer("checkpoint_every", 1, 1 << 20));
   t.dtype = pick<DType>(r, "dtype", kDTypeNames);
   if (t.dtype == DType::fp16) r.fail("dtype", "expected fp32 or bf16 (pure fp16 training is not modelled)");
-  r.finish();
   return t;
 }
 
 CollectivesConfig read_collectives(const Reader& top) {
   ConfigNode scratch;
   Reader r(section(top, "collectives", scratch), "collectives", kCollectivesSchema);
+  r.finish();
   CollectivesConfig c;
   const ConfigNode* algorithm = r.node("algorithm");
   if (algorithm == nullptr || algorithm->is_scalar()) {
@@ -189,15 +194,33 @@ CollectivesConfig read_collectives(const Reader& top) {
     c.reduce_scatter = c.all_reduce = c.all_gather;
   } else {
     Reader k(*algorithm, "collectives.algorithm", kCollectiveKindSchema);
+    k.finish();
     auto kind = [&](std::string_view key) { return Choice{k.text(key), k.path_of(key), k.where(key), ConfigNode{}}; };
     c.all_gather = kind("all_gather");
     c.reduce_scatter = kind("reduce_scatter");
     c.all_reduce = kind("all_reduce");
-    k.finish();
   }
   c.protocol = Choice{r.choice("protocol", kProtocolNames), "collectives.protocol", r.where("protocol"), ConfigNode{}};
-  r.finish();
   return c;
+}
+
+SimulationConfig read_simulation(const Reader& top) {
+  ConfigNode scratch;
+  Reader sim(section(top, "simulation", scratch), "simulation", kSimulationSchema);
+  sim.finish();
+  SimulationConfig out;
+  const ConfigNode* steps = sim.node("steps");
+  out.steps = (steps == nullptr || (steps->is_scalar() && steps->scalar == "auto")) ? 0 : static_cast<int>(sim.integer("steps", 1, 100));
+  constexpr std::array<std::string_view, 2> kFlowNames{"path", "edge"};
+  out.flows = pick<FlowGranularity>(sim, "flows", kFlowNames);
+  constexpr std::array<std::string_view, 3> kModeNames{"auto", "full", "symmetric"};
+  out.mode = pick<SimulationMode>(sim, "mode", kModeNames);
+  // Op ids are ints; 1e8 ops would be tens of GB of graph anyway.
+  out.max_ops = {sim.integer("max_ops", 1, 100'000'000), sim.where("max_ops")};
+  out.max_op_instances = {sim.integer("max_op_instances", 1, std::int64_t{1} << 50), sim.where("max_op_instances")};
+  out.max_wall_time = {Seconds(sim.quantity("max_wall_time", Dimension::seconds)), sim.where("max_wall_time")};
+  if (out.max_wall_time.value.value() <= 0) sim.fail("max_wall_time", "expected a duration above zero, such as 30min");
+  return out;
 }
 
 }  // namespace
@@ -230,13 +253,18 @@ std::string_view to_string(Optimizer o) {
 }
 
 ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const std::string> assignments) {
-  ConfigNode root = load_yaml_file(file);
+  return load_scenario(file, assignments, DiskFiles{});
+}
+
+ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const std::string> assignments, const FileSource& source) {
+  ConfigNode root = load_yaml_file(file, source, std::nullopt);
   if (root.is_null()) {
-    throw ConfigError(Location{file.string(), 0, 0}, "", "empty file; expected a scenario mapping (cluster, model, training, fsdp)");
+    throw ConfigError(Location{file.string(), 1, 1}, "", "empty file; expected a scenario mapping (cluster, model, training, fsdp)");
   }
   for (const auto& a : assignments) apply_assignment(root, a);
 
   Reader top(root, "", kScenarioSchema);
+  top.finish();
   ScenarioConfig s;
   s.file = file;
   s.name = top.has("name") ? top.text("name") : file.stem().string();
@@ -245,39 +273,30 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
   const ConfigNode* cluster = top.node("cluster");
   if (cluster == nullptr) top.fail("cluster", "missing required key (expected {topology: FILE, nodes: N})");
   Reader c(*cluster, "cluster", kClusterSchema);
+  c.finish();
   s.cluster.topology_file = c.file_path("topology");
   s.cluster.nodes = c.integer("nodes", 1, 1 << 20);
   const ConfigNode* overrides = c.node("overrides");
   const ConfigNode empty;
   // Errors inside the topology file are reported there; a missing file is reported here.
-  if (!std::filesystem::exists(s.cluster.topology_file)) {
-    c.fail("topology", fmt::format("no such file: {}", s.cluster.topology_file.string()));
-  }
-  s.cluster.topology = load_topology(s.cluster.topology_file, overrides != nullptr ? *overrides : empty, "cluster.overrides");
-  c.finish();
+  s.cluster.topology = load_topology(s.cluster.topology_file, overrides != nullptr ? *overrides : empty, "cluster.overrides", source,
+                                     FileRef{c.where("topology"), "cluster.topology"});
 
   s.model = read_model(top);
   s.training = read_training(top);
   s.fsdp = read_fsdp(top);
-  {
-    ConfigNode scratch;
-    Reader sim(section(top, "simulation", scratch), "simulation", kSimulationSchema);
-    const ConfigNode* steps = sim.node("steps");
-    s.simulation.steps =
-        (steps == nullptr || (steps->is_scalar() && steps->scalar == "auto")) ? 0 : static_cast<int>(sim.integer("steps", 1, 100));
-    constexpr std::array<std::string_view, 2> kFlowNames{"path", "edge"};
-    s.simulation.flows = pick<FlowGranularity>(sim, "flows", kFlowNames);
-    constexpr std::array<std::string_view, 3> kModeNames{"auto", "full", "symmetric"};
-    s.simulation.mode = pick<SimulationMode>(sim, "mode", kModeNames);
-    sim.finish();
-  }
+  s.simulation = read_simulation(top);
   s.collectives = read_collectives(top);
   s.stragglers = read_stragglers(top, s.world_size());
   if (s.simulation.mode == SimulationMode::symmetric && s.stragglers.any()) {
     throw ConfigError(top.where("stragglers"), "simulation.mode",
                       "symmetric simulates one representative rank, but stragglers make ranks differ; expected full or auto");
   }
-  top.finish();
+  if (top.has("calibration")) {
+    const auto cal = top.file_path("calibration");
+    if (!std::filesystem::exists(cal)) top.fail("calibration", fmt::format("no such file: {}", cal.string()));
+    s.calibration = load_calibration(cal);
+  }
 
   constexpr std::int64_t kMaxWorld = 1'000'000;
   if (s.world_size() > kMaxWorld) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "config/calibration.hpp"
 #include "config/choice.hpp"
 #include "config/topology.hpp"
 #include "core/param_spec.hpp"
@@ -35,6 +36,17 @@ template <class T>
 struct Located {
   T value{};
   Location where;
+};
+
+// Largest values the model's shape may take, wherever it is written (scenario, config.json):
+// far above any real model, low enough that parameter and FLOP counts cannot overflow.
+struct ModelLimits {
+  static constexpr std::int64_t layers = 100'000;
+  static constexpr std::int64_t hidden = std::int64_t{1} << 24;
+  static constexpr std::int64_t heads = std::int64_t{1} << 20;
+  static constexpr std::int64_t ffn_hidden = std::int64_t{1} << 26;
+  static constexpr std::int64_t vocab = std::int64_t{1} << 40;
+  static constexpr std::int64_t max_positions = std::int64_t{1} << 26;
 };
 
 // The model as written: a preset, a Hugging Face config.json, explicit fields, or a preset with
@@ -110,6 +122,11 @@ struct SimulationConfig {
   int steps = 0;  // training steps simulated back to back, the last one reported; 0 = auto
   FlowGranularity flows = FlowGranularity::path;
   SimulationMode mode = SimulationMode::automatic;
+  // Limits, so that a scenario too big to simulate stops with a message naming the limit instead
+  // of exhausting memory or time. `where` is the key's location (the section's when defaulted).
+  Located<std::int64_t> max_ops{1'000'000, {}};             // ops in the step graph (graph layer)
+  Located<std::int64_t> max_op_instances{200'000'000, {}};  // ops x ranks the engine tracks (~30 bytes each)
+  Located<Seconds> max_wall_time{Seconds(1800), {}};        // wall-clock budget of the engine's run
 };
 
 // Ranks that do not behave like the others.
@@ -151,12 +168,16 @@ struct ScenarioConfig {
   SimulationConfig simulation;
   CollectivesConfig collectives;
   Stragglers stragglers;
+  std::optional<CalibrationConfig> calibration;  // measured rates replacing the topology's (validation/)
 
   [[nodiscard]] std::int64_t world_size() const { return cluster.nodes * cluster.topology.node.gpus; }
 };
 
 // Loads a scenario and its topology; `assignments` are --set KEY=VALUE strings applied first.
 [[nodiscard]] ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const std::string> assignments = {});
+// The same, reading the scenario and the files it names through `source` (file_source.hpp).
+[[nodiscard]] ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const std::string> assignments,
+                                           const FileSource& source);
 
 // Scenario settings, for `shardsim describe scenario`.
 [[nodiscard]] std::vector<Schema> scenario_schemas();

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 
 #include "config/overrides.hpp"
@@ -14,6 +15,7 @@ namespace {
 constexpr std::array kTopologyParams{
     ParamSpec{"name", "string", "", "what this cluster is, in a line"},
     ParamSpec{"description", "string", "-", "longer notes, sources of the figures"},
+    ParamSpec{"extends", "file path", "-", "a topology this one starts from (relative to this file); keys here replace or extend its keys"},
     ParamSpec{"gpu", "mapping", "", "the accelerator (see gpu)"},
     ParamSpec{"node", "mapping", "", "one server: GPUs, NVLink, PCIe, NICs (see node)"},
     ParamSpec{"fabric", "mapping", "{kind: single_switch}", "the network between nodes (see fabric)"},
@@ -86,6 +88,18 @@ E pick_name(const Reader& r, std::string_view key, const std::array<std::string_
   return static_cast<E>(0);
 }
 
+// A rate of at least one byte or FLOP per second. Zero is meaningless, and far below one SimGrid's
+// solver loses flows (a link of 1e-300 B/s never completes one) and durations overflow.
+double rate(const Reader& r, std::string_view key, Dimension d) {
+  const double v = r.quantity(key, d);
+  if (v < 1.0) {
+    const ConfigNode* n = r.node(key);  // every default is above 1
+    r.fail(key, fmt::format("expected a {} of at least 1{}; got {}", dimension_name(d), d == Dimension::byte_rate ? "B/s" : "FLOPS",
+                            n != nullptr ? n->describe() : fmt::format("{:g}", v)));
+  }
+  return v;
+}
+
 const ConfigNode& child_or_default(const Reader& r, std::string_view key, ConfigNode& scratch) {
   if (const ConfigNode* n = r.node(key)) return *n;
   scratch = ConfigNode::make_map(r.where(key));
@@ -102,17 +116,17 @@ LinkSpec read_link(const Reader& parent, std::string_view key, std::string_view 
     n = &scratch;
   }
   Reader r(*n, parent.path_of(key), kLinkSchema);
+  r.finish();  // first: a misspelt key is reported as such, not as the key it misses
   LinkSpec l;
-  l.bandwidth = ByteRate(r.quantity("bandwidth", Dimension::byte_rate));
-  if (l.bandwidth.value() <= 0) r.fail("bandwidth", "expected a bandwidth above zero");
+  l.bandwidth = ByteRate(rate(r, "bandwidth", Dimension::byte_rate));
   l.latency = Seconds(r.quantity("latency", Dimension::seconds));
   l.efficiency = r.number("efficiency", 1e-3, 1.0);
-  r.finish();
   return l;
 }
 
 GpuSpec read_gpu(const Reader& top) {
   Reader r(*top.node("gpu"), "gpu", kGpuSchema);
+  r.finish();
   GpuSpec g;
   g.model = r.text("model");
   g.arch = pick_name<GpuArch>(r, "arch", kGpuArchNames);
@@ -122,31 +136,28 @@ GpuSpec read_gpu(const Reader& top) {
     const ConfigNode* peak = r.node("peak_flops");
     if (peak == nullptr) r.fail("peak_flops", "missing required key (expected {bf16: ..., fp32: ...})");
     Reader p(*peak, "gpu.peak_flops", kPeakSchema);
-    g.peak_bf16 = FlopRate(p.quantity("bf16", Dimension::flop_rate));
-    g.peak_fp32 = FlopRate(p.quantity("fp32", Dimension::flop_rate));
-    if (g.peak_bf16.value() <= 0) p.fail("bf16", "expected a compute rate above zero");
-    if (g.peak_fp32.value() <= 0) p.fail("fp32", "expected a compute rate above zero");
     p.finish();
+    g.peak_bf16 = FlopRate(rate(p, "bf16", Dimension::flop_rate));
+    g.peak_fp32 = FlopRate(rate(p, "fp32", Dimension::flop_rate));
   }
-  g.hbm_bandwidth = ByteRate(r.quantity("hbm_bandwidth", Dimension::byte_rate));
-  if (g.hbm_bandwidth.value() <= 0) r.fail("hbm_bandwidth", "expected a bandwidth above zero");
+  g.hbm_bandwidth = ByteRate(rate(r, "hbm_bandwidth", Dimension::byte_rate));
   {
     ConfigNode scratch;
     Reader e(child_or_default(r, "efficiency", scratch), "gpu.efficiency", kEfficiencySchema);
+    e.finish();
     g.efficiency.matmul = e.number("matmul", 1e-3, 1.0);
     g.efficiency.attention_forward = e.number("attention_forward", 1e-3, 1.0);
     g.efficiency.attention_backward = e.number("attention_backward", 1e-3, 1.0);
     g.efficiency.memory = e.number("memory", 1e-3, 1.0);
-    e.finish();
   }
   g.kernel_launch = Seconds(r.quantity("kernel_launch", Dimension::seconds));
   g.comm_interference = r.number("comm_interference", 0.0, 0.9);
-  r.finish();
   return g;
 }
 
 NodeSpec read_node(const Reader& top) {
   Reader r(*top.node("node"), "node", kNodeSchema);
+  r.finish();
   NodeSpec n;
   n.gpus = static_cast<int>(r.integer("gpus", 1, 1024));
   n.nvlink = read_link(r, "nvlink", "");
@@ -157,7 +168,6 @@ NodeSpec read_node(const Reader& top) {
     r.fail("nics", fmt::format("expected a divisor of node.gpus ({}) so that as many GPUs share each NIC; got {}", n.gpus, n.nics));
   }
   n.nvls = r.boolean("nvls");
-  r.finish();
   return n;
 }
 
@@ -165,24 +175,60 @@ FabricSpec read_fabric(const Reader& top) {
   ConfigNode scratch;
   const ConfigNode& node = child_or_default(top, "fabric", scratch);
   Reader r(node, "fabric", kFabricSchema);
+  r.finish();
   FabricSpec f;
   f.kind = Choice{r.text("kind"), "fabric.kind", r.where("kind"), node};
   f.oversubscription = r.number("oversubscription", 1.0, 1024.0);
   f.switch_latency = Seconds(r.quantity("switch_latency", Dimension::seconds));
-  r.finish();
   return f;
+}
+
+// Loads `file` and, recursively, the file it extends; `chain` holds the files loaded so far (the
+// first is the one the user named) to detect cycles and to show them.
+ConfigNode load_extended(const std::filesystem::path& file, const FileSource& source, const std::optional<FileRef>& ref,
+                         std::vector<std::string>& chain) {
+  ConfigNode root = load_yaml_file(file, source, ref);
+  if (root.is_null())
+    throw ConfigError(Location{file.string(), 1, 1}, "", "empty file; expected a topology mapping (name, gpu, node, fabric)");
+  const Reader r(root, "", kTopologySchema);  // throws unless root is a mapping
+  chain.push_back(file.lexically_normal().string());
+  if (!r.has("extends")) return root;
+  const std::filesystem::path base_file = r.file_path("extends");
+  const Location ext_where = r.where("extends");
+  const std::string base_name = base_file.lexically_normal().string();
+  if (std::find(chain.begin(), chain.end(), base_name) != chain.end()) {
+    std::vector<std::string_view> names(chain.begin(), chain.end());
+    names.emplace_back(base_name);
+    throw ConfigError(ext_where, "extends",
+                      fmt::format("cyclic reference: {}; expected a chain of topologies that ends", join(names, " -> ")));
+  }
+  if (chain.size() >= kMaxExtendsChain) {
+    throw ConfigError(ext_where, "extends",
+                      fmt::format("more than {} topology files extend one another ({} -> ...); expected a shorter chain", kMaxExtendsChain,
+                                  chain.front()));
+  }
+  std::erase_if(root.entries, [](const ConfigEntry& e) { return e.key == "extends"; });
+  ConfigNode merged = load_extended(base_file, source, FileRef{ext_where, "extends"}, chain);
+  merge_into(merged, std::move(root));
+  return merged;
 }
 
 }  // namespace
 
 TopologyConfig load_topology(const std::filesystem::path& file, const ConfigNode& overrides, const std::string& overrides_path) {
-  ConfigNode root = load_yaml_file(file);
-  if (root.is_null())
-    throw ConfigError(Location{file.string(), 0, 0}, "", "empty file; expected a topology mapping (name, gpu, node, fabric)");
+  return load_topology(file, overrides, overrides_path, DiskFiles{}, std::nullopt);
+}
+
+TopologyConfig load_topology(const std::filesystem::path& file, const ConfigNode& overrides, const std::string& overrides_path,
+                             const FileSource& source, const std::optional<FileRef>& ref) {
+  std::vector<std::string> chain;
+  ConfigNode root = load_extended(file, source, ref, chain);
   for (auto& o : flatten_overrides(overrides, overrides_path)) {
     set_dotted(root, o.key, std::move(o.value), o.key_where);
   }
   Reader top(root, "", kTopologySchema);
+  top.finish();
+  if (top.has("extends")) top.fail("extends", "can only be written in a topology file, not set through overrides");
   TopologyConfig t;
   t.file = file;
   t.name = top.text("name");
@@ -195,11 +241,10 @@ TopologyConfig load_topology(const std::filesystem::path& file, const ConfigNode
   {
     ConfigNode scratch;
     Reader h(child_or_default(top, "host", scratch), "host", kHostSchema);
-    t.host.memory_bandwidth = ByteRate(h.quantity("memory_bandwidth", Dimension::byte_rate));
-    t.host.cpu = pick_name<CpuVendor>(h, "cpu", kCpuVendorNames);
     h.finish();
+    t.host.memory_bandwidth = ByteRate(rate(h, "memory_bandwidth", Dimension::byte_rate));
+    t.host.cpu = pick_name<CpuVendor>(h, "cpu", kCpuVendorNames);
   }
-  top.finish();
   if (t.node.nvls && (t.gpu.arch == GpuArch::volta || t.gpu.arch == GpuArch::ampere)) {
     Reader node(*root.find("node"), "node", kNodeSchema);
     node.fail("nvls", fmt::format("NVLink SHARP needs NVSwitch 3 (Hopper or later); gpu.arch is {}",

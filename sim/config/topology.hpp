@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "config/choice.hpp"
+#include "config/file_source.hpp"
 #include "core/config_node.hpp"
 #include "core/param_spec.hpp"
 #include "core/units.hpp"
@@ -81,9 +82,17 @@ struct TopologyConfig {
   HostSpec host;
 };
 
-// Loads a topology file, applying `overrides` (a mapping of dotted keys, may be null) first.
+// Loads a topology file and the topologies it `extends`, then applies `overrides` (a mapping of
+// dotted keys, may be null). A file that extends another starts from that file's keys: its own
+// mappings merge into the other's key by key, any other value replaces the other's.
 [[nodiscard]] TopologyConfig load_topology(const std::filesystem::path& file, const ConfigNode& overrides,
                                            const std::string& overrides_path);
+// The same, reading files through `source`; a missing file is reported at `ref` when given.
+[[nodiscard]] TopologyConfig load_topology(const std::filesystem::path& file, const ConfigNode& overrides, const std::string& overrides_path,
+                                           const FileSource& source, const std::optional<FileRef>& ref);
+
+// At most this many topology files extend one another.
+inline constexpr std::size_t kMaxExtendsChain = 16;
 
 // Topology settings, for `shardsim describe topology`.
 [[nodiscard]] std::vector<Schema> topology_schemas();

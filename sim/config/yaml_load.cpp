@@ -1,100 +1,182 @@
 #include "config/yaml_load.hpp"
 
 #include <fmt/format.h>
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
-#include <cstring>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "core/error.hpp"
 
 namespace shardsim::config {
 namespace {
 
-constexpr int kMaxDepth = 32;
-
-Location at(const Location& base, const YAML::Mark& m) {
+// A position inside `text` (0-based line and column, like YAML::Mark) as a Location.
+Location at(const Location& base, int line, int column) {
   Location l = base;
-  if (m.line < 0) return l;  // yaml-cpp's null mark
-  if (base.line > 0 && m.line == 0) {
-    l.column = base.column + m.column;  // a snippet inside a longer line (a --set value)
+  if (line < 0) return l;  // yaml-cpp's null mark
+  if (base.line > 0 && line == 0) {
+    l.column = base.column + column;  // a snippet inside a longer line (a --set value)
   } else {
-    l.line = (base.line > 0 ? base.line : 1) + m.line;
-    l.column = m.column + 1;
+    l.line = (base.line > 0 ? base.line : 1) + line;
+    l.column = column + 1;
   }
   return l;
 }
 
-ConfigNode convert(const YAML::Node& n, const Location& base, int depth) {
-  if (depth > kMaxDepth) {
-    throw ConfigError(at(base, n.Mark()), "", fmt::format("nesting deeper than {} levels (an alias that refers to itself?)", kMaxDepth));
-  }
-  ConfigNode out;
-  out.where = at(base, n.Mark());
-  switch (n.Type()) {
-    case YAML::NodeType::Undefined:
-    case YAML::NodeType::Null:
-      out.kind = ConfigNode::Kind::null;
-      return out;
-    case YAML::NodeType::Scalar:
-      out.kind = ConfigNode::Kind::scalar;
-      out.scalar = n.Scalar();
-      return out;
-    case YAML::NodeType::Sequence:
-      out.kind = ConfigNode::Kind::sequence;
-      for (const auto& item : n) out.items.push_back(convert(item, base, depth + 1));
-      return out;
-    case YAML::NodeType::Map: {
-      out.kind = ConfigNode::Kind::map;
-      std::set<std::string> seen;
-      for (const auto& kv : n) {
-        const Location key_where = at(base, kv.first.Mark());
-        if (!kv.first.IsScalar()) throw ConfigError(key_where, "", "expected a plain key; got a mapping or list as key");
-        const std::string key = kv.first.Scalar();
-        if (!seen.insert(key).second) throw ConfigError(key_where, key, "duplicate key");
-        out.entries.push_back(ConfigEntry{key, key_where, convert(kv.second, base, depth + 1)});
-      }
-      return out;
+Location at(const Location& base, const YAML::Mark& m) {
+  return at(base, m.line, m.column);
+}
+
+Location at_offset(const Location& base, std::string_view text, std::size_t offset) {
+  int line = 0;
+  int column = 0;
+  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 0;
+    } else {
+      ++column;
     }
   }
-  return out;
+  return at(base, line, column);
 }
+
+// Length of the UTF-8 sequence starting at text[i], or 0 if it is not valid UTF-8 (RFC 3629:
+// no overlong forms, no surrogates, nothing above U+10FFFF).
+std::size_t utf8_length(std::string_view text, std::size_t i) {
+  const auto byte = [&](std::size_t k) { return k < text.size() ? static_cast<unsigned char>(text[k]) : 0U; };
+  const unsigned c = byte(i);
+  const auto cont = [&](std::size_t k, unsigned lo = 0x80, unsigned hi = 0xBF) { return byte(k) >= lo && byte(k) <= hi; };
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) return cont(i + 1) ? 2 : 0;
+  if (c == 0xE0) return cont(i + 1, 0xA0) && cont(i + 2) ? 3 : 0;
+  if (c == 0xED) return cont(i + 1, 0x80, 0x9F) && cont(i + 2) ? 3 : 0;
+  if (c >= 0xE1 && c <= 0xEF) return cont(i + 1) && cont(i + 2) ? 3 : 0;
+  if (c == 0xF0) return cont(i + 1, 0x90) && cont(i + 2) && cont(i + 3) ? 4 : 0;
+  if (c >= 0xF1 && c <= 0xF3) return cont(i + 1) && cont(i + 2) && cont(i + 3) ? 4 : 0;
+  if (c == 0xF4) return cont(i + 1, 0x80, 0x8F) && cont(i + 2) && cont(i + 3) ? 4 : 0;
+  return 0;
+}
+
+// yaml-cpp's messages are terse ("illegal map value"); a tab in the indentation is the usual
+// cause of several of them, and YAML forbids tabs there.
+std::string tab_hint(std::string_view text, int error_line) {
+  int line = 0;
+  std::size_t start = 0;
+  while (start <= text.size() && line <= error_line) {
+    const std::size_t end = std::min(text.find('\n', start), text.size());
+    if (line >= error_line - 1) {
+      const std::string_view l = text.substr(start, end - start);
+      const std::size_t indent_end = l.find_first_not_of(" \t");
+      if (l.substr(0, indent_end).find('\t') != std::string_view::npos) return " (a tab in the indentation? YAML indents with spaces only)";
+    }
+    start = end + 1;
+    ++line;
+  }
+  return "";
+}
+
+class Converter {
+ public:
+  explicit Converter(const Location& base) : base_(base) {}
+
+  ConfigNode convert(const YAML::Node& n, int depth) {
+    if (depth > kMaxYamlDepth) {
+      throw ConfigError(
+          at(base_, n.Mark()), "",
+          fmt::format("nesting deeper than {} levels; expected a configuration a few levels deep (an alias that refers to itself?)",
+                      kMaxYamlDepth));
+    }
+    if (++values_ > kMaxYamlValues) {
+      // An aliased node carries the position of its anchor; the top-level entry being expanded
+      // is where the blow-up is written.
+      throw ConfigError(top_where_.line > 0 ? top_where_ : at(base_, n.Mark()), top_key_,
+                        fmt::format("more than {} values once aliases are expanded; expected a configuration of a few hundred values "
+                                    "(aliases that repeat lists of aliases?)",
+                                    kMaxYamlValues));
+    }
+    ConfigNode out;
+    out.where = at(base_, n.Mark());
+    switch (n.Type()) {
+      case YAML::NodeType::Undefined:
+      case YAML::NodeType::Null:
+        out.kind = ConfigNode::Kind::null;
+        return out;
+      case YAML::NodeType::Scalar:
+        out.kind = ConfigNode::Kind::scalar;
+        out.scalar = n.Scalar();
+        return out;
+      case YAML::NodeType::Sequence:
+        out.kind = ConfigNode::Kind::sequence;
+        for (const auto& item : n) out.items.push_back(convert(item, depth + 1));
+        return out;
+      case YAML::NodeType::Map: {
+        out.kind = ConfigNode::Kind::map;
+        std::set<std::string> seen;
+        for (const auto& kv : n) {
+          const Location key_where = at(base_, kv.first.Mark());
+          if (!kv.first.IsScalar()) throw ConfigError(key_where, "", "expected a plain key; got a mapping or list as key");
+          const std::string key = kv.first.Scalar();
+          if (!seen.insert(key).second) throw ConfigError(key_where, key, "duplicate key");
+          if (depth == 0) {
+            top_key_ = key;
+            top_where_ = at(base_, kv.second.Mark());
+          }
+          out.entries.push_back(ConfigEntry{key, key_where, convert(kv.second, depth + 1)});
+        }
+        return out;
+      }
+    }
+    return out;
+  }
+
+ private:
+  Location base_;
+  std::size_t values_ = 0;
+  std::string top_key_;  // the top-level entry being converted, for messages
+  Location top_where_;
+};
 
 }  // namespace
 
-ConfigNode parse_yaml(std::string_view text, const Location& where) {
-  if (text.find('\0') != std::string_view::npos) {
-    throw ConfigError(where, "", "not a text file (it contains NUL bytes); expected YAML");
+void check_text(std::string_view text, const Location& where, std::string_view expected) {
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F) {
+      throw ConfigError(at_offset(where, text, i), "", fmt::format("not a text file (control byte 0x{:02x}); expected {}", c, expected));
+    }
+    const std::size_t n = utf8_length(text, i);
+    if (n == 0) throw ConfigError(at_offset(where, text, i), "", fmt::format("not valid UTF-8 (byte 0x{:02x}); expected {}", c, expected));
+    i += n;
   }
+}
+
+ConfigNode parse_yaml(std::string_view text, const Location& where) {
+  check_text(text, where, "YAML text");
   try {
     YAML::Node root = YAML::Load(std::string(text));
-    ConfigNode out = convert(root, where, 0);
+    ConfigNode out = Converter(where).convert(root, 0);
     if (out.where.line == 0 && where.line == 0) {
       out.where.line = 1;
       out.where.column = 1;
     }
     return out;
+  } catch (const YAML::DeepRecursion& e) {
+    throw ConfigError(at(where, e.mark), "", fmt::format("invalid YAML: nesting deeper than {} levels", kMaxYamlDepth));
   } catch (const YAML::Exception& e) {
     // e.msg is the bare message; e.what() repeats the position in yaml-cpp's own format.
-    throw ConfigError(at(where, e.mark), "", fmt::format("invalid YAML: {}", e.msg));
+    throw ConfigError(at(where, e.mark), "", fmt::format("invalid YAML: {}{}", e.msg, tab_hint(text, e.mark.line)));
   }
 }
 
+ConfigNode load_yaml_file(const std::filesystem::path& file, const FileSource& source, const std::optional<FileRef>& ref) {
+  const std::string text = read_config_file(source, file, ref);
+  return parse_yaml(text, Location{file.string(), 0, 0});
+}
+
 ConfigNode load_yaml_file(const std::filesystem::path& file) {
-  const Location whole{file.string(), 0, 0};
-  std::error_code ec;
-  if (std::filesystem::is_directory(file, ec)) throw ConfigError(whole, "", "is a directory; expected a YAML file");
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw ConfigError(whole, "", fmt::format("cannot read file: {}", std::strerror(errno)));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
-  if (text.size() > kMaxConfigFileBytes) {
-    throw ConfigError(whole, "", fmt::format("file is {} bytes; expected a YAML file under {} bytes", text.size(), kMaxConfigFileBytes));
-  }
-  return parse_yaml(text, whole);
+  return load_yaml_file(file, DiskFiles{}, std::nullopt);
 }
 
 }  // namespace shardsim::config

@@ -42,7 +42,7 @@ std::string ConfigNode::describe() const {
     case Kind::null:
       return "nothing";
     case Kind::scalar:
-      return fmt::format("\"{}\"", scalar);
+      return quote(scalar);
     case Kind::map:
       return "a mapping";
     case Kind::sequence:

@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace shardsim {
 
@@ -35,5 +36,10 @@ class RuntimeError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// A value quoted for a message: in double quotes, control characters and bytes that are not
+// printable escaped (\n, \x07), cut after 60 characters with "..." so that a 4 MB scalar or a
+// line of binary garbage cannot flood the terminal.
+[[nodiscard]] std::string quote(std::string_view text);
 
 }  // namespace shardsim

@@ -76,7 +76,15 @@ std::string closest_match(std::string_view word, std::span<const std::string_vie
   }
   // A typo changes a few characters; anything further is a different word.
   const std::size_t limit = std::max<std::size_t>(2, w.size() / 3);
-  return best_d <= limit ? best : std::string();
+  if (best_d <= limit) return best;
+  // An abbreviation: the shortest candidate the word begins ("hybrid" -> "hybrid_shard").
+  std::string shortest;
+  if (w.size() >= 3) {
+    for (auto c : candidates) {
+      if (common_prefix(c) == w.size() && (shortest.empty() || c.size() < shortest.size())) shortest = std::string(c);
+    }
+  }
+  return shortest;
 }
 
 std::int64_t scalar_integer(const ConfigNode& n, const std::string& path, std::int64_t min, std::int64_t max) {

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "core/error.hpp"
+
 namespace shardsim {
 namespace {
 
@@ -123,22 +125,22 @@ double parse_quantity(std::string_view text, Dimension d) {
   auto [ptr, ec] = std::from_chars(begin, end, number);
   const auto expected = fmt::format("expected a {} such as {}", dimension_name(d), dimension_example(d));
   if (ec != std::errc() || ptr == begin) {
-    throw std::invalid_argument(fmt::format("{}; got \"{}\"", expected, text));
+    throw std::invalid_argument(fmt::format("{}; got {}", expected, quote(text)));
   }
   const std::string_view unit = trim(std::string_view(ptr, static_cast<std::size_t>(end - ptr)));
   if (unit.empty()) {
-    throw std::invalid_argument(fmt::format("{}; got \"{}\" without a unit", expected, text));
+    throw std::invalid_argument(fmt::format("{}; got {} without a unit", expected, quote(text)));
   }
   const UnitDef* u = lookup(d, unit);
   if (u == nullptr) {
-    throw std::invalid_argument(fmt::format("{}; \"{}\" is not a unit of {}", expected, unit, dimension_name(d)));
+    throw std::invalid_argument(fmt::format("{}; {} is not a unit of {}", expected, quote(unit), dimension_name(d)));
   }
   if (!std::isfinite(number) || number < 0.0) {
-    throw std::invalid_argument(fmt::format("{}; got \"{}\" (must be finite and not negative)", expected, text));
+    throw std::invalid_argument(fmt::format("{}; got {} (must be finite and not negative)", expected, quote(text)));
   }
   const double value = number * u->factor;
   if (!std::isfinite(value)) {
-    throw std::invalid_argument(fmt::format("{}; \"{}\" is out of range", expected, text));
+    throw std::invalid_argument(fmt::format("{}; {} is out of range", expected, quote(text)));
   }
   return value;
 }

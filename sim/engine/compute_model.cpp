@@ -2,22 +2,32 @@
 
 namespace shardsim::engine {
 
-RooflineModel::RooflineModel(const config::TopologyConfig& topo, bool low_precision)
-    : gpu_(topo.gpu),
-      pcie_(topo.node.pcie),
-      host_(topo.host),
-      peak_(low_precision ? topo.gpu.peak_bf16.value() : topo.gpu.peak_fp32.value()) {}
+ComputeRates ComputeRates::nominal(const config::TopologyConfig& topo, bool low_precision) {
+  const auto& g = topo.gpu;
+  const double peak = low_precision ? g.peak_bf16.value() : g.peak_fp32.value();
+  ComputeRates r;
+  r.gemm = peak * g.efficiency.matmul;
+  r.attention_forward = peak * g.efficiency.attention_forward;
+  r.attention_backward = peak * g.efficiency.attention_backward;
+  r.memory = g.hbm_bandwidth.value() * g.efficiency.memory;
+  r.kernel_launch = g.kernel_launch.value();
+  r.pcie = topo.node.pcie.bandwidth.value();
+  r.pcie_latency = topo.node.pcie.latency.value();
+  r.host_memory = topo.host.memory_bandwidth.value();
+  r.comm_interference = g.comm_interference;
+  return r;
+}
 
 double RooflineModel::duration(const graph::Op& op) const {
   const graph::Work& w = op.work;
-  const auto& e = gpu_.efficiency;
-  double t = w.gemm_flops() / (peak_ * e.matmul);
-  t += w.attention_flops(false) / (peak_ * e.attention_forward);
-  t += w.attention_flops(true) / (peak_ * e.attention_backward);
-  t += w.memory_bytes / (gpu_.hbm_bandwidth.value() * e.memory);
-  t += w.launches * gpu_.kernel_launch.value();
-  t += w.pcie_bytes > 0 ? w.pcie_bytes / pcie_.bandwidth.value() + pcie_.latency.value() : 0.0;
-  t += w.host_bytes / host_.memory_bandwidth.value();
+  double t = 0;
+  for (const graph::Gemm& gemm : w.gemms) t += (gemm.flops() + r_.gemm_half_flops) / r_.gemm;
+  t += w.attention_flops(false) / r_.attention_forward;
+  t += w.attention_flops(true) / r_.attention_backward;
+  t += w.memory_bytes / r_.memory;
+  t += w.launches * r_.kernel_launch;
+  t += w.pcie_bytes > 0 ? w.pcie_bytes / r_.pcie + r_.pcie_latency : 0.0;
+  t += w.host_bytes / r_.host_memory;
   return t;
 }
 

@@ -1,9 +1,11 @@
 // Prices compute ops. The default, `roofline`, adds up each kind of work at its achievable rate:
-//   t = GEMM FLOPs / (peak x matmul eff) + attention FLOPs / (peak x attention eff, fwd or bwd)
-//     + memory-bound bytes / (HBM bandwidth x memory eff) + kernels x launch cost
+//   t = sum over GEMMs (F + F_half) / R_gemm + attention FLOPs / R_attention (fwd, bwd)
+//     + memory-bound bytes / B_memory + kernels x launch cost
 //     + PCIe bytes / PCIe bandwidth (host copies) + host bytes / CPU memory bandwidth
-// Kernels of one op run one after another on the compute stream, so their times add. The
-// efficiencies are per GPU type (topology gpu.efficiency), not per scenario.
+// Kernels of one op run one after another on the compute stream, so their times add. The rates
+// come from the topology (peak x gpu.efficiency, per GPU type, not per scenario), or from a
+// calibration file fitted to measurements (calibrated_compute.hpp), which can also give GEMMs a
+// size curve: a GEMM of F_half FLOPs runs at half the rate of a large one (F_half = 0: none).
 #pragma once
 
 #include "config/topology.hpp"
@@ -20,18 +22,33 @@ class ComputeModel {
   [[nodiscard]] virtual double speed_while_communicating() const = 0;
 };
 
+struct ComputeRates {
+  double gemm = 1;             // FLOP/s of large GEMMs
+  double gemm_half_flops = 0;  // the GEMM size that runs at half that rate (0: no size effect)
+  double attention_forward = 1;
+  double attention_backward = 1;
+  double memory = 1;         // bytes/s of bandwidth-bound kernels
+  double kernel_launch = 0;  // seconds per kernel
+  double pcie = 1;           // bytes/s host <-> device
+  double pcie_latency = 0;
+  double host_memory = 1;  // bytes/s of CPU work
+  double comm_interference = 0;
+
+  // The topology's figures: peak (bf16 or fp32) x gpu.efficiency.
+  [[nodiscard]] static ComputeRates nominal(const config::TopologyConfig& topo, bool low_precision);
+};
+
 class RooflineModel final : public ComputeModel {
  public:
+  explicit RooflineModel(const ComputeRates& rates) : r_(rates) {}
   // `low_precision`: compute runs in bf16/fp16 (tensor-core peak), else fp32.
-  RooflineModel(const config::TopologyConfig& topo, bool low_precision);
+  RooflineModel(const config::TopologyConfig& topo, bool low_precision) : r_(ComputeRates::nominal(topo, low_precision)) {}
   [[nodiscard]] double duration(const graph::Op& op) const override;
-  [[nodiscard]] double speed_while_communicating() const override { return 1.0 - gpu_.comm_interference; }
+  [[nodiscard]] double speed_while_communicating() const override { return 1.0 - r_.comm_interference; }
+  [[nodiscard]] const ComputeRates& rates() const { return r_; }
 
  private:
-  config::GpuSpec gpu_;
-  config::LinkSpec pcie_;  // host copies (CPU offload)
-  config::HostSpec host_;  // CPU work (offloaded optimizer)
-  double peak_;
+  ComputeRates r_;
 };
 
 }  // namespace shardsim::engine

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <deque>
 #include <map>
 #include <memory>
@@ -77,7 +78,8 @@ class Simulator {
         groups_(in.graph.info),
         world_(in.graph.info.world_size),
         simulated_(simulated),
-        timeline_(in.graph.size(), simulated) {
+        timeline_(in.graph.size(), simulated),
+        t0_(std::chrono::steady_clock::now()) {
     const std::size_t n = g_.size();
     successors_.resize(n);
     remaining_.resize(n * static_cast<std::size_t>(simulated_));
@@ -93,6 +95,13 @@ class Simulator {
         arrived_[o].assign(static_cast<std::size_t>(groups_.instances(op.group)), 0);
       } else if (op.kind != OpKind::cpu_wait) {
         duration_[o] = in.compute.duration(op);
+        // An infinite time would never fire and read as a stall; say where it comes from instead.
+        if (!std::isfinite(duration_[o]) || duration_[o] < 0) {
+          throw RuntimeError(
+              fmt::format("op \"{}\" would take {} s: the GPU's figures in the topology (peak_flops, hbm_bandwidth, "
+                          "efficiency, kernel_launch) are out of any usable range",
+                          op.name, duration_[o]));
+        }
       }
     }
     ranks_.resize(static_cast<std::size_t>(simulated_));
@@ -114,6 +123,7 @@ class Simulator {
     for (std::size_t o = 0; o < g_.size(); ++o) {
       const graph::Op& op = g_.op(static_cast<int>(o));
       if (!op.is_collective()) continue;
+      if (over_budget(true)) throw RuntimeError(budget_message("while building routes"));
       for (int inst = 0; inst < groups_.instances(op.group); ++inst) {
         if (expected_arrivals(op.group, inst) == 0) continue;
         if (!seen.insert({static_cast<int>(op.kind), static_cast<int>(op.group), inst, op.bytes}).second) continue;
@@ -134,6 +144,7 @@ class Simulator {
     drain(0.0);
     arm();
     sg4::Engine::get_instance()->run();
+    if (stopped_) throw RuntimeError(budget_message(fmt::format("at simulated time {:.6g} s", sg4::Engine::get_clock())));
     check_finished();
     stats_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     SimulationResult r{std::move(timeline_), stats_, std::move(waited_), std::move(caused_)};
@@ -256,11 +267,12 @@ class Simulator {
     graveyard_.clear();  // activities finished in earlier callbacks can be released now
     auto* run = a.get_data<Running>();
     if (run == nullptr || --run->flows_left > 0) return;
+    if (over_budget(false)) return;  // start nothing more: SimGrid's run ends when the flows drain
     const double now = sg4::Engine::get_clock();
     // NCCL's model adds the latency term to the transfer time.
     push_timer(now + run->latency, run->op, -1 - run->instance);
     auto it = running_.find(run);
-    graveyard_ = std::move(it->second->comms);
+    graveyard_ = std::move(run->comms);
     running_.erase(it);
     arm();
   }
@@ -269,6 +281,7 @@ class Simulator {
     armed_.erase(armed_.begin());
     const double now = sg4::Engine::get_clock();
     while (!timers_.empty() && timers_.top().time <= now) {
+      if (over_budget(false)) return;  // arm no timer: SimGrid's run ends
       const Timer t = timers_.top();
       timers_.pop();
       ++stats_.timer_events;
@@ -301,6 +314,29 @@ class Simulator {
     if (!armed_.empty() && *armed_.begin() <= next) return;
     armed_.insert(next);
     simgrid::kernel::timer::Timer::set(next, [this] { on_timer(); });
+  }
+
+  // ---- the wall-time budget -------------------------------------------------------------------
+
+  // True once the run is past max_wall_seconds. The clock is read every kCheckEvery events (or
+  // whenever `now` is set); stopping is sticky. Nothing is thrown from inside SimGrid's callbacks:
+  // the handlers stop starting work, SimGrid's run returns, and run() throws.
+  bool over_budget(bool now) {
+    constexpr int kCheckEvery = 256;
+    if (stopped_) return true;
+    if (!now && ++events_since_check_ < kCheckEvery) return false;
+    events_since_check_ = 0;
+    stopped_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count() > in_.max_wall_seconds;
+    return stopped_;
+  }
+
+  std::string budget_message(const std::string& where) const {
+    const double total = static_cast<double>(g_.size()) * simulated_;
+    return fmt::format(
+        "the simulation ran past its wall-time budget (simulation.max_wall_time = {:g} s): stopped after {:.1f} s {}, with {} of {:.0f} "
+        "op instances done ({:.1f} %); raise simulation.max_wall_time, or simulate fewer ranks, layers or steps",
+        in_.max_wall_seconds, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(), where, stats_.op_instances,
+        total, total > 0 ? 100.0 * static_cast<double>(stats_.op_instances) / total : 0.0);
   }
 
   void check_finished() const {
@@ -338,6 +374,9 @@ class Simulator {
   std::multiset<double> armed_;
   std::unordered_map<Running*, std::unique_ptr<Running>> running_;
   std::vector<sg4::CommPtr> graveyard_;
+  std::chrono::steady_clock::time_point t0_;
+  int events_since_check_ = 0;
+  bool stopped_ = false;
 };
 
 }  // namespace
@@ -360,7 +399,12 @@ SimulationResult simulate(const SimulationInput& in) {
   int argc = 1;
   char name[] = "shardsim";
   char* argv[] = {name, nullptr};
+  // SimGrid installs a SIGINT handler that calls exit(1); keep the program's own (main's, which
+  // removes half-written output files and ends the process by the signal).
+  struct sigaction previous_sigint {};
+  ::sigaction(SIGINT, nullptr, &previous_sigint);
   sg4::Engine engine(&argc, argv);
+  ::sigaction(SIGINT, &previous_sigint, nullptr);
   xbt_log_control_set("root.thres:critical");
   // CM02: plain max-min sharing without TCP corrections; no reverse ACK traffic; no TCP window
   // cap (shared/reference/simgrid-notes.md). Full updates: selective updates spend their time
@@ -380,6 +424,12 @@ SimulationResult simulate(const SimulationInput& in) {
   network.build_routes();
   platform.seal();
   return sim.run(network);
+}
+
+void check_topology(const config::TopologyConfig& topology) {
+  FabricRegistry fabrics;
+  register_builtin_fabrics(fabrics);
+  (void)fabrics.find(topology.fabric.kind);
 }
 
 }  // namespace shardsim::engine

@@ -5,6 +5,8 @@
 // per process (sweeps run points in child processes).
 #pragma once
 
+#include <limits>
+
 #include "config/scenario.hpp"
 #include "config/topology.hpp"
 #include "engine/collective.hpp"
@@ -30,6 +32,8 @@ struct SimulationInput {
   FlowGranularity flows = FlowGranularity::path;
   config::SimulationMode mode = config::SimulationMode::full;
   config::Stragglers stragglers = {};
+  // Wall-clock budget (simulation.max_wall_time): past it the run stops and throws RuntimeError.
+  double max_wall_seconds = std::numeric_limits<double>::infinity();
 };
 
 struct SimulationResult {
@@ -43,6 +47,12 @@ struct SimulationResult {
 [[nodiscard]] bool symmetric_mode(const SimulationInput& input);
 
 // Throws RuntimeError if the schedule stalls (an op never becomes ready).
+// Throws RuntimeError if the schedule stalls (an op never becomes ready) or if the run takes more
+// than max_wall_seconds of wall-clock time (the message says how far it got).
 [[nodiscard]] SimulationResult simulate(const SimulationInput& input);
+
+// Checks what the engine alone knows how to read in a topology (the fabric kind), so that
+// `shardsim check` catches it without simulating. Throws ConfigError.
+void check_topology(const config::TopologyConfig& topology);
 
 }  // namespace shardsim::engine

@@ -123,6 +123,12 @@ std::vector<std::string_view> module_classes(const model::Module& root, std::set
   return out;
 }
 
+std::int64_t count_blocks(const model::Module& root) {
+  std::int64_t n = 0;
+  model::for_each_module(root, "", [&](const model::Module& m, const std::string&) { n += m.is_block ? 1 : 0; });
+  return n;
+}
+
 }  // namespace
 
 void register_builtin_wrap_policies(WrapPolicyRegistry& registry) {
@@ -140,6 +146,10 @@ void register_builtin_wrap_policies(WrapPolicyRegistry& registry) {
                                 }
                                 const std::int64_t group = r.integer("blocks_per_unit", 1, 1 << 20);
                                 if (group > 1 && cls != "block") r.fail("blocks_per_unit", "only applies with module: block");
+                                // More than the model has is not a grouping but a typo (64 for 4?).
+                                if (const std::int64_t blocks = count_blocks(root); group > 1 && group > blocks) {
+                                  r.fail("blocks_per_unit", fmt::format("expected at most the model's {} blocks; got {}", blocks, group));
+                                }
                                 return std::make_unique<ModulePolicy>(cls, group);
                               }});
   registry.add(WrapPolicyInfo{"size", Schema{"wrap policy size", "wrap by parameter count", kSizeParams},

@@ -13,9 +13,8 @@ std::unique_ptr<WrapPolicy> WrapPolicyRegistry::create(const config::Choice& cho
   for (const auto& info : infos_) {
     if (info.name == choice.name) {
       Reader r(choice.settings, choice.path, info.schema);
-      auto policy = info.create(r, root);
-      r.finish();
-      return policy;
+      r.finish();  // first: a misspelt setting is reported as such, not as the default it left in place
+      return info.create(r, root);
     }
     names.push_back(info.name);
   }

@@ -13,6 +13,8 @@ using fsdp::TraceEvent;
 
 StepGraph FsdpStepBuilder::build() {
   fill_info();
+  const auto too_many = [this] { throw_too_many_ops(cfg_, plan_.units.size(), steps_); };
+  io_.set_limit(cfg_.simulation.max_ops.value, too_many);
   for (int step = 0; step < steps_; ++step) {
     step_ = step;
     for (int micro = 0; micro < cfg_.training.grad_accum; ++micro) {
@@ -20,6 +22,12 @@ StepGraph FsdpStepBuilder::build() {
       io_.begin_micro_step(step, micro, micro == 0 ? last_optimizer_ : io_.last(Stream::compute));
       forward();
       backward();
+      // Later micro-steps issue at least as many ops as the first: stop now rather than at the limit.
+      if (step == 0 && micro == 0 &&
+          static_cast<double>(g_.size()) * static_cast<double>(cfg_.training.grad_accum) * steps_ >
+              static_cast<double>(cfg_.simulation.max_ops.value)) {
+        too_many();
+      }
     }
     optimizer();
   }

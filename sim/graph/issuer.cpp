@@ -1,5 +1,9 @@
 #include "graph/issuer.hpp"
 
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
 namespace shardsim::graph {
 
 Op make_op(OpKind kind, Stream stream, std::string name, int unit) {
@@ -9,6 +13,20 @@ Op make_op(OpKind kind, Stream stream, std::string name, int unit) {
   op.name = std::move(name);
   op.unit = unit;
   return op;
+}
+
+void throw_too_many_ops(const config::ScenarioConfig& scenario, std::size_t units, int steps) {
+  const auto& limit = scenario.simulation.max_ops;
+  throw ConfigError(
+      limit.where, "simulation.max_ops",
+      fmt::format("the step graph needs more than {} ops ({} FSDP units, training.grad_accum {}, simulation.steps {}); expected at "
+                  "most {} (raise simulation.max_ops, or simulate fewer layers, micro-steps or steps)",
+                  limit.value, units, scenario.training.grad_accum, steps, limit.value));
+}
+
+void Issuer::set_limit(std::int64_t max_ops, std::function<void()> exceeded) {
+  max_ops_ = max_ops;
+  exceeded_ = std::move(exceeded);
 }
 
 Issuer::Issuer(StepGraph& g) : g_(g) {
@@ -24,6 +42,7 @@ void Issuer::begin_micro_step(int step, int micro, int barrier) {
 }
 
 int Issuer::issue(Op op) {
+  if (max_ops_ >= 0 && static_cast<std::int64_t>(g_.size()) >= max_ops_) exceeded_();
   op.step = step_;
   op.micro = micro_;
   const auto s = static_cast<std::size_t>(op.stream);

@@ -5,17 +5,25 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
+#include <functional>
 #include <string>
 
+#include "config/scenario.hpp"
 #include "graph/step_graph.hpp"
 
 namespace shardsim::graph {
 
 [[nodiscard]] Op make_op(OpKind kind, Stream stream, std::string name, int unit);
 
+// simulation.max_ops: a graph past it would exhaust memory before the engine even starts.
+[[noreturn]] void throw_too_many_ops(const config::ScenarioConfig& scenario, std::size_t units, int steps);
+
 class Issuer {
  public:
   explicit Issuer(StepGraph& g);
+  // Calls `exceeded` (which must throw) when an op beyond `max_ops` would be issued.
+  void set_limit(std::int64_t max_ops, std::function<void()> exceeded);
 
   // Starts a micro-step: its ops carry (step, micro) and each stream's first op waits for `barrier`.
   void begin_micro_step(int step, int micro, int barrier);
@@ -31,6 +39,8 @@ class Issuer {
   std::array<int, kStreams> last_{};       // last op issued on each stream
   std::array<int, kStreams> gate_seen_{};  // the CPU wait each stream's last op already follows
   std::array<bool, kStreams> started_{};   // stream used in this micro-step yet
+  std::int64_t max_ops_ = -1;
+  std::function<void()> exceeded_;
   int barrier_ = -1;
   int cpu_gate_ = -1;
   int step_ = 0;

@@ -48,6 +48,7 @@ class Zero3Builder {
 
   StepGraph build() {
     fill_info();
+    io_.set_limit(cfg_.simulation.max_ops.value, [this] { throw_too_many_ops(cfg_, plan_.units.size(), steps_); });
     for (int step = 0; step < steps_; ++step) {
       for (int micro = 0; micro < cfg_.training.grad_accum; ++micro) {
         io_.begin_micro_step(step, micro, micro == 0 ? last_optimizer_ : io_.last(Stream::compute));

@@ -1,12 +1,14 @@
 // Reads the architecture from a Hugging Face config.json. Llama-family keys (LlamaConfig,
 // MistralConfig, Qwen2Config) and GPT-2 keys (GPT2Config) are understood; anything else is
-// rejected with the list of supported model_type values.
+// rejected with the list of supported model_type values. Errors point at the offending value
+// (file:line:col) and name its key.
 #include <fmt/format.h>
 
-#include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "config/yaml_load.hpp"
+#include "core/reader.hpp"
 #include "model/transformer_spec.hpp"
 
 namespace shardsim::model {
@@ -14,7 +16,7 @@ namespace {
 
 using nlohmann::json;
 
-// nlohmann reports a byte offset; users want a line and a column.
+// nlohmann reports byte offsets; users want a line and a column.
 Location offset_to_location(const std::string& file, const std::string& text, std::size_t offset) {
   Location l{file, 1, 1};
   for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
@@ -28,68 +30,175 @@ Location offset_to_location(const std::string& file, const std::string& text, st
   return l;
 }
 
-std::int64_t get_int(const json& j, const char* key, const Location& where, bool required, std::int64_t fallback = 0) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) {
-    if (required) throw ConfigError(where, key, "missing required key in config.json (expected a positive integer)");
-    return fallback;
+// Where each top-level key's value starts. nlohmann keeps no positions, so the text is scanned
+// once: strings (with escapes) are skipped, nesting is tracked, and a string at depth 1 that is
+// followed by ':' is a key. Only called on text nlohmann has already parsed.
+std::map<std::string, std::size_t> top_level_value_offsets(const std::string& text) {
+  std::map<std::string, std::size_t> out;
+  int depth = 0;
+  std::size_t i = 0;
+  auto skip_space = [&] {
+    while (i < text.size() && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r')) ++i;
+  };
+  while (i < text.size()) {
+    const char c = text[i];
+    if (c == '"') {
+      const std::size_t begin = ++i;
+      while (i < text.size() && text[i] != '"') i += text[i] == '\\' ? 2 : 1;
+      const std::string raw = text.substr(begin, std::min(i, text.size()) - begin);
+      ++i;
+      skip_space();
+      if (depth == 1 && i < text.size() && text[i] == ':') {
+        ++i;
+        skip_space();
+        // Keys with escapes are compared by their raw text; none of ours has any.
+        out[raw] = i;  // the last of duplicate keys, as nlohmann keeps it
+      }
+      continue;
+    }
+    if (c == '{' || c == '[') ++depth;
+    if (c == '}' || c == ']') --depth;
+    ++i;
   }
-  if (!it->is_number_integer() || it->get<std::int64_t>() <= 0) {
-    throw ConfigError(where, key, fmt::format("expected a positive integer; got {}", it->dump()));
-  }
-  return it->get<std::int64_t>();
+  return out;
 }
 
-bool get_bool(const json& j, const char* key, bool fallback, const Location& where) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  if (!it->is_boolean()) throw ConfigError(where, key, fmt::format("expected true or false; got {}", it->dump()));
-  return it->get<bool>();
+class ConfigJson {
+ public:
+  ConfigJson(const std::filesystem::path& file, std::string text, json j)
+      : file_(file.string()), text_(std::move(text)), j_(std::move(j)), offsets_(top_level_value_offsets(text_)) {}
+
+  [[nodiscard]] Location where(const char* key) const {
+    auto it = offsets_.find(key);
+    if (it != offsets_.end()) return offset_to_location(file_, text_, it->second);
+    return offset_to_location(file_, text_, text_.find('{'));  // a missing key: the object itself
+  }
+
+  [[nodiscard]] bool has(const char* key) const {
+    auto it = j_.find(key);
+    return it != j_.end() && !it->is_null();
+  }
+
+  // An integer in [min, max]; `fallback` when absent or null, unless required.
+  [[nodiscard]] std::int64_t integer(const char* key, std::int64_t min, std::int64_t max, std::optional<std::int64_t> fallback) const {
+    if (!has(key)) {
+      if (!fallback)
+        throw ConfigError(where(key), key, fmt::format("missing required key (expected an integer between {} and {})", min, max));
+      return *fallback;
+    }
+    const json& v = j_.at(key);
+    std::optional<std::int64_t> value;
+    if (v.is_number_unsigned()) {
+      if (v.get<std::uint64_t>() <= static_cast<std::uint64_t>(max)) value = static_cast<std::int64_t>(v.get<std::uint64_t>());
+    } else if (v.is_number_integer()) {
+      value = v.get<std::int64_t>();
+    }
+    if (!value || *value < min || *value > max) {
+      throw ConfigError(where(key), key, fmt::format("expected an integer between {} and {}; got {}", min, max, shown(v)));
+    }
+    return *value;
+  }
+
+  [[nodiscard]] bool boolean(const char* key, bool fallback) const {
+    if (!has(key)) return fallback;
+    const json& v = j_.at(key);
+    if (!v.is_boolean()) throw ConfigError(where(key), key, fmt::format("expected true or false; got {}", shown(v)));
+    return v.get<bool>();
+  }
+
+  [[nodiscard]] std::string text(const char* key) const {
+    if (!has(key)) throw ConfigError(where(key), key, "missing required key (expected a string such as \"llama\")");
+    const json& v = j_.at(key);
+    if (!v.is_string()) throw ConfigError(where(key), key, fmt::format("expected a string; got {}", shown(v)));
+    return v.get<std::string>();
+  }
+
+ private:
+  static std::string shown(const json& v) {
+    if (v.is_string()) return quote(v.get<std::string>());
+    if (v.is_object()) return "an object";
+    if (v.is_array()) return "a list";
+    return v.dump();
+  }
+
+  std::string file_;
+  std::string text_;
+  json j_;
+  std::map<std::string, std::size_t> offsets_;
+};
+
+// nlohmann's what() is "[json.exception.parse_error.101] parse error at line 3, column 5: syntax
+// error ..."; the location goes into ours, the rest is the message.
+std::string parse_message(const json::parse_error& e) {
+  const std::string what = e.what();
+  const auto colon = what.find(": ");
+  return colon == std::string::npos ? what : what.substr(colon + 2);
 }
 
 }  // namespace
 
 TransformerSpec read_hf_config(const std::filesystem::path& file, const Location& referenced_from) {
-  std::ifstream in(file);
-  if (!in) throw ConfigError(referenced_from, "model.hf_config", fmt::format("cannot read {}", file.string()));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
-  const Location whole{file.string(), 0, 0};
+  return read_hf_config(file, referenced_from, config::DiskFiles{});
+}
+
+TransformerSpec read_hf_config(const std::filesystem::path& file, const Location& referenced_from, const config::FileSource& source) {
+  std::string text = config::read_config_file(source, file, config::FileRef{referenced_from, "model.hf_config"});
+  const Location top{file.string(), 1, 1};
+  config::check_text(text, Location{file.string(), 0, 0}, "JSON text (a Hugging Face config.json)");
   json j;
   try {
     j = json::parse(text);
   } catch (const json::parse_error& e) {
-    throw ConfigError(offset_to_location(file.string(), text, e.byte > 0 ? e.byte - 1 : 0), "", fmt::format("invalid JSON: {}", e.what()));
+    throw ConfigError(offset_to_location(file.string(), text, e.byte > 0 ? e.byte - 1 : 0), "",
+                      fmt::format("invalid JSON: {}", parse_message(e)));
+  } catch (const json::out_of_range& e) {
+    // A number beyond a double (1e999): nlohmann names the token but not where it is.
+    const std::string what = e.what();
+    const auto q = what.find('\'');
+    const std::string token = q == std::string::npos ? std::string() : what.substr(q + 1, what.rfind('\'') - q - 1);
+    const std::size_t at = token.empty() ? std::string::npos : text.find(token);
+    throw ConfigError(offset_to_location(file.string(), text, at == std::string::npos ? 0 : at), "",
+                      fmt::format("invalid JSON: number out of range: {}", quote(token)));
   }
-  if (!j.is_object()) throw ConfigError(whole, "", "expected a JSON object (a Hugging Face config.json)");
-  const std::string type = j.value("model_type", std::string());
+  if (!j.is_object()) throw ConfigError(top, "", "expected a JSON object (a Hugging Face config.json)");
+  const ConfigJson c(file, std::move(text), std::move(j));
+  const std::string type = c.text("model_type");
+  using L = config::ModelLimits;
 
   TransformerSpec s;
   s.name = fmt::format("{} ({})", file.filename().string(), type);
   if (type == "llama" || type == "mistral" || type == "qwen2") {
     s.arch = Arch::llama;
-    s.layers = get_int(j, "num_hidden_layers", whole, true);
-    s.hidden = get_int(j, "hidden_size", whole, true);
-    s.heads = get_int(j, "num_attention_heads", whole, true);
-    s.kv_heads = get_int(j, "num_key_value_heads", whole, false, s.heads);
-    s.head_dim = get_int(j, "head_dim", whole, false, s.hidden / s.heads);
-    s.ffn_hidden = get_int(j, "intermediate_size", whole, true);
-    s.vocab = get_int(j, "vocab_size", whole, true);
-    s.tie_embeddings = get_bool(j, "tie_word_embeddings", false, whole);
+    s.layers = c.integer("num_hidden_layers", 1, L::layers, std::nullopt);
+    s.hidden = c.integer("hidden_size", 1, L::hidden, std::nullopt);
+    s.heads = c.integer("num_attention_heads", 1, L::heads, std::nullopt);
+    s.kv_heads = c.integer("num_key_value_heads", 1, L::heads, s.heads);
+    // LlamaAttention: head_dim = config.head_dim, else hidden_size // num_attention_heads.
+    s.head_dim = c.integer("head_dim", 1, L::hidden, s.hidden / s.heads);
+    s.ffn_hidden = c.integer("intermediate_size", 1, L::ffn_hidden, std::nullopt);
+    s.vocab = c.integer("vocab_size", 1, L::vocab, std::nullopt);
+    s.tie_embeddings = c.boolean("tie_word_embeddings", false);
+    if (s.head_dim == 0) {
+      throw ConfigError(c.where("num_attention_heads"), "num_attention_heads",
+                        fmt::format("expected at most hidden_size ({}) heads; got {}", s.hidden, s.heads));
+    }
   } else if (type == "gpt2") {
     s.arch = Arch::gpt;
-    s.layers = get_int(j, "n_layer", whole, true);
-    s.hidden = get_int(j, "n_embd", whole, true);
-    s.heads = get_int(j, "n_head", whole, true);
+    s.layers = c.integer("n_layer", 1, L::layers, std::nullopt);
+    s.hidden = c.integer("n_embd", 1, L::hidden, std::nullopt);
+    s.heads = c.integer("n_head", 1, L::heads, std::nullopt);
+    if (s.hidden % s.heads != 0) {
+      throw ConfigError(c.where("n_head"), "n_head", fmt::format("n_embd {} is not divisible by n_head {}", s.hidden, s.heads));
+    }
     s.kv_heads = s.heads;
     s.head_dim = s.hidden / s.heads;
-    s.ffn_hidden = get_int(j, "n_inner", whole, false, 4 * s.hidden);
-    s.vocab = get_int(j, "vocab_size", whole, true);
-    s.max_positions = get_int(j, "n_positions", whole, false, 1024);
-    s.tie_embeddings = get_bool(j, "tie_word_embeddings", true, whole);
+    s.ffn_hidden = c.integer("n_inner", 1, L::ffn_hidden, 4 * s.hidden);
+    s.vocab = c.integer("vocab_size", 1, L::vocab, std::nullopt);
+    s.max_positions = c.integer("n_positions", 0, L::max_positions, 1024);
+    s.tie_embeddings = c.boolean("tie_word_embeddings", true);
   } else {
-    throw ConfigError(whole, "model_type", fmt::format("unsupported model_type \"{}\"; expected one of llama, mistral, qwen2, gpt2", type));
+    throw ConfigError(c.where("model_type"), "model_type",
+                      fmt::format("unsupported model_type {}; expected one of llama, mistral, qwen2, gpt2", quote(type)));
   }
   return s;
 }

@@ -15,7 +15,7 @@ Arch parse_arch(const config::Located<std::string>& a) {
   for (std::size_t i = 0; i < kArchNames.size(); ++i) {
     if (kArchNames[i] == a.value) return static_cast<Arch>(i);
   }
-  std::string message = fmt::format("expected one of {}; got \"{}\"", join(kArchNames), a.value);
+  std::string message = fmt::format("expected one of {}; got {}", join(kArchNames), quote(a.value));
   if (auto g = closest_match(a.value, kArchNames); !g.empty()) message += fmt::format(" (did you mean \"{}\"?)", g);
   throw ConfigError(a.where, "model.arch", message);
 }
@@ -26,7 +26,7 @@ const TransformerSpec& find_preset(const config::Located<std::string>& name) {
     if (p.name == name.value) return p;
     names.push_back(p.name);
   }
-  std::string message = fmt::format("unknown model preset \"{}\"", name.value);
+  std::string message = fmt::format("unknown model preset {}", quote(name.value));
   if (auto g = closest_match(name.value, names); !g.empty()) {
     message += fmt::format(" (did you mean \"{}\"?)", g);
   } else {
@@ -51,6 +51,18 @@ void check_shape(const TransformerSpec& s, const config::ModelConfig& m) {
   if (s.kv_heads <= 0 || s.heads % s.kv_heads != 0) {
     fail(m.kv_heads, "kv_heads", fmt::format("expected a divisor of heads ({}); got {}", s.heads, s.kv_heads));
   }
+  // An upper bound of the parameter count (blocks have at most three MLP matrices), in double so
+  // that it cannot overflow itself.
+  const auto d = [](std::int64_t v) { return static_cast<double>(v); };
+  const double per_layer = 2 * d(s.hidden) * d(s.heads * s.head_dim) + 2 * d(s.hidden) * d(s.kv_heads * s.head_dim) +
+                           3 * d(s.hidden) * d(s.ffn_hidden) + 8 * d(s.hidden) + d(s.ffn_hidden);
+  const double params = d(s.layers) * per_layer + d(s.vocab) * d(s.hidden) * (s.tie_embeddings ? 1 : 2) + d(s.max_positions) * d(s.hidden);
+  if (params > kMaxParams) {
+    throw ConfigError(m.hf_config ? m.hf_config->where : m.where, "model",
+                      fmt::format("{} layers x hidden {} x ffn_hidden {} with a vocabulary of {} is about {:.2g} parameters; "
+                                  "expected at most {:.0g}",
+                                  s.layers, s.hidden, s.ffn_hidden, s.vocab, params, kMaxParams));
+  }
 }
 
 }  // namespace
@@ -60,11 +72,15 @@ std::string_view to_string(Arch a) {
 }
 
 TransformerSpec resolve_spec(const config::ModelConfig& m) {
+  return resolve_spec(m, config::DiskFiles{});
+}
+
+TransformerSpec resolve_spec(const config::ModelConfig& m, const config::FileSource& source) {
   TransformerSpec s;
   if (m.preset) {
     s = find_preset(*m.preset);
   } else if (m.hf_config) {
-    s = read_hf_config(m.hf_config->value, m.hf_config->where);
+    s = read_hf_config(m.hf_config->value, m.hf_config->where, source);
   } else {
     s.name = "custom";
   }

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "config/file_source.hpp"
 #include "config/scenario.hpp"
 
 namespace shardsim::model {
@@ -43,9 +44,18 @@ struct TransformerSpec {
 // Resolves the scenario's model section: preset / hf_config first, then explicit fields on top.
 // Throws ConfigError (with the location of the offending key) for unknown presets, unreadable
 // configs and inconsistent shapes (hidden not divisible by heads, ...).
+// Models above kMaxParams parameters are rejected: far beyond any real model, and the point past
+// which 16 bytes of model state per parameter would overflow 64-bit byte counts.
 [[nodiscard]] TransformerSpec resolve_spec(const config::ModelConfig& m);
+// The same, reading model.hf_config through `source` (config/file_source.hpp).
+[[nodiscard]] TransformerSpec resolve_spec(const config::ModelConfig& m, const config::FileSource& source);
 
-// Reads a Hugging Face config.json (Llama-style or GPT-2-style keys).
+inline constexpr double kMaxParams = 1e15;
+
+// Reads a Hugging Face config.json (Llama-style or GPT-2-style keys); `referenced_from` is the
+// model.hf_config key, where a missing file is reported.
 [[nodiscard]] TransformerSpec read_hf_config(const std::filesystem::path& file, const Location& referenced_from);
+[[nodiscard]] TransformerSpec read_hf_config(const std::filesystem::path& file, const Location& referenced_from,
+                                             const config::FileSource& source);
 
 }  // namespace shardsim::model

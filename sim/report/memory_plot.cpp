@@ -88,8 +88,8 @@ std::string memory_svg(const MemoryTimeline& m, double capacity, const std::stri
   auto nice_step = [](double range) {
     const double raw = range / 5;
     const double p = std::pow(10.0, std::floor(std::log10(raw)));
-    for (double m : {1.0, 2.0, 5.0}) {
-      if (m * p >= raw) return m * p;
+    for (double mult : {1.0, 2.0, 5.0}) {
+      if (mult * p >= raw) return mult * p;
     }
     return 10 * p;
   };

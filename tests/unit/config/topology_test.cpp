@@ -1,6 +1,7 @@
 #include "config/topology.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include "test_support.hpp"
 
@@ -27,5 +28,77 @@ node:
       config::load_topology(bad.path(), ConfigNode{}, ""),
       (bad.str() + ":5:23: error: node.nvlink.bandwidth: expected a bandwidth such as 400Gbps or 450GB/s; got \"450\" without a unit")
           .c_str(),
+      ConfigError);
+}
+
+namespace {
+
+// The shipped H100 topology and a file that extends it, in memory.
+config::MemoryFiles extending(const std::string& child) {
+  config::MemoryFiles files;
+  files.add("topologies/h100.yaml", test::read_text(test::source_dir() / "topologies/h100_sxm_8x_ib400.yaml"));
+  files.add("topologies/child.yaml", child);
+  return files;
+}
+
+}  // namespace
+
+TEST_CASE("a topology that extends another starts from its keys: mappings merge, other values replace") {
+  const auto files = extending(R"(name: H200 nodes
+extends: h100.yaml
+gpu:
+  model: H200-SXM
+  memory: 141GB
+node:
+  nic: {bandwidth: 200Gbps}
+)");
+  const auto t = config::load_topology("topologies/child.yaml", ConfigNode{}, "", files, std::nullopt);
+  CHECK(t.name == "H200 nodes");
+  CHECK(t.gpu.model == "H200-SXM");
+  CHECK(t.gpu.memory.value() == doctest::Approx(141e9));
+  CHECK(t.gpu.peak_bf16.value() == doctest::Approx(989e12));         // inherited
+  CHECK(t.gpu.efficiency.matmul == doctest::Approx(0.68));           // inherited, nested
+  CHECK(t.node.nic.bandwidth.value() == doctest::Approx(25e9));      // replaced
+  CHECK(t.node.nic.latency.value() == doctest::Approx(2e-6));        // the NIC mapping merges: latency inherited
+  CHECK(t.node.nic.efficiency == doctest::Approx(0.95));             // ... and efficiency inherited
+  CHECK(t.node.nvlink.bandwidth.value() == doctest::Approx(450e9));  // inherited
+  CHECK(t.fabric.kind.name == "rail_optimized_fat_tree");            // inherited
+}
+
+TEST_CASE("the shipped H200 topology extends the H100 one") {
+  const auto h200 = config::load_topology(test::source_dir() / "topologies/h200_sxm_8x_ib400.yaml", ConfigNode{}, "");
+  const auto h100 = config::load_topology(test::source_dir() / "topologies/h100_sxm_8x_ib400.yaml", ConfigNode{}, "");
+  CHECK(h200.gpu.memory.value() == doctest::Approx(141e9));
+  CHECK(h200.gpu.hbm_bandwidth.value() == doctest::Approx(4.8e12));
+  CHECK(h200.gpu.peak_bf16 == h100.gpu.peak_bf16);
+  CHECK(h200.node.nic.bandwidth == h100.node.nic.bandwidth);
+}
+
+TEST_CASE("an error in an inherited value is reported in the file that holds it") {
+  config::MemoryFiles files;
+  files.add("base.yaml", "name: base\nnode:\n  gpus: 8\n  nvlink: {bandwidth: 450}\n");
+  files.add(
+      "child.yaml",
+      "name: child\nextends: base.yaml\ngpu: {model: X, memory: 1GiB, peak_flops: {bf16: 1TFLOPS, fp32: 1TFLOPS}, hbm_bandwidth: 1TB/s}\n");
+  CHECK_THROWS_WITH_AS(
+      config::load_topology("child.yaml", ConfigNode{}, "", files, std::nullopt),
+      "base.yaml:4:23: error: node.nvlink.bandwidth: expected a bandwidth such as 400Gbps or 450GB/s; got \"450\" without a unit",
+      ConfigError);
+}
+
+TEST_CASE("cycles and overlong chains of extends are errors that show the chain") {
+  config::MemoryFiles files;
+  files.add("a.yaml", "name: a\nextends: b.yaml\n");
+  files.add("b.yaml", "name: b\nextends: sub/../c.yaml\n");
+  files.add("c.yaml", "name: c\nextends: a.yaml\n");
+  CHECK_THROWS_WITH_AS(
+      config::load_topology("a.yaml", ConfigNode{}, "", files, std::nullopt),
+      "c.yaml:2:10: error: extends: cyclic reference: a.yaml -> b.yaml -> c.yaml -> a.yaml; expected a chain of topologies that ends",
+      ConfigError);
+  config::MemoryFiles chain;
+  for (int i = 0; i < 20; ++i) chain.add(fmt::format("t{}.yaml", i), fmt::format("name: t{}\nextends: t{}.yaml\n", i, i + 1));
+  CHECK_THROWS_WITH_AS(
+      config::load_topology("t0.yaml", ConfigNode{}, "", chain, std::nullopt),
+      "t15.yaml:2:10: error: extends: more than 16 topology files extend one another (t0.yaml -> ...); expected a shorter chain",
       ConfigError);
 }

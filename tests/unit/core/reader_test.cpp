@@ -63,3 +63,19 @@ TEST_CASE("closest_match only suggests near misses") {
   CHECK(closest_match("full_shrd", words) == "full_shard");
   CHECK(closest_match("zero3", words).empty());
 }
+
+TEST_CASE("closest_match takes an abbreviation for the shortest word it begins") {
+  constexpr std::array<std::string_view, 5> words{"full_shard", "shard_grad_op", "no_shard", "hybrid_shard", "hybrid_shard_zero2"};
+  CHECK(closest_match("hybrid", words) == "hybrid_shard");
+  CHECK(closest_match("shard", words) == "shard_grad_op");
+  CHECK(closest_match("hy", words).empty());  // too short to be an abbreviation
+}
+
+TEST_CASE("values quoted in messages are escaped and cut short") {
+  CHECK(quote("ful_shard") == "\"ful_shard\"");
+  CHECK(quote("a\"b\\c") == "\"a\\\"b\\\\c\"");
+  CHECK(quote(std::string("x\ny\t\x01", 5)) == "\"x\\ny\\t\\x01\"");
+  CHECK(quote(std::string(100, 'a')) == "\"" + std::string(60, 'a') + "...\"");
+  // Never cut inside a UTF-8 sequence: 59 ASCII characters, then "é" (two bytes) is kept whole.
+  CHECK(quote(std::string(59, 'a') + "\xc3\xa9" + "zzz") == "\"" + std::string(59, 'a') + "\xc3\xa9...\"");
+}

@@ -29,7 +29,7 @@ TEST_CASE("unsupported or malformed configs are rejected with their location") {
   test::TempFile t5("config.json", R"({"model_type": "t5", "d_model": 1024})");
   CHECK_THROWS_WITH_AS(
       (void)model::read_hf_config(t5.path(), Location{}),
-      (t5.str() + ": error: model_type: unsupported model_type \"t5\"; expected one of llama, mistral, qwen2, gpt2").c_str(), ConfigError);
+      (t5.str() + ":1:16: error: model_type: unsupported model_type \"t5\"; expected one of llama, mistral, qwen2, gpt2").c_str(), ConfigError);
   test::TempFile broken("config.json", "{\n  \"model_type\": \"llama\",\n  \"hidden_size\": 4096,,\n}");
   try {
     (void)model::read_hf_config(broken.path(), Location{});

@@ -1,0 +1,17 @@
+#include "engine/calibrated_compute.hpp"
+
+namespace shardsim::engine {
+
+ComputeRates calibrated_rates(ComputeRates r, const config::CalibrationConfig& c) {
+  if (c.gemm) {
+    r.gemm = c.gemm->rate;
+    r.gemm_half_flops = c.gemm->half_rate_flops;
+  }
+  r.attention_forward = c.attention_forward_rate.value_or(r.attention_forward);
+  r.attention_backward = c.attention_backward_rate.value_or(r.attention_backward);
+  r.memory = c.memory_bandwidth.value_or(r.memory);
+  r.kernel_launch = c.kernel_launch.value_or(r.kernel_launch);
+  return r;
+}
+
+}  // namespace shardsim::engine

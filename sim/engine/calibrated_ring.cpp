@@ -1,0 +1,66 @@
+#include "engine/calibrated_ring.hpp"
+
+#include <set>
+
+namespace shardsim::engine {
+namespace {
+
+int kind_index(graph::OpKind kind) {
+  switch (kind) {
+    case graph::OpKind::all_gather:
+      return 0;
+    case graph::OpKind::reduce_scatter:
+      return 1;
+    case graph::OpKind::all_reduce:
+      return 2;
+    default:
+      return -1;
+  }
+}
+
+}  // namespace
+
+CalibratedRing::CalibratedRing(const CollectiveAlgorithm& inner, const config::CalibrationConfig& calibration)
+    : inner_(inner), calibration_(calibration) {}
+
+CollectivePlan CalibratedRing::plan(graph::OpKind kind, std::span<const int> ranks, double bytes, const ClusterView& cluster) const {
+  CollectivePlan p = inner_.plan(kind, ranks, bytes, cluster);
+  const auto n = static_cast<int>(ranks.size());
+  const int k = kind_index(kind);
+  if (n <= 1 || bytes <= 0 || k < 0) return p;
+
+  std::set<int> nodes;
+  for (int r : ranks) nodes.insert(cluster.node_of(r));
+  const auto node_count = static_cast<int>(nodes.size());
+  const int per_node = n / node_count;
+  auto entry = [&](config::LinkClass c) -> const std::optional<config::CollectiveCalibration>& {
+    return calibration_.collectives[static_cast<std::size_t>(c)][static_cast<std::size_t>(k)];
+  };
+  const auto& own = entry(node_count == 1 ? config::LinkClass::nvlink : config::LinkClass::nic);
+  if (!own) return p;
+
+  // Latency: the same step counts as the ring (NCCL's tuning.cc), calibrated per-step costs.
+  const bool all_reduce = kind == graph::OpKind::all_reduce;
+  const int steps = (all_reduce ? 2 : 1) * (n - 1);
+  const int inter = node_count == 1 ? 0 : (per_node == 1 ? steps : (all_reduce ? 2 : 1) * (node_count - 1));
+  const auto& nvlink = entry(config::LinkClass::nvlink);
+  const auto& nic = entry(config::LinkClass::nic);
+  const double intra_hop = nvlink ? nvlink->hop_latency : cluster.nvlink.latency.value();
+  const double inter_hop = nic ? nic->hop_latency : cluster.nic.latency.value() + cluster.switch_latency;
+  p.latency = own->base_latency + (steps - inter) * intra_hop + inter * inter_hop;
+
+  // Bandwidth: rescale each path's bytes so that the engine's link rate gives the calibrated time.
+  for (Path& path : p.paths) {
+    if (path.hops.empty()) continue;
+    const bool over_nic = path.hops.front().via == Via::nic;
+    const auto& e = over_nic ? nic : nvlink;
+    if (!e) continue;
+    const config::LinkSpec& link = over_nic ? cluster.nic : cluster.nvlink;
+    const double engine_rate = link.bandwidth.value() * link.efficiency;
+    const double target_rate = over_nic ? e->bus_bandwidth / per_node : e->bus_bandwidth;
+    path.bytes *= engine_rate / target_rate;
+  }
+  return p;
+}
+
+}  // namespace shardsim::engine

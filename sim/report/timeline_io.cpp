@@ -1,0 +1,166 @@
+#include "report/timeline_io.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/error.hpp"
+
+namespace shardsim::report {
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void fail(const std::string& source, const std::string& key, const std::string& message) {
+  throw ConfigError(Location{source, 0, 0}, key, message);
+}
+
+const json& field(const json& obj, const char* key, const std::string& path, const std::string& source) {
+  const auto it = obj.find(key);
+  if (it == obj.end()) fail(source, path.empty() ? key : path + "." + key, "missing required key");
+  return *it;
+}
+
+template <class E, int N>
+E enum_field(const json& obj, const char* key, const std::string& path, const std::string& source) {
+  const json& v = field(obj, key, path, source);
+  std::vector<std::string> names;
+  for (int i = 0; i < N; ++i) {
+    const auto e = static_cast<E>(i);
+    names.emplace_back(graph::to_string(e));
+    if (v.is_string() && v.get<std::string>() == names.back()) return e;
+  }
+  fail(source, path + "." + key, fmt::format("expected one of {}; got {}", fmt::join(names, ", "), v.dump()));
+}
+
+int int_field(const json& obj, const char* key, const std::string& path, const std::string& source) {
+  const json& v = field(obj, key, path, source);
+  if (!v.is_number_integer()) fail(source, path.empty() ? key : path + "." + key, fmt::format("expected an integer; got {}", v.dump()));
+  return v.get<int>();
+}
+
+std::string string_field(const json& obj, const char* key, const std::string& path, const std::string& source) {
+  const json& v = field(obj, key, path, source);
+  if (!v.is_string()) fail(source, path.empty() ? key : path + "." + key, fmt::format("expected a string; got {}", v.dump()));
+  return v.get<std::string>();
+}
+
+json times(const engine::Timeline& t, int op, bool start) {
+  json a = json::array();
+  for (int r = 0; r < t.world(); ++r) {
+    const engine::Interval& i = t.at(op, r);
+    const double v = start ? i.start : i.end;
+    if (v < 0) {
+      a.push_back(nullptr);
+    } else {
+      a.push_back(v);
+    }
+  }
+  return a;
+}
+
+}  // namespace
+
+TimelineFile make_timeline_file(const graph::StepGraph& g, const engine::Timeline& t, TimelineMeta meta, int max_ranks) {
+  TimelineFile f;
+  f.meta = std::move(meta);
+  f.scenario = g.info.scenario;
+  f.world_size = g.info.world_size;
+  f.steps = g.info.steps;
+  const int ranks = std::min(max_ranks, t.world());
+  f.timeline = engine::Timeline(g.size(), ranks);
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const graph::Op& op = g.op(static_cast<int>(i));
+    f.ops.push_back(TimelineOp{op.id, op.name, op.kind, op.stream, op.step, op.micro});
+    for (int r = 0; r < ranks; ++r) f.timeline.at(op.id, r) = t.at(op.id, r);
+  }
+  return f;
+}
+
+json to_json(const TimelineFile& f) {
+  json ops = json::array();
+  for (const TimelineOp& op : f.ops) {
+    ops.push_back({{"id", op.id},
+                   {"name", op.name},
+                   {"kind", std::string(graph::to_string(op.kind))},
+                   {"stream", std::string(graph::to_string(op.stream))},
+                   {"step", op.step},
+                   {"micro", op.micro},
+                   {"start", times(f.timeline, op.id, true)},
+                   {"end", times(f.timeline, op.id, false)}});
+  }
+  return {{"format", "shardsim-timeline"},
+          {"format_version", kTimelineFormatVersion},
+          {"source", f.meta.source},
+          {"backend", f.meta.backend},
+          {"device", f.meta.device},
+          {"scenario", f.scenario},
+          {"world_size", f.world_size},
+          {"ranks", f.timeline.world()},
+          {"steps", f.steps},
+          {"time_unit", "s"},
+          {"ops", ops}};
+}
+
+TimelineFile timeline_from_json(const json& j, const std::string& source) {
+  if (!j.is_object()) fail(source, "", "expected a JSON object (a shardsim-timeline)");
+  if (string_field(j, "format", "", source) != "shardsim-timeline") {
+    fail(source, "format", fmt::format("expected \"shardsim-timeline\"; got {}", j.at("format").dump()));
+  }
+  const int version = int_field(j, "format_version", "", source);
+  if (version < 1 || version > kTimelineFormatVersion) {
+    fail(source, "format_version", fmt::format("expected 1..{}; got {} (written by a newer shardsim?)", kTimelineFormatVersion, version));
+  }
+  TimelineFile f;
+  f.meta.source = string_field(j, "source", "", source);
+  f.meta.backend = string_field(j, "backend", "", source);
+  f.meta.device = j.contains("device") && j["device"].is_string() ? j["device"].get<std::string>() : "";
+  f.scenario = string_field(j, "scenario", "", source);
+  f.world_size = int_field(j, "world_size", "", source);
+  f.steps = int_field(j, "steps", "", source);
+  const int ranks = int_field(j, "ranks", "", source);
+  if (f.world_size < 1) fail(source, "world_size", fmt::format("expected an integer >= 1; got {}", f.world_size));
+  if (ranks < 1 || ranks > f.world_size) fail(source, "ranks", fmt::format("expected 1..world_size ({}); got {}", f.world_size, ranks));
+  if (f.steps < 1) fail(source, "steps", fmt::format("expected an integer >= 1; got {}", f.steps));
+  const json& ops = field(j, "ops", "", source);
+  if (!ops.is_array()) fail(source, "ops", "expected an array of ops");
+  f.timeline = engine::Timeline(ops.size(), ranks);
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const json& o = ops[i];
+    const std::string path = fmt::format("ops[{}]", i);
+    if (!o.is_object()) fail(source, path, "expected an object");
+    TimelineOp op;
+    op.id = int_field(o, "id", path, source);
+    if (op.id != static_cast<int>(i)) fail(source, path + ".id", fmt::format("expected {} (ops are listed by id); got {}", i, op.id));
+    op.name = string_field(o, "name", path, source);
+    op.kind = enum_field<graph::OpKind, static_cast<int>(graph::OpKind::cpu_wait) + 1>(o, "kind", path, source);
+    op.stream = enum_field<graph::Stream, static_cast<int>(graph::Stream::cpu) + 1>(o, "stream", path, source);
+    op.step = int_field(o, "step", path, source);
+    op.micro = int_field(o, "micro", path, source);
+    const json& start = field(o, "start", path, source);
+    const json& end = field(o, "end", path, source);
+    for (const auto& [a, name] : {std::pair{&start, "start"}, std::pair{&end, "end"}}) {
+      if (!a->is_array() || a->size() != static_cast<std::size_t>(ranks)) {
+        fail(source, fmt::format("{}.{}", path, name), fmt::format("expected an array of {} times (one per rank) or nulls", ranks));
+      }
+    }
+    for (int r = 0; r < ranks; ++r) {
+      const json& s = start[static_cast<std::size_t>(r)];
+      const json& e = end[static_cast<std::size_t>(r)];
+      if (s.is_null() != e.is_null() || (!s.is_null() && (!s.is_number() || !e.is_number()))) {
+        fail(source, fmt::format("{}.start[{}]", path, r), "expected start and end both numbers (seconds) or both null");
+      }
+      if (s.is_null()) continue;
+      const double sv = s.get<double>();
+      const double ev = e.get<double>();
+      if (!(sv >= 0) || !(ev >= sv)) {
+        fail(source, fmt::format("{}.end[{}]", path, r), fmt::format("expected 0 <= start <= end; got start {} and end {}", sv, ev));
+      }
+      f.timeline.at(op.id, r) = engine::Interval{sv, ev};
+    }
+    f.ops.push_back(std::move(op));
+  }
+  return f;
+}
+
+}  // namespace shardsim::report

@@ -1,0 +1,57 @@
+// The "shardsim-timeline" JSON format: when each op of a step graph ran on each rank. `shardsim
+// run --out DIR` writes the simulated one (DIR/timeline.json), `shardsim-replay` the measured one,
+// and `shardsim compare` reads both. Schema: docs/timeline-format.md; "format_version" changes
+// when it does.
+//
+//   {"format": "shardsim-timeline", "format_version": 1, "source": "simulated", ...,
+//    "ops": [{"id": 0, "name": "AG root", "kind": "all_gather", "stream": "nccl", "step": 0,
+//             "micro": 0, "start": [0.0, 0.0], "end": [1.2e-4, 1.2e-4]}, ...]}
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/timeline.hpp"
+#include "graph/step_graph.hpp"
+
+namespace shardsim::report {
+
+inline constexpr int kTimelineFormatVersion = 1;
+
+// What the file says about one op: enough to compare timelines without the graph.
+struct TimelineOp {
+  int id = 0;
+  std::string name;
+  graph::OpKind kind = graph::OpKind::forward;
+  graph::Stream stream = graph::Stream::compute;
+  int step = 0;
+  int micro = 0;
+};
+
+// Where a timeline comes from.
+struct TimelineMeta {
+  std::string source = "simulated";  // simulated | measured
+  std::string backend = "simgrid";   // simgrid | cpu | nccl
+  std::string device;                // e.g. "NVIDIA H200", "cpu (scaled x0.01)"
+};
+
+struct TimelineFile {
+  TimelineMeta meta;
+  std::string scenario;
+  int world_size = 1;  // of the job; the file holds the first timeline.world() ranks
+  int steps = 1;
+  std::vector<TimelineOp> ops;  // ops[i].id == i
+  engine::Timeline timeline;    // seconds from a common t0; -1 where an op did not run
+};
+
+// The ops of `g` with their times on the first min(max_ranks, world) ranks of `t`.
+[[nodiscard]] TimelineFile make_timeline_file(const graph::StepGraph& g, const engine::Timeline& t, TimelineMeta meta, int max_ranks);
+
+[[nodiscard]] nlohmann::json to_json(const TimelineFile& f);
+
+// Reads a timeline written by to_json. Throws ConfigError naming `source` and the key path
+// (e.g. "ops[3].end[1]") for malformed input.
+[[nodiscard]] TimelineFile timeline_from_json(const nlohmann::json& j, const std::string& source);
+
+}  // namespace shardsim::report

@@ -1,0 +1,239 @@
+#include "validate/calibrate.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <set>
+
+#include "core/error.hpp"
+#include "validate/least_squares.hpp"
+
+namespace shardsim::validate {
+namespace {
+
+struct Problem {
+  std::vector<std::vector<double>> rows;
+  std::vector<double> y;
+};
+
+std::vector<double> solve(const Problem& p, const std::string& what, std::size_t min_samples) {
+  if (p.y.size() < min_samples) {
+    throw RuntimeError(fmt::format("calibrate: {}: {} samples; need at least {}", what, p.y.size(), min_samples));
+  }
+  const auto w = relative_weights(p.y);
+  try {
+    return nonnegative_least_squares(p.rows, p.y, w);
+  } catch (const RuntimeError& e) {
+    throw RuntimeError(fmt::format("calibrate: {}: {}", what, e.what()));
+  }
+}
+
+Residuals residuals(std::string what, std::span<const double> predicted, std::span<const double> measured) {
+  Residuals r{std::move(what), static_cast<int>(measured.size()), 0, 0};
+  for (std::size_t i = 0; i < measured.size(); ++i) {
+    const double e = std::fabs(predicted[i] - measured[i]) / measured[i];
+    r.mean += e;
+    r.worst = std::max(r.worst, e);
+  }
+  if (!measured.empty()) r.mean /= static_cast<double>(measured.size());
+  return r;
+}
+
+double positive_rate(double inverse, const std::string& what, const char* growing) {
+  if (!(inverse > 0)) throw RuntimeError(fmt::format("calibrate: {}: the times do not grow with {}; measure larger sizes", what, growing));
+  return 1.0 / inverse;
+}
+
+int ring_steps(const CollectiveSample& s) {
+  return (s.kind == graph::OpKind::all_reduce ? 2 : 1) * (s.ranks - 1);
+}
+// Ring steps that cross a node boundary (NCCL tuning.cc, as engine/collective.cpp).
+int inter_steps(const CollectiveSample& s) {
+  if (s.nodes() == 1) return 0;
+  if (s.ranks_per_node == 1) return ring_steps(s);
+  return (s.kind == graph::OpKind::all_reduce ? 2 : 1) * (s.nodes() - 1);
+}
+
+int kind_index(graph::OpKind k) {
+  return k == graph::OpKind::all_gather ? 0 : k == graph::OpKind::reduce_scatter ? 1 : 2;
+}
+
+void fit_collectives(const BenchResults& b, CalibrationFit& fit) {
+  auto& cal = fit.calibration;
+  // NVLink first: a NIC fit uses the NVLink per-step latency for its intra-node steps.
+  for (int l = 0; l < config::kLinkClasses; ++l) {
+    const auto link = static_cast<config::LinkClass>(l);
+    for (int k = 0; k < config::kCollectiveKinds; ++k) {
+      std::vector<const CollectiveSample*> samples;
+      for (const auto& s : b.collectives) {
+        if (s.link == link && kind_index(s.kind) == k) samples.push_back(&s);
+      }
+      if (samples.empty()) continue;
+      const std::string what =
+          fmt::format("{} over {}", config::kCollectiveKindNames[static_cast<std::size_t>(k)], config::to_string(link));
+      const auto& nvlink = cal.collectives[0][static_cast<std::size_t>(k)];
+      const double intra_hop = link == config::LinkClass::nic && nvlink ? nvlink->hop_latency : 0.0;
+      std::set<int> lengths;
+      for (const auto* s : samples) lengths.insert(link == config::LinkClass::nvlink ? ring_steps(*s) : inter_steps(*s));
+      const bool per_step = lengths.size() > 1;
+      auto intra = [&](const CollectiveSample& s) { return link == config::LinkClass::nic ? ring_steps(s) - inter_steps(s) : 0; };
+      auto hops = [&](const CollectiveSample& s) { return link == config::LinkClass::nvlink ? ring_steps(s) : inter_steps(s); };
+      Problem p;
+      for (const auto* s : samples) {
+        const double moved = s->bytes * s->bus_factor();
+        p.rows.push_back(per_step ? std::vector<double>{1.0, static_cast<double>(hops(*s)), moved} : std::vector<double>{1.0, moved});
+        p.y.push_back(s->seconds - intra(*s) * intra_hop);
+      }
+      const auto c = solve(p, what, 3);
+      config::CollectiveCalibration cc;
+      cc.base_latency = c[0];
+      cc.hop_latency = per_step ? c[1] : 0.0;
+      cc.bus_bandwidth = positive_rate(c.back(), what, "size");
+      std::vector<double> predicted;
+      std::vector<double> measured;
+      for (const auto* s : samples) {
+        predicted.push_back(cc.base_latency + hops(*s) * cc.hop_latency + intra(*s) * intra_hop +
+                            s->bytes * s->bus_factor() / cc.bus_bandwidth);
+        measured.push_back(s->seconds);
+      }
+      fit.residuals.push_back(residuals(what, predicted, measured));
+      cal.collectives[static_cast<std::size_t>(l)][static_cast<std::size_t>(k)] = cc;
+    }
+  }
+}
+
+// t = launch + x . c over samples: returns c, and the residuals of the full model.
+template <class Sample>
+std::vector<double> fit_kernel(const std::vector<Sample>& samples, const std::string& what, double launch,
+                               const std::function<std::vector<double>(const Sample&)>& features, CalibrationFit& fit) {
+  // A launch cost fitted on copies can exceed the fastest kernel of another sweep (different
+  // kernels, a noisy intercept); then charge that sweep at most 90% of its fastest sample.
+  for (const auto& s : samples) launch = std::min(launch, 0.9 * s.seconds);
+  Problem p;
+  for (const auto& s : samples) {
+    p.rows.push_back(features(s));
+    p.y.push_back(s.seconds - launch);
+  }
+  const auto c = solve(p, what, p.rows.front().size() + 1);
+  std::vector<double> predicted;
+  std::vector<double> measured;
+  for (const auto& s : samples) {
+    const auto x = features(s);
+    double t = launch;
+    for (std::size_t j = 0; j < x.size(); ++j) t += x[j] * c[j];
+    predicted.push_back(t);
+    measured.push_back(s.seconds);
+  }
+  fit.residuals.push_back(residuals(what, predicted, measured));
+  return c;
+}
+
+}  // namespace
+
+CalibrationFit fit_calibration(const BenchResults& b) {
+  CalibrationFit fit;
+  auto& cal = fit.calibration;
+  double launch = 0;
+  if (!b.memory.empty()) {
+    const auto c = fit_kernel<MemorySample>(
+        b.memory, "memory", 0.0,
+        [](const MemorySample& s) {
+          return std::vector<double>{1.0, s.bytes};
+        },
+        fit);
+    launch = c[0];
+    cal.kernel_launch = launch;
+    cal.memory_bandwidth = positive_rate(c[1], "memory", "bytes");
+  }
+  if (!b.gemms.empty()) {
+    const auto c = fit_kernel<GemmSample>(
+        b.gemms, "gemm", launch,
+        [](const GemmSample& s) {
+          return std::vector<double>{1.0, s.flops()};
+        },
+        fit);
+    const double rate = positive_rate(c[1], "gemm", "FLOPs");
+    cal.gemm = config::GemmCalibration{rate, c[0] * rate};
+  }
+  for (const bool backward : {false, true}) {
+    std::vector<AttentionSample> samples;
+    for (const auto& s : b.attention) {
+      if (s.call.backward == backward) samples.push_back(s);
+    }
+    if (samples.empty()) continue;
+    const std::string what = backward ? "attention backward" : "attention forward";
+    const auto c = fit_kernel<AttentionSample>(
+        samples, what, launch, [](const AttentionSample& s) { return std::vector<double>{s.call.flops()}; }, fit);
+    (backward ? cal.attention_backward_rate : cal.attention_forward_rate) = positive_rate(c[0], what, "FLOPs");
+  }
+  fit_collectives(b, fit);
+  return fit;
+}
+
+std::string calibration_yaml(const CalibrationFit& fit, const std::string& name, std::span<const std::string> sources) {
+  const auto& c = fit.calibration;
+  std::string out = "# A shardsim calibration, written by `shardsim calibrate` from:\n";
+  for (const auto& s : sources) out += fmt::format("#   {}\n", s);
+  out += "# Fits: weighted linear least squares, weights 1/t^2 (relative error), coefficients >= 0.\n";
+  out += "# Residuals (|predicted - measured| / measured):\n";
+  for (const auto& r : fit.residuals)
+    out += fmt::format("#   {:<28} {:>4} samples  mean {:6.2f} %  worst {:6.2f} %\n", r.what, r.samples, 100 * r.mean, 100 * r.worst);
+  std::string quoted;
+  for (char ch : name) quoted += ch == '"' || ch == '\\' ? std::string("\\") + ch : std::string(1, ch);
+  out += fmt::format("name: \"{}\"\n", quoted);
+  if (c.gemm || c.attention_forward_rate || c.attention_backward_rate || c.memory_bandwidth || c.kernel_launch) {
+    out += "compute:\n";
+    if (c.gemm)
+      out +=
+          fmt::format("  gemm: {{rate: {:.6g}TFLOPS, half_rate_flops: {:.6g}GFLOP}}\n", c.gemm->rate / 1e12, c.gemm->half_rate_flops / 1e9);
+    if (c.attention_forward_rate) out += fmt::format("  attention_forward: {{rate: {:.6g}TFLOPS}}\n", *c.attention_forward_rate / 1e12);
+    if (c.attention_backward_rate) out += fmt::format("  attention_backward: {{rate: {:.6g}TFLOPS}}\n", *c.attention_backward_rate / 1e12);
+    if (c.memory_bandwidth) out += fmt::format("  memory_bandwidth: {:.6g}GB/s\n", *c.memory_bandwidth / 1e9);
+    if (c.kernel_launch) out += fmt::format("  kernel_launch: {:.6g}us\n", *c.kernel_launch * 1e6);
+  }
+  if (c.has_collectives()) {
+    out += "collectives:\n";
+    for (int l = 0; l < config::kLinkClasses; ++l) {
+      const auto& link = c.collectives[static_cast<std::size_t>(l)];
+      if (std::none_of(link.begin(), link.end(), [](const auto& e) { return e.has_value(); })) continue;
+      out += fmt::format("  {}:\n", config::to_string(static_cast<config::LinkClass>(l)));
+      for (int k = 0; k < config::kCollectiveKinds; ++k) {
+        const auto& e = link[static_cast<std::size_t>(k)];
+        if (!e) continue;
+        out += fmt::format("    {}: {{base_latency: {:.6g}us, hop_latency: {:.6g}us, bus_bandwidth: {:.6g}GB/s}}\n",
+                           config::kCollectiveKindNames[static_cast<std::size_t>(k)], e->base_latency * 1e6, e->hop_latency * 1e6,
+                           e->bus_bandwidth / 1e9);
+      }
+    }
+  }
+  return out;
+}
+
+std::string residuals_text(const CalibrationFit& fit) {
+  const auto& c = fit.calibration;
+  std::string out;
+  if (c.memory_bandwidth)
+    out += fmt::format("  memory        {:.4g} GB/s, kernel launch {:.3g} us\n", *c.memory_bandwidth / 1e9, *c.kernel_launch * 1e6);
+  if (c.gemm)
+    out += fmt::format("  gemm          {:.4g} TFLOPS, half rate at {:.3g} GFLOP\n", c.gemm->rate / 1e12, c.gemm->half_rate_flops / 1e9);
+  if (c.attention_forward_rate) out += fmt::format("  attention fwd {:.4g} TFLOPS\n", *c.attention_forward_rate / 1e12);
+  if (c.attention_backward_rate) out += fmt::format("  attention bwd {:.4g} TFLOPS\n", *c.attention_backward_rate / 1e12);
+  for (int l = 0; l < config::kLinkClasses; ++l) {
+    for (int k = 0; k < config::kCollectiveKinds; ++k) {
+      const auto& e = c.collectives[static_cast<std::size_t>(l)][static_cast<std::size_t>(k)];
+      if (!e) continue;
+      out += fmt::format("  {:<14} over {:<6} base {:.3g} us + {:.3g} us/step, bus bandwidth {:.4g} GB/s\n",
+                         config::kCollectiveKindNames[static_cast<std::size_t>(k)], config::to_string(static_cast<config::LinkClass>(l)),
+                         e->base_latency * 1e6, e->hop_latency * 1e6, e->bus_bandwidth / 1e9);
+    }
+  }
+  out += "  residuals (|predicted - measured| / measured):\n";
+  for (const auto& r : fit.residuals) {
+    out += fmt::format("    {:<28} {:>4} samples  mean {:6.2f} %  worst {:6.2f} %\n", r.what, r.samples, 100 * r.mean, 100 * r.worst);
+  }
+  return out;
+}
+
+}  // namespace shardsim::validate

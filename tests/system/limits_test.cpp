@@ -1,0 +1,27 @@
+// A simulation that runs past its wall-time budget stops with a clear message and exit code 1,
+// soon after the budget, and writes no output file.
+#include <doctest/doctest.h>
+
+#include "system_support.hpp"
+
+using namespace shardsim::test;
+namespace fs = std::filesystem;
+
+TEST_CASE("a run past simulation.max_wall_time stops with exit code 1, names the budget and says how far it got") {
+  const fs::path dir = scratch_dir("wall-time");
+  // 70B on 1,024 GPUs in full mode simulates for about half a second in the release build, longer with
+  // sanitizers (symmetric mode, the default at this size, would finish within the budget).
+  const auto r = run_shardsim({"run", "scenarios/llama3.1-70b_1024xh100.yaml", "--set", "simulation.max_wall_time=100ms", "--set",
+                               "simulation.mode=full", "--out", (dir / "out").string()},
+                              dir, 60);
+  INFO(r.err);
+  CHECK_FALSE(r.timed_out);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.rfind("shardsim: error: the simulation ran past its wall-time budget (simulation.max_wall_time = 0.1 s): stopped after ",
+                    0) == 0);
+  // Where it stopped depends on the machine's speed: usually in the run, on a loaded machine before.
+  CHECK((r.err.find(" at simulated time ") != std::string::npos || r.err.find(" while building routes,") != std::string::npos));
+  CHECK(r.err.find(" of 668672 op instances done (") != std::string::npos);  // 653 ops x 1,024 ranks
+  CHECK(r.out.empty());
+  CHECK_FALSE(fs::exists(dir / "out"));
+}

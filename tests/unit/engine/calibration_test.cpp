@@ -1,0 +1,104 @@
+// A calibration changes the prediction exactly as its numbers say: each case runs one simulation
+// (one SimGrid engine per process) and checks op times against the calibration's formulas.
+#include <doctest/doctest.h>
+
+#include "collective_support.hpp"
+#include "config/topology.hpp"
+#include "engine/calibrated_compute.hpp"
+#include "engine/calibrated_ring.hpp"
+#include "engine/simulator.hpp"
+#include "test_support.hpp"
+
+using namespace shardsim;
+
+namespace {
+
+config::TopologyConfig dgx_h100() {
+  return config::load_topology(test::source_dir() / "topologies/h100_sxm_8x_ib400.yaml", ConfigNode{}, "");
+}
+
+graph::Op collective(graph::OpKind kind, double bytes) {
+  graph::Op op;
+  op.kind = kind;
+  op.stream = graph::Stream::nccl;
+  op.name = "collective";
+  op.group = graph::Group::shard;
+  op.bytes = bytes;
+  return op;
+}
+
+config::CalibrationConfig calibration() {
+  config::CalibrationConfig c;
+  c.gemm = config::GemmCalibration{500e12, 4e9};
+  c.memory_bandwidth = 2e12;
+  c.kernel_launch = 5e-6;
+  c.collectives[0][0] = config::CollectiveCalibration{20e-6, 3e-6, 100e9};  // nvlink all-gather
+  c.collectives[1][1] = config::CollectiveCalibration{30e-6, 6e-6, 200e9};  // nic reduce-scatter
+  return c;
+}
+
+engine::SimulationResult run(graph::StepGraph& g, int nodes) {
+  const auto topo = dgx_h100();
+  const auto cal = calibration();
+  const engine::RooflineModel compute(engine::calibrated_rates(engine::ComputeRates::nominal(topo, true), cal));
+  const auto ring = test::collectives(topo, test::collectives_settings("ring", "simple"));  // NCCL's ring, Simple
+  const engine::CalibratedRing calibrated(ring, cal);
+  return engine::simulate(engine::SimulationInput{g, topo, nodes, compute, calibrated});
+}
+
+}  // namespace
+
+TEST_CASE("calibrated all-gather on one node: base + 7 hops + (n-1)/n S / bus bandwidth") {
+  graph::StepGraph g;
+  g.info.world_size = 8;
+  g.info.shard_group = 8;
+  g.add_op(collective(graph::OpKind::all_gather, 1e9));
+  const auto r = run(g, 1);
+  const double expected = 20e-6 + 7 * 3e-6 + 7.0 / 8.0 * 1e9 / 100e9;  // 8.791 ms
+  for (int rank = 0; rank < 8; ++rank) CHECK(r.timeline.at(0, rank).end == doctest::Approx(expected).epsilon(1e-6));
+}
+
+TEST_CASE("calibrated reduce-scatter over two nodes: the NIC ring at its measured bus bandwidth") {
+  graph::StepGraph g;
+  g.info.world_size = 16;
+  g.info.shard_group = 16;
+  g.add_op(collective(graph::OpKind::reduce_scatter, 1e9));
+  const auto r = run(g, 2);
+  // 15 steps, one crossing nodes at the calibrated NIC hop (6 us); 14 NVLink steps at the
+  // topology's 1 us (no nvlink reduce-scatter entry). Bandwidth: the NIC share at 200 GB/s bus
+  // bandwidth (15/16 S / 200 GB/s = 4.6875 ms) against the NVLink share at the topology's
+  // 360 GB/s (15/16 x 7/8 S / 360 GB/s = 2.28 ms): the NICs bound it.
+  const double expected = 30e-6 + 14 * 1e-6 + 6e-6 + 15.0 / 16.0 * 1e9 / 200e9;
+  CHECK(r.timeline.at(0, 0).end == doctest::Approx(expected).epsilon(1e-6));
+}
+
+TEST_CASE("a collective kind the calibration lacks keeps the topology's ring cost") {
+  graph::StepGraph g;
+  g.info.world_size = 8;
+  g.info.shard_group = 8;
+  g.add_op(collective(graph::OpKind::all_reduce, 1e9));
+  const auto r = run(g, 1);
+  // NCCL's ring, Simple: 8.4 us + 14 NVLink steps of 3.4 us (collective_test.cpp).
+  const double expected = 8.4e-6 + 14 * 3.4e-6 + 2 * 7.0 / 8.0 * 1e9 / 360e9;
+  CHECK(r.timeline.at(0, 0).end == doctest::Approx(expected).epsilon(1e-6));
+}
+
+TEST_CASE("calibrated compute: GEMM curve, memory bandwidth and launch cost add up") {
+  graph::StepGraph g;
+  g.info.world_size = 1;
+  g.info.shard_group = 1;
+  graph::Op op;
+  op.kind = graph::OpKind::forward;
+  op.name = "FWD";
+  op.work.gemms = {graph::Gemm{4096, 4096, 4096}, graph::Gemm{64, 64, 64}};
+  op.work.memory_bytes = 1e9;
+  op.work.launches = 3;
+  g.add_op(op);
+  const auto r = run(g, 1);
+  // (2 x 4096^3 + 4e9) / 500 TFLOPS + (2 x 64^3 + 4e9) / 500 TFLOPS + 1e9 / 2 TB/s + 3 x 5 us
+  const double big = 2.0 * 4096 * 4096 * 4096;
+  const double small = 2.0 * 64 * 64 * 64;
+  const double expected = (big + 4e9) / 500e12 + (small + 4e9) / 500e12 + 1e9 / 2e12 + 15e-6;
+  CHECK(r.timeline.at(0, 0).end == doctest::Approx(expected).epsilon(1e-9));
+  CHECK(expected == doctest::Approx(0.000806).epsilon(0.001));  // 0.806 ms by hand
+}

@@ -1,0 +1,54 @@
+#include "replay/kernel_plan.hpp"
+
+#include <doctest/doctest.h>
+
+#include <variant>
+
+using namespace shardsim;
+
+namespace {
+
+double flops(const std::vector<replay::GemmKernel>& ks) {
+  double f = 0;
+  for (const auto& k : ks) f += k.flops();
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("attention as GEMMs does the FLOPs the simulator counts") {
+  // Causal forward: 4 b s^2 h d / 2 = 4 x 2 x 8192^2 x 32 x 128 / 2 = 1.0995e12 FLOPs.
+  graph::AttentionCall fwd{2, 8192, 32, 8, 128, true, false};
+  CHECK(fwd.flops() == doctest::Approx(1.0995116e12));
+  CHECK(flops(replay::attention_kernels(fwd)) == doctest::Approx(fwd.flops()).epsilon(1e-9));
+  CHECK(replay::attention_kernels(fwd).size() == 16);  // 8 query tiles x (S = QK^T, O = PV)
+  graph::AttentionCall bwd = fwd;
+  bwd.backward = true;
+  CHECK(flops(replay::attention_kernels(bwd)) == doctest::Approx(2.5 * fwd.flops()).epsilon(1e-9));
+  CHECK(replay::attention_kernels(bwd).size() == 40);
+  graph::AttentionCall full{1, 1000, 4, 4, 64, false, false};
+  CHECK(flops(replay::attention_kernels(full)) == doctest::Approx(4.0 * 1000 * 1000 * 4 * 64));
+  // A short causal sequence is one tile: the half-product is then a rounded (1/2 x s) key span.
+  graph::AttentionCall tiny{1, 100, 1, 1, 8, true, false};
+  CHECK(flops(replay::attention_kernels(tiny)) == doctest::Approx(tiny.flops()));
+}
+
+TEST_CASE("a compute op runs its GEMMs, its attention, one copy, and empty kernels up to its launches") {
+  graph::Work w;
+  w.gemms = {{512, 512, 512}, {512, 1376, 512}};
+  w.attention = {{1, 512, 8, 8, 64, true, false}};  // 2 tiles of 256: 4 GEMMs
+  w.memory_bytes = 4e6;
+  w.launches = 33;
+  const auto ks = replay::compute_kernels(w);
+  REQUIRE(ks.size() == 33);
+  CHECK(std::get<replay::GemmKernel>(ks[1]).n == 1376);
+  CHECK(std::holds_alternative<replay::CopyKernel>(ks[6]));
+  CHECK(std::get<replay::CopyKernel>(ks[6]).bytes == 4e6);
+  CHECK(std::holds_alternative<replay::EmptyKernel>(ks[7]));
+  w.launches = 2;  // fewer launches than kernels: every kernel still runs
+  CHECK(replay::compute_kernels(w).size() == 7);
+  replay::KernelFootprint f;
+  for (const auto& k : ks) f.add(k);
+  CHECK(f.gemm_b == 1376 * 512);
+  CHECK(f.copy_bytes == 2e6);
+}

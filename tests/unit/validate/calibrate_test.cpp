@@ -1,0 +1,182 @@
+// Calibration recovers planted parameters: synthetic measurements are generated from known rates,
+// latencies and bandwidths with +-1% multiplicative noise, then fitted; every parameter must come
+// back within 2%.
+#include "validate/calibrate.hpp"
+
+#include <doctest/doctest.h>
+
+#include <random>
+
+#include "config/calibration.hpp"
+#include "core/error.hpp"
+#include "test_support.hpp"
+#include "validate/least_squares.hpp"
+
+using namespace shardsim;
+
+namespace {
+
+// The planted truth.
+constexpr double kLaunch = 4e-6;
+constexpr double kMemoryBandwidth = 3.2e12;
+constexpr double kGemmRate = 700e12;
+constexpr double kGemmHalf = 2e9;
+constexpr double kAttnFwd = 380e12;
+constexpr double kAttnBwd = 290e12;
+constexpr double kBase = 8.4e-6;
+constexpr double kHop = 1.1e-6;
+constexpr double kBusAgRs = 360e9;
+constexpr double kBusAr = 340e9;
+constexpr double kNicBase = 20e-6;
+constexpr double kNicHop = 5e-6;
+constexpr double kNicBus = 380e9;
+
+validate::BenchResults synthetic(double noise) {
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<double> u(1 - noise, 1 + noise);
+  validate::BenchResults b;
+  b.backend = "synthetic";
+  b.device = "planted";
+  for (double bytes = 1 << 20; bytes <= 8.0 * (1 << 30); bytes *= 2) {
+    b.memory.push_back({bytes, (kLaunch + bytes / kMemoryBandwidth) * u(rng)});
+  }
+  for (std::int64_t m : {256, 1024, 4096, 16384}) {
+    for (std::int64_t n : {512, 2048, 8192}) {
+      for (std::int64_t k : {512, 4096}) {
+        validate::GemmSample g{m, n, k, 1, 0};
+        g.seconds = (kLaunch + (g.flops() + kGemmHalf) / kGemmRate) * u(rng);
+        b.gemms.push_back(g);
+      }
+    }
+  }
+  for (std::int64_t seq : {1024, 4096, 8192}) {
+    for (bool backward : {false, true}) {
+      validate::AttentionSample a;
+      a.call = graph::AttentionCall{2, seq, 32, 8, 128, true, backward};
+      a.seconds = (kLaunch + a.call.flops() / (backward ? kAttnBwd : kAttnFwd)) * u(rng);
+      b.attention.push_back(a);
+    }
+  }
+  for (auto kind : {graph::OpKind::all_gather, graph::OpKind::reduce_scatter, graph::OpKind::all_reduce}) {
+    const bool ar = kind == graph::OpKind::all_reduce;
+    for (int n : {2, 4, 8}) {
+      for (double bytes = 1 << 10; bytes <= 1.0 * (1 << 30); bytes *= 4) {
+        validate::CollectiveSample s{kind, config::LinkClass::nvlink, n, n, bytes, 0};
+        const int steps = (ar ? 2 : 1) * (n - 1);
+        s.seconds = (kBase + steps * kHop + bytes * s.bus_factor() / (ar ? kBusAr : kBusAgRs)) * u(rng);
+        b.collectives.push_back(s);
+      }
+    }
+  }
+  // Across 2 and 4 nodes of 8 GPUs: 1 and 3 node-crossing steps, the rest on NVLink.
+  for (int nodes : {2, 4}) {
+    for (double bytes = 1 << 10; bytes <= 1.0 * (1 << 30); bytes *= 4) {
+      validate::CollectiveSample s{graph::OpKind::all_gather, config::LinkClass::nic, 8 * nodes, 8, bytes, 0};
+      const int inter = nodes - 1;
+      const int intra = 8 * nodes - 1 - inter;
+      s.seconds = (kNicBase + inter * kNicHop + intra * kHop + bytes * s.bus_factor() / kNicBus) * u(rng);
+      b.collectives.push_back(s);
+    }
+  }
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("weighted least squares solves an exact system") {
+  // y = 3 + 2 x at x = 1, 2, 10 -> (3, 2), whatever the weights.
+  const std::vector<std::vector<double>> rows{{1, 1}, {1, 2}, {1, 10}};
+  const std::vector<double> y{5, 7, 23};
+  const auto c = validate::weighted_least_squares(rows, y, validate::relative_weights(y));
+  CHECK(c[0] == doctest::Approx(3));
+  CHECK(c[1] == doctest::Approx(2));
+}
+
+TEST_CASE("non-negative least squares drops a coefficient that would be negative") {
+  // y = 2 x exactly but measured a little low at small x: a free fit gives a negative intercept.
+  const std::vector<std::vector<double>> rows{{1, 1}, {1, 2}, {1, 4}};
+  const std::vector<double> y{1.9, 4.0, 8.0};
+  const auto free_fit = validate::weighted_least_squares(rows, y, std::vector<double>(3, 1.0));
+  CHECK(free_fit[0] < 0);
+  const auto c = validate::nonnegative_least_squares(rows, y, std::vector<double>(3, 1.0));
+  CHECK(c[0] == 0);
+  // Least squares through the origin: slope = sum(x y) / sum(x^2) = (1.9 + 8 + 32) / 21.
+  CHECK(c[1] == doctest::Approx(41.9 / 21));
+}
+
+TEST_CASE("calibrate recovers planted parameters from noisy synthetic measurements within 2%") {
+  const auto fit = validate::fit_calibration(synthetic(0.01));
+  const auto& c = fit.calibration;
+  const double tol = 0.02;
+  CHECK(*c.kernel_launch == doctest::Approx(kLaunch).epsilon(tol));
+  CHECK(*c.memory_bandwidth == doctest::Approx(kMemoryBandwidth).epsilon(tol));
+  REQUIRE(c.gemm);
+  CHECK(c.gemm->rate == doctest::Approx(kGemmRate).epsilon(tol));
+  CHECK(c.gemm->half_rate_flops == doctest::Approx(kGemmHalf).epsilon(tol));
+  CHECK(*c.attention_forward_rate == doctest::Approx(kAttnFwd).epsilon(tol));
+  CHECK(*c.attention_backward_rate == doctest::Approx(kAttnBwd).epsilon(tol));
+  for (int k = 0; k < 3; ++k) {
+    const auto& e = c.collectives[0][static_cast<std::size_t>(k)];
+    REQUIRE(e);
+    CAPTURE(k);
+    CHECK(e->base_latency == doctest::Approx(kBase).epsilon(tol));
+    CHECK(e->hop_latency == doctest::Approx(kHop).epsilon(tol));
+    CHECK(e->bus_bandwidth == doctest::Approx(k == 2 ? kBusAr : kBusAgRs).epsilon(tol));
+  }
+  const auto& nic = c.collectives[1][0];
+  REQUIRE(nic);
+  CHECK(nic->base_latency == doctest::Approx(kNicBase).epsilon(tol));
+  CHECK(nic->hop_latency == doctest::Approx(kNicHop).epsilon(tol));
+  CHECK(nic->bus_bandwidth == doctest::Approx(kNicBus).epsilon(tol));
+  // The residuals are the noise: mean about 0.5%, worst about 1%.
+  for (const auto& r : fit.residuals) {
+    CAPTURE(r.what);
+    CHECK(r.mean < 0.01);
+    CHECK(r.worst < 0.025);
+  }
+}
+
+TEST_CASE("without noise the fits are exact") {
+  const auto fit = validate::fit_calibration(synthetic(0.0));
+  const auto& c = fit.calibration;
+  CHECK(c.gemm->half_rate_flops == doctest::Approx(kGemmHalf).epsilon(1e-6));
+  CHECK(c.collectives[0][2]->hop_latency == doctest::Approx(kHop).epsilon(1e-6));
+  CHECK(c.collectives[1][0]->base_latency == doctest::Approx(kNicBase).epsilon(1e-6));
+}
+
+TEST_CASE("the calibration YAML loads back with the fitted numbers") {
+  const auto fit = validate::fit_calibration(synthetic(0.01));
+  const std::vector<std::string> sources{"a.json", "b.json"};
+  test::TempFile f("fitted.yaml", validate::calibration_yaml(fit, "planted \"H200\"", sources));
+  const auto back = config::load_calibration(f.path());
+  const auto& c = fit.calibration;
+  CHECK(back.name == "planted \"H200\"");
+  CHECK(back.gemm->rate == doctest::Approx(c.gemm->rate).epsilon(1e-5));
+  CHECK(back.gemm->half_rate_flops == doctest::Approx(c.gemm->half_rate_flops).epsilon(1e-5));
+  CHECK(*back.memory_bandwidth == doctest::Approx(*c.memory_bandwidth).epsilon(1e-5));
+  CHECK(*back.kernel_launch == doctest::Approx(*c.kernel_launch).epsilon(1e-5));
+  CHECK(*back.attention_backward_rate == doctest::Approx(*c.attention_backward_rate).epsilon(1e-5));
+  for (int l = 0; l < 2; ++l) {
+    for (int k = 0; k < 3; ++k) {
+      const auto& a = c.collectives[static_cast<std::size_t>(l)][static_cast<std::size_t>(k)];
+      const auto& b = back.collectives[static_cast<std::size_t>(l)][static_cast<std::size_t>(k)];
+      REQUIRE(a.has_value() == b.has_value());
+      if (!a) continue;
+      CHECK(b->base_latency == doctest::Approx(a->base_latency).epsilon(1e-5));
+      CHECK(b->hop_latency == doctest::Approx(a->hop_latency).epsilon(1e-5));
+      CHECK(b->bus_bandwidth == doctest::Approx(a->bus_bandwidth).epsilon(1e-5));
+    }
+  }
+}
+
+TEST_CASE("too few samples is a clear error, not a wild fit") {
+  validate::BenchResults b;
+  b.memory.push_back({1e6, 1e-5});
+  b.memory.push_back({2e6, 2e-5});
+  try {
+    (void)validate::fit_calibration(b);
+    FAIL("expected an error");
+  } catch (const RuntimeError& e) {
+    CHECK(std::string(e.what()) == "calibrate: memory: 2 samples; need at least 3");
+  }
+}

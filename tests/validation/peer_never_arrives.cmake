@@ -1,0 +1,25 @@
+# A peer that never arrives must end the replay with a clear message and a non-zero exit within
+# the timeout, never a hang, and leave no output behind: rank 1 stalls before the measured step.
+include(${CMAKE_CURRENT_LIST_DIR}/run_checked.cmake)
+file(REMOVE_RECURSE ${OUT})
+file(MAKE_DIRECTORY ${OUT})
+run_checked(o ${SHARDSIM} export ${SOURCE}/tests/data/tiny_llama.yaml --set cluster.overrides.node.gpus=2 --out ${OUT}/graph.json)
+string(TIMESTAMP t0 "%s")
+execute_process(COMMAND ${REPLAY} --graph ${OUT}/graph.json --backend cpu --out ${OUT}/measured --compute-scale 0.01 --bytes-scale 0.01
+                        --timeout 2 --fault stall:1
+                OUTPUT_VARIABLE o ERROR_VARIABLE e RESULT_VARIABLE rc TIMEOUT 60)
+string(TIMESTAMP t1 "%s")
+math(EXPR took "${t1} - ${t0}")
+message(STATUS "exit ${rc} after ${took} s:\n${e}")
+if(rc EQUAL 0 OR NOT rc MATCHES "^[0-9]+$")
+  message(FATAL_ERROR "expected a non-zero exit code; got \"${rc}\"")
+endif()
+if(NOT e MATCHES "rank 0: error: no progress for 2 s while waiting for the start barrier \\(an all-reduce over all ranks\\): a peer never arrived")
+  message(FATAL_ERROR "the message does not say which rank waited for what:\n${e}")
+endif()
+if(took GREATER 30)
+  message(FATAL_ERROR "took ${took} s to give up with a 2 s timeout")
+endif()
+if(EXISTS ${OUT}/measured/timeline.json)
+  message(FATAL_ERROR "a failed replay wrote a timeline")
+endif()

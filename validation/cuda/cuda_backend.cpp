@@ -1,0 +1,299 @@
+#include "cuda/cuda_backend.hpp"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "core/error.hpp"
+#include "cuda/empty_kernel.hpp"
+
+namespace shardsim::replay {
+namespace {
+
+// Copies larger than this are issued in chunks: a 16 GB optimizer sweep needs no 16 GB buffer.
+constexpr std::size_t kMaxCopyBuffer = std::size_t{1} << 30U;
+// Shifted buffers (microbenchmarks): slot i starts i x 1 MiB into a slightly larger buffer.
+constexpr std::size_t kSlotShift = std::size_t{1} << 20U;
+constexpr int kSlots = 4;
+
+void check(cudaError_t e, const std::string& what) {
+  if (e != cudaSuccess) throw RuntimeError(fmt::format("{}: CUDA error {}: {}", what, cudaGetErrorName(e), cudaGetErrorString(e)));
+}
+
+void check(cublasStatus_t s, const std::string& what) {
+  if (s != CUBLAS_STATUS_SUCCESS) throw RuntimeError(fmt::format("{}: cuBLAS error {}", what, cublasGetStatusString(s)));
+}
+
+void check(ncclResult_t r, ncclComm_t comm, const std::string& what) {
+  if (r == ncclSuccess) return;
+  const char* last = ncclGetLastError(comm);
+  throw RuntimeError(fmt::format("{}: NCCL error {}{}{}", what, ncclGetErrorString(r), last != nullptr && *last != 0 ? ": " : "",
+                                 last != nullptr ? last : ""));
+}
+
+// A device allocation freed on every path; out of memory names the sizes.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  ~DeviceBuffer() {
+    if (ptr_ != nullptr) cudaFree(ptr_);
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  void ensure(std::size_t bytes, int rank, const char* what) {
+    if (bytes <= size_) return;
+    if (ptr_ != nullptr) check(cudaFree(ptr_), "cudaFree");
+    ptr_ = nullptr;
+    size_ = 0;
+    const cudaError_t e = cudaMalloc(&ptr_, bytes);
+    if (e == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();  // clear the sticky-free error state
+      std::size_t free = 0;
+      std::size_t total = 0;
+      cudaMemGetInfo(&free, &total);
+      throw RuntimeError(fmt::format("rank {}: out of GPU memory: {:.2f} GiB for {} with {:.2f} GiB free of {:.2f} GiB", rank,
+                                     static_cast<double>(bytes) / (1U << 30U), what, static_cast<double>(free) / (1U << 30U),
+                                     static_cast<double>(total) / (1U << 30U)));
+    }
+    check(e, fmt::format("rank {}: cudaMalloc of {} bytes for {}", rank, bytes, what));
+    check(cudaMemset(ptr_, 0, bytes), "cudaMemset");
+    size_ = bytes;
+  }
+  [[nodiscard]] char* get() const { return static_cast<char*>(ptr_); }
+  [[nodiscard]] std::size_t size() const { return size_; }
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+struct Stream {
+  cudaStream_t stream = nullptr;
+  cublasHandle_t blas = nullptr;
+  DeviceBuffer a, b, c, src, dst, send, recv;
+};
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(const CudaOptions& o) : env_(o.env) {
+    int count = 0;
+    check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
+    if (env_.local_rank >= count) {
+      throw RuntimeError(fmt::format("rank {}: LOCAL_RANK {} but this node has {} visible GPU(s)", env_.rank, env_.local_rank, count));
+    }
+    check(cudaSetDevice(env_.local_rank), "cudaSetDevice");
+    cudaDeviceProp prop{};
+    check(cudaGetDeviceProperties(&prop, env_.local_rank), "cudaGetDeviceProperties");
+    device_ = prop.name;
+    int nccl_version = 0;
+    ncclGetVersion(&nccl_version);
+    nccl_version_ = nccl_version;
+    // The world communicator: rank 0's unique id, handed out through the rendezvous.
+    ncclUniqueId id{};
+    std::vector<char> blob(sizeof id);
+    if (env_.rank == 0) {
+      check(ncclGetUniqueId(&id), nullptr, "ncclGetUniqueId");
+      std::memcpy(blob.data(), &id, sizeof id);
+    }
+    blob = share_from_rank0(env_, o.rendezvous, "nccl-id", blob);
+    if (blob.size() != sizeof id)
+      throw RuntimeError(fmt::format("rank {}: the rendezvous gave {} bytes, not an NCCL id", env_.rank, blob.size()));
+    std::memcpy(&id, blob.data(), sizeof id);
+    ncclComm_t world = nullptr;
+    check(ncclCommInitRank(&world, env_.world, id, env_.rank), nullptr, fmt::format("rank {}: ncclCommInitRank", env_.rank));
+    comms_.push_back(world);
+    check(cudaStreamCreateWithFlags(&internal_, cudaStreamNonBlocking), "cudaStreamCreate");
+  }
+
+  ~CudaBackend() override {
+    if (aborted_.load()) return;  // communicators are gone; the process is on its way out
+    cudaDeviceSynchronize();
+    for (auto& s : streams_) {
+      if (s->blas != nullptr) cublasDestroy(s->blas);
+      if (s->stream != nullptr) cudaStreamDestroy(s->stream);
+    }
+    for (cudaEvent_t e : events_) cudaEventDestroy(e);
+    for (ncclComm_t c : comms_) ncclCommDestroy(c);
+    if (internal_ != nullptr) cudaStreamDestroy(internal_);
+  }
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  [[nodiscard]] int rank() const override { return env_.rank; }
+  [[nodiscard]] int world() const override { return env_.world; }
+  [[nodiscard]] std::string name() const override { return "nccl"; }
+  [[nodiscard]] std::string device() const override {
+    return fmt::format("{}, NCCL {}.{}.{}", device_, nccl_version_ / 10000, nccl_version_ / 100 % 100, nccl_version_ % 100);
+  }
+
+  StreamId create_stream(const std::string& /*name*/) override {
+    auto s = std::make_unique<Stream>();
+    check(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    check(cublasCreate(&s->blas), "cublasCreate");
+    check(cublasSetStream(s->blas, s->stream), "cublasSetStream");
+    streams_.push_back(std::move(s));
+    return static_cast<StreamId>(streams_.size() - 1);
+  }
+
+  EventId create_event() override {
+    cudaEvent_t e = nullptr;
+    check(cudaEventCreate(&e), "cudaEventCreate");
+    events_.push_back(e);
+    return static_cast<EventId>(events_.size() - 1);
+  }
+
+  CommId split_communicator(int color, int key) override {
+    ncclComm_t c = nullptr;
+    check(ncclCommSplit(comms_.front(), color, key, &c, nullptr), comms_.front(), fmt::format("rank {}: ncclCommSplit", env_.rank));
+    comms_.push_back(c);
+    return static_cast<CommId>(comms_.size() - 1);
+  }
+
+  void reserve(StreamId stream, const KernelFootprint& f, double collective_bytes) override {
+    Stream& s = *streams_.at(static_cast<std::size_t>(stream));
+    constexpr std::size_t kBf16 = 2;
+    s.a.ensure(static_cast<std::size_t>(f.gemm_a) * kBf16 + 256, env_.rank, "GEMM inputs");
+    s.b.ensure(static_cast<std::size_t>(f.gemm_b) * kBf16 + 256, env_.rank, "GEMM weights");
+    s.c.ensure(static_cast<std::size_t>(f.gemm_c) * kBf16 + 256, env_.rank, "GEMM outputs");
+    const auto copy = std::min(kMaxCopyBuffer, static_cast<std::size_t>(f.copy_bytes) + 256);
+    s.src.ensure(copy, env_.rank, "copy source");
+    s.dst.ensure(copy, env_.rank, "copy destination");
+    const auto coll = static_cast<std::size_t>(collective_bytes) + kSlots * kSlotShift;
+    s.send.ensure(coll, env_.rank, "collective send buffer");
+    s.recv.ensure(coll, env_.rank, "collective receive buffer");
+  }
+
+  void enqueue(StreamId stream, const Kernel& kernel) override {
+    Stream& s = *streams_.at(static_cast<std::size_t>(stream));
+    if (const auto* g = std::get_if<GemmKernel>(&kernel)) {
+      gemm(s, *g);
+    } else if (const auto* c = std::get_if<CopyKernel>(&kernel)) {
+      auto left = static_cast<std::size_t>(c->bytes / 2);
+      while (left > 0) {
+        const std::size_t n = std::min(left, s.src.size());
+        check(cudaMemcpyAsync(s.dst.get(), s.src.get(), n, cudaMemcpyDeviceToDevice, s.stream), "cudaMemcpyAsync");
+        left -= n;
+      }
+    } else {
+      check(launch_empty_kernel(s.stream), "empty kernel launch");
+    }
+  }
+
+  void enqueue_collective(StreamId stream, CommId comm, graph::OpKind kind, double bytes, int slot) override {
+    Stream& s = *streams_.at(static_cast<std::size_t>(stream));
+    ncclComm_t c = comms_.at(static_cast<std::size_t>(comm));
+    int n = 1;
+    check(ncclCommCount(c, &n), c, "ncclCommCount");
+    const std::size_t shift = static_cast<std::size_t>(slot % kSlots) * kSlotShift;
+    char* send = s.send.get() + shift;
+    char* recv = s.recv.get() + shift;
+    const auto total = static_cast<std::size_t>(bytes);
+    const std::string what = fmt::format("rank {}: {} of {} bytes", env_.rank, graph::to_string(kind), total);
+    switch (kind) {
+      case graph::OpKind::all_gather:  // bf16 parameters: S / 2 elements gathered, S / 2n from each rank
+        check(ncclAllGather(send, recv, std::max<std::size_t>(1, total / 2 / static_cast<std::size_t>(n)), ncclBfloat16, c, s.stream), c,
+              what);
+        break;
+      case graph::OpKind::reduce_scatter:  // fp32 gradients (mixed precision's reduce dtype)
+        check(ncclReduceScatter(send, recv, std::max<std::size_t>(1, total / 4 / static_cast<std::size_t>(n)), ncclFloat32, ncclSum, c,
+                                s.stream),
+              c, what);
+        break;
+      default:
+        check(ncclAllReduce(send, recv, std::max<std::size_t>(1, total / 4), ncclFloat32, ncclSum, c, s.stream), c, what);
+    }
+  }
+
+  void record(StreamId stream, EventId event) override {
+    check(cudaEventRecord(events_.at(static_cast<std::size_t>(event)), streams_.at(static_cast<std::size_t>(stream))->stream),
+          "cudaEventRecord");
+  }
+  void wait(StreamId stream, EventId event) override {
+    check(cudaStreamWaitEvent(streams_.at(static_cast<std::size_t>(stream))->stream, events_.at(static_cast<std::size_t>(event)), 0),
+          "cudaStreamWaitEvent");
+  }
+
+  bool query(EventId event) override {
+    const cudaError_t e = cudaEventQuery(events_.at(static_cast<std::size_t>(event)));
+    if (e == cudaErrorNotReady) {
+      // A failed peer shows up as an asynchronous NCCL error, not as a late event.
+      for (ncclComm_t c : comms_) {
+        ncclResult_t async = ncclSuccess;
+        ncclCommGetAsyncError(c, &async);
+        check(async, c, fmt::format("rank {}: a collective failed", env_.rank));
+      }
+      return false;
+    }
+    check(e, fmt::format("rank {}: a kernel failed", env_.rank));
+    return true;
+  }
+
+  double elapsed(EventId from, EventId to) override {
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, events_.at(static_cast<std::size_t>(from)), events_.at(static_cast<std::size_t>(to))),
+          "cudaEventElapsedTime");
+    return static_cast<double>(ms) * 1e-3;
+  }
+
+  std::optional<double> shared_clock(EventId /*event*/) override { return std::nullopt; }
+
+  std::vector<double> gather(std::span<const double> values) override {
+    DeviceBuffer in;
+    DeviceBuffer out;
+    const std::size_t bytes = std::max<std::size_t>(8, values.size() * sizeof(double));
+    in.ensure(bytes, env_.rank, "gather");
+    out.ensure(bytes * static_cast<std::size_t>(env_.world), env_.rank, "gather");
+    check(cudaMemcpy(in.get(), values.data(), values.size() * sizeof(double), cudaMemcpyHostToDevice), "cudaMemcpy");
+    check(ncclAllGather(in.get(), out.get(), values.size(), ncclFloat64, comms_.front(), internal_), comms_.front(),
+          "gather of the timelines");
+    check(cudaStreamSynchronize(internal_), "gather of the timelines");
+    std::vector<double> result(values.size() * static_cast<std::size_t>(env_.world));
+    check(cudaMemcpy(result.data(), out.get(), result.size() * sizeof(double), cudaMemcpyDeviceToHost), "cudaMemcpy");
+    return result;
+  }
+
+  void abort() noexcept override {
+    if (aborted_.exchange(true)) return;
+    for (ncclComm_t c : comms_) ncclCommAbort(c);
+  }
+
+ private:
+  // y[m, n] = x[m, k] W[n, k]^T, row-major, in column-major cuBLAS terms: y^T = W x^T, i.e.
+  // C (n x m) = op_T(A: k x n) op_N(B: k x m), bf16 in and out, fp32 accumulation.
+  void gemm(Stream& s, const GemmKernel& g) {
+    const float alpha = 1.0F;
+    const float beta = 0.0F;
+    const auto m = static_cast<int>(g.m);
+    const auto n = static_cast<int>(g.n);
+    const auto k = static_cast<int>(g.k);
+    check(cublasGemmStridedBatchedEx(s.blas, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &alpha, s.b.get(), CUDA_R_16BF, k, g.n * g.k, s.a.get(),
+                                     CUDA_R_16BF, k, g.m * g.k, &beta, s.c.get(), CUDA_R_16BF, n, g.m * g.n, static_cast<int>(g.batch),
+                                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+          fmt::format("rank {}: GEMM {}x{}x{} (batch {})", env_.rank, g.m, g.n, g.k, g.batch));
+  }
+
+  RankEnv env_;
+  std::string device_;
+  int nccl_version_ = 0;
+  std::vector<std::unique_ptr<Stream>> streams_;
+  std::vector<cudaEvent_t> events_;
+  std::vector<ncclComm_t> comms_;  // [0]: the world
+  cudaStream_t internal_ = nullptr;
+  std::atomic<bool> aborted_{false};
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(const CudaOptions& options) {
+  return std::make_unique<CudaBackend>(options);
+}
+
+}  // namespace shardsim::replay

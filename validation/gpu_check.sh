@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The GPU check, in one call, on a machine with one NVIDIA GPU (an H200 in the plan):
+#   1. builds shardsim and the CUDA/NCCL harness (cmake --preset cuda), unless already built;
+#   2. microbenchmarks GEMMs (the schedule's shapes and Llama 3.1 8B's), attention and HBM copies;
+#   3. fits them: validation/calibrations/h200.yaml (CALIBRATION=... to name it otherwise);
+#   4. replays the world-size-1 Llama-layer schedule (validation/scenarios/llama_layers_h200.yaml)
+#      through cuBLAS and NCCL, and simulates it without and with the calibration;
+#   5. compares: validation/results/h200/compare*.{txt,json,svg}.
+# Everything it measures lands in validation/results/h200/ (and in $OUT when set, as the device
+# runner collects it). One GPU cannot run multi-rank NCCL (NCCL before 2.30 rejects two ranks on
+# one device), so collectives are not calibrated here: run shardsim-bench with --nprocs 8 on an
+# 8-GPU node for that (validation/README.md).
+#
+#   validation/gpu_check.sh            # about 5 minutes on 16 cores, most of it the build
+set -euo pipefail
+cd "$(dirname "$0")/.."
+results=validation/results/h200
+calibration=${CALIBRATION:-validation/calibrations/h200.yaml}
+scenario=validation/scenarios/llama_layers_h200.yaml
+build=build/cuda
+log() { printf '\n== %s\n' "$*"; }
+
+log "device"
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
+mkdir -p "$results" "$(dirname "$calibration")"
+nvidia-smi -q > "$results/nvidia-smi.txt" 2>&1 || true
+
+log "build (cmake --preset cuda)"
+if [ ! -x "$build/validation/shardsim-replay" ] || ! "$build/validation/shardsim-replay" --help >/dev/null 2>&1; then
+  cmake --preset cuda > "$results/cmake-configure.log"
+  grep -q "CUDA/NCCL replay backend" "$results/cmake-configure.log" || { cat "$results/cmake-configure.log"; echo "gpu_check: CUDA or NCCL not found"; exit 1; }
+  cmake --build --preset cuda -j "$(nproc)" --target shardsim shardsim-replay shardsim-bench > "$results/cmake-build.log"
+fi
+shardsim=$build/sim/shardsim
+replay=$build/validation/shardsim-replay
+bench=$build/validation/shardsim-bench
+
+log "export the schedule"
+"$shardsim" export "$scenario" --out "$results/graph.json"
+
+log "microbenchmarks: the schedule's GEMM shapes, attention and HBM copies"
+"$bench" --backend nccl --graph "$results/graph.json" --only gemm,attention,memory --min-copy 1MiB --max-copy 4GiB \
+  --warmup 5 --iters 20 --timeout 300 --out "$results/bench_schedule.json" | tee "$results/bench_schedule.txt"
+log "microbenchmarks: Llama 3.1 8B GEMM shapes"
+"$bench" --backend nccl --only gemm --warmup 5 --iters 20 --timeout 300 --out "$results/bench_llama8b.json" | tee "$results/bench_llama8b.txt"
+
+log "calibrate"
+"$shardsim" calibrate "$results/bench_schedule.json" "$results/bench_llama8b.json" --out "$calibration" | tee "$results/calibrate.txt"
+
+log "replay the schedule on the GPU (cuBLAS + NCCL, world size 1)"
+"$replay" --graph "$results/graph.json" --backend nccl --warmup 3 --timeout 300 --out "$results/measured" | tee "$results/replay.txt"
+
+log "simulate, without and with the calibration"
+"$shardsim" run "$scenario" --out "$results/simulated" > "$results/simulated.txt"
+"$shardsim" run "$scenario" --set "calibration=$PWD/$calibration" --out "$results/calibrated" > "$results/calibrated.txt"
+
+log "compare"
+"$shardsim" compare "$results/simulated/timeline.json" "$results/measured/timeline.json" --svg "$results/compare_uncalibrated.svg" \
+  | tee "$results/compare_uncalibrated.txt"
+"$shardsim" compare "$results/calibrated/timeline.json" "$results/measured/timeline.json" --out "$results" | tee "$results/compare_calibrated.txt"
+
+if [ -n "${OUT:-}" ]; then
+  mkdir -p "$OUT/results" "$OUT/calibrations"
+  cp -r "$results/." "$OUT/results/"
+  cp "$calibration" "$OUT/calibrations/"
+fi
+log "done: $results, $calibration"

@@ -1,0 +1,57 @@
+#include "replay/kernel_plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace shardsim::replay {
+
+std::vector<GemmKernel> attention_kernels(const graph::AttentionCall& a) {
+  // Tiles of 256 queries or more, at most 8: enough for the causal staircase, few launches.
+  const std::int64_t tiles = a.causal ? std::clamp<std::int64_t>(a.seq / 256, 1, 8) : 1;
+  const std::int64_t batch = a.batch * a.heads;
+  const std::int64_t d = a.head_dim;
+  std::vector<GemmKernel> out;
+  for (std::int64_t i = 0; i < tiles; ++i) {
+    const std::int64_t q0 = a.seq * i / tiles;
+    const std::int64_t q = a.seq * (i + 1) / tiles - q0;
+    const auto kv = a.causal
+                        ? std::max<std::int64_t>(
+                              1, std::llround((static_cast<double>(i) + 0.5) * static_cast<double>(a.seq) / static_cast<double>(tiles)))
+                        : a.seq;
+    if (!a.backward) {
+      out.push_back({batch, q, kv, d});  // S = Q K^T
+      out.push_back({batch, q, d, kv});  // O = P V
+    } else {
+      out.push_back({batch, q, kv, d});  // recompute S
+      out.push_back({batch, q, kv, d});  // dP = dO V^T
+      out.push_back({batch, kv, d, q});  // dV = P^T dO
+      out.push_back({batch, q, d, kv});  // dQ = dS K
+      out.push_back({batch, kv, d, q});  // dK = dS^T Q
+    }
+  }
+  return out;
+}
+
+std::vector<Kernel> compute_kernels(const graph::Work& w) {
+  std::vector<Kernel> out;
+  for (const auto& g : w.gemms) out.emplace_back(GemmKernel{1, g.m, g.n, g.k});
+  for (const auto& a : w.attention) {
+    for (const auto& g : attention_kernels(a)) out.emplace_back(g);
+  }
+  if (w.memory_bytes > 0) out.emplace_back(CopyKernel{w.memory_bytes});
+  const auto launched = static_cast<int>(out.size());
+  for (int i = launched; i < w.launches; ++i) out.emplace_back(EmptyKernel{});
+  return out;
+}
+
+void KernelFootprint::add(const Kernel& k) {
+  if (const auto* g = std::get_if<GemmKernel>(&k)) {
+    gemm_a = std::max(gemm_a, g->batch * g->m * g->k);
+    gemm_b = std::max(gemm_b, g->batch * g->n * g->k);
+    gemm_c = std::max(gemm_c, g->batch * g->m * g->n);
+  } else if (const auto* c = std::get_if<CopyKernel>(&k)) {
+    copy_bytes = std::max(copy_bytes, c->bytes / 2);
+  }
+}
+
+}  // namespace shardsim::replay
