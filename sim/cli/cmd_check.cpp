@@ -11,6 +11,7 @@
 #include "config/topology.hpp"
 #include "config/yaml_load.hpp"
 #include "core/param_spec.hpp"
+#include "engine/collectives/algorithm.hpp"
 #include "engine/simulator.hpp"
 #include "fsdp/wrap_policy.hpp"
 #include "model/transformer.hpp"
@@ -81,13 +82,26 @@ int cmd_describe(std::span<const std::string> argv) {
     }
   } else if (topic == "sweep") {
     std::cout << render_schema(sweep::sweep_file_schema()) << "\n";
+  } else if (topic == "collectives") {
+    engine::collectives::AlgorithmRegistry r;
+    engine::collectives::register_builtin_algorithms(r);
+    std::cout << "collectives.algorithm: auto (NCCL's tuner picks per collective and size) or one of\n";
+    for (const auto& a : r.all()) {
+      std::string protocols;
+      for (auto p : engine::collectives::kProtocols) {
+        if (a->has(p)) protocols += fmt::format("{}{}", protocols.empty() ? "" : " ", engine::collectives::to_string(p));
+      }
+      std::cout << fmt::format("  {:<13} {}\n  {:<13} protocols: {}{}\n", a->name(), a->description(), "", protocols,
+                               a->in_nccl() ? "" : "; never picked by auto");
+    }
   } else {
     std::cout << "shardsim describe TOPIC, where TOPIC is one of:\n"
                  "  scenario   keys of a scenario file\n"
                  "  topology   keys of a topology file\n"
                  "  wrap       wrap policies and their settings\n"
                  "  models     built-in model presets\n"
-                 "  calibration keys of a calibration file (shardsim calibrate)\n";
+                 "  calibration keys of a calibration file (shardsim calibrate)\n"
+                 "  collectives collective algorithms (collectives.algorithm)\n"
                  "  sweep      keys of a sweep file (shardsim sweep SWEEP.yaml)\n";
     return topic.empty() ? 0 : 2;
   }

@@ -8,11 +8,22 @@
 #include "engine/calibrated_compute.hpp"
 #include "engine/calibrated_ring.hpp"
 #include "engine/collective.hpp"
+#include "engine/collectives/collectives.hpp"
 #include "engine/compute_model.hpp"
 #include "graph/builder.hpp"
 #include "model/transformer_spec.hpp"
 
 namespace shardsim::cli {
+
+engine::collectives::Collectives make_collectives(const config::CollectivesConfig& settings, const config::TopologyConfig& topology) {
+  engine::collectives::AlgorithmRegistry algorithms;
+  engine::collectives::register_builtin_algorithms(algorithms);
+  return engine::collectives::Collectives(settings, engine::cluster_view(topology), std::move(algorithms));
+}
+
+engine::collectives::Collectives make_collectives(const config::ScenarioConfig& scenario) {
+  return make_collectives(scenario.collectives, scenario.cluster.topology);
+}
 
 Prepared prepare(const std::filesystem::path& scenario_file, std::span<const std::string> assignments) {
   Prepared p;
@@ -31,21 +42,31 @@ Prepared prepare(const std::filesystem::path& scenario_file, std::span<const std
   fsdp::register_builtin_wrap_policies(policies);
   p.plan = fsdp::make_plan(p.model, p.scenario, policies);
   p.graph = graph::build_step_graph(p.model, p.plan, p.scenario);
+  make_collectives(p.scenario).check(p.graph);
   return p;
 }
 
 Outcome simulate(const Prepared& p) {
   const auto& topo = p.scenario.cluster.topology;
   const bool low_precision = p.plan.param_bytes < 4;
-  const engine::RingAlgorithm ring;
-  // A calibration file (scenario key `calibration`) replaces the topology's nominal rates.
+  const engine::collectives::Collectives collectives = make_collectives(p.scenario);
+  // A calibration file (scenario key `calibration`) replaces the topology's nominal rates. Its
+  // measured collective costs are those of NCCL's ring: with them every collective runs as the
+  // ring with the Simple protocol, priced by the calibration (collectives.algorithm does not apply).
   const auto& cal = p.scenario.calibration;
   const auto nominal = engine::ComputeRates::nominal(topo, low_precision);
   const engine::RooflineModel compute(cal ? engine::calibrated_rates(nominal, *cal) : nominal);
+  std::optional<engine::collectives::Collectives> ring;
   std::optional<engine::CalibratedRing> calibrated_ring;
-  if (cal && cal->has_collectives()) calibrated_ring.emplace(ring, *cal);
+  if (cal && cal->has_collectives()) {
+    config::CollectivesConfig ring_simple = p.scenario.collectives;
+    ring_simple.all_gather.name = ring_simple.reduce_scatter.name = ring_simple.all_reduce.name = "ring";
+    ring_simple.protocol.name = "simple";
+    ring.emplace(make_collectives(ring_simple, topo));
+    calibrated_ring.emplace(*ring, *cal);
+  }
   const engine::CollectiveAlgorithm& collective =
-      calibrated_ring ? static_cast<const engine::CollectiveAlgorithm&>(*calibrated_ring) : ring;
+      calibrated_ring ? static_cast<const engine::CollectiveAlgorithm&>(*calibrated_ring) : collectives;
   const engine::SimulationInput input{p.graph,
                                       topo,
                                       static_cast<int>(p.scenario.cluster.nodes),

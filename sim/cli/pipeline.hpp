@@ -7,6 +7,7 @@
 #include <string>
 
 #include "config/scenario.hpp"
+#include "engine/collectives/collectives.hpp"
 #include "engine/simulator.hpp"
 #include "fsdp/plan.hpp"
 #include "graph/step_graph.hpp"
@@ -22,7 +23,14 @@ struct Prepared {
   graph::StepGraph graph;
 };
 
-// Throws ConfigError for any problem with the input.
+// The scenario's collectives (collectives: algorithm / protocol) on its topology. Throws
+// ConfigError for an unknown algorithm or an impossible forced protocol.
+[[nodiscard]] engine::collectives::Collectives make_collectives(const config::ScenarioConfig& scenario);
+[[nodiscard]] engine::collectives::Collectives make_collectives(const config::CollectivesConfig& settings,
+                                                                const config::TopologyConfig& topology);
+
+// Throws ConfigError for any problem with the input, including forced collective algorithms
+// that cannot run the graph's collectives.
 [[nodiscard]] Prepared prepare(const std::filesystem::path& scenario_file, std::span<const std::string> assignments);
 
 struct Outcome {
@@ -30,8 +38,8 @@ struct Outcome {
   report::Summary summary;
 };
 
-// Simulates a prepared scenario with its topology's compute model and NCCL's ring, and
-// summarises it. Creates the process's one SimGrid engine.
+// Simulates a prepared scenario with its topology's compute model and its collectives (NCCL's
+// algorithms, picked as NCCL's tuner does unless forced), and summarises it. Creates the process's one SimGrid engine.
 [[nodiscard]] Outcome simulate(const Prepared& p);
 
 }  // namespace shardsim::cli

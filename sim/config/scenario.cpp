@@ -21,6 +21,7 @@ constexpr std::array kScenarioParams{
     ParamSpec{"training", "mapping", "", "batch, sequence, optimizer, checkpointing (see training)"},
     ParamSpec{"fsdp", "mapping", "{}", "FSDP settings (see fsdp)"},
     ParamSpec{"simulation", "mapping", "{}", "how the simulation runs (see simulation)"},
+    ParamSpec{"collectives", "mapping", "{}", "NCCL algorithm and protocol of the collectives (see collectives)"},
     ParamSpec{"stragglers", "mapping", "{}", "slow GPUs, degraded links, jitter (see stragglers)"},
     ParamSpec{"calibration", "file path", "-", "calibration YAML from `shardsim calibrate` (shardsim describe calibration)"},
 };
@@ -66,11 +67,25 @@ constexpr std::array kSimulationParams{
     ParamSpec{"max_wall_time", "duration", "30min", "limit: wall-clock time the engine may run before it stops with an error"},
 };
 
+constexpr std::array kCollectivesParams{
+    ParamSpec{"algorithm", "auto | NAME | {all_gather: NAME, reduce_scatter: NAME, all_reduce: NAME}", "auto",
+              "auto picks per collective and size as NCCL's tuner does; a NAME (shardsim describe collectives) forces it"},
+    ParamSpec{"protocol", "auto | ll | ll128 | simple", "auto", "NCCL protocol; auto picks with the algorithm"},
+};
+constexpr std::array kCollectiveKindParams{
+    ParamSpec{"all_gather", "auto | NAME", "auto", "algorithm of the all-gathers"},
+    ParamSpec{"reduce_scatter", "auto | NAME", "auto", "algorithm of the reduce-scatters"},
+    ParamSpec{"all_reduce", "auto | NAME", "auto", "algorithm of the all-reduces"},
+};
+constexpr std::array<std::string_view, 4> kProtocolNames{"auto", "ll", "ll128", "simple"};
+
 constexpr Schema kScenarioSchema{"scenario", "one simulated training job", kScenarioParams};
 constexpr Schema kClusterSchema{"cluster", "which cluster and how many nodes", kClusterParams};
 constexpr Schema kModelSchema{"model", "the model: a preset, an HF config or explicit fields", kModelParams};
 constexpr Schema kTrainingSchema{"training", "the training loop", kTrainingParams};
 constexpr Schema kSimulationSchema{"simulation", "how the simulation runs", kSimulationParams};
+constexpr Schema kCollectivesSchema{"collectives", "NCCL algorithm and protocol of the collectives", kCollectivesParams};
+constexpr Schema kCollectiveKindSchema{"collectives.algorithm", "the algorithm of each kind of collective", kCollectiveKindParams};
 constexpr std::array kStragglerParams{
     ParamSpec{"slow_gpus", "list of {rank, factor}", "[]", "ranks whose compute takes factor times as long"},
     ParamSpec{"degraded_links", "list of {rank, link: nvlink | nic, factor}", "[]", "links that keep factor of their bandwidth"},
@@ -168,6 +183,27 @@ TrainingConfig read_training(const Reader& top) {
   return t;
 }
 
+CollectivesConfig read_collectives(const Reader& top) {
+  ConfigNode scratch;
+  Reader r(section(top, "collectives", scratch), "collectives", kCollectivesSchema);
+  r.finish();
+  CollectivesConfig c;
+  const ConfigNode* algorithm = r.node("algorithm");
+  if (algorithm == nullptr || algorithm->is_scalar()) {
+    c.all_gather = Choice{r.text("algorithm"), "collectives.algorithm", r.where("algorithm"), ConfigNode{}};
+    c.reduce_scatter = c.all_reduce = c.all_gather;
+  } else {
+    Reader k(*algorithm, "collectives.algorithm", kCollectiveKindSchema);
+    k.finish();
+    auto kind = [&](std::string_view key) { return Choice{k.text(key), k.path_of(key), k.where(key), ConfigNode{}}; };
+    c.all_gather = kind("all_gather");
+    c.reduce_scatter = kind("reduce_scatter");
+    c.all_reduce = kind("all_reduce");
+  }
+  c.protocol = Choice{r.choice("protocol", kProtocolNames), "collectives.protocol", r.where("protocol"), ConfigNode{}};
+  return c;
+}
+
 SimulationConfig read_simulation(const Reader& top) {
   ConfigNode scratch;
   Reader sim(section(top, "simulation", scratch), "simulation", kSimulationSchema);
@@ -250,6 +286,7 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
   s.training = read_training(top);
   s.fsdp = read_fsdp(top);
   s.simulation = read_simulation(top);
+  s.collectives = read_collectives(top);
   s.stragglers = read_stragglers(top, s.world_size());
   if (s.simulation.mode == SimulationMode::symmetric && s.stragglers.any()) {
     throw ConfigError(top.where("stragglers"), "simulation.mode",
@@ -273,6 +310,8 @@ std::vector<Schema> scenario_schemas() {
   std::vector<Schema> out{kScenarioSchema, kClusterSchema, kModelSchema, kTrainingSchema};
   for (const auto& sc : fsdp_schemas()) out.push_back(sc);
   out.push_back(kSimulationSchema);
+  out.push_back(kCollectivesSchema);
+  out.push_back(kCollectiveKindSchema);
   for (const auto& sc : {kStragglerSchema, kSlowGpuSchema, kDegradedLinkSchema}) out.push_back(sc);
   return out;
 }

@@ -148,6 +148,16 @@ struct Stragglers {
   [[nodiscard]] bool any() const { return !slow_gpus.empty() || !degraded_links.empty() || jitter > 0; }
 };
 
+// Which NCCL algorithm and protocol run each collective (engine/collectives/). Algorithm names
+// ("auto" or a registered algorithm) are checked by the engine's registry; a Choice keeps where
+// each was written so that a name the engine rejects is reported there.
+struct CollectivesConfig {
+  Choice all_gather;  // name "auto" unless forced
+  Choice reduce_scatter;
+  Choice all_reduce;
+  Choice protocol;  // auto | ll | ll128 | simple
+};
+
 struct ScenarioConfig {
   std::string name;
   std::filesystem::path file;
@@ -156,6 +166,7 @@ struct ScenarioConfig {
   TrainingConfig training;
   FsdpConfig fsdp;
   SimulationConfig simulation;
+  CollectivesConfig collectives;
   Stragglers stragglers;
   std::optional<CalibrationConfig> calibration;  // measured rates replacing the topology's (validation/)
 

@@ -23,6 +23,8 @@ constexpr std::array kTopologyParams{
 };
 constexpr std::array kGpuParams{
     ParamSpec{"model", "string", "", "GPU model, e.g. H100-SXM"},
+    ParamSpec{"arch", "volta | ampere | hopper | blackwell", "hopper",
+              "GPU generation: picks NCCL's per-generation constants (LL bandwidth caps, NVLS efficiency)"},
     ParamSpec{"memory", "size", "", "device memory, e.g. 80GiB"},
     ParamSpec{"peak_flops", "mapping {bf16, fp32}", "", "dense peak compute per data type"},
     ParamSpec{"hbm_bandwidth", "bandwidth", "", "peak device-memory bandwidth"},
@@ -45,20 +47,26 @@ constexpr std::array kNodeParams{
     ParamSpec{"gpus", "integer 1..1024", "8", "GPUs per node"},
     ParamSpec{"nvlink", "link", "", "per-GPU NVLink bandwidth through the NVSwitch, per direction"},
     ParamSpec{"pcie", "link", "{bandwidth: 25GB/s, latency: 2us}", "host <-> GPU link (CPU offload)"},
-    ParamSpec{"nic", "link", "", "per-GPU network interface"},
+    ParamSpec{"nic", "link", "", "one network interface (per direction)"},
+    ParamSpec{"nics", "integer dividing gpus", "-",
+              "NICs per node (default: one per GPU); with fewer, GPUs 0..gpus/nics-1 share the first, and so on"},
+    ParamSpec{"nvls", "bool", "false", "the NVSwitch reduces and multicasts (NVLink SHARP, NVSwitch 3 and later): NCCL's NVLS algorithms"},
 };
 constexpr std::array kLinkParams{
     ParamSpec{"bandwidth", "bandwidth", "", "per direction, e.g. 400Gbps or 450GB/s"},
-    ParamSpec{"latency", "duration", "1us", "one-way latency of one hop"},
+    ParamSpec{"latency", "duration", "1us",
+              "one-way latency of one hop. Collectives: NVLink steps cost NCCL's per-step constants; a NIC's latency plus "
+              "fabric.switch_latency is the network latency NCCL adds to each inter-node step (graph->latencyInter)"},
     ParamSpec{"efficiency", "fraction (0, 1]", "1", "fraction of bandwidth a collective's payload achieves (NCCL busbw / link rate)"},
 };
 constexpr std::array kFabricParams{
     ParamSpec{"kind", "single_switch | fat_tree | rail_optimized_fat_tree", "single_switch", "how nodes are connected"},
     ParamSpec{"oversubscription", "number >= 1", "1", "leaf downlink / uplink bandwidth ratio"},
-    ParamSpec{"switch_latency", "duration", "1us", "latency added per switch traversed"},
+    ParamSpec{"switch_latency", "duration", "1us", "latency of the switches between two nodes, added to each inter-node collective step"},
 };
 constexpr std::array kHostParams{
     ParamSpec{"memory_bandwidth", "bandwidth", "100GB/s", "CPU DRAM bandwidth (CPU-offloaded optimizer)"},
+    ParamSpec{"cpu", "intel | amd | arm", "intel", "CPU vendor: NCCL caps the LL protocol's multi-node bandwidth by it"},
 };
 
 constexpr Schema kTopologySchema{"topology", "a cluster: GPUs, nodes and the fabric between them", kTopologyParams};
@@ -69,6 +77,16 @@ constexpr Schema kNodeSchema{"node", "one server", kNodeParams};
 constexpr Schema kLinkSchema{"link", "a point-to-point link", kLinkParams};
 constexpr Schema kFabricSchema{"fabric", "the network between nodes", kFabricParams};
 constexpr Schema kHostSchema{"host", "the CPU side of a node", kHostParams};
+
+// Reads a choice among `names` as the enum E whose values follow them.
+template <class E, std::size_t N>
+E pick_name(const Reader& r, std::string_view key, const std::array<std::string_view, N>& names) {
+  const std::string v = r.choice(key, names);
+  for (std::size_t i = 0; i < N; ++i) {
+    if (names[i] == v) return static_cast<E>(i);
+  }
+  return static_cast<E>(0);
+}
 
 // A rate of at least one byte or FLOP per second. Zero is meaningless, and far below one SimGrid's
 // solver loses flows (a link of 1e-300 B/s never completes one) and durations overflow.
@@ -111,6 +129,7 @@ GpuSpec read_gpu(const Reader& top) {
   r.finish();
   GpuSpec g;
   g.model = r.text("model");
+  g.arch = pick_name<GpuArch>(r, "arch", kGpuArchNames);
   g.memory = Bytes(r.quantity("memory", Dimension::bytes));
   if (g.memory.value() <= 0) r.fail("memory", "expected a size above zero");
   {
@@ -144,6 +163,11 @@ NodeSpec read_node(const Reader& top) {
   n.nvlink = read_link(r, "nvlink", "");
   n.pcie = read_link(r, "pcie", "25GB/s");
   n.nic = read_link(r, "nic", "");
+  n.nics = static_cast<int>(r.opt_integer("nics", 1, n.gpus).value_or(n.gpus));
+  if (n.gpus % n.nics != 0) {
+    r.fail("nics", fmt::format("expected a divisor of node.gpus ({}) so that as many GPUs share each NIC; got {}", n.gpus, n.nics));
+  }
+  n.nvls = r.boolean("nvls");
   return n;
 }
 
@@ -219,6 +243,12 @@ TopologyConfig load_topology(const std::filesystem::path& file, const ConfigNode
     Reader h(child_or_default(top, "host", scratch), "host", kHostSchema);
     h.finish();
     t.host.memory_bandwidth = ByteRate(rate(h, "memory_bandwidth", Dimension::byte_rate));
+    t.host.cpu = pick_name<CpuVendor>(h, "cpu", kCpuVendorNames);
+  }
+  if (t.node.nvls && (t.gpu.arch == GpuArch::volta || t.gpu.arch == GpuArch::ampere)) {
+    Reader node(*root.find("node"), "node", kNodeSchema);
+    node.fail("nvls", fmt::format("NVLink SHARP needs NVSwitch 3 (Hopper or later); gpu.arch is {}",
+                                  kGpuArchNames[static_cast<std::size_t>(t.gpu.arch)]));
   }
   return t;
 }

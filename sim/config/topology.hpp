@@ -1,8 +1,10 @@
 // A cluster description (topologies/*.yaml) as plain data. See DESIGN.md "Topology file".
 #pragma once
 
+#include <array>
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 #include "config/choice.hpp"
 #include "config/file_source.hpp"
@@ -22,8 +24,18 @@ struct GpuEfficiency {
   double memory = 0.8;               // memory-bound kernels, fraction of hbm_bandwidth
 };
 
+// GPU generations, for the NCCL constants that depend on them (tuning.cc: LL bandwidth caps,
+// NVLink SHARP efficiency) and for what the hardware supports (NVLS needs NVSwitch 3, Hopper+).
+enum class GpuArch { volta, ampere, hopper, blackwell };
+inline constexpr std::array<std::string_view, 4> kGpuArchNames{"volta", "ampere", "hopper", "blackwell"};
+
+// The host CPU's vendor: NCCL caps the LL protocol's multi-node bandwidth by it (tuning.cc llMaxBws).
+enum class CpuVendor { intel, amd, arm };
+inline constexpr std::array<std::string_view, 3> kCpuVendorNames{"intel", "amd", "arm"};
+
 struct GpuSpec {
   std::string model;
+  GpuArch arch = GpuArch::hopper;
   Bytes memory;
   FlopRate peak_bf16;
   FlopRate peak_fp32;
@@ -43,9 +55,11 @@ struct LinkSpec {
 
 struct NodeSpec {
   int gpus = 8;
-  LinkSpec nvlink;  // per GPU, through the NVSwitch
-  LinkSpec pcie;    // host <-> GPU
-  LinkSpec nic;     // one per GPU
+  LinkSpec nvlink;    // per GPU, through the NVSwitch
+  LinkSpec pcie;      // host <-> GPU
+  LinkSpec nic;       // one NIC (per direction)
+  int nics = 8;       // NICs per node, dividing gpus; GPU l uses NIC l / (gpus / nics)
+  bool nvls = false;  // the NVSwitch reduces and multicasts (NVLink SHARP): NCCL's NVLS algorithms
 };
 
 struct FabricSpec {
@@ -56,6 +70,7 @@ struct FabricSpec {
 
 struct HostSpec {
   ByteRate memory_bandwidth;  // CPU DRAM, used by the CPU-offload optimizer step
+  CpuVendor cpu = CpuVendor::intel;
 };
 
 struct TopologyConfig {

@@ -7,10 +7,17 @@
 // path ("path" flows, the default): for a ring, whose steps advance together, the second is the
 // same on a symmetric fabric and costs O(1) flows instead of O(n).
 //
-// Contract: plan() depends only on its arguments; a hop's bytes are what its links carry.
+// Contract of plan():
+//  - it depends only on its arguments;
+//  - a hop's bytes are what its links carry (protocol overheads included), and the collective
+//    ends `latency` seconds after its last path is through;
+//  - the paths' number, order and hops depend on (kind, ranks, cluster) only, never on `bytes`:
+//    the engine builds the routes of a group's paths once, from a plan of 1 byte, and reuses them
+//    for every size. A path an algorithm does not use at some size has bytes 0 (no flow).
+// The built-in implementation is collectives::Collectives (engine/collectives/collectives.hpp),
+// which picks an NCCL algorithm and protocol per collective and size.
 #pragma once
 
-#include <memory>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -38,14 +45,25 @@ struct CollectivePlan {
   double latency = 0;  // seconds added to the time the data takes
 };
 
-// What an algorithm may know of the cluster.
+// What an algorithm may know of the cluster. cluster_view() fills every field from a topology;
+// a view filled by hand leaves the later fields at their defaults (one NIC per GPU, no NVLS).
 struct ClusterView {
   int gpus_per_node = 8;
   config::LinkSpec nvlink;
   config::LinkSpec nic;
   double switch_latency = 0;
+  int nics_per_node = 0;  // NICs the GPUs of a node share; 0: one per GPU
+  bool nvls = false;      // NVLink SHARP (node.nvls)
+  config::GpuArch arch = config::GpuArch::hopper;
+  config::CpuVendor cpu = config::CpuVendor::intel;
+
   [[nodiscard]] int node_of(int rank) const { return rank / gpus_per_node; }
+  [[nodiscard]] int nics() const { return nics_per_node > 0 ? nics_per_node : gpus_per_node; }
+  // The NIC a rank sends through, numbered across the cluster: node * nics() + index in node.
+  [[nodiscard]] int nic_of(int rank) const { return node_of(rank) * nics() + rank % gpus_per_node * nics() / gpus_per_node; }
 };
+
+[[nodiscard]] ClusterView cluster_view(const config::TopologyConfig& topo);
 
 class CollectiveAlgorithm {
  public:
@@ -54,23 +72,6 @@ class CollectiveAlgorithm {
   // `ranks` in ring order; `bytes` is the collective's total buffer size S.
   [[nodiscard]] virtual CollectivePlan plan(graph::OpKind kind, std::span<const int> ranks, double bytes,
                                             const ClusterView& cluster) const = 0;
-};
-
-// NCCL's ring. Inside a node every ring edge carries (n-1)/n of S over NVLink (2(n-1)/n for
-// all-reduce). Across nodes NCCL runs one ring per NIC (channels), each leaving the node through
-// a different GPU's NIC, so each GPU sends 1/G of its share over its own NIC to the GPU of the
-// same local rank on the next node and the rest over NVLink to its neighbour: two paths, one
-// over NVLink and one over the NICs. Latency as NCCL's model (src/graph/tuning.cc): a base
-// latency plus one per-hop latency per step, intra-node hops at NVLink latency, node-crossing
-// hops at NIC plus switch latency.
-class RingAlgorithm final : public CollectiveAlgorithm {
- public:
-  // NCCL's base latency for the ring Simple protocol (tuning.cc baseLat), used for large messages.
-  static constexpr double kBaseLatency = 8.4e-6;
-
-  [[nodiscard]] std::string_view name() const override { return "ring"; }
-  [[nodiscard]] CollectivePlan plan(graph::OpKind kind, std::span<const int> ranks, double bytes,
-                                    const ClusterView& cluster) const override;
 };
 
 }  // namespace shardsim::engine

@@ -11,10 +11,17 @@ Network::Network(Platform& platform, config::FlowGranularity flows, bool symmetr
 
 std::vector<Hop> Network::folded(const Path& p) const {
   if (!symmetric_) return p.hops;
-  std::set<int> seen;
+  const int g = platform_.gpus_per_node();
+  std::map<int, int> leaving;  // node -> hops from it
+  for (const Hop& h : p.hops) ++leaving[h.src / g];
+  int busiest = 0;
+  int most = -1;
+  for (const auto& [node, count] : leaving) {
+    if (count > most) busiest = node, most = count;
+  }
   std::vector<Hop> out;
   for (const Hop& h : p.hops) {
-    if (seen.insert(static_cast<int>(h.via)).second) out.push_back(Hop{0, 0, h.via});
+    if (h.src / g == busiest) out.push_back(Hop{h.src % g, h.dst % g, h.via});
   }
   return out;
 }

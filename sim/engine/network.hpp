@@ -8,8 +8,10 @@
 // (its cost grows with the links of the live flows, and adding a flow with L links costs L^2);
 // a degraded link is its own class and still slows every path through it.
 // Edge flows: one flow per hop between the GPUs' hosts (O(n) flows; for cross-checks).
-// Symmetric mode: every hop is folded onto the representative rank 0 (the hop it stands for
-// lands on rank 0's own links) and duplicates are dropped: what rank 0 sends and receives.
+// Symmetric mode: only node 0 is built, and a path is folded onto it as its busiest node sees
+// it: the hops leaving the node with the most of them (every node of a ring; an inner node of
+// NCCL's trees), their ends mapped to the same local GPUs of node 0. A GPU link, a NIC that
+// several GPUs share and a node's uplink then carry what they carry in the full platform.
 #pragma once
 
 #include <map>

@@ -45,27 +45,30 @@ void register_builtin_fabrics(FabricRegistry& registry) {
   registry.add({"fat_tree", "leaf switches with oversubscribed uplinks (one per node)",
                 [](sg4::NetZone& zone, const config::TopologyConfig& topo, int node) {
                   if (topo.fabric.oversubscription <= 1.0) return std::vector<sg4::Link*>{};
-                  const double bw = effective(topo.node.nic) * topo.node.gpus / topo.fabric.oversubscription;
+                  const double bw = effective(topo.node.nic) * topo.node.nics / topo.fabric.oversubscription;
                   return std::vector<sg4::Link*>{duplex(zone, fmt::format("uplink{}", node), bw)};
                 }});
 }
 
-Platform::Platform(const config::TopologyConfig& topo, int nodes, const FabricRegistry& fabrics) : gpus_per_node_(topo.node.gpus) {
+Platform::Platform(const config::TopologyConfig& topo, int nodes, const FabricRegistry& fabrics)
+    : gpus_per_node_(topo.node.gpus), nics_per_node_(topo.node.nics) {
   const FabricInfo& fabric = fabrics.find(topo.fabric.kind);
   const int g = topo.node.gpus;
   zone_ = sg4::create_star_zone("cluster");
   const auto world = static_cast<std::size_t>(nodes) * static_cast<std::size_t>(g);
   gpus_.reserve(world);
   nvlink_.reserve(world);
-  nic_.reserve(world);
+  nic_.reserve(static_cast<std::size_t>(nodes) * static_cast<std::size_t>(nics_per_node_));
   for (int node = 0; node < nodes; ++node) {
     uplinks_.push_back(fabric.uplinks(*zone_, topo, node));
+    for (int i = 0; i < nics_per_node_; ++i) {
+      nic_.push_back(duplex(*zone_, fmt::format("nic{}", node * nics_per_node_ + i), effective(topo.node.nic)));
+    }
     for (int local = 0; local < g; ++local) {
       const int rank = node * g + local;
       auto* host = zone_->create_host(fmt::format("gpu{}", rank), 1.0);
-      nic_.push_back(duplex(*zone_, fmt::format("nic{}", rank), effective(topo.node.nic)));
       nvlink_.push_back(duplex(*zone_, fmt::format("nvlink{}", rank), effective(topo.node.nvlink)));
-      std::vector<sg4::LinkInRoute> route{sg4::LinkInRoute(nic_.back(), sg4::LinkInRoute::Direction::UP)};
+      std::vector<sg4::LinkInRoute> route{sg4::LinkInRoute(nic_of(rank), sg4::LinkInRoute::Direction::UP)};
       for (auto* up : uplinks_.back()) route.emplace_back(up, sg4::LinkInRoute::Direction::UP);
       zone_->add_route(host->get_netpoint(), nullptr, nullptr, nullptr, route, true);
       gpus_.push_back(host);
@@ -85,6 +88,13 @@ Platform::Platform(const config::TopologyConfig& topo, int nodes, const FabricRe
   }
 }
 
+sg4::Link* Platform::nic_of(int rank) const {
+  // GPUs gpus/nics apart share a NIC: local GPU l uses NIC l * nics / gpus of its node.
+  const int node = rank / gpus_per_node_;
+  const int local = rank % gpus_per_node_;
+  return nic_[static_cast<std::size_t>(node * nics_per_node_ + local * nics_per_node_ / gpus_per_node_)];
+}
+
 void Platform::append_links(const Hop& hop, std::vector<sg4::LinkInRoute>& route) const {
   using Dir = sg4::LinkInRoute::Direction;
   const auto src = static_cast<std::size_t>(hop.src);
@@ -94,10 +104,10 @@ void Platform::append_links(const Hop& hop, std::vector<sg4::LinkInRoute>& route
     route.emplace_back(nvlink_[dst], Dir::DOWN);
     return;
   }
-  route.emplace_back(nic_[src], Dir::UP);
+  route.emplace_back(nic_of(hop.src), Dir::UP);
   for (auto* up : uplinks_[static_cast<std::size_t>(hop.src / gpus_per_node_)]) route.emplace_back(up, Dir::UP);
   for (auto* up : uplinks_[static_cast<std::size_t>(hop.dst / gpus_per_node_)]) route.emplace_back(up, Dir::DOWN);
-  route.emplace_back(nic_[dst], Dir::DOWN);
+  route.emplace_back(nic_of(hop.dst), Dir::DOWN);
 }
 
 std::vector<sg4::LinkInRoute> Platform::links_of(const std::vector<Hop>& hops) const {
@@ -141,7 +151,8 @@ int Platform::add_path_route(const std::vector<Hop>& hops) {
 }
 
 void Platform::degrade(int rank, config::LinkKind link, double factor) {
-  auto* l = (link == config::LinkKind::nic ? nic_ : nvlink_)[static_cast<std::size_t>(rank)];
+  // A degraded NIC slows every GPU that shares it (node.nics below node.gpus).
+  auto* l = link == config::LinkKind::nic ? nic_of(rank) : nvlink_[static_cast<std::size_t>(rank)];
   l->set_bandwidth(l->get_bandwidth() * factor);
 }
 

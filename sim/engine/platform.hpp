@@ -8,6 +8,8 @@
 //   gpu0 ─nic0──┐                      ┌──nic8── gpu8
 //   gpu1 ─nic1──┼─[uplink0]─ fabric ─[uplink1]─┼──nic9── gpu9   inter-node: nic_a UP, [uplinks], nic_b DOWN
 //    ...        ┘                      └   ...
+// With node.nics below node.gpus, consecutive GPUs share a NIC link (gpu0, gpu1 ─ nic0 with 4
+// NICs for 8 GPUs), so their traffic across nodes shares its bandwidth.
 // One flat star zone holds every GPU (its star route is its NIC, plus the node's uplink when the
 // fabric is oversubscribed); intra-node pairs get bypass routes through NVLink. Routes are
 // O(N) + O(N x gpus per node), which scales to tens of thousands of GPUs. A collective's path
@@ -69,15 +71,19 @@ class Platform {
   [[nodiscard]] simgrid::s4u::Host* path_src(int route) const { return path_hosts_[static_cast<std::size_t>(2 * route)]; }
   [[nodiscard]] simgrid::s4u::Host* path_dst(int route) const { return path_hosts_[static_cast<std::size_t>(2 * route + 1)]; }
   [[nodiscard]] int world() const { return static_cast<int>(gpus_.size()); }
+  [[nodiscard]] int gpus_per_node() const { return gpus_per_node_; }
 
  private:
   void append_links(const Hop& hop, std::vector<simgrid::s4u::LinkInRoute>& route) const;
 
   simgrid::s4u::NetZone* zone_ = nullptr;
+  [[nodiscard]] simgrid::s4u::Link* nic_of(int rank) const;
+
   int gpus_per_node_ = 1;
+  int nics_per_node_ = 1;
   std::vector<simgrid::s4u::Host*> gpus_;
   std::vector<simgrid::s4u::Link*> nvlink_;
-  std::vector<simgrid::s4u::Link*> nic_;
+  std::vector<simgrid::s4u::Link*> nic_;                   // node * nics_per_node_ + index
   std::vector<std::vector<simgrid::s4u::Link*>> uplinks_;  // per node
   std::vector<simgrid::s4u::Host*> path_hosts_;
   int class_links_ = 0;

@@ -1,0 +1,173 @@
+#include "engine/collectives/collectives.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cassert>
+
+#include "core/error.hpp"
+#include "core/reader.hpp"
+#include "engine/groups.hpp"
+
+namespace shardsim::engine::collectives {
+namespace {
+
+std::size_t kind_index(graph::OpKind kind) {
+  switch (kind) {
+    case graph::OpKind::all_gather:
+      return 0;
+    case graph::OpKind::reduce_scatter:
+      return 1;
+    case graph::OpKind::all_reduce:
+      return 2;
+    default:
+      assert(false && "not a collective");
+      return 0;
+  }
+}
+
+// nccl-tests' bus bandwidth factor: (n-1)/n, 2(n-1)/n for all-reduce.
+double busbw_factor(graph::OpKind kind, int n) {
+  return (kind == graph::OpKind::all_reduce ? 2.0 : 1.0) * (n - 1) / n;
+}
+
+}  // namespace
+
+Collectives::Collectives(const config::CollectivesConfig& settings, const ClusterView& cluster, AlgorithmRegistry registry)
+    : cluster_(cluster), registry_(std::move(registry)), protocol_setting_(settings.protocol) {
+  if (settings.protocol.name != "auto") {
+    protocol_forced_ = true;
+    for (Protocol p : kProtocols) {
+      if (to_string(p) == settings.protocol.name) protocol_ = p;
+    }
+  }
+  const std::array<const config::Choice*, 3> per_kind{&settings.all_gather, &settings.reduce_scatter, &settings.all_reduce};
+  for (std::size_t k = 0; k < per_kind.size(); ++k) {
+    const config::Choice& c = *per_kind[k];
+    forced_[k].setting = c;
+    if (c.name == "auto") continue;
+    forced_[k].algorithm = registry_.find(c.name);
+    if (forced_[k].algorithm == nullptr) {
+      std::vector<std::string_view> names{"auto"};
+      for (auto n : registry_.names()) names.push_back(n);
+      std::string message = fmt::format("unknown collective algorithm \"{}\"; expected one of {}", c.name, join(names));
+      if (auto g = closest_match(c.name, names); !g.empty()) message += fmt::format(" (did you mean \"{}\"?)", g);
+      throw ConfigError(c.where, c.path, message);
+    }
+    if (protocol_forced_ && !forced_[k].algorithm->has(protocol_)) {
+      std::vector<std::string_view> has;
+      for (Protocol p : kProtocols) {
+        if (forced_[k].algorithm->has(p)) has.push_back(to_string(p));
+      }
+      throw ConfigError(protocol_setting_.where, protocol_setting_.path,
+                        fmt::format("{} has no {} protocol (NCCL runs it with {})", c.name, to_string(protocol_), join(has)));
+    }
+  }
+}
+
+const Collectives::Forced& Collectives::forced(graph::OpKind kind) const {
+  return forced_[kind_index(kind)];
+}
+
+Selection Collectives::evaluate(const Algorithm& a, Protocol p, graph::OpKind kind, std::span<const int> ranks, const GroupShape& shape,
+                                double bytes) const {
+  Selection s;
+  s.algorithm = &a;
+  s.protocol = p;
+  s.latency = a.latency(kind, shape, p, cluster_);
+  const Efficiency e = a.efficiency(kind, shape, p, cluster_, bytes);
+  assert(e.nvlink > 0 && e.nic > 0);
+  s.traffic = a.traffic(kind, shape, bytes).scale(1.0 / e.nvlink, 1.0 / e.nic);
+  s.transfer = transfer_time(s.traffic, ranks, shape, cluster_);
+  if (s.transfer > 0) {
+    const double busbw = busbw_factor(kind, shape.ranks) * bytes / s.transfer;
+    if (busbw > e.busbw_cap) {
+      const double k = busbw / e.busbw_cap;
+      s.traffic.scale(k, k);
+      s.transfer *= k;
+    }
+  }
+  return s;
+}
+
+std::vector<Selection> Collectives::weigh(graph::OpKind kind, std::span<const int> ranks, const GroupShape& shape, double bytes) const {
+  std::vector<Selection> out;
+  if (shape.ranks <= 1) return out;
+  const Forced& f = forced(kind);
+  for (const auto& a : registry_.all()) {
+    if (f.algorithm != nullptr ? a.get() != f.algorithm : (!a->in_nccl() || !a->unsupported(kind, shape, cluster_).empty())) continue;
+    if (f.algorithm != nullptr) {
+      if (std::string why = a->unsupported(kind, shape, cluster_); !why.empty()) {
+        std::string message = fmt::format("{} cannot run the {} over {} ranks on {} node(s): {}", a->name(), graph::to_string(kind),
+                                          shape.ranks, shape.nodes, why);
+        if (f.setting.path == "collectives.algorithm" && kind != graph::OpKind::all_reduce &&
+            a->unsupported(graph::OpKind::all_reduce, shape, cluster_).empty()) {
+          message += fmt::format(" (to force it for some kinds only: collectives.algorithm: {{all_reduce: {}}})", a->name());
+        }
+        throw ConfigError(f.setting.where, f.setting.path, message);
+      }
+    }
+    for (Protocol p : kProtocols) {
+      if (!a->has(p) || (protocol_forced_ && p != protocol_)) continue;
+      out.push_back(evaluate(*a, p, kind, ranks, shape, bytes));
+    }
+  }
+  return out;
+}
+
+Selection Collectives::choose(graph::OpKind kind, std::span<const int> ranks, const GroupShape& shape, double bytes) const {
+  const Key key{static_cast<int>(kind), shape.ranks, shape.nodes, shape.per_node, shape.per_nic, bytes};
+  if (shape.uniform) {
+    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+  }
+  const std::vector<Selection> all = weigh(kind, ranks, shape, bytes);
+  if (all.empty()) {
+    throw ConfigError(
+        protocol_setting_.where, protocol_setting_.path,
+        fmt::format("no algorithm runs the {} over {} ranks with protocol {}", graph::to_string(kind), shape.ranks, to_string(protocol_)));
+  }
+  Selection best = all.front();
+  for (const auto& s : all) {
+    if (s.time() < best.time()) best = s;  // strictly faster: the first of equals stays, as in NCCL
+  }
+  if (shape.uniform) memo_.emplace(key, best);
+  return best;
+}
+
+std::vector<Selection> Collectives::candidates(graph::OpKind kind, std::span<const int> ranks, double bytes) const {
+  return weigh(kind, ranks, shape_of(ranks, cluster_), bytes);
+}
+
+Selection Collectives::select(graph::OpKind kind, std::span<const int> ranks, double bytes) const {
+  const GroupShape shape = shape_of(ranks, cluster_);
+  if (shape.ranks <= 1) return Selection{};
+  return choose(kind, ranks, shape, bytes);
+}
+
+CollectivePlan Collectives::plan(graph::OpKind kind, std::span<const int> ranks, double bytes, const ClusterView& ignored) const {
+  assert(ignored.gpus_per_node == cluster_.gpus_per_node);
+  (void)ignored;
+  CollectivePlan plan;
+  const GroupShape shape = shape_of(ranks, cluster_);
+  if (shape.ranks <= 1) return plan;
+  const Selection s = choose(kind, ranks, shape, std::max(bytes, 0.0));
+  plan.paths = to_paths(s.traffic, ranks, shape, cluster_);
+  plan.latency = s.latency;
+  return plan;
+}
+
+void Collectives::check(const graph::StepGraph& graph) const {
+  const Groups groups(graph.info);
+  std::vector<std::pair<graph::OpKind, graph::Group>> seen;
+  for (std::size_t o = 0; o < graph.size(); ++o) {
+    const graph::Op& op = graph.op(static_cast<int>(o));
+    if (!op.is_collective()) continue;
+    const std::pair key{op.kind, op.group};
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+    seen.push_back(key);
+    const std::vector<int> ranks = groups.members(op.group, 0);   // every instance has this shape
+    (void)weigh(op.kind, ranks, shape_of(ranks, cluster_), 1.0);  // throws for a forced algorithm it cannot run
+  }
+}
+
+}  // namespace shardsim::engine::collectives

@@ -1,0 +1,160 @@
+#include "engine/collectives/patterns.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <map>
+
+namespace shardsim::engine::collectives {
+
+GroupShape shape_of(std::span<const int> ranks, const ClusterView& cluster) {
+  GroupShape s;
+  s.ranks = static_cast<int>(ranks.size());
+  if (ranks.empty()) return s;
+  // Blocks of consecutive ranks on one node.
+  std::vector<int> block_sizes;
+  std::vector<int> block_nodes;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    const int node = cluster.node_of(ranks[i]);
+    if (i == 0 || node != block_nodes.back()) {
+      block_nodes.push_back(node);
+      block_sizes.push_back(0);
+    }
+    ++block_sizes.back();
+  }
+  std::vector<int> distinct = block_nodes;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  s.nodes = static_cast<int>(distinct.size());
+  s.uniform = distinct.size() == block_nodes.size() &&
+              std::all_of(block_sizes.begin(), block_sizes.end(), [&](int b) { return b == block_sizes.front(); });
+  s.per_node = s.uniform ? block_sizes.front() : 0;
+  // Ranks per NIC: on a uniform group every node looks like the first.
+  std::map<int, int> per_nic;
+  const std::size_t scan = s.uniform ? static_cast<std::size_t>(s.per_node) : ranks.size();
+  for (std::size_t i = 0; i < scan; ++i) s.per_nic = std::max(s.per_nic, ++per_nic[cluster.nic_of(ranks[i])]);
+  return s;
+}
+
+Traffic& Traffic::scale(double nvlink, double nic) {
+  intra *= nvlink;
+  rail_ring *= nic;
+  rail_tree *= nic;
+  flat_ring *= std::max(nvlink, nic);
+  return *this;
+}
+
+std::array<std::vector<int>, 2> double_tree_parents(int n) {
+  // In-order binary tree rooted at 0: a rank's lowest set bit `bit` gives its level; its parent
+  // clears that bit and sets the next one, or only clears it past the end.
+  auto btree_parent = [n](int r) {
+    if (r == 0) return -1;
+    const int bit = r & -r;
+    const int up = (r ^ bit) | (bit << 1);
+    return up < n ? up : (r ^ bit);
+  };
+  std::array<std::vector<int>, 2> parents{std::vector<int>(static_cast<std::size_t>(n)), std::vector<int>(static_cast<std::size_t>(n))};
+  for (int r = 0; r < n; ++r) {
+    parents[0][static_cast<std::size_t>(r)] = btree_parent(r);
+    int p = -1;
+    if (n % 2 == 1) {
+      const int u = btree_parent((r - 1 + n) % n);  // shift by one
+      p = u < 0 ? -1 : (u + 1) % n;
+    } else {
+      const int u = btree_parent(n - 1 - r);  // mirror
+      p = u < 0 ? -1 : n - 1 - u;
+    }
+    parents[1][static_cast<std::size_t>(r)] = p;
+  }
+  return parents;
+}
+
+int double_tree_max_degree(int n) {
+  std::vector<int> degree(static_cast<std::size_t>(std::max(n, 0)), 0);
+  for (const auto& tree : double_tree_parents(n)) {
+    for (int r = 0; r < n; ++r) {
+      const int p = tree[static_cast<std::size_t>(r)];
+      if (p < 0) continue;
+      ++degree[static_cast<std::size_t>(r)];
+      ++degree[static_cast<std::size_t>(p)];
+    }
+  }
+  return degree.empty() ? 0 : *std::max_element(degree.begin(), degree.end());
+}
+
+std::vector<Path> to_paths(const Traffic& t, std::span<const int> ranks, const GroupShape& shape, const ClusterView& cluster) {
+  std::vector<Path> paths;
+  const int n = shape.ranks;
+  if (n <= 1) return paths;
+  auto at = [&](int i) { return ranks[static_cast<std::size_t>(i)]; };
+  if (!shape.uniform) {
+    Path flat{{}, t.flat_ring};
+    for (int i = 0; i < n; ++i) {
+      const int a = at(i);
+      const int b = at((i + 1) % n);
+      flat.hops.push_back(Hop{a, b, cluster.node_of(a) == cluster.node_of(b) ? Via::nvlink : Via::nic});
+    }
+    paths.push_back(std::move(flat));
+    return paths;
+  }
+  assert(t.flat_ring == 0);
+  const int g = shape.per_node;
+  const int nodes = shape.nodes;
+  if (g >= 2) {
+    Path intra{{}, t.intra};
+    intra.hops.reserve(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) intra.hops.push_back(Hop{at(i), at(i / g * g + (i % g + 1) % g), Via::nvlink});
+    paths.push_back(std::move(intra));
+  }
+  if (nodes >= 2) {
+    Path ring{{}, t.rail_ring};
+    ring.hops.reserve(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) ring.hops.push_back(Hop{at(i), at((i / g + 1) % nodes * g + i % g), Via::nic});
+    paths.push_back(std::move(ring));
+    Path tree{{}, t.rail_tree};
+    for (const auto& parents : double_tree_parents(nodes)) {
+      for (int k = 0; k < nodes; ++k) {
+        const int p = parents[static_cast<std::size_t>(k)];
+        if (p < 0) continue;
+        for (int l = 0; l < g; ++l) {
+          tree.hops.push_back(Hop{at(k * g + l), at(p * g + l), Via::nic});  // reduce, up the tree
+          tree.hops.push_back(Hop{at(p * g + l), at(k * g + l), Via::nic});  // broadcast, down
+        }
+      }
+    }
+    paths.push_back(std::move(tree));
+  } else {
+    assert(t.rail_ring == 0 && t.rail_tree == 0);
+  }
+  return paths;
+}
+
+double transfer_time(const Traffic& t, std::span<const int> ranks, const GroupShape& shape, const ClusterView& cluster) {
+  const double nvlink = cluster.nvlink.bandwidth.value() * cluster.nvlink.efficiency;
+  const double nic = cluster.nic.bandwidth.value() * cluster.nic.efficiency;
+  if (shape.ranks <= 1) return 0.0;
+  if (shape.uniform) {
+    const double intra = shape.per_node >= 2 ? t.intra / nvlink : 0.0;
+    const double inter = shape.nodes >= 2 ? shape.per_nic * (t.rail_ring + t.rail_tree * double_tree_max_degree(shape.nodes)) / nic : 0.0;
+    return std::max(intra, inter);
+  }
+  // Flat ring: count each port's hops.
+  std::map<int, int> nvl_out;  // hops per port and direction
+  std::map<int, int> nvl_in;
+  std::map<int, int> nic_out;
+  std::map<int, int> nic_in;
+  const auto n = ranks.size();
+  int most_nvl = 0;
+  int most_nic = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const int a = ranks[i];
+    const int b = ranks[(i + 1) % n];
+    if (cluster.node_of(a) == cluster.node_of(b)) {
+      most_nvl = std::max({most_nvl, ++nvl_out[a], ++nvl_in[b]});
+    } else {
+      most_nic = std::max({most_nic, ++nic_out[cluster.nic_of(a)], ++nic_in[cluster.nic_of(b)]});
+    }
+  }
+  return std::max(most_nvl * t.flat_ring / nvlink, most_nic * t.flat_ring / nic);
+}
+
+}  // namespace shardsim::engine::collectives

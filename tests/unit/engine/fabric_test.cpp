@@ -1,0 +1,109 @@
+// Fabrics beyond one NIC per GPU on a non-blocking network: GPUs sharing NICs, an oversubscribed
+// fat tree, and collectives of different groups contending for the same NIC. Expected times by
+// hand from the topology's figures and NCCL's ring constants (8.4 us base; per step 3.4 us over
+// NVLink, 14 us over the network, Simple).
+#include <doctest/doctest.h>
+
+#include <cstdio>
+
+#include "collective_support.hpp"
+
+using namespace shardsim;
+using graph::OpKind;
+
+namespace {
+
+constexpr double kS = 4 * kGiB;
+constexpr double kUs = 1e-6;
+
+double one_collective(OpKind kind, const config::TopologyConfig& topo, int nodes, engine::FlowGranularity flows,
+                      const config::CollectivesConfig& settings = test::collectives_settings(),
+                      config::SimulationMode mode = config::SimulationMode::full) {
+  const int n = nodes * topo.node.gpus;
+  const auto g = test::collectives_graph(n, n, {test::collective_op(kind, kS)});
+  const auto c = test::collectives(topo, settings);
+  return test::simulate(g, topo, nodes, c, flows, mode).timeline.at(0, 0).end;
+}
+
+}  // namespace
+
+TEST_CASE("busbw: two 400 GbE NICs for 8 GPUs bound an all-gather across two nodes at 2 NICs' rate") {
+  const auto topo = test::topology("h100_sxm_8x_roce_2x400gbe.yaml");
+  const double t = one_collective(OpKind::all_gather, topo, 2, engine::FlowGranularity::path);
+  // Each rank sends 15/16 S, 1/8 of it over its NIC; four ranks share each NIC of 400 Gb/s x
+  // 0.92 = 46 GB/s: 4 x 15/16 S / 8 through 46 GB/s.
+  const double expected = (8.4 + 14 * 3.4 + 14) * kUs + 4 * 15.0 / 16.0 * kS / 8 / 46e9;
+  CHECK(t == doctest::Approx(expected).epsilon(1e-6));
+  const double busbw = test::busbw(OpKind::all_gather, 16, kS, t);
+  CHECK(busbw / 1e9 == doctest::Approx(2 * 46).epsilon(0.01));
+  std::printf("busbw all-gather 2 x 8 H100, 2 NICs per node: %.1f GB/s (2 x 46 GB/s)\n", busbw / 1e9);
+}
+
+TEST_CASE("busbw: a 2:1 oversubscribed fat tree bounds an all-gather across two nodes by its uplinks") {
+  const auto topo = test::topology("h100_sxm_8x_ib400_fat_tree_2to1.yaml");
+  const double t = one_collective(OpKind::all_gather, topo, 2, engine::FlowGranularity::path);
+  // A node's 8 ranks each send 15/16 S / 8 to the other node: 15/16 S through its uplink of
+  // 8 x 47.5 GB/s / 2 = 190 GB/s (the NICs alone would allow 380).
+  const double expected = (8.4 + 14 * 3.4 + 14) * kUs + 15.0 / 16.0 * kS / 190e9;
+  CHECK(t == doctest::Approx(expected).epsilon(1e-6));
+  const double busbw = test::busbw(OpKind::all_gather, 16, kS, t);
+  CHECK(busbw / 1e9 == doctest::Approx(190).epsilon(0.01));
+  std::printf("busbw all-gather 2 x 8 H100, 2:1 fat tree: %.1f GB/s (uplink 190 GB/s)\n", busbw / 1e9);
+}
+
+TEST_CASE("path and edge flows agree where GPUs share NICs and behind oversubscribed uplinks") {
+  using engine::FlowGranularity;
+  struct Case {
+    const char* topology;
+    OpKind kind;
+  };
+  for (const Case& c :
+       {Case{"h100_sxm_8x_roce_2x400gbe.yaml", OpKind::all_gather}, Case{"h100_sxm_8x_roce_2x400gbe.yaml", OpKind::all_reduce},
+        Case{"h100_sxm_8x_ib400_fat_tree_2to1.yaml", OpKind::all_reduce}, Case{"a100_80gb_8x_ib200.yaml", OpKind::all_reduce}}) {
+    const std::string topology = c.topology;
+    CAPTURE(topology);
+    const auto topo = test::topology(c.topology);
+    const double path = test::in_child([&] { return one_collective(c.kind, topo, 3, FlowGranularity::path); });
+    const double edge = test::in_child([&] { return one_collective(c.kind, topo, 3, FlowGranularity::edge); });
+    CHECK(path == doctest::Approx(edge).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("symmetric mode counts shared NICs, uplinks and the trees' busiest nodes as full mode does") {
+  using config::SimulationMode;
+  using engine::FlowGranularity;
+  struct Case {
+    const char* topology;
+    OpKind kind;
+    const char* algorithm;
+    int nodes;
+  };
+  // The tree over 4 nodes: nodes 1 and 2 are inside one tree and a leaf of the other (4 tree
+  // edges each), node 0 is the first tree's root and a leaf (2): the busiest nodes set the pace.
+  for (const Case& c :
+       {Case{"h100_sxm_8x_roce_2x400gbe.yaml", OpKind::all_gather, "auto", 3},
+        Case{"h100_sxm_8x_ib400_fat_tree_2to1.yaml", OpKind::reduce_scatter, "auto", 3},
+        Case{"aws_p4d_24xlarge_efa.yaml", OpKind::all_reduce, "ring", 2}, Case{"a100_80gb_8x_ib200.yaml", OpKind::all_reduce, "tree", 4}}) {
+    const std::string topology = c.topology;
+    CAPTURE(topology);
+    const auto topo = test::topology(c.topology);
+    const auto settings = test::collectives_settings(c.algorithm);
+    const double full = test::in_child([&] { return one_collective(c.kind, topo, c.nodes, FlowGranularity::path, settings); });
+    const double sym =
+        test::in_child([&] { return one_collective(c.kind, topo, c.nodes, FlowGranularity::path, settings, SimulationMode::symmetric); });
+    CHECK(sym == doctest::Approx(full).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("contention: replicate-group all-reduces of 4 GPUs sharing a NIC each get a quarter of it") {
+  // Hybrid sharding on 2 nodes x 8 GPUs with 2 NICs per node: 8 replicate groups {r, r + 8} run
+  // their all-reduce at once; GPUs 0-3 share NIC 0, 4-7 NIC 1. Each group alone sends S over
+  // its NIC each way (ring of 2); four of them share 46 GB/s.
+  const auto topo = test::topology("h100_sxm_8x_roce_2x400gbe.yaml");
+  const auto g = test::collectives_graph(16, 8, {test::collective_op(OpKind::all_reduce, kS, graph::Group::replicate)});
+  const auto c = test::collectives(topo, test::collectives_settings("ring"));
+  const auto r = test::simulate(g, topo, 2, c);
+  // 2 steps, both across nodes; with one rank per node NCCL uses the tree's network step (14 us).
+  const double expected = (8.4 + 2 * 14) * kUs + 4 * kS / 46e9;
+  for (int rank = 0; rank < 16; ++rank) CHECK(r.timeline.at(0, rank).end == doctest::Approx(expected).epsilon(1e-6));
+}
