@@ -111,10 +111,7 @@ class Simulator {
     waited_.assign(static_cast<std::size_t>(simulated_), 0.0);
     caused_.assign(static_cast<std::size_t>(simulated_), 0.0);
     slowed_ = in.compute.speed_while_communicating();
-    cluster_.gpus_per_node = in.topology.node.gpus;
-    cluster_.nvlink = in.topology.node.nvlink;
-    cluster_.nic = in.topology.node.nic;
-    cluster_.switch_latency = in.topology.fabric.switch_latency.value();
+    cluster_ = cluster_view(in.topology);
   }
 
   // Routes for every collective a simulated rank takes part in (before the platform is sealed).
@@ -390,9 +387,12 @@ bool symmetric_mode(const SimulationInput& in) {
     case config::SimulationMode::automatic:
       break;
   }
-  // Symmetric pays off at scale and is exact only when every rank does the same.
+  // Symmetric pays off at scale and is exact only when every rank does the same and no link is
+  // shared between collective instances that symmetric mode would not simulate (GPUs sharing a
+  // NIC, or oversubscribed uplinks: sibling groups then contend on links rank 0's do not see).
   constexpr int kAutoSymmetricFrom = 512;
-  return in.graph.info.world_size >= kAutoSymmetricFrom && !in.stragglers.any();
+  const bool shared_links = in.topology.node.nics < in.topology.node.gpus || in.topology.fabric.oversubscription > 1;
+  return in.graph.info.world_size >= kAutoSymmetricFrom && !in.stragglers.any() && !shared_links;
 }
 
 SimulationResult simulate(const SimulationInput& in) {
