@@ -39,7 +39,7 @@ int cmd_check(std::span<const std::string> argv) {
                                  p.graph.size());
       } else if (sweep::is_sweep_file(root)) {
         const auto sf = sweep::load_sweep_file(f);
-        sweep::check_axes(sf.scenario, sf.sets, sf.axes);
+        sweep::check_axes(sf.scenario, sf.sets, sf.axes, sf.set_where);
         std::cout << fmt::format("ok: {} (sweep: {} points of {})\n", f, sweep::grid_size(sf.axes), sf.scenario.string());
       } else if (is_map && (root.find("gpu") != nullptr || root.find("node") != nullptr || root.find("extends") != nullptr)) {
         const auto t = config::load_topology(f, ConfigNode{}, "");

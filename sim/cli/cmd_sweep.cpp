@@ -37,13 +37,15 @@ Args sweep_args() {
 }
 
 // The scenario, common overrides and axes: from a sweep file and/or the options.
-sweep::SweepSpec spec_from(const Args& args, std::vector<sweep::Axis>& axes) {
+// `set_where` gets where the sweep file wrote each of its set: entries.
+sweep::SweepSpec spec_from(const Args& args, std::vector<sweep::Axis>& axes, std::vector<Location>& set_where) {
   const std::filesystem::path file = args.positional().front();
   sweep::SweepSpec spec;
   if (sweep::is_sweep_file(config::load_yaml_file(file))) {
     auto sf = sweep::load_sweep_file(file);
     spec.scenario = sf.scenario;
     spec.sets = std::move(sf.sets);
+    set_where = std::move(sf.set_where);
     axes = std::move(sf.axes);
   } else {
     spec.scenario = file;
@@ -92,8 +94,9 @@ int cmd_sweep(std::span<const std::string> argv) {
   const auto out = args.get("--out");
   if (!out) throw UsageError("sweep needs --out DIR for its results\n" + args.help());
   std::vector<sweep::Axis> axes;
-  sweep::SweepSpec spec = spec_from(args, axes);
-  sweep::check_axes(spec.scenario, spec.sets, axes);
+  std::vector<Location> set_where;
+  sweep::SweepSpec spec = spec_from(args, axes, set_where);
+  sweep::check_axes(spec.scenario, spec.sets, axes, set_where);
   spec.dimensions = sweep::dimensions_of(axes);
   spec.points = sweep::expand(axes);
   if (auto s = args.get("--shard")) spec.shard = sweep::parse_shard(*s);

@@ -261,6 +261,9 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
   if (root.is_null()) {
     throw ConfigError(Location{file.string(), 1, 1}, "", "empty file; expected a scenario mapping (cluster, model, training, fsdp)");
   }
+  if (const ConfigNode* sweep = root.is_map() && root.find("cluster") == nullptr ? root.find("scenario") : nullptr) {
+    throw ConfigError(sweep->where, "scenario", "this is a sweep file; expected a scenario (cluster, model, training, ...) here");
+  }
   for (const auto& a : assignments) apply_assignment(root, a);
 
   Reader top(root, "", kScenarioSchema);

@@ -51,16 +51,18 @@ std::vector<std::vector<std::string>> dimensions_of(std::span<const Axis> axes) 
   return out;
 }
 
-void check_axes(const std::filesystem::path& scenario, std::span<const std::string> sets, std::span<const Axis> axes) {
-  // The assignments of point "axis at step, the others at 0", and which axis each came from.
+void check_axes(const std::filesystem::path& scenario, std::span<const std::string> sets, std::span<const Axis> axes,
+                std::span<const Location> set_where) {
+  // The assignments of point "axis at step, the others at 0", and where each was written.
   auto load_with = [&](std::size_t axis, std::size_t step) {
     std::vector<std::string> assignments(sets.begin(), sets.end());
-    std::vector<const Axis*> origin(sets.size(), nullptr);
+    std::vector<const Location*> origin(sets.size(), nullptr);
+    for (std::size_t i = 0; i < set_where.size() && i < sets.size(); ++i) origin[i] = &set_where[i];
     for (std::size_t a = 0; a < axes.size(); ++a) {
       const std::size_t s = a == axis ? step : 0;
       for (std::size_t k = 0; k < axes[a].keys.size(); ++k) {
         assignments.push_back(fmt::format("{}={}", axes[a].keys[k], axes[a].values[s][k]));
-        origin.push_back(&axes[a]);
+        origin.push_back(&axes[a].where);
       }
     }
     try {
@@ -69,7 +71,7 @@ void check_axes(const std::filesystem::path& scenario, std::span<const std::stri
       // A value's error names "--set KEY=VALUE"; name the --grid option or sweep file line instead.
       for (std::size_t i = 0; i < assignments.size(); ++i) {
         if (origin[i] != nullptr && e.where().file == "--set " + assignments[i]) {
-          throw ConfigError(origin[i]->where, e.key_path(), e.message());
+          throw ConfigError(*origin[i], e.key_path(), e.message());
         }
       }
       throw;

@@ -44,8 +44,10 @@ struct SweepSpec {
 
 // Loads the scenario with `sets` and, one axis at a time, each value of that axis (the other
 // axes at their first value): a typo in a key or value fails here, before anything runs, with
-// the loader's file:line:col message. Throws ConfigError.
-void check_axes(const std::filesystem::path& scenario, std::span<const std::string> sets, std::span<const Axis> axes);
+// the loader's file:line:col message; `set_where[i]`, where given, is where sets[i] was written
+// (a sweep file's set: entry). Throws ConfigError.
+void check_axes(const std::filesystem::path& scenario, std::span<const std::string> sets, std::span<const Axis> axes,
+                std::span<const Location> set_where = {});
 
 // Told about each finished point (progress.hpp draws the bar).
 class SweepObserver {

@@ -48,7 +48,8 @@ std::vector<Axis> axes_of(const ConfigNode& grid, const std::string& key) {
 }  // namespace
 
 bool is_sweep_file(const ConfigNode& root) {
-  return root.is_map() && root.find("scenario") != nullptr && root.find("cluster") == nullptr;
+  if (!root.is_map() || root.find("cluster") != nullptr) return false;
+  return root.find("scenario") != nullptr || root.find("grid") != nullptr || root.find("zip") != nullptr;
 }
 
 Schema sweep_file_schema() {
@@ -70,7 +71,10 @@ SweepFile load_sweep_file(const std::filesystem::path& file) {
   if (const ConfigNode* set = r.node("set")) {
     require_map(*set, "set", "{cluster.nodes: 8}");
     // Each entry is one --set KEY=VALUE: a mapping value replaces the key's value as a whole.
-    for (const auto& e : set->entries) out.sets.push_back(fmt::format("{}={}", e.key, to_flow_yaml(e.value)));
+    for (const auto& e : set->entries) {
+      out.sets.push_back(fmt::format("{}={}", e.key, to_flow_yaml(e.value)));
+      out.set_where.push_back(e.key_where);
+    }
   }
   if (const ConfigNode* grid = r.node("grid")) out.axes = axes_of(*grid, "grid");
   if (const ConfigNode* zip = r.node("zip")) {

@@ -25,10 +25,11 @@ namespace shardsim::sweep {
 struct SweepFile {
   std::filesystem::path scenario;
   std::vector<std::string> sets;  // "KEY=VALUE" for every point
+  std::vector<Location> set_where;  // where each of `sets` is written
   std::vector<Axis> axes;         // grid entries in file order, then the zipped groups
 };
 
-// True when `root` looks like a sweep file (has `scenario:`) rather than a scenario.
+// True when `root` looks like a sweep file (has scenario:, grid: or zip:, no cluster:) rather than a scenario.
 [[nodiscard]] bool is_sweep_file(const ConfigNode& root);
 
 // Throws ConfigError with file:line:col for anything malformed or unknown.
