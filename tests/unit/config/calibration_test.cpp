@@ -35,7 +35,7 @@ std::string message_of(const std::string& file) {
 
 }  // namespace
 
-TEST_CASE("a calibration file loads its rates in base units; what it leaves out stays unset") {
+TEST_CASE("a calibration file loads its rates in base units, what it leaves out stays unset") {
   TempFile f("cal.yaml", kCalibration);
   const auto c = config::load_calibration(f.path());
   CHECK(c.name == "test GPU");

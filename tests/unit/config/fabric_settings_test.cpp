@@ -83,7 +83,7 @@ TEST_CASE("collectives: mistakes name the key, the valid choices and the likely 
       ConfigError);
 }
 
-TEST_CASE("node.nics: one NIC per GPU by default; fewer must divide the GPUs") {
+TEST_CASE("node.nics: one NIC per GPU by default, fewer must divide the GPUs") {
   {
     TempFile topo("topo.yaml", topology_text());
     const auto t = config::load_topology(topo.path(), ConfigNode{}, "");

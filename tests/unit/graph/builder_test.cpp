@@ -16,7 +16,7 @@ cli::Prepared tiny(std::vector<std::string> sets = {}) {
 
 }  // namespace
 
-TEST_CASE("one unit per block plus the root; the graph is a DAG with every op reachable") {
+TEST_CASE("one unit per block plus the root, the graph is a DAG with every op reachable") {
   const auto p = tiny();
   CHECK(p.plan.units.size() == 5);
   const auto order = p.graph.topological_order();

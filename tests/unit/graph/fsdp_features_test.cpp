@@ -67,7 +67,7 @@ TEST_CASE("hybrid sharding crosses hosts only with the all-reduce of each shard:
   CHECK(cross == doctest::Approx(2.0 * 3 / 4 * m / 8));
 }
 
-TEST_CASE("shard_grad_op gathers once per step; full shard twice, the root once") {
+TEST_CASE("shard_grad_op gathers once per step, full shard twice, the root once") {
   CHECK(count(tiny({"fsdp.sharding=shard_grad_op"}).graph, graph::OpKind::all_gather) == 5);
   CHECK(count(tiny().graph, graph::OpKind::all_gather) == 4 * 2 + 1);
 }
@@ -119,7 +119,7 @@ TEST_CASE("CPU offload copies each shard in before its all-gather and each gradi
   for (const auto& m : g.info.initial_memory) CHECK(m.pool == graph::Pool::host);
 }
 
-TEST_CASE("FSDP2 reshard_after_forward = d gathers backward over d ranks; d must divide the shard group") {
+TEST_CASE("FSDP2 reshard_after_forward = d gathers backward over d ranks, d must divide the shard group") {
   const auto p = tiny({"fsdp.version=2", "fsdp.reshard_after_forward=2"});
   CHECK(p.graph.info.reshard_group == 2);
   int over_d = 0;
@@ -150,13 +150,19 @@ TEST_CASE("FSDP2 backward_prefetch_depth = 2 issues two all-gathers at the root'
   CHECK(before_backward == std::vector<std::string>{"AG layers.3", "AG layers.2"});
 }
 
-TEST_CASE("ZeRO-3 fetches each module's own partitioned parameters; small ones stay whole") {
-  const auto p = tiny({"fsdp.sharding=zero3"});
+TEST_CASE("ZeRO-3 fetches each module's own partitioned parameters, small ones stay whole") {
   // Per block: wq wk wv wo w1 w2 w3 (the norms' 512 weights are under the 1e5 threshold);
-  // root: embedding and output. Forward and backward, two steps (the trace is recorded first).
+  // root: embedding and output. Two steps (the trace is recorded first).
   const int per_pass = 4 * 7 + 2;
-  CHECK(p.graph.info.steps == 2);
-  CHECK(count(p.graph, graph::OpKind::all_gather) == 2 * 2 * per_pass);
+  // stage3_max_reuse_distance 0: every module is released after its forward and fetched again
+  // in backward, except the output head, used again at once (reuse distance 0).
+  const auto released = tiny({"fsdp.sharding=zero3", "fsdp.zero3.max_reuse_distance=0"});
+  CHECK(released.graph.info.steps == 2);
+  CHECK(count(released.graph, graph::OpKind::all_gather) == 2 * (per_pass + per_pass - 1));
+  // The default distance, 1e9 parameters, is more than the tiny model's twice-over numel: every
+  // module is kept from its forward to its backward and fetched once per step.
+  const auto kept = tiny({"fsdp.sharding=zero3"});
+  CHECK(count(kept.graph, graph::OpKind::all_gather) == 2 * per_pass);
 }
 
 TEST_CASE("steps: auto simulates two steps where the first differs") {

@@ -70,7 +70,7 @@ TEST_CASE("the memory timeline adds allocations and frees in time order, frees f
   CHECK(m.peak_reserved == doctest::Approx((100 + 10 + 20) * MiB));
 }
 
-TEST_CASE("each stream's pool keeps its own high-water mark; sizes round up to 512-byte blocks") {
+TEST_CASE("each stream's pool keeps its own high-water mark, sizes round up to 512-byte blocks") {
   // 10 MiB on the compute stream, freed; then 4 MiB on the reduce-scatter stream. Allocated never
   // exceeds 10 MiB, but the compute pool keeps its 10 MiB cached and the reduce-scatter stream
   // cannot use them (d1-hand-model.md: per-stream pools).

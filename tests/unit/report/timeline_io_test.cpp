@@ -39,7 +39,7 @@ std::string error_of(const nlohmann::json& j) {
 
 }  // namespace
 
-TEST_CASE("a timeline survives to_json and back; ranks beyond the limit are left out") {
+TEST_CASE("a timeline survives to_json and back, ranks beyond the limit are left out") {
   const auto g = two_ops();
   engine::Timeline t(2, 3);
   t.at(0, 0) = {0, 1.5e-3};

@@ -82,7 +82,7 @@ TEST_CASE("commas inside braces and brackets do not split and values are written
   }
 }
 
-TEST_CASE("zipped keys advance together as one axis; lists of different lengths are refused") {
+TEST_CASE("zipped keys advance together as one axis, lists of different lengths are refused") {
   const std::vector<std::string> zip{"training.micro_batch=1,2,4", "training.grad_accum=4,2,1"};
   const Axis a = sweep::parse_zip_options(zip);
   CHECK(a.keys == std::vector<std::string>{"training.micro_batch", "training.grad_accum"});
