@@ -15,6 +15,8 @@ ShardingTraits sharding_traits(config::Sharding s) {
       return {true, true, true, true};
     case Sharding::hybrid_shard_zero2:
       return {true, false, true, true};
+    case Sharding::zero3:  // stage 3 shards parameters, gradients and optimizer state as FULL_SHARD does
+      return {true, true, false, true};
   }
   return {};
 }
