@@ -75,11 +75,13 @@ Outcome simulate(const Prepared& p) {
                                       p.scenario.simulation.flows,
                                       p.scenario.simulation.mode,
                                       p.scenario.stragglers,
-                                      p.scenario.simulation.max_wall_time.value.value()};
+                                      p.scenario.simulation.max_wall_time.value.value(),
+                                      p.scenario.cluster.jobs,
+                                      p.scenario.cluster.placement};
   // simulation.max_op_instances: the engine keeps state per op and rank; past the limit it would
   // exhaust memory before the wall-time budget could stop it.
   const auto& limit = p.scenario.simulation.max_op_instances;
-  const int ranks = engine::symmetric_mode(input) ? 1 : p.graph.info.world_size;
+  const std::int64_t ranks = engine::symmetric_mode(input) ? 1 : std::int64_t{p.graph.info.world_size} * p.scenario.cluster.jobs;
   const double instances = static_cast<double>(p.graph.size()) * ranks;
   if (instances > static_cast<double>(limit.value)) {
     throw ConfigError(limit.where, "simulation.max_op_instances",
@@ -88,7 +90,8 @@ Outcome simulate(const Prepared& p) {
                                   p.graph.size(), ranks, instances, limit.value));
   }
   Outcome out{engine::simulate(input), {}};
-  out.summary = report::summarize({p.scenario, p.model, p.graph, out.result.timeline, &out.result.waited, &out.result.caused});
+  out.summary = report::summarize(
+      {p.scenario, p.model, p.graph, out.result.timeline, &out.result.waited, &out.result.caused, &out.result.job_ends});
   return out;
 }
 

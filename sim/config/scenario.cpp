@@ -29,6 +29,11 @@ constexpr std::array kClusterParams{
     ParamSpec{"topology", "file path", "", "topology YAML, relative to this file"},
     ParamSpec{"nodes", "integer >= 1", "1", "number of nodes; world size = nodes x node.gpus"},
     ParamSpec{"overrides", "mapping of dotted topology keys", "{}", "e.g. {gpu.memory: 96GiB}"},
+    ParamSpec{"jobs", "integer 1..1024", "1",
+              "identical copies of this job sharing the fabric, each on its own `nodes` nodes; the report is job 0's"},
+    ParamSpec{"placement", "packed | interleaved", "packed",
+              "how the jobs' nodes are laid out: packed gives each job consecutive nodes, interleaved deals node i to job i mod "
+              "jobs (so jobs share leaf switches and their uplinks)"},
 };
 constexpr std::array kModelParams{
     ParamSpec{"preset", "model name", "-", "a built-in model (shardsim describe models)"},
@@ -279,6 +284,9 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
   c.finish();
   s.cluster.topology_file = c.file_path("topology");
   s.cluster.nodes = c.integer("nodes", 1, 1 << 20);
+  s.cluster.jobs = static_cast<int>(c.integer("jobs", 1, 1024));
+  constexpr std::array<std::string_view, 2> kPlacementNames{"packed", "interleaved"};
+  s.cluster.placement = pick<Placement>(c, "placement", kPlacementNames);
   const ConfigNode* overrides = c.node("overrides");
   const ConfigNode empty;
   // Errors inside the topology file are reported there; a missing file is reported here.
@@ -291,6 +299,11 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
   s.simulation = read_simulation(top);
   s.collectives = read_collectives(top);
   s.stragglers = read_stragglers(top, s.world_size());
+  if (s.simulation.mode == SimulationMode::symmetric && s.cluster.jobs > 1) {
+    throw ConfigError(c.where("jobs"), "simulation.mode",
+                      "symmetric simulates one representative rank of one job, but cluster.jobs puts several on the fabric; expected "
+                      "full or auto");
+  }
   if (s.simulation.mode == SimulationMode::symmetric && s.stragglers.any()) {
     throw ConfigError(top.where("stragglers"), "simulation.mode",
                       "symmetric simulates one representative rank, but stragglers make ranks differ; expected full or auto");
@@ -305,6 +318,10 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
   if (s.world_size() > kMaxWorld) {
     c.fail("nodes", fmt::format("{} nodes x {} GPUs = {} GPUs; expected at most {} GPUs", s.cluster.nodes, s.cluster.topology.node.gpus,
                                 s.world_size(), kMaxWorld));
+  }
+  if (s.world_size() * s.cluster.jobs > kMaxWorld) {
+    c.fail("jobs", fmt::format("{} jobs x {} GPUs = {} GPUs on the fabric; expected at most {} GPUs", s.cluster.jobs, s.world_size(),
+                               s.world_size() * s.cluster.jobs, kMaxWorld));
   }
   return s;
 }

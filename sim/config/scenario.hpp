@@ -107,10 +107,15 @@ struct FsdpConfig {
   Location where;  // of the fsdp section, for settings checked after loading
 };
 
+// How several jobs' nodes are laid out on the fabric (cluster.placement).
+enum class Placement { packed, interleaved };
+
 struct ClusterConfig {
   std::filesystem::path topology_file;
-  std::int64_t nodes = 1;
+  std::int64_t nodes = 1;  // of one job
   TopologyConfig topology;
+  int jobs = 1;  // identical jobs on the fabric; the scenario describes job 0
+  Placement placement = Placement::packed;
 };
 
 enum class FlowGranularity { path, edge };

@@ -62,6 +62,8 @@ constexpr std::array kLinkParams{
 constexpr std::array kFabricParams{
     ParamSpec{"kind", "single_switch | fat_tree | rail_optimized_fat_tree", "single_switch", "how nodes are connected"},
     ParamSpec{"oversubscription", "number >= 1", "1", "leaf downlink / uplink bandwidth ratio"},
+    ParamSpec{"nodes_per_leaf", "integer >= 1", "1",
+              "nodes under one leaf switch (fat_tree): traffic between leaves crosses their uplinks, which those nodes share"},
     ParamSpec{"switch_latency", "duration", "1us", "latency of the switches between two nodes, added to each inter-node collective step"},
 };
 constexpr std::array kHostParams{
@@ -179,6 +181,7 @@ FabricSpec read_fabric(const Reader& top) {
   FabricSpec f;
   f.kind = Choice{r.text("kind"), "fabric.kind", r.where("kind"), node};
   f.oversubscription = r.number("oversubscription", 1.0, 1024.0);
+  f.nodes_per_leaf = static_cast<int>(r.integer("nodes_per_leaf", 1, 1 << 20));
   f.switch_latency = Seconds(r.quantity("switch_latency", Dimension::seconds));
   return f;
 }

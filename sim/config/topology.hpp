@@ -65,6 +65,7 @@ struct NodeSpec {
 struct FabricSpec {
   Choice kind;                  // single_switch | fat_tree | rail_optimized_fat_tree
   double oversubscription = 1;  // leaf down / up bandwidth
+  int nodes_per_leaf = 1;       // nodes under one leaf switch; inter-leaf traffic shares its uplinks
   Seconds switch_latency;
 };
 

@@ -34,7 +34,12 @@ Network::Signature Network::signature(const std::vector<Hop>& hops) {
 }
 
 void Network::add_routes(const CollectivePlan& plan) {
-  if (granularity_ != config::FlowGranularity::path) return;
+  if (granularity_ != config::FlowGranularity::path) {
+    for (const Path& p : plan.paths) {
+      for (const Hop& h : p.hops) platform_.add_hop_route(h);
+    }
+    return;
+  }
   for (const Path& p : plan.paths) {
     std::vector<Hop> hops = folded(p);
     auto sig = signature(hops);

@@ -7,7 +7,8 @@
 // ring over thousands of GPUs crosses a handful of classes, which keeps SimGrid's solver cheap
 // (its cost grows with the links of the live flows, and adding a flow with L links costs L^2);
 // a degraded link is its own class and still slows every path through it.
-// Edge flows: one flow per hop between the GPUs' hosts (O(n) flows; for cross-checks).
+// Edge flows: one flow per hop between the GPUs' hosts (O(n) flows; for cross-checks), each
+// inter-node pair with its own route (Platform::add_hop_route).
 // Symmetric mode: only node 0 is built, and a path is folded onto it as its busiest node sees
 // it: the hops leaving the node with the most of them (every node of a ring; an inner node of
 // NCCL's trees), their ends mapped to the same local GPUs of node 0. A GPU link, a NIC that

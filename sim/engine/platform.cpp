@@ -35,23 +35,28 @@ const FabricInfo& FabricRegistry::find(const config::Choice& kind) const {
 }
 
 void register_builtin_fabrics(FabricRegistry& registry) {
-  auto none = [](sg4::NetZone&, const config::TopologyConfig&, int) { return std::vector<sg4::Link*>{}; };
+  auto none = [](sg4::NetZone&, const config::TopologyConfig&, int, int) { return std::vector<sg4::Link*>{}; };
   registry.add({"single_switch", "every NIC on one non-blocking switch", none});
   // Rail-optimised: NIC i of every node sits on rail switch i; the collectives shardsim builds
   // only send between GPUs of the same local rank across nodes, which stay on their rail.
   registry.add({"rail_optimized_fat_tree", "one non-blocking switch per rail (local GPU index)", none});
   // A fat tree whose leaf uplinks carry 1/oversubscription of the NIC bandwidth below them,
-  // modelled as one shared uplink per node.
-  registry.add({"fat_tree", "leaf switches with oversubscribed uplinks (one per node)",
-                [](sg4::NetZone& zone, const config::TopologyConfig& topo, int node) {
+  // modelled as one shared uplink per leaf switch (fabric.nodes_per_leaf nodes); the spine
+  // above is non-blocking.
+  registry.add({"fat_tree", "leaf switches of fabric.nodes_per_leaf nodes with oversubscribed uplinks",
+                [](sg4::NetZone& zone, const config::TopologyConfig& topo, int leaf, int nodes) {
                   if (topo.fabric.oversubscription <= 1.0) return std::vector<sg4::Link*>{};
-                  const double bw = effective(topo.node.nic) * topo.node.nics / topo.fabric.oversubscription;
-                  return std::vector<sg4::Link*>{duplex(zone, fmt::format("uplink{}", node), bw)};
+                  const double bw = effective(topo.node.nic) * topo.node.nics * nodes / topo.fabric.oversubscription;
+                  return std::vector<sg4::Link*>{duplex(zone, fmt::format("uplink{}", leaf), bw)};
                 }});
 }
 
-Platform::Platform(const config::TopologyConfig& topo, int nodes, const FabricRegistry& fabrics)
-    : gpus_per_node_(topo.node.gpus), nics_per_node_(topo.node.nics) {
+Platform::Platform(const config::TopologyConfig& topo, int nodes, const FabricRegistry& fabrics, bool folded)
+    : gpus_per_node_(topo.node.gpus),
+      nics_per_node_(topo.node.nics),
+      nodes_per_leaf_(folded ? 1 : topo.fabric.nodes_per_leaf),
+      folded_(folded) {
+  const int nodes_per_leaf = nodes_per_leaf_;
   const FabricInfo& fabric = fabrics.find(topo.fabric.kind);
   const int g = topo.node.gpus;
   zone_ = sg4::create_star_zone("cluster");
@@ -59,8 +64,11 @@ Platform::Platform(const config::TopologyConfig& topo, int nodes, const FabricRe
   gpus_.reserve(world);
   nvlink_.reserve(world);
   nic_.reserve(static_cast<std::size_t>(nodes) * static_cast<std::size_t>(nics_per_node_));
+  for (int leaf = 0; leaf * nodes_per_leaf < nodes; ++leaf) {
+    // A leaf's uplinks are sized for a full leaf even where fewer of its nodes are in use.
+    uplinks_.push_back(fabric.uplinks(*zone_, topo, leaf, nodes_per_leaf));
+  }
   for (int node = 0; node < nodes; ++node) {
-    uplinks_.push_back(fabric.uplinks(*zone_, topo, node));
     for (int i = 0; i < nics_per_node_; ++i) {
       nic_.push_back(duplex(*zone_, fmt::format("nic{}", node * nics_per_node_ + i), effective(topo.node.nic)));
     }
@@ -69,7 +77,7 @@ Platform::Platform(const config::TopologyConfig& topo, int nodes, const FabricRe
       auto* host = zone_->create_host(fmt::format("gpu{}", rank), 1.0);
       nvlink_.push_back(duplex(*zone_, fmt::format("nvlink{}", rank), effective(topo.node.nvlink)));
       std::vector<sg4::LinkInRoute> route{sg4::LinkInRoute(nic_of(rank), sg4::LinkInRoute::Direction::UP)};
-      for (auto* up : uplinks_.back()) route.emplace_back(up, sg4::LinkInRoute::Direction::UP);
+      for (auto* up : uplinks_[static_cast<std::size_t>(node / nodes_per_leaf)]) route.emplace_back(up, sg4::LinkInRoute::Direction::UP);
       zone_->add_route(host->get_netpoint(), nullptr, nullptr, nullptr, route, true);
       gpus_.push_back(host);
     }
@@ -105,8 +113,13 @@ void Platform::append_links(const Hop& hop, std::vector<sg4::LinkInRoute>& route
     return;
   }
   route.emplace_back(nic_of(hop.src), Dir::UP);
-  for (auto* up : uplinks_[static_cast<std::size_t>(hop.src / gpus_per_node_)]) route.emplace_back(up, Dir::UP);
-  for (auto* up : uplinks_[static_cast<std::size_t>(hop.dst / gpus_per_node_)]) route.emplace_back(up, Dir::DOWN);
+  // Folded (symmetric mode), a hop's ends are both on node 0: it stands for traffic leaving the
+  // node, which crosses the uplinks.
+  const bool across_leaves = folded_ || leaf_of(hop.src) != leaf_of(hop.dst);
+  if (across_leaves) {
+    for (auto* up : uplinks_[static_cast<std::size_t>(leaf_of(hop.src))]) route.emplace_back(up, Dir::UP);
+    for (auto* up : uplinks_[static_cast<std::size_t>(leaf_of(hop.dst))]) route.emplace_back(up, Dir::DOWN);
+  }
   route.emplace_back(nic_of(hop.dst), Dir::DOWN);
 }
 
@@ -148,6 +161,13 @@ int Platform::add_path_route(const std::vector<Hop>& hops) {
   path_hosts_.push_back(src);
   path_hosts_.push_back(dst);
   return id;
+}
+
+void Platform::add_hop_route(const Hop& hop) {
+  if (hop.via != Via::nic || !hop_routes_.emplace(hop.src, hop.dst).second) return;
+  std::vector<sg4::LinkInRoute> route;
+  append_links(hop, route);
+  zone_->add_bypass_route(gpu(hop.src)->get_netpoint(), gpu(hop.dst)->get_netpoint(), nullptr, nullptr, route);
 }
 
 void Platform::degrade(int rank, config::LinkKind link, double factor) {

@@ -8,16 +8,21 @@
 //   gpu0 ─nic0──┐                      ┌──nic8── gpu8
 //   gpu1 ─nic1──┼─[uplink0]─ fabric ─[uplink1]─┼──nic9── gpu9   inter-node: nic_a UP, [uplinks], nic_b DOWN
 //    ...        ┘                      └   ...
+// Uplinks belong to leaf switches of fabric.nodes_per_leaf nodes: traffic between two nodes of
+// one leaf stays below it; traffic between leaves crosses both leaves' uplinks, which every node
+// of the leaf (of any job, cluster.jobs) shares.
 // With node.nics below node.gpus, consecutive GPUs share a NIC link (gpu0, gpu1 ─ nic0 with 4
 // NICs for 8 GPUs), so their traffic across nodes shares its bandwidth.
-// One flat star zone holds every GPU (its star route is its NIC, plus the node's uplink when the
-// fabric is oversubscribed); intra-node pairs get bypass routes through NVLink. Routes are
+// One flat star zone holds every GPU (its star route is its NIC, plus its leaf's uplink when the
+// fabric is oversubscribed); intra-node pairs get bypass routes through NVLink, and so do
+// inter-node pairs that edge flows use (add_hop_route), so that a pair within a leaf skips the uplinks. Routes are
 // O(N) + O(N x gpus per node), which scales to tens of thousands of GPUs. A collective's path
 // (collective.hpp) gets a pair of link-less endpoint hosts whose route crosses every link of the
 // path's hops, so that one flow can stand for the whole ring.
 #pragma once
 
 #include <functional>
+#include <set>
 #include <simgrid/s4u.hpp>
 #include <string_view>
 #include <vector>
@@ -32,8 +37,10 @@ namespace shardsim::engine {
 struct FabricInfo {
   std::string_view name;
   std::string_view description;
-  // Links every inter-node flow of `node` crosses besides the GPU's NIC (may be empty).
-  std::function<std::vector<simgrid::s4u::Link*>(simgrid::s4u::NetZone& zone, const config::TopologyConfig& topo, int node)> uplinks;
+  // Links every flow between leaf switch `leaf` (with room for `nodes` nodes) and another leaf crosses
+  // besides the GPUs' NICs (may be empty).
+  std::function<std::vector<simgrid::s4u::Link*>(simgrid::s4u::NetZone& zone, const config::TopologyConfig& topo, int leaf, int nodes)>
+      uplinks;
 };
 
 class FabricRegistry {
@@ -52,11 +59,15 @@ void register_builtin_fabrics(FabricRegistry& registry);
 class Platform {
  public:
   // Builds hosts and links into the running SimGrid engine (create the Engine first). Add path
-  // routes, then seal() before simulating.
-  Platform(const config::TopologyConfig& topo, int nodes, const FabricRegistry& fabrics);
+  // routes, then seal() before simulating. `folded`: node 0 stands for every node (symmetric
+  // mode): its hops through the NIC stand for traffic leaving it, which crosses an uplink
+  // carrying the node's share of its leaf's.
+  Platform(const config::TopologyConfig& topo, int nodes, const FabricRegistry& fabrics, bool folded = false);
 
   // A route through every link of the hops (a link crossed k times counts k times); returns its id.
   int add_path_route(const std::vector<Hop>& hops);
+  // A route between the GPUs of an inter-node hop through its links (edge flows); once per pair.
+  void add_hop_route(const Hop& hop);
   // The link directions a route through the hops crosses, as (link, direction) pairs.
   [[nodiscard]] std::vector<simgrid::s4u::LinkInRoute> links_of(const std::vector<Hop>& hops) const;
   // A link standing for a class of equivalent link directions (see network.hpp).
@@ -79,12 +90,17 @@ class Platform {
   simgrid::s4u::NetZone* zone_ = nullptr;
   [[nodiscard]] simgrid::s4u::Link* nic_of(int rank) const;
 
+  [[nodiscard]] int leaf_of(int rank) const { return rank / gpus_per_node_ / nodes_per_leaf_; }
+
   int gpus_per_node_ = 1;
   int nics_per_node_ = 1;
+  int nodes_per_leaf_ = 1;
+  bool folded_ = false;
   std::vector<simgrid::s4u::Host*> gpus_;
   std::vector<simgrid::s4u::Link*> nvlink_;
   std::vector<simgrid::s4u::Link*> nic_;                   // node * nics_per_node_ + index
-  std::vector<std::vector<simgrid::s4u::Link*>> uplinks_;  // per node
+  std::vector<std::vector<simgrid::s4u::Link*>> uplinks_;  // per leaf
+  std::set<std::pair<int, int>> hop_routes_;               // (src, dst) pairs routed by add_hop_route
   std::vector<simgrid::s4u::Host*> path_hosts_;
   int class_links_ = 0;
 };

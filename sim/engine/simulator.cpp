@@ -70,6 +70,14 @@ double normal(std::uint64_t seed, int op, int rank) {
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);  // Box-Muller
 }
 
+// The GPU (platform rank) that rank `r` of job `job` runs on (cluster.placement): packed jobs
+// take consecutive nodes; interleaved, node n of job j is node n * jobs + j.
+int physical_rank(const SimulationInput& in, int job, int r) {
+  if (in.placement == config::Placement::packed) return job * in.graph.info.world_size + r;
+  const int g = in.topology.node.gpus;
+  return (r / g * in.jobs + job) * g + r % g;
+}
+
 class Simulator {
  public:
   Simulator(const SimulationInput& in, int simulated)
@@ -78,21 +86,23 @@ class Simulator {
         groups_(in.graph.info),
         world_(in.graph.info.world_size),
         simulated_(simulated),
-        timeline_(in.graph.size(), simulated),
+        jobs_(in.jobs),
+        total_(simulated * in.jobs),
+        timeline_(in.graph.size(), simulated * in.jobs),
         t0_(std::chrono::steady_clock::now()) {
     const std::size_t n = g_.size();
     successors_.resize(n);
-    remaining_.resize(n * static_cast<std::size_t>(simulated_));
+    remaining_.resize(n * static_cast<std::size_t>(total_));
     duration_.resize(n, 0.0);
     arrived_.resize(n);
     for (std::size_t o = 0; o < n; ++o) {
       const int id = static_cast<int>(o);
       for (const auto& [succ, kind] : g_.successors(id)) successors_[o].push_back(succ);
       const auto preds = static_cast<std::int32_t>(g_.in_degree(id));
-      std::fill_n(remaining_.begin() + static_cast<std::ptrdiff_t>(o * static_cast<std::size_t>(simulated_)), simulated_, preds);
+      std::fill_n(remaining_.begin() + static_cast<std::ptrdiff_t>(o * static_cast<std::size_t>(total_)), total_, preds);
       const graph::Op& op = g_.op(id);
       if (op.is_collective()) {
-        arrived_[o].assign(static_cast<std::size_t>(groups_.instances(op.group)), 0);
+        arrived_[o].assign(static_cast<std::size_t>(groups_.instances(op.group) * jobs_), 0);
       } else if (op.kind != OpKind::cpu_wait) {
         duration_[o] = in.compute.duration(op);
         // An infinite time would never fire and read as a stall; say where it comes from instead.
@@ -104,12 +114,12 @@ class Simulator {
         }
       }
     }
-    ranks_.resize(static_cast<std::size_t>(simulated_));
+    ranks_.resize(static_cast<std::size_t>(total_));
     for (const auto& s : in.stragglers.slow_gpus) {
       if (s.rank < simulated_) ranks_[static_cast<std::size_t>(s.rank)].slow = s.factor;
     }
-    waited_.assign(static_cast<std::size_t>(simulated_), 0.0);
-    caused_.assign(static_cast<std::size_t>(simulated_), 0.0);
+    waited_.assign(static_cast<std::size_t>(total_), 0.0);
+    caused_.assign(static_cast<std::size_t>(total_), 0.0);
     slowed_ = in.compute.speed_while_communicating();
     cluster_ = cluster_view(in.topology);
   }
@@ -121,10 +131,10 @@ class Simulator {
       const graph::Op& op = g_.op(static_cast<int>(o));
       if (!op.is_collective()) continue;
       if (over_budget(true)) throw RuntimeError(budget_message("while building routes"));
-      for (int inst = 0; inst < groups_.instances(op.group); ++inst) {
+      for (int inst = 0; inst < groups_.instances(op.group) * jobs_; ++inst) {
         if (expected_arrivals(op.group, inst) == 0) continue;
         if (!seen.insert({static_cast<int>(op.kind), static_cast<int>(op.group), inst, op.bytes}).second) continue;
-        network.add_routes(in_.collective.plan(op.kind, groups_.members(op.group, inst), op.bytes, cluster_));
+        network.add_routes(in_.collective.plan(op.kind, physical_members(op.group, inst), op.bytes, cluster_));
       }
     }
   }
@@ -135,7 +145,7 @@ class Simulator {
     sg4::Activity::on_completion_cb([this](sg4::Activity const& a) { on_completion(a); });
     for (std::size_t o = 0; o < g_.size(); ++o) {
       if (g_.in_degree(static_cast<int>(o)) == 0) {
-        for (int r = 0; r < simulated_; ++r) ready_.emplace_back(static_cast<int>(o), r);
+        for (int r = 0; r < total_; ++r) ready_.emplace_back(static_cast<int>(o), r);
       }
     }
     drain(0.0);
@@ -144,15 +154,64 @@ class Simulator {
     if (stopped_) throw RuntimeError(budget_message(fmt::format("at simulated time {:.6g} s", sg4::Engine::get_clock())));
     check_finished();
     stats_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    SimulationResult r{std::move(timeline_), stats_, std::move(waited_), std::move(caused_)};
-    return r;
+    return result();
   }
 
  private:
+  // ---- jobs (cluster.jobs) ---------------------------------------------------------------------
+  // A simulated rank s is rank s % simulated_ of job s / simulated_ (several jobs only in full
+  // mode). A collective instance numbers the instances of every job: job * instances + instance.
+
+  [[nodiscard]] int job_instance(Group g, int job, int inst) const { return job * groups_.instances(g) + inst; }
+
+  // The simulated ranks of a collective instance (those this simulation runs).
+  [[nodiscard]] std::vector<int> simulated_members(Group g, int inst) const {
+    const int job = inst / groups_.instances(g);
+    std::vector<int> out;
+    for (int r : groups_.members(g, inst % groups_.instances(g))) {
+      if (r < simulated_) out.push_back(job * simulated_ + r);
+    }
+    return out;
+  }
+
+  // The GPUs of a collective instance, in ring order, for its plan.
+  [[nodiscard]] std::vector<int> physical_members(Group g, int inst) const {
+    const int job = inst / groups_.instances(g);
+    std::vector<int> out = groups_.members(g, inst % groups_.instances(g));
+    for (int& r : out) r = physical_rank(in_, job, r);
+    return out;
+  }
+
   // Ranks of the instance that this simulation runs (all, or only the representative rank 0).
   [[nodiscard]] int expected_arrivals(Group g, int inst) const {
     if (simulated_ == world_) return groups_.size(g);
     return groups_.instance_of(g, 0) == inst ? 1 : 0;
+  }
+
+  // Job 0's timeline and waits, and when each job ended.
+  SimulationResult result() {
+    SimulationResult r;
+    r.stats = stats_;
+    r.job_ends.assign(static_cast<std::size_t>(jobs_), 0.0);
+    for (std::size_t o = 0; o < g_.size(); ++o) {
+      for (int s = 0; s < total_; ++s) {
+        auto& end = r.job_ends[static_cast<std::size_t>(s / simulated_)];
+        end = std::max(end, timeline_.at(static_cast<int>(o), s).end);
+      }
+    }
+    if (jobs_ == 1) {
+      r.timeline = std::move(timeline_);
+    } else {
+      r.timeline = Timeline(g_.size(), simulated_);
+      for (std::size_t o = 0; o < g_.size(); ++o) {
+        for (int s = 0; s < simulated_; ++s) r.timeline.at(static_cast<int>(o), s) = timeline_.at(static_cast<int>(o), s);
+      }
+    }
+    waited_.resize(static_cast<std::size_t>(simulated_));
+    caused_.resize(static_cast<std::size_t>(simulated_));
+    r.waited = std::move(waited_);
+    r.caused = std::move(caused_);
+    return r;
   }
 
   // ---- event handling --------------------------------------------------------------------------
@@ -168,7 +227,7 @@ class Simulator {
   void start(int op_id, int rank, double now) {
     const graph::Op& op = g_.op(op_id);
     if (op.is_collective()) {
-      const int inst = groups_.instance_of(op.group, rank);
+      const int inst = job_instance(op.group, rank / simulated_, groups_.instance_of(op.group, rank % simulated_));
       arrivals_[{op_id, inst}].emplace_back(rank, now);
       auto& count = arrived_[static_cast<std::size_t>(op_id)][static_cast<std::size_t>(inst)];
       if (++count == expected_arrivals(op.group, inst)) launch(op_id, inst, now);
@@ -228,13 +287,11 @@ class Simulator {
   void launch(int op_id, int inst, double now) {
     const graph::Op& op = g_.op(op_id);
     account_waits(op_id, inst, now);
-    const std::vector<int> members = groups_.members(op.group, inst);
-    for (int r : members) {
-      if (r >= simulated_) continue;
+    for (int r : simulated_members(op.group, inst)) {
       timeline_.at(op_id, r).start = now;
       collective_changes(r, +1, now);
     }
-    const CollectivePlan plan = in_.collective.plan(op.kind, members, op.bytes, cluster_);
+    const CollectivePlan plan = in_.collective.plan(op.kind, physical_members(op.group, inst), op.bytes, cluster_);
     auto run = std::make_unique<Running>();
     run->op = op_id;
     run->instance = inst;
@@ -255,7 +312,7 @@ class Simulator {
     timeline_.at(op_id, rank).end = now;
     ++stats_.op_instances;
     for (int succ : successors_[static_cast<std::size_t>(op_id)]) {
-      auto& left = remaining_[static_cast<std::size_t>(succ) * static_cast<std::size_t>(simulated_) + static_cast<std::size_t>(rank)];
+      auto& left = remaining_[static_cast<std::size_t>(succ) * static_cast<std::size_t>(total_) + static_cast<std::size_t>(rank)];
       if (--left == 0) ready_.emplace_back(succ, rank);
     }
   }
@@ -290,8 +347,7 @@ class Simulator {
         }
         finish(t.op, t.who, t.time);
       } else {
-        for (int r : groups_.members(g_.op(t.op).group, -1 - t.who)) {
-          if (r >= simulated_) continue;
+        for (int r : simulated_members(g_.op(t.op).group, -1 - t.who)) {
           collective_changes(r, -1, t.time);
           finish(t.op, r, t.time);
         }
@@ -328,7 +384,7 @@ class Simulator {
   }
 
   std::string budget_message(const std::string& where) const {
-    const double total = static_cast<double>(g_.size()) * simulated_;
+    const double total = static_cast<double>(g_.size()) * total_;
     return fmt::format(
         "the simulation ran past its wall-time budget (simulation.max_wall_time = {:g} s): stopped after {:.1f} s {}, with {} of {:.0f} "
         "op instances done ({:.1f} %); raise simulation.max_wall_time, or simulate fewer ranks, layers or steps",
@@ -338,10 +394,11 @@ class Simulator {
 
   void check_finished() const {
     for (std::size_t o = 0; o < g_.size(); ++o) {
-      for (int r = 0; r < simulated_; ++r) {
+      for (int r = 0; r < total_; ++r) {
         if (timeline_.at(static_cast<int>(o), r).end < 0) {
-          throw RuntimeError(fmt::format("the simulation stalled: op \"{}\" never ran on rank {} (a dependency that is never met)",
-                                         g_.op(static_cast<int>(o)).name, r));
+          throw RuntimeError(fmt::format("the simulation stalled: op \"{}\" never ran on rank {}{} (a dependency that is never met)",
+                                         g_.op(static_cast<int>(o)).name, r % simulated_,
+                                         jobs_ > 1 ? fmt::format(" of job {}", r / simulated_) : std::string()));
         }
       }
     }
@@ -352,6 +409,8 @@ class Simulator {
   Groups groups_;
   int world_;
   int simulated_;
+  int jobs_;
+  int total_;  // simulated ranks of all jobs
   const Network* network_ = nullptr;
   ClusterView cluster_;
   Timeline timeline_;
@@ -392,7 +451,7 @@ bool symmetric_mode(const SimulationInput& in) {
   // NIC, or oversubscribed uplinks: sibling groups then contend on links rank 0's do not see).
   constexpr int kAutoSymmetricFrom = 512;
   const bool shared_links = in.topology.node.nics < in.topology.node.gpus || in.topology.fabric.oversubscription > 1;
-  return in.graph.info.world_size >= kAutoSymmetricFrom && !in.stragglers.any() && !shared_links;
+  return in.graph.info.world_size >= kAutoSymmetricFrom && !in.stragglers.any() && !shared_links && in.jobs == 1;
 }
 
 SimulationResult simulate(const SimulationInput& in) {
@@ -414,10 +473,11 @@ SimulationResult simulate(const SimulationInput& in) {
   sg4::Engine::set_config("network/TCP-gamma:0");
   sg4::Engine::set_config("network/optim:Full");
   const bool symmetric = symmetric_mode(in);
+  if (symmetric && in.jobs > 1) throw RuntimeError("symmetric mode simulates one job; cluster.jobs > 1 needs full mode");
   FabricRegistry fabrics;
   register_builtin_fabrics(fabrics);
-  Platform platform(in.topology, symmetric ? 1 : in.nodes, fabrics);
-  for (const auto& d : in.stragglers.degraded_links) platform.degrade(static_cast<int>(d.rank), d.link, d.factor);
+  Platform platform(in.topology, symmetric ? 1 : in.nodes * in.jobs, fabrics, symmetric);
+  for (const auto& d : in.stragglers.degraded_links) platform.degrade(physical_rank(in, 0, static_cast<int>(d.rank)), d.link, d.factor);
   Network network(platform, in.flows, symmetric);
   Simulator sim(in, symmetric ? 1 : in.graph.info.world_size);
   sim.add_routes(network);

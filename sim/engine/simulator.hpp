@@ -34,13 +34,18 @@ struct SimulationInput {
   config::Stragglers stragglers = {};
   // Wall-clock budget (simulation.max_wall_time): past it the run stops and throws RuntimeError.
   double max_wall_seconds = std::numeric_limits<double>::infinity();
+  // Identical copies of the job on the fabric (cluster.jobs), each on `nodes` nodes laid out by
+  // `placement`; job 0 is the one reported. Stragglers name job 0's ranks.
+  int jobs = 1;
+  config::Placement placement = config::Placement::packed;
 };
 
 struct SimulationResult {
-  Timeline timeline;  // of the simulated ranks: all, or the representative rank 0 (symmetric mode)
+  Timeline timeline;  // of job 0's simulated ranks: all, or the representative rank 0 (symmetric mode)
   EngineStats stats;
   std::vector<double> waited;  // per simulated rank: seconds spent waiting for a collective's last rank
   std::vector<double> caused;  // per simulated rank: seconds others waited because it arrived last
+  std::vector<double> job_ends;  // per job (cluster.jobs): when its last op ended
 };
 
 // Whether `input` runs in symmetric mode (one representative rank).

@@ -200,6 +200,7 @@ Summary summarize(const SummaryInput& in) {
     if (s.waits.size() > 5) s.waits.resize(5);
   }
   s.oom = s.memory.peak_reserved > s.gpu_memory;
+  if (in.job_ends != nullptr && in.job_ends->size() > 1) s.job_ends = *in.job_ends;
   return s;
 }
 

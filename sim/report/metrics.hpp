@@ -67,6 +67,7 @@ struct Summary {
   MemoryTimeline memory;        // of the rank with the highest peak reserved memory
   bool oom = false;             // peak reserved memory above the GPU's memory
   std::vector<RankWait> waits;  // the ranks that caused the most waiting, most first (at most 5)
+  std::vector<double> job_ends;  // cluster.jobs > 1: when each job's run ended (the figures are job 0's)
 };
 
 struct SummaryInput {
@@ -76,6 +77,7 @@ struct SummaryInput {
   const engine::Timeline& timeline;
   const std::vector<double>* waited = nullptr;  // per simulated rank (engine), optional
   const std::vector<double>* caused = nullptr;
+  const std::vector<double>* job_ends = nullptr;  // per job (engine), optional
 };
 
 // The ranks summaries look at: all of them up to 256, else 256 spread evenly plus the stragglers.

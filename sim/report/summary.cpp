@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "report/outputs.hpp"
 
 namespace shardsim::report {
@@ -50,6 +52,11 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
   if (s.simulated_ranks < s.world_size) {
     out += fmt::format("\n  symmetric mode: rank 0 simulated for all {} ranks (every rank does the same)\n", s.world_size);
   }
+  if (s.job_ends.size() > 1) {
+    const auto [first, last] = std::minmax_element(s.job_ends.begin(), s.job_ends.end());
+    out += fmt::format("\n  {} jobs share the fabric ({} placement): the figures are job 0's; the jobs' runs end between {:.4f} s and {:.4f} s\n",
+                       s.job_ends.size(), scenario.cluster.placement == config::Placement::packed ? "packed" : "interleaved", *first, *last);
+  }
   if (!s.waits.empty() && s.waits.front().caused_s > 1e-3 * s.step_time) {
     out += "\n  who waits for whom (collectives started late because these ranks arrived last):\n";
     for (const auto& w : s.waits) {
@@ -93,6 +100,7 @@ nlohmann::json summary_json(const Summary& s) {
       {"memory_breakdown", breakdown},
       {"simulated_ranks", s.simulated_ranks},
       {"waits", waits},
+      {"job_ends_s", s.job_ends},
   };
 }
 
