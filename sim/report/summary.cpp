@@ -26,8 +26,9 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
   const std::string strategy = scenario.fsdp.sharding == config::Sharding::zero3
                                    ? std::string("DeepSpeed ZeRO-3")
                                    : fmt::format("FSDP{} {}", scenario.fsdp.version, config::to_string(scenario.fsdp.sharding));
-  out += fmt::format("  {} GPUs ({} node{} x {} {}), {}, {} x {} tokens per GPU per step\n\n", s.world_size, scenario.cluster.nodes,
-                     scenario.cluster.nodes == 1 ? "" : "s", topo.node.gpus, topo.gpu.model, strategy,
+  const std::string per_job = scenario.cluster.jobs > 1 ? fmt::format(" per job, {} jobs", scenario.cluster.jobs) : std::string();
+  out += fmt::format("  {} GPUs ({} node{} x {} {}{}), {}, {} x {} tokens per GPU per step\n\n", s.world_size, scenario.cluster.nodes,
+                     scenario.cluster.nodes == 1 ? "" : "s", topo.node.gpus, topo.gpu.model, per_job, strategy,
                      scenario.training.micro_batch * scenario.training.grad_accum, scenario.training.seq_len);
   auto row = [&](std::string_view k, const std::string& v) { out += fmt::format("  {:<34} {}\n", k, v); };
   row("step time", fmt::format("{:.4f} s  (step {} of {})", s.step_time, s.reported_step + 1, s.reported_step + 1));
