@@ -32,6 +32,9 @@ constexpr std::array kGpuParams{
     ParamSpec{"kernel_launch", "duration", "4us", "fixed cost of each kernel (launch and tail)"},
     ParamSpec{"comm_interference", "fraction [0, 1)", "0.1",
               "compute throughput lost while a collective runs (NCCL's SMs and HBM traffic)"},
+    ParamSpec{"launch_queue", "integer >= 16", "1024",
+              "kernel launches the CPU can have pending before a launch blocks: how far the CPU runs ahead of the GPU "
+              "(undocumented by CUDA; 1024 is the depth commonly observed)"},
 };
 constexpr std::array kPeakParams{
     ParamSpec{"bf16", "compute rate", "", "dense bf16 tensor-core peak"},
@@ -154,6 +157,7 @@ GpuSpec read_gpu(const Reader& top) {
   }
   g.kernel_launch = Seconds(r.quantity("kernel_launch", Dimension::seconds));
   g.comm_interference = r.number("comm_interference", 0.0, 0.9);
+  g.launch_queue = static_cast<int>(r.integer("launch_queue", 16, 1 << 20));
   return g;
 }
 

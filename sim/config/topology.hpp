@@ -45,6 +45,9 @@ struct GpuSpec {
   // Fraction of compute throughput lost while a collective runs on the GPU: NCCL kernels occupy
   // SMs (one CTA per channel) and HBM bandwidth for their copies.
   double comm_interference = 0.1;
+  // Kernel launches the CPU can have queued on the GPU before the next launch blocks; bounds how
+  // far the CPU thread runs ahead (allocations happen at CPU time).
+  int launch_queue = 1024;
 };
 
 struct LinkSpec {

@@ -108,6 +108,10 @@ struct MemEffect {
   double bytes = 0;     // > 0 allocates, < 0 frees
   bool at_end = false;  // at the op's end (else at its start)
   Pool pool = Pool::compute;
+  // An allocation made when the CPU issues the op rather than when the GPU starts it: a block
+  // that is later freed with record_stream, so that how far the CPU runs ahead decides how many
+  // such blocks are live at once (report/cpu_issue.hpp).
+  bool at_issue = false;
 };
 
 struct Op {

@@ -54,10 +54,12 @@ Work work_from(const json& j) {
 json effects_json(const std::vector<MemEffect>& effects) {
   json mem = json::array();
   for (const auto& m : effects) {
-    mem.push_back({{"category", std::string(to_string(m.category))},
-                   {"bytes", m.bytes},
-                   {"at_end", m.at_end},
-                   {"pool", std::string(to_string(m.pool))}});
+    json e = {{"category", std::string(to_string(m.category))},
+              {"bytes", m.bytes},
+              {"at_end", m.at_end},
+              {"pool", std::string(to_string(m.pool))}};
+    if (m.at_issue) e["at_issue"] = true;
+    mem.push_back(std::move(e));
   }
   return mem;
 }
@@ -66,7 +68,8 @@ std::vector<MemEffect> effects_from(const json& j, const std::string& source) {
   std::vector<MemEffect> out;
   for (const auto& m : j) {
     out.push_back(MemEffect{enum_from<MemCategory, kMemCategories>(m.at("category"), source, "category"), m.at("bytes").get<double>(),
-                            m.value("at_end", false), enum_from<Pool, kPools>(m.at("pool"), source, "pool")});
+                            m.value("at_end", false), enum_from<Pool, kPools>(m.at("pool"), source, "pool"),
+                            m.value("at_issue", false)});
   }
   return out;
 }

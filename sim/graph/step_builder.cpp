@@ -92,7 +92,11 @@ void FsdpStepBuilder::unshard(int u, Phase phase, int prefetch_trigger) {
   Op ag = make(OpKind::all_gather, ag_stream(), "AG " + name, u);
   ag.group = from_partial ? Group::reshard : Group::shard;
   ag.bytes = unsharded_bytes(u);
-  ag.memory.push_back({MemCategory::unsharded_params, unsharded_bytes(u), false, Pool::all_gather});
+  // FSDP1 allocates the unsharded flat parameter when the CPU issues the all-gather and frees it
+  // with record_stream on the compute stream (_free_unsharded_flat_param): its block returns to
+  // the pool only once that compute ran, so the CPU's lead (bounded by the rate limiter) sets how
+  // many are live. FSDP2 frees deterministically: buffers are reused in CPU order.
+  ag.memory.push_back({MemCategory::unsharded_params, unsharded_bytes(u), false, Pool::all_gather, !v2_});
   if (h2d >= 0) ag.memory.push_back({MemCategory::sharded_params, -shard_master_bytes(u), true, Pool::all_gather});
   const int id = issue(std::move(ag));
   g_.add_edge(h2d, id, EdgeKind::data);

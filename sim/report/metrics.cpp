@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "report/caching_allocator.hpp"
+#include "report/cpu_issue.hpp"
 
 namespace shardsim::report {
 namespace {
@@ -51,7 +52,7 @@ double MemoryPoint::total() const {
   return std::accumulate(bytes.begin(), bytes.end(), 0.0);
 }
 
-MemoryTimeline memory_timeline(const graph::StepGraph& g, const engine::Timeline& t, int rank) {
+MemoryTimeline memory_timeline(const graph::StepGraph& g, const engine::Timeline& t, int rank, int launch_queue) {
   struct Event {
     double time;
     int order;  // frees before allocations at the same instant
@@ -59,10 +60,19 @@ MemoryTimeline memory_timeline(const graph::StepGraph& g, const engine::Timeline
     graph::MemEffect effect;
   };
   std::vector<Event> events;
+  bool any_at_issue = false;
+  for (std::size_t o = 0; o < g.size() && !any_at_issue; ++o) {
+    const auto& mem = g.op(static_cast<int>(o)).memory;
+    any_at_issue = std::any_of(mem.begin(), mem.end(), [](const graph::MemEffect& m) { return m.at_issue; });
+  }
+  const std::vector<double> issued = any_at_issue ? cpu_issue_times(g, t, rank, launch_queue) : std::vector<double>();
   for (std::size_t o = 0; o < g.size(); ++o) {
     const auto id = static_cast<int>(o);
     const engine::Interval& i = t.at(id, rank);
-    for (const auto& m : g.op(id).memory) events.push_back(Event{m.at_end ? i.end : i.start, m.bytes < 0 ? 0 : 1, id, m});
+    for (const auto& m : g.op(id).memory) {
+      const double time = m.at_end ? i.end : m.at_issue && issued[o] >= 0 ? issued[o] : i.start;
+      events.push_back(Event{time, m.bytes < 0 ? 0 : 1, id, m});
+    }
   }
   std::stable_sort(events.begin(), events.end(),
                    [](const Event& a, const Event& b) { return a.time != b.time ? a.time < b.time : a.order < b.order; });
@@ -188,7 +198,7 @@ Summary summarize(const SummaryInput& in) {
   }
 
   for (int r : ranks) {
-    MemoryTimeline m = memory_timeline(g, t, r);
+    MemoryTimeline m = memory_timeline(g, t, r, in.scenario.cluster.topology.gpu.launch_queue);
     if (r == 0 || m.peak_reserved > s.memory.peak_reserved) s.memory = std::move(m);
   }
   if (in.waited != nullptr && in.caused != nullptr) {

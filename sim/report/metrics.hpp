@@ -39,7 +39,9 @@ struct MemoryTimeline {
   int unpaired_frees = 0;    // frees that matched no allocation of their size (should be 0)
 };
 
-[[nodiscard]] MemoryTimeline memory_timeline(const graph::StepGraph& g, const engine::Timeline& t, int rank);
+// `launch_queue`: gpu.launch_queue, which bounds how far ahead of the GPU the CPU makes the
+// allocations marked at_issue (report/cpu_issue.hpp).
+[[nodiscard]] MemoryTimeline memory_timeline(const graph::StepGraph& g, const engine::Timeline& t, int rank, int launch_queue = 1024);
 
 // A rank that made others wait at collectives (stragglers), or waited itself.
 struct RankWait {

@@ -34,10 +34,15 @@ TEST_CASE("allocated memory as the backward pass starts, by hand") {
   const auto blocks512 = [](double b) { return std::ceil(b / 512) * 512; };  // allocator blocks
   const double fp32_shards = blocks512(4 * shard);                           // 6,838,528 -> 6,838,784
   const double adam = 8 * shard;
-  // Unsharded in bf16: the root (never resharded) and the last two blocks, which backward
-  // prefetch (pre) and the limiter (one reshard event queued) let the CPU issue ahead.
+  // Unsharded in bf16: the root (never resharded) and three blocks whose backward all-gathers the
+  // CPU has issued (allocating their buffers) by the time the GPU starts the loss's backward. The
+  // limiter's queue holds the forward reshard events e0..e3; AG 3 waits for e2 (FWD layers.2's
+  // end), the prefetched AG 2 finds one event queued and waits for none, AG 1 (prefetched at
+  // block 2's pre-backward, after BWD layers.3 is issued) waits for e3, the end of FWD layers.3.
+  // All of that is before the forward's norm, output and loss have run, so nothing holds the CPU
+  // back (4 blocks x 33 kernels are far from the 1,024-launch queue).
   const double root = 2 * 1'024'512.0;
-  const double two_blocks = 2 * 2 * 3'163'136.0;
+  const double three_blocks = 3 * 2 * 3'163'136.0;
   // Saved activations per token, bf16 (sim/model/blocks.cpp, no checkpointing):
   // 2 (4h + 5q + 4f) + 4 x heads = 2 (2048 + 2560 + 5504) + 32 = 20,256 bytes.
   const double tokens = 512;
@@ -45,7 +50,7 @@ TEST_CASE("allocated memory as the backward pass starts, by hand") {
   const double norm_and_output_inputs = 2 * (2 * 512 * tokens);
   // The loss keeps fp32 log-softmax (4 x vocab per token); its backward holds two more.
   const double loss = 4 * 1000 * tokens + 8 * 1000 * tokens;
-  CHECK(at_t == doctest::Approx(fp32_shards + adam + root + two_blocks + blocks + norm_and_output_inputs + loss));
+  CHECK(at_t == doctest::Approx(fp32_shards + adam + root + three_blocks + blocks + norm_and_output_inputs + loss));
   CHECK(m.unpaired_frees == 0);
 }
 

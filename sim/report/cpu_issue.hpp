@@ -1,0 +1,29 @@
+// When the CPU thread issues each op of one rank, worked out from the simulated GPU timeline.
+//
+// PyTorch's CPU thread issues ops in program order (the graph's op ids) and runs ahead of the
+// GPU until it blocks, which it does in two ways:
+// - on an event (cpu_wait ops: FSDP1's rate limiter, ZeRO-3's fetch and reduce waits), until the
+//   GPU has run it;
+// - on a full launch queue: with `launch_queue` kernels pending, the next launch waits until the
+//   GPU finishes one. Each op counts its kernels (a collective or copy at least one); its
+//   kernels are taken to finish at the op's end, a slight overestimate of the wait.
+// The CPU's own launch cost is neglected (microseconds per kernel against milliseconds of GPU
+// work), so the CPU is as far ahead as these two rules allow. An op is never issued after the
+// GPU started it: the engine schedules GPU work only, so where the rules say the CPU would be
+// late, the GPU start wins (the simulation then shows no CPU-bound stall).
+//
+// The caching allocator hands out blocks at CPU time; report/metrics.cpp uses these times for the
+// allocations marked at_issue (FSDP1's unsharded flat parameters, freed with record_stream).
+#pragma once
+
+#include <vector>
+
+#include "engine/timeline.hpp"
+#include "graph/step_graph.hpp"
+
+namespace shardsim::report {
+
+// Issue time of every op on `rank`, indexed by op id (-1 for ops that did not run there).
+[[nodiscard]] std::vector<double> cpu_issue_times(const graph::StepGraph& g, const engine::Timeline& t, int rank, int launch_queue);
+
+}  // namespace shardsim::report
