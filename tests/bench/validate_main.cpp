@@ -75,6 +75,9 @@ int main() {
       {"D4", "validation/published/d4_gpt3-175b_128xa100.yaml", "TFLOPS", 173, "FSDP paper, VLDB 2023, section 5"},
       {"V1", "validation/published/tt_llama2-13b_64xa100.yaml", "tokens/s", 2162, "torchtitan, A100 table (held out)"},
       {"V2", "validation/published/tt_llama3-70b_64xa100.yaml", "tokens/s", 331, "torchtitan, A100 table (held out)"},
+      {"V3", "validation/published/fms_llama2-13b_128xa100.yaml", "tokens/s", 1700, "fms-fsdp README, 13b HSDP (held out)"},
+      {"V4", "validation/published/fms_llama2-34b_128xa100.yaml", "tokens/s", 772, "fms-fsdp README, 34b (held out)"},
+      {"V5", "validation/published/fms_llama2-70b_128xa100.yaml", "tokens/s", 380, "fms-fsdp README, 70b (held out)"},
   };
   std::printf("Published runs: predicted vs measured\n");
   std::printf("  %-3s %-14s %10s %10s %8s  %s\n", "run", "metric", "predicted", "measured", "error", "source");
