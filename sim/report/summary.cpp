@@ -55,8 +55,11 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
   }
   if (s.job_ends.size() > 1) {
     const auto [first, last] = std::minmax_element(s.job_ends.begin(), s.job_ends.end());
-    out += fmt::format("\n  {} jobs share the fabric ({} placement): the figures are job 0's; the jobs' runs end between {:.4f} s and {:.4f} s\n",
-                       s.job_ends.size(), scenario.cluster.placement == config::Placement::packed ? "packed" : "interleaved", *first, *last);
+    const std::string ends = fmt::format("{:.4f}", *first) == fmt::format("{:.4f}", *last)
+                                 ? fmt::format("every job's run ends at {:.4f} s", *first)
+                                 : fmt::format("the jobs' runs end between {:.4f} s and {:.4f} s", *first, *last);
+    out += fmt::format("\n  {} jobs share the fabric ({} placement): the figures are job 0's; {}\n", s.job_ends.size(),
+                       scenario.cluster.placement == config::Placement::packed ? "packed" : "interleaved", ends);
   }
   if (!s.waits.empty() && s.waits.front().caused_s > 1e-3 * s.step_time) {
     out += "\n  who waits for whom (collectives started late because these ranks arrived last):\n";

@@ -35,3 +35,14 @@ TEST_CASE("scenario llama3.1-8b_4jobs_shared_leaves: interleaved jobs share the 
   for (const auto& end : interleaved["job_ends_s"]) CHECK(end.get<double>() == doctest::Approx(interleaved["step_time_s"].get<double>()));
   CHECK(interleaved["job_ends_s"].size() == 4);
 }
+
+TEST_CASE("scenario llama3.1-8b_4jobs_shared_leaves: the summary says whose figures it shows and when the jobs end") {
+  const auto dir = scratch_dir("jobs-summary");
+  const auto r = run_shardsim({"run", "scenarios/llama3.1-8b_4jobs_shared_leaves.yaml"}, dir);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("16 GPUs (2 nodes x 8 H100-SXM per job, 4 jobs)") != std::string::npos);
+  // Identical jobs on a symmetric layout end together: one time, not a range.
+  CHECK(r.out.find("4 jobs share the fabric (interleaved placement): the figures are job 0's; every job's run ends at ") !=
+        std::string::npos);
+}
