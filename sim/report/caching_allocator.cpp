@@ -52,8 +52,13 @@ void CachingAllocator::allocate(graph::Pool pool, double bytes) {
     p.free_blocks.erase(it);
   } else {
     block_size = segment_size(size);
+    if (static_cast<double>(reserved_ + block_size) > capacity_) {
+      ++retries_;
+      release_cached();
+      if (static_cast<double>(reserved_ + block_size) > capacity_) ++failures_;
+    }
     seg = static_cast<int>(segments_.size());
-    segments_.push_back(Segment{{{0, Block{block_size, true}}}});
+    segments_.push_back(Segment{{{0, Block{block_size, true}}}, static_cast<std::size_t>(&p - pools_.data())});
     p.reserved += block_size;
     reserved_ += block_size;
   }
@@ -81,6 +86,19 @@ void CachingAllocator::free(graph::Pool pool, double bytes) {
   const auto [seg, offset] = it->second;
   p.live.erase(it);
   release(p, seg, offset);
+}
+
+void CachingAllocator::release_cached() {
+  for (std::size_t i = 0; i < segments_.size(); ++i) {
+    auto& blocks = segments_[i].blocks;
+    if (blocks.size() != 1 || !blocks.begin()->second.free) continue;
+    const std::int64_t size = blocks.begin()->second.size;
+    PoolState& p = pools_[segments_[i].pool];
+    p.free_blocks.erase(FreeKey{size, static_cast<int>(i), blocks.begin()->first});
+    p.reserved -= size;
+    reserved_ -= size;
+    blocks.clear();
+  }
 }
 
 void CachingAllocator::release(PoolState& p, int segment, std::int64_t offset) {

@@ -6,12 +6,18 @@
 // - a request takes the smallest cached free block that fits (best fit), splitting off the rest
 //   when it is large enough (>= 512 B small, > 1 MiB large); freed blocks merge with free
 //   neighbours of the same segment; segments are never returned (no empty_cache);
-// - each stream has its own pools: a block freed on one stream is not given to another.
+// - each stream has its own pools: a block freed on one stream is not given to another;
+// - with a capacity (the GPU's memory), a new segment that would take reserved memory past it
+//   first releases every cached segment that is wholly free, as c10 does before it retries the
+//   cudaMalloc (release_cached_blocks; counted as num_alloc_retries), and the allocation fails
+//   (CUDA out of memory) when that is not enough. A failed allocation is still made, so that the
+//   rest of the step can be followed.
 // A tensor is identified by its size: a free releases a live block of that size in that pool.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <set>
 #include <tuple>
@@ -23,6 +29,7 @@ namespace shardsim::report {
 
 class CachingAllocator {
  public:
+  explicit CachingAllocator(double capacity = std::numeric_limits<double>::infinity()) : capacity_(capacity) {}
   void allocate(graph::Pool pool, double bytes);
   void free(graph::Pool pool, double bytes);
 
@@ -31,6 +38,10 @@ class CachingAllocator {
   [[nodiscard]] double reserved(graph::Pool pool) const;
   // Frees that matched no live block of their size (a sign the graph's effects do not pair up).
   [[nodiscard]] int unpaired_frees() const { return unpaired_; }
+  // Allocations that had to release the cache first (each a cudaFree of cached segments and a
+  // device synchronize in PyTorch), and those that failed even then.
+  [[nodiscard]] int retries() const { return retries_; }
+  [[nodiscard]] int failures() const { return failures_; }
 
   [[nodiscard]] static std::int64_t round_size(double bytes);
 
@@ -40,7 +51,8 @@ class CachingAllocator {
     bool free = true;
   };
   struct Segment {
-    std::map<std::int64_t, Block> blocks;  // by offset
+    std::map<std::int64_t, Block> blocks;  // by offset; empty once released
+    std::size_t pool = 0;                  // index into pools_
   };
   using FreeKey = std::tuple<std::int64_t, int, std::int64_t>;  // size, segment, offset
   struct PoolState {
@@ -51,12 +63,16 @@ class CachingAllocator {
 
   PoolState& state(graph::Pool pool, std::int64_t size);
   void release(PoolState& p, int segment, std::int64_t offset);
+  void release_cached();
 
   std::vector<Segment> segments_;
   std::array<PoolState, 2 * graph::kPools> pools_{};  // [pool][small, large]
   std::int64_t allocated_ = 0;
   std::int64_t reserved_ = 0;
   int unpaired_ = 0;
+  double capacity_;
+  int retries_ = 0;
+  int failures_ = 0;
 };
 
 }  // namespace shardsim::report

@@ -52,7 +52,7 @@ double MemoryPoint::total() const {
   return std::accumulate(bytes.begin(), bytes.end(), 0.0);
 }
 
-MemoryTimeline memory_timeline(const graph::StepGraph& g, const engine::Timeline& t, int rank, int launch_queue) {
+MemoryTimeline memory_timeline(const graph::StepGraph& g, const engine::Timeline& t, int rank, int launch_queue, double capacity) {
   struct Event {
     double time;
     int order;  // frees before allocations at the same instant
@@ -79,7 +79,7 @@ MemoryTimeline memory_timeline(const graph::StepGraph& g, const engine::Timeline
   MemoryTimeline tl;
   tl.rank = rank;
   MemoryPoint cur;
-  CachingAllocator allocator;
+  CachingAllocator allocator(capacity);
   double host = 0;
   auto apply = [&](const graph::MemEffect& m) {
     const double size = static_cast<double>(CachingAllocator::round_size(std::fabs(m.bytes)));
@@ -92,6 +92,11 @@ MemoryTimeline memory_timeline(const graph::StepGraph& g, const engine::Timeline
     cur.bytes[static_cast<std::size_t>(m.category)] += b;
     if (b > 0) {
       allocator.allocate(m.pool, size);
+      tl.peak_reserved = std::max(tl.peak_reserved, allocator.reserved());
+      for (int p = 0; p < graph::kPools; ++p) {
+        auto& high = tl.reserved_by_pool[static_cast<std::size_t>(p)];
+        high = std::max(high, allocator.reserved(static_cast<graph::Pool>(p)));
+      }
     } else {
       allocator.free(m.pool, size);
     }
@@ -117,10 +122,9 @@ MemoryTimeline memory_timeline(const graph::StepGraph& g, const engine::Timeline
       tl.at_peak = cur.bytes;
     }
   }
-  tl.peak_reserved = allocator.reserved();
-  for (int p = 0; p < graph::kPools; ++p)
-    tl.reserved_by_pool[static_cast<std::size_t>(p)] = allocator.reserved(static_cast<graph::Pool>(p));
   tl.unpaired_frees = allocator.unpaired_frees();
+  tl.alloc_retries = allocator.retries();
+  tl.alloc_failures = allocator.failures();
   return tl;
 }
 
@@ -198,7 +202,9 @@ Summary summarize(const SummaryInput& in) {
   }
 
   for (int r : ranks) {
-    MemoryTimeline m = memory_timeline(g, t, r, in.scenario.cluster.topology.gpu.launch_queue);
+    MemoryTimeline m = memory_timeline(g, t, r, in.scenario.cluster.topology.gpu.launch_queue, s.gpu_memory);
+    s.oom = s.oom || m.alloc_failures > 0;
+    s.alloc_retries = std::max(s.alloc_retries, m.alloc_retries);
     if (r == 0 || m.peak_reserved > s.memory.peak_reserved) s.memory = std::move(m);
   }
   if (in.waited != nullptr && in.caused != nullptr) {
@@ -209,7 +215,6 @@ Summary summarize(const SummaryInput& in) {
               [](const RankWait& a, const RankWait& b) { return a.caused_s != b.caused_s ? a.caused_s > b.caused_s : a.rank < b.rank; });
     if (s.waits.size() > 5) s.waits.resize(5);
   }
-  s.oom = s.memory.peak_reserved > s.gpu_memory;
   if (in.job_ends != nullptr && in.job_ends->size() > 1) s.job_ends = *in.job_ends;
   return s;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -37,11 +38,15 @@ struct MemoryTimeline {
   Pools reserved_by_pool{};  // high-water mark of each GPU pool
   double peak_host = 0;      // CPU memory (CPU offload)
   int unpaired_frees = 0;    // frees that matched no allocation of their size (should be 0)
+  int alloc_retries = 0;     // allocations that released the allocator's cache first (capacity)
+  int alloc_failures = 0;    // allocations that failed even then: CUDA out of memory
 };
 
 // `launch_queue`: gpu.launch_queue, which bounds how far ahead of the GPU the CPU makes the
-// allocations marked at_issue (report/cpu_issue.hpp).
-[[nodiscard]] MemoryTimeline memory_timeline(const graph::StepGraph& g, const engine::Timeline& t, int rank, int launch_queue = 1024);
+// allocations marked at_issue (report/cpu_issue.hpp). `capacity`: the GPU's memory, which the
+// caching allocator keeps reserved memory under by releasing its cache (caching_allocator.hpp).
+[[nodiscard]] MemoryTimeline memory_timeline(const graph::StepGraph& g, const engine::Timeline& t, int rank, int launch_queue = 1024,
+                                             double capacity = std::numeric_limits<double>::infinity());
 
 // A rank that made others wait at collectives (stragglers), or waited itself.
 struct RankWait {
@@ -67,7 +72,8 @@ struct Summary {
   int exposed_rank = 0;
   double gpu_memory = 0;
   MemoryTimeline memory;        // of the rank with the highest peak reserved memory
-  bool oom = false;             // peak reserved memory above the GPU's memory
+  bool oom = false;             // some rank's allocation failed even after releasing the cache
+  int alloc_retries = 0;        // the most allocator retries on one rank (each slows the run)
   std::vector<RankWait> waits;  // the ranks that caused the most waiting, most first (at most 5)
   std::vector<double> job_ends;  // cluster.jobs > 1: when each job's run ended (the figures are job 0's)
 };

@@ -40,8 +40,13 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
   row("exposed communication", fmt::format("{:.4f} s  ({:.1f} % of the step, rank {})", s.exposed_comm_s,
                                            s.step_time > 0 ? 100 * s.exposed_comm_s / s.step_time : 0.0, s.exposed_rank));
   out += "\n";
-  row("peak memory (reserved)", fmt::format("{} of {} on rank {}  ->  {}", gib(s.memory.peak_reserved), gib(s.gpu_memory), s.memory.rank,
-                                            s.oom ? "OUT OF MEMORY" : "fits"));
+  const std::string verdict = s.oom ? std::string("OUT OF MEMORY")
+                              : s.alloc_retries > 0
+                                  ? fmt::format("fits only by releasing the allocator's cache {} time{} (each a cudaFree and a synchronize: "
+                                                "slower than simulated)",
+                                                s.alloc_retries, s.alloc_retries == 1 ? "" : "s")
+                                  : std::string("fits");
+  row("peak memory (reserved)", fmt::format("{} of {} on rank {}  ->  {}", gib(s.memory.peak_reserved), gib(s.gpu_memory), s.memory.rank, verdict));
   for (std::size_t p = 0; p + 1 < kPoolLabels.size(); ++p) {
     if (s.memory.reserved_by_pool[p] > 0) row(fmt::format("  {} pool", kPoolLabels[p]), gib(s.memory.reserved_by_pool[p]));
   }
@@ -101,6 +106,7 @@ nlohmann::json summary_json(const Summary& s) {
       {"peak_memory_op", s.memory.peak_op},
       {"gpu_memory_bytes", s.gpu_memory},
       {"oom", s.oom},
+      {"alloc_retries", s.alloc_retries},
       {"memory_breakdown", breakdown},
       {"simulated_ranks", s.simulated_ranks},
       {"waits", waits},

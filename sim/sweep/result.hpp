@@ -31,7 +31,7 @@ struct PointResult {
 
   [[nodiscard]] bool ok() const { return error.empty(); }
   [[nodiscard]] double number(std::string_view key) const;  // NaN when absent or not a number
-  [[nodiscard]] bool oom() const;                           // the summary's "oom"
+  [[nodiscard]] bool oom() const;                           // the summary's "oom", or allocator retries
   [[nodiscard]] bool fits() const { return ok() && !oom(); }
 };
 

@@ -100,3 +100,43 @@ TEST_CASE("each stream's pool keeps its own high-water mark, sizes round up to 5
   CHECK(m.reserved_by_pool[static_cast<std::size_t>(graph::Pool::reduce_scatter)] == doctest::Approx(20 * MiB));
   CHECK(m.points.back().total() == doctest::Approx(512));  // 100 bytes take a 512-byte block
 }
+
+TEST_CASE("with the GPU's capacity, the allocator releases its cache before it fails, and counts both") {
+  // Capacity 60 MiB. A holds 40 MiB on the compute stream and frees it; B then asks 30 MiB on the
+  // reduce-scatter stream, which cannot reuse A's cached segment: 40 + 30 > 60, so the cache is
+  // released (one retry) and B's segment fits (30 MiB reserved). C asks 40 MiB more while B is
+  // live: 30 + 40 > 60 with nothing cached to release: a second retry, and a failure (CUDA OOM).
+  // Segment sizes as c10 rounds them: requests of 10 MiB or more round up to 2 MiB.
+  constexpr double MiB = 1 << 20;
+  graph::StepGraph g;
+  g.info.world_size = 1;
+  auto a = op(graph::OpKind::forward, graph::Stream::compute, "A");
+  a.memory = {{graph::MemCategory::activations, 40 * MiB, false, graph::Pool::compute},
+              {graph::MemCategory::activations, -40 * MiB, true, graph::Pool::compute}};
+  auto b = op(graph::OpKind::reduce_scatter, graph::Stream::reduce_scatter, "B");
+  b.memory = {{graph::MemCategory::reduce_buffers, 30 * MiB, false, graph::Pool::reduce_scatter},
+              {graph::MemCategory::reduce_buffers, -30 * MiB, true, graph::Pool::reduce_scatter}};
+  auto c = op(graph::OpKind::forward, graph::Stream::compute, "C");
+  c.memory = {{graph::MemCategory::activations, 40 * MiB, false, graph::Pool::compute}};
+  g.add_op(a);
+  g.add_op(b);
+  g.add_op(c);
+  engine::Timeline t(3, 1);
+  t.at(0, 0) = {0, 1};
+  t.at(1, 0) = {2, 4};
+  t.at(2, 0) = {3, 5};
+  const auto m = report::memory_timeline(g, t, 0, 1024, 60 * MiB);
+  CHECK(m.alloc_retries == 2);
+  CHECK(m.alloc_failures == 1);
+  // The high-water mark is C's failed allocation on top of B: 70 MiB; before it, 40 MiB.
+  CHECK(m.peak_reserved == doctest::Approx(70 * MiB));
+  // Without a capacity nothing is released, and C reuses A's cached segment on the compute
+  // stream: 40 + 30 = 70 MiB, no retry. (Releasing the cache for B is what left C without it, as
+  // in PyTorch.) With 70 MiB of room, the same.
+  const auto unlimited = report::memory_timeline(g, t, 0);
+  CHECK(unlimited.alloc_retries == 0);
+  CHECK(unlimited.peak_reserved == doctest::Approx(70 * MiB));
+  const auto roomy = report::memory_timeline(g, t, 0, 1024, 70 * MiB);
+  CHECK(roomy.alloc_retries == 0);
+  CHECK(roomy.alloc_failures == 0);
+}
