@@ -5,11 +5,11 @@
 #include <fstream>
 #include <iostream>
 
-#include "cli/args.hpp"
+#include "core/args.hpp"
 #include "cli/commands.hpp"
 #include "config/calibration.hpp"
 #include "core/error.hpp"
-#include "report/atomic_file.hpp"
+#include "core/atomic_file.hpp"
 #include "validate/calibrate.hpp"
 
 namespace shardsim::cli {
@@ -53,7 +53,7 @@ int cmd_calibrate(std::span<const std::string> argv) {
   }
   const validate::CalibrationFit fit = validate::fit_calibration(all);
   const std::string name = args.get("--name").value_or(fmt::format("{} ({})", all.device, all.backend));
-  report::write_file_atomic(*out, validate::calibration_yaml(fit, name, args.positional()));
+  write_file_atomic(*out, validate::calibration_yaml(fit, name, args.positional()));
   // What we wrote must load: a scenario will read it.
   (void)config::load_calibration(*out);
   std::cout << fmt::format("calibration of {}:\n{}wrote {}\n", name, validate::residuals_text(fit), *out);

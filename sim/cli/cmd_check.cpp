@@ -4,7 +4,7 @@
 
 #include <iostream>
 
-#include "cli/args.hpp"
+#include "core/args.hpp"
 #include "cli/commands.hpp"
 #include "cli/pipeline.hpp"
 #include "config/calibration.hpp"

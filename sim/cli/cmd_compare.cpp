@@ -4,10 +4,10 @@
 #include <filesystem>
 #include <iostream>
 
-#include "cli/args.hpp"
+#include "core/args.hpp"
 #include "cli/commands.hpp"
 #include "core/error.hpp"
-#include "report/atomic_file.hpp"
+#include "core/atomic_file.hpp"
 #include "validate/compare.hpp"
 
 namespace shardsim::cli {
@@ -39,15 +39,15 @@ int cmd_compare(std::span<const std::string> argv) {
   const std::string text = validate::comparison_text(c);
   const nlohmann::json json = validate::comparison_json(c);
   std::cout << (args.has("--json") ? json.dump(2) + "\n" : text);
-  if (auto svg = args.get("--svg")) report::write_file_atomic(*svg, validate::comparison_svg(sim, meas, c));
+  if (auto svg = args.get("--svg")) write_file_atomic(*svg, validate::comparison_svg(sim, meas, c));
   if (auto out = args.get("--out")) {
     const std::filesystem::path dir = *out;
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) throw RuntimeError(fmt::format("{}: cannot create directory: {}", dir.string(), ec.message()));
-    report::write_file_atomic(dir / "compare.txt", text);
-    report::write_file_atomic(dir / "compare.json", json.dump(2) + "\n");
-    report::write_file_atomic(dir / "compare.svg", validate::comparison_svg(sim, meas, c));
+    write_file_atomic(dir / "compare.txt", text);
+    write_file_atomic(dir / "compare.json", json.dump(2) + "\n");
+    write_file_atomic(dir / "compare.svg", validate::comparison_svg(sim, meas, c));
   }
   return 0;
 }

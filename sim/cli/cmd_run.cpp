@@ -4,16 +4,16 @@
 #include <filesystem>
 #include <iostream>
 
-#include "cli/args.hpp"
+#include "core/args.hpp"
 #include "cli/commands.hpp"
 #include "cli/pipeline.hpp"
 #include "engine/collective.hpp"
 #include "engine/compute_model.hpp"
 #include "engine/simulator.hpp"
 #include "graph/serialize.hpp"
-#include "report/atomic_file.hpp"
+#include "core/atomic_file.hpp"
 #include "report/outputs.hpp"
-#include "report/timeline_io.hpp"
+#include "graph/timeline_io.hpp"
 
 namespace shardsim::cli {
 namespace {
@@ -48,18 +48,18 @@ int cmd_run(std::span<const std::string> argv) {
   } else {
     std::cout << report::summary_text(summary, p.scenario);
   }
-  if (auto trace = args.get("--trace")) report::write_file_atomic(*trace, report::chrome_trace(p.graph, result.timeline, kTraceRanks));
+  if (auto trace = args.get("--trace")) write_file_atomic(*trace, report::chrome_trace(p.graph, result.timeline, kTraceRanks));
   if (auto out = args.get("--out")) {
     const std::filesystem::path dir = *out;
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) throw RuntimeError(fmt::format("{}: cannot create directory: {}", dir.string(), ec.message()));
-    report::write_file_atomic(dir / "summary.json", report::summary_json(summary).dump(2) + "\n");
-    report::write_file_atomic(dir / "trace.json", report::chrome_trace(p.graph, result.timeline, kTraceRanks));
-    const auto timeline = report::make_timeline_file(p.graph, result.timeline, {"simulated", "simgrid", ""}, kTraceRanks);
-    report::write_file_atomic(dir / "timeline.json", report::to_json(timeline).dump() + "\n");
-    report::write_file_atomic(dir / "memory.csv", report::memory_csv(summary.memory));
-    report::write_file_atomic(dir / "memory.svg",
+    write_file_atomic(dir / "summary.json", report::summary_json(summary).dump(2) + "\n");
+    write_file_atomic(dir / "trace.json", report::chrome_trace(p.graph, result.timeline, kTraceRanks));
+    const auto timeline = graph::make_timeline_file(p.graph, result.timeline, {"simulated", "simgrid", ""}, kTraceRanks);
+    write_file_atomic(dir / "timeline.json", graph::to_json(timeline).dump() + "\n");
+    write_file_atomic(dir / "memory.csv", report::memory_csv(summary.memory));
+    write_file_atomic(dir / "memory.svg",
                               report::memory_svg(summary.memory, summary.gpu_memory,
                                                  fmt::format("{}: memory of rank {}", summary.scenario, summary.memory.rank)));
     if (!args.has("--json"))
@@ -77,7 +77,7 @@ int cmd_export(std::span<const std::string> argv) {
   const auto out = args.get("--out");
   if (!out) throw UsageError("export needs --out GRAPH.json\n" + args.help());
   Prepared p = prepare(args.positional().front(), args.all("--set"));
-  report::write_file_atomic(*out, graph::to_json(p.graph).dump(1) + "\n");
+  write_file_atomic(*out, graph::to_json(p.graph).dump(1) + "\n");
   std::cout << fmt::format("wrote {} ({} ops, {} edges, {} ranks)\n", *out, p.graph.size(), p.graph.edge_count(), p.graph.info.world_size);
   return 0;
 }

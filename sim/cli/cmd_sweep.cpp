@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <iostream>
 
-#include "cli/args.hpp"
+#include "core/args.hpp"
 #include "cli/commands.hpp"
 #include "cli/sweep_workers.hpp"
 #include "config/yaml_load.hpp"

@@ -10,12 +10,12 @@
 #include <chrono>
 #include <iostream>
 
-#include "cli/args.hpp"
+#include "core/args.hpp"
 #include "cli/commands.hpp"
 #include "cli/sweep_workers.hpp"
 #include "config/scenario.hpp"
 #include "core/units.hpp"
-#include "report/atomic_file.hpp"
+#include "core/atomic_file.hpp"
 #include "sweep/driver.hpp"
 #include "sweep/progress.hpp"
 #include "sweep/svg.hpp"
@@ -205,7 +205,7 @@ int cmd_tune(std::span<const std::string> argv) {
   comments.insert(comments.end(), more.begin(), more.end());
   const std::string snippet = sweep::yaml_snippet(s.results[top.front()].assignments, comments);
   std::cout << snippet;
-  if (o.out) report::write_file_atomic(*o.out / "recommended.yaml", snippet);
+  if (o.out) write_file_atomic(*o.out / "recommended.yaml", snippet);
   return 0;
 }
 

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "cli/args.hpp"
+#include "core/args.hpp"
 #include "cli/commands.hpp"
 #include "core/error.hpp"
-#include "report/atomic_file.hpp"
+#include "core/atomic_file.hpp"
 
 namespace {
 
@@ -29,7 +29,7 @@ constexpr const char* kUsage =
 int main(int argc, char** argv) {
   using namespace shardsim;
   // Ctrl-C or a kill while an output file is written must not leave its temporary file behind.
-  report::install_interrupt_cleanup();
+  install_interrupt_cleanup();
   const std::vector<std::string> all(argv + 1, argv + argc);
   if (all.empty() || all.front() == "--help" || all.front() == "-h" || all.front() == "help") {
     std::cout << kUsage;
@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
     if (command == "calibrate") return cli::cmd_calibrate(rest);
     std::cerr << fmt::format("shardsim: unknown command \"{}\"\n{}", command, kUsage);
     return 2;
-  } catch (const cli::UsageError& e) {
+  } catch (const UsageError& e) {
     std::cerr << "shardsim " << command << ": " << e.what() << "\n";
     return 2;
   } catch (const ConfigError& e) {

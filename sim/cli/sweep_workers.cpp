@@ -4,7 +4,7 @@
 
 #include <charconv>
 
-#include "cli/args.hpp"
+#include "core/args.hpp"
 #include "cli/pipeline.hpp"
 #include "report/outputs.hpp"
 

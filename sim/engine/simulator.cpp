@@ -202,7 +202,7 @@ class Simulator {
     if (jobs_ == 1) {
       r.timeline = std::move(timeline_);
     } else {
-      r.timeline = Timeline(g_.size(), simulated_);
+      r.timeline = graph::Timeline(g_.size(), simulated_);
       for (std::size_t o = 0; o < g_.size(); ++o) {
         for (int s = 0; s < simulated_; ++s) r.timeline.at(static_cast<int>(o), s) = timeline_.at(static_cast<int>(o), s);
       }
@@ -413,7 +413,7 @@ class Simulator {
   int total_;  // simulated ranks of all jobs
   const Network* network_ = nullptr;
   ClusterView cluster_;
-  Timeline timeline_;
+  graph::Timeline timeline_;
   EngineStats stats_;
   std::vector<std::vector<int>> successors_;
   std::vector<std::int32_t> remaining_;

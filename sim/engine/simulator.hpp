@@ -11,10 +11,19 @@
 #include "config/topology.hpp"
 #include "engine/collective.hpp"
 #include "engine/compute_model.hpp"
-#include "engine/timeline.hpp"
+#include "graph/timeline.hpp"
 #include "graph/step_graph.hpp"
 
 namespace shardsim::engine {
+
+// Simulation statistics, for benchmarks.
+struct EngineStats {
+  double wall_seconds = 0;
+  std::size_t op_instances = 0;  // ops x ranks completed
+  std::size_t flows = 0;         // network flows started
+  std::size_t timer_events = 0;
+};
+
 
 class FabricRegistry;
 
@@ -41,7 +50,7 @@ struct SimulationInput {
 };
 
 struct SimulationResult {
-  Timeline timeline;  // of job 0's simulated ranks: all, or the representative rank 0 (symmetric mode)
+  graph::Timeline timeline;  // of job 0's simulated ranks: all, or the representative rank 0 (symmetric mode)
   EngineStats stats;
   std::vector<double> waited;  // per simulated rank: seconds spent waiting for a collective's last rank
   std::vector<double> caused;  // per simulated rank: seconds others waited because it arrived last

@@ -6,7 +6,7 @@
 
 namespace shardsim::report {
 
-std::vector<double> cpu_issue_times(const graph::StepGraph& g, const engine::Timeline& t, int rank, int launch_queue) {
+std::vector<double> cpu_issue_times(const graph::StepGraph& g, const graph::Timeline& t, int rank, int launch_queue) {
   struct Pending {
     std::int64_t first;  // the index of the op's first kernel among all launched (from 1)
     double end;          // when the GPU finishes its kernels
@@ -19,7 +19,7 @@ std::vector<double> cpu_issue_times(const graph::StepGraph& g, const engine::Tim
   for (std::size_t o = 0; o < g.size(); ++o) {
     const auto id = static_cast<int>(o);
     const graph::Op& op = g.op(id);
-    const engine::Interval& i = t.at(id, rank);
+    const graph::Interval& i = t.at(id, rank);
     if (i.start < 0) continue;
     if (op.kind == graph::OpKind::cpu_wait) {
       // The CPU blocks until the event the wait names has run: the wait op starts then.

@@ -18,12 +18,12 @@
 
 #include <vector>
 
-#include "engine/timeline.hpp"
+#include "graph/timeline.hpp"
 #include "graph/step_graph.hpp"
 
 namespace shardsim::report {
 
 // Issue time of every op on `rank`, indexed by op id (-1 for ops that did not run there).
-[[nodiscard]] std::vector<double> cpu_issue_times(const graph::StepGraph& g, const engine::Timeline& t, int rank, int launch_queue);
+[[nodiscard]] std::vector<double> cpu_issue_times(const graph::StepGraph& g, const graph::Timeline& t, int rank, int launch_queue);
 
 }  // namespace shardsim::report

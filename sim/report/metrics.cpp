@@ -42,7 +42,7 @@ double exposed_length(std::vector<std::pair<double, double>> comm, std::vector<s
   return union_length(both) - union_length(compute);
 }
 
-std::pair<double, double> clip(const engine::Interval& i, double lo, double hi) {
+std::pair<double, double> clip(const graph::Interval& i, double lo, double hi) {
   return {std::clamp(i.start, lo, hi), std::clamp(i.end, lo, hi)};
 }
 
@@ -52,7 +52,7 @@ double MemoryPoint::total() const {
   return std::accumulate(bytes.begin(), bytes.end(), 0.0);
 }
 
-MemoryTimeline memory_timeline(const graph::StepGraph& g, const engine::Timeline& t, int rank, int launch_queue, double capacity) {
+MemoryTimeline memory_timeline(const graph::StepGraph& g, const graph::Timeline& t, int rank, int launch_queue, double capacity) {
   struct Event {
     double time;
     int order;  // frees before allocations at the same instant
@@ -68,7 +68,7 @@ MemoryTimeline memory_timeline(const graph::StepGraph& g, const engine::Timeline
   const std::vector<double> issued = any_at_issue ? cpu_issue_times(g, t, rank, launch_queue) : std::vector<double>();
   for (std::size_t o = 0; o < g.size(); ++o) {
     const auto id = static_cast<int>(o);
-    const engine::Interval& i = t.at(id, rank);
+    const graph::Interval& i = t.at(id, rank);
     for (const auto& m : g.op(id).memory) {
       const double time = m.at_end ? i.end : m.at_issue && issued[o] >= 0 ? issued[o] : i.start;
       events.push_back(Event{time, m.bytes < 0 ? 0 : 1, id, m});

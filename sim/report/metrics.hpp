@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "config/scenario.hpp"
-#include "engine/timeline.hpp"
+#include "graph/timeline.hpp"
 #include "graph/step_graph.hpp"
 #include "model/transformer.hpp"
 
@@ -45,7 +45,7 @@ struct MemoryTimeline {
 // `launch_queue`: gpu.launch_queue, which bounds how far ahead of the GPU the CPU makes the
 // allocations marked at_issue (report/cpu_issue.hpp). `capacity`: the GPU's memory, which the
 // caching allocator keeps reserved memory under by releasing its cache (caching_allocator.hpp).
-[[nodiscard]] MemoryTimeline memory_timeline(const graph::StepGraph& g, const engine::Timeline& t, int rank, int launch_queue = 1024,
+[[nodiscard]] MemoryTimeline memory_timeline(const graph::StepGraph& g, const graph::Timeline& t, int rank, int launch_queue = 1024,
                                              double capacity = std::numeric_limits<double>::infinity());
 
 // A rank that made others wait at collectives (stragglers), or waited itself.
@@ -82,7 +82,7 @@ struct SummaryInput {
   const config::ScenarioConfig& scenario;
   const model::Model& model;
   const graph::StepGraph& graph;
-  const engine::Timeline& timeline;
+  const graph::Timeline& timeline;
   const std::vector<double>* waited = nullptr;  // per simulated rank (engine), optional
   const std::vector<double>* caused = nullptr;
   const std::vector<double>* job_ends = nullptr;  // per job (engine), optional

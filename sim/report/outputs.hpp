@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "engine/timeline.hpp"
+#include "graph/timeline.hpp"
 #include "report/metrics.hpp"
 
 namespace shardsim::report {
@@ -19,7 +19,7 @@ namespace shardsim::report {
 
 // Chrome trace event format: pid = rank, tid = stream, ts/dur in microseconds, args with the unit,
 // bytes and FLOPs. Ranks beyond `max_ranks` are left out (say so in the metadata).
-[[nodiscard]] std::string chrome_trace(const graph::StepGraph& g, const engine::Timeline& t, int max_ranks);
+[[nodiscard]] std::string chrome_trace(const graph::StepGraph& g, const graph::Timeline& t, int max_ranks);
 
 [[nodiscard]] std::string memory_csv(const MemoryTimeline& m);
 [[nodiscard]] std::string memory_svg(const MemoryTimeline& m, double capacity, const std::string& title);

@@ -6,7 +6,7 @@
 
 namespace shardsim::report {
 
-std::string chrome_trace(const graph::StepGraph& g, const engine::Timeline& t, int max_ranks) {
+std::string chrome_trace(const graph::StepGraph& g, const graph::Timeline& t, int max_ranks) {
   using nlohmann::json;
   // In symmetric mode the timeline holds only the simulated ranks, fewer than the world.
   const int ranks = std::min({max_ranks, g.info.world_size, t.world()});
@@ -34,7 +34,7 @@ std::string chrome_trace(const graph::StepGraph& g, const engine::Timeline& t, i
       args["memory_bytes"] = op.work.memory_bytes;
     }
     for (int r = 0; r < ranks; ++r) {
-      const engine::Interval& i = t.at(op.id, r);
+      const graph::Interval& i = t.at(op.id, r);
       events.push_back({{"ph", "X"},
                         {"name", op.name},
                         {"cat", std::string(graph::to_string(op.kind))},

@@ -1,7 +1,7 @@
 // index.html, and writing the pictures: see plots.hpp.
 #include <fmt/format.h>
 
-#include "report/atomic_file.hpp"
+#include "core/atomic_file.hpp"
 #include "sweep/plots.hpp"
 #include "sweep/svg.hpp"
 
@@ -86,13 +86,13 @@ void write_pictures(const std::filesystem::path& dir, const SweepSpec& spec, con
   const std::string name = spec.scenario.filename().string();
   const auto heatmap = build_heatmap(spec.dimensions, results);
   if (heatmap) {
-    report::write_file_atomic(dir / "heatmap.svg", heatmap_svg(*heatmap, results, "step time: " + name));
+    write_file_atomic(dir / "heatmap.svg", heatmap_svg(*heatmap, results, "step time: " + name));
   } else {
     std::error_code ec;
     std::filesystem::remove(dir / "heatmap.svg", ec);  // no swept key varies: no picture, and no stale one
   }
-  report::write_file_atomic(dir / "pareto.svg", pareto_svg(results, "step time against peak memory: " + name));
-  report::write_file_atomic(dir / "index.html", index_html(spec, results, heatmap.has_value()));
+  write_file_atomic(dir / "pareto.svg", pareto_svg(results, "step time against peak memory: " + name));
+  write_file_atomic(dir / "index.html", index_html(spec, results, heatmap.has_value()));
 }
 
 }  // namespace shardsim::sweep

@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
-#include "report/atomic_file.hpp"
+#include "core/atomic_file.hpp"
 
 namespace shardsim::sweep {
 namespace {
@@ -119,8 +119,8 @@ void ResultStream::sync() {
 void ResultStream::rewrite(const std::vector<PointResult>& rows) {
   sync();
   close_files();  // the appending descriptors would keep writing to the replaced files
-  report::write_file_atomic(dir_ / kJsonl, jsonl_text(rows));
-  report::write_file_atomic(dir_ / kCsv, csv_text(rows, keys_));
+  write_file_atomic(dir_ / kJsonl, jsonl_text(rows));
+  write_file_atomic(dir_ / kCsv, csv_text(rows, keys_));
   open_for_append();
 }
 
@@ -166,7 +166,7 @@ void check_manifest(const std::filesystem::path& root, const nlohmann::json& man
   }
   std::filesystem::create_directories(root, ec);
   if (ec) throw RuntimeError(fmt::format("{}: cannot create directory: {}", root.string(), ec.message()));
-  report::write_file_atomic(file, manifest.dump(2) + "\n");
+  write_file_atomic(file, manifest.dump(2) + "\n");
 }
 
 }  // namespace shardsim::sweep

@@ -45,7 +45,7 @@ std::string_view to_string(ActivityClass c) {
   return "compute";
 }
 
-Trace trace_from_timeline(const report::TimelineFile& t, const std::string& label) {
+Trace trace_from_timeline(const graph::TimelineFile& t, const std::string& label) {
   Trace tr;
   tr.label = label;
   tr.origin = t.meta.device.empty() ? fmt::format("{} ({})", t.meta.source, t.meta.backend)
@@ -56,7 +56,7 @@ Trace trace_from_timeline(const report::TimelineFile& t, const std::string& labe
   for (const auto& op : t.ops) {
     if (op.kind == graph::OpKind::cpu_wait) continue;
     for (int r = 0; r < t.timeline.world(); ++r) {
-      const engine::Interval& i = t.timeline.at(op.id, r);
+      const graph::Interval& i = t.timeline.at(op.id, r);
       if (i.start < 0) continue;
       tr.ranks[static_cast<std::size_t>(r)].push_back(Activity{op.id, op.name, std::string(graph::to_string(op.kind)), class_of(op.kind),
                                                                std::string(graph::to_string(op.stream)), op.step, i.start, i.end});
@@ -81,7 +81,7 @@ Trace load_trace(const std::filesystem::path& file) {
                       fmt::format("not valid JSON (byte {}): expected a shardsim-timeline or a PyTorch profiler trace", e.byte));
   }
   if (j.is_object() && j.contains("format") && j["format"] == "shardsim-timeline") {
-    return trace_from_timeline(report::timeline_from_json(j, source), source);
+    return trace_from_timeline(graph::timeline_from_json(j, source), source);
   }
   if (is_chrome_trace(j)) return trace_from_kineto(j, source);
   throw ConfigError(

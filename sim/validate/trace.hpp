@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "report/timeline_io.hpp"
+#include "graph/timeline_io.hpp"
 
 namespace shardsim::validate {
 
@@ -43,7 +43,7 @@ struct Trace {
 };
 
 // Activities of a shardsim timeline: every op that ran, except cpu_wait (host-side, no duration).
-[[nodiscard]] Trace trace_from_timeline(const report::TimelineFile& t, const std::string& label);
+[[nodiscard]] Trace trace_from_timeline(const graph::TimelineFile& t, const std::string& label);
 
 // Reads a shardsim-timeline or a Kineto/Chrome trace, telling them apart by their content.
 // Throws ConfigError for unreadable or malformed files.

@@ -109,7 +109,7 @@ class Issuer {
   [[nodiscard]] RankTimes times() {
     RankTimes rt;
     rt.t0_clock = b_.shared_clock(t0_);
-    std::vector<engine::Interval>& out = rt.ops;
+    std::vector<graph::Interval>& out = rt.ops;
     out.resize(g_.size());
     for (std::size_t i = 0; i < g_.size(); ++i) {
       const int id = static_cast<int>(i);
@@ -210,9 +210,9 @@ RankTimes replay_step(const graph::StepGraph& g, Backend& b, Watchdog& watchdog,
   return issuer.times();
 }
 
-engine::Timeline merge_ranks(std::size_t ops, int world, std::span<const double> gathered) {
+graph::Timeline merge_ranks(std::size_t ops, int world, std::span<const double> gathered) {
   const std::size_t per_rank = 1 + 2 * ops;
-  engine::Timeline t(ops, world);
+  graph::Timeline t(ops, world);
   double first_t0 = std::numeric_limits<double>::infinity();
   bool shared = true;
   for (int r = 0; r < world; ++r) {

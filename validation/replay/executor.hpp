@@ -13,7 +13,7 @@
 #include <optional>
 #include <vector>
 
-#include "engine/timeline.hpp"
+#include "graph/timeline.hpp"
 #include "graph/step_graph.hpp"
 #include "replay/backend.hpp"
 #include "replay/watchdog.hpp"
@@ -32,7 +32,7 @@ void check_replayable(const graph::StepGraph& g, int world, const std::string& s
 
 // One rank's measured step.
 struct RankTimes {
-  std::vector<engine::Interval> ops;  // seconds from this rank's t0; cpu_wait ops take no time
+  std::vector<graph::Interval> ops;  // seconds from this rank's t0; cpu_wait ops take no time
                                       // and sit at the end of their last predecessor
   std::optional<double> t0_clock;     // t0 on the clock all ranks share, if the backend has one
 
@@ -46,6 +46,6 @@ struct RankTimes {
 // Every rank's flattened RankTimes (Backend::gather) as one timeline of ops x ranks. With a shared
 // clock, each rank's times are moved to the earliest rank's t0 (ranks leave the start barrier at
 // slightly different moments); without one, each rank's t0 is taken as the same instant.
-[[nodiscard]] engine::Timeline merge_ranks(std::size_t ops, int world, std::span<const double> gathered);
+[[nodiscard]] graph::Timeline merge_ranks(std::size_t ops, int world, std::span<const double> gathered);
 
 }  // namespace shardsim::replay

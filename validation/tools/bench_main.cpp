@@ -7,18 +7,18 @@
 #include <fstream>
 #include <iostream>
 
-#include "cli/args.hpp"
+#include "core/args.hpp"
 #include "core/error.hpp"
 #include "core/units.hpp"
 #include "replay/microbench.hpp"
-#include "report/atomic_file.hpp"
+#include "core/atomic_file.hpp"
 #include "tools/options.hpp"
 
 namespace {
 
 using namespace shardsim;
 
-double bytes_option(const cli::Args& args, const char* name, double fallback) {
+double bytes_option(const Args& args, const char* name, double fallback) {
   const auto v = args.get(name);
   if (!v) return fallback;
   try {
@@ -26,10 +26,10 @@ double bytes_option(const cli::Args& args, const char* name, double fallback) {
     if (b >= 1) return b;
   } catch (const std::exception&) {
   }
-  throw cli::UsageError(fmt::format("{}: expected a size such as 64KiB or 1GB; got \"{}\"", name, *v));
+  throw UsageError(fmt::format("{}: expected a size such as 64KiB or 1GB; got \"{}\"", name, *v));
 }
 
-int int_option(const cli::Args& args, const char* name, int fallback, int min, int max) {
+int int_option(const Args& args, const char* name, int fallback, int min, int max) {
   const auto v = args.get(name);
   if (!v) return fallback;
   try {
@@ -38,7 +38,7 @@ int int_option(const cli::Args& args, const char* name, int fallback, int min, i
     if (used == v->size() && n >= min && n <= max) return n;
   } catch (const std::exception&) {
   }
-  throw cli::UsageError(fmt::format("{}: expected an integer {}..{}; got \"{}\"", name, min, max, *v));
+  throw UsageError(fmt::format("{}: expected an integer {}..{}; got \"{}\"", name, min, max, *v));
 }
 
 std::string table(const validate::BenchResults& r) {
@@ -66,7 +66,7 @@ std::string table(const validate::BenchResults& r) {
 }
 
 int bench(std::span<const std::string> argv) {
-  cli::Args args;
+  Args args;
   args.value("--out", "FILE", "where to write the results (shardsim-bench JSON, for shardsim calibrate)");
   replay::declare_backend_options(args);
   args.value("--graph", "GRAPH.json", "benchmark this graph's GEMM shapes and attention calls (default: Llama 3.1 8B's)");
@@ -83,7 +83,7 @@ int bench(std::span<const std::string> argv) {
   }
   args.parse(argv);
   const auto out = args.get("--out");
-  if (!out || !args.positional().empty()) throw cli::UsageError("usage: shardsim-bench --backend nccl|cpu --out FILE\n" + args.help());
+  if (!out || !args.positional().empty()) throw UsageError("usage: shardsim-bench --backend nccl|cpu --out FILE\n" + args.help());
   const auto parent = std::filesystem::path(*out).parent_path();
   const replay::BackendChoice choice = replay::backend_choice(args, parent.empty() ? "." : parent.string());
 
@@ -103,7 +103,7 @@ int bench(std::span<const std::string> argv) {
       } else if (k == "memory") {
         o.memory = true;
       } else {
-        throw cli::UsageError(fmt::format("--only: expected collectives, gemm, attention or memory; got \"{}\"", k));
+        throw UsageError(fmt::format("--only: expected collectives, gemm, attention or memory; got \"{}\"", k));
       }
     }
   }
@@ -111,7 +111,7 @@ int bench(std::span<const std::string> argv) {
   o.max_bytes = bytes_option(args, "--max-bytes", o.max_bytes);
   o.min_copy = bytes_option(args, "--min-copy", o.min_copy);
   o.max_copy = bytes_option(args, "--max-copy", o.max_copy);
-  if (o.min_bytes > o.max_bytes || o.min_copy > o.max_copy) throw cli::UsageError("the smallest size is above the largest");
+  if (o.min_bytes > o.max_bytes || o.min_copy > o.max_copy) throw UsageError("the smallest size is above the largest");
   o.warmup = int_option(args, "--warmup", o.warmup, 0, 1000);
   o.iters = int_option(args, "--iters", o.iters, 1, 100000);
   o.compute_scale = choice.scale.compute;
@@ -122,7 +122,7 @@ int bench(std::span<const std::string> argv) {
 
   const replay::RankEnv env = replay::rank_env([](const char* n) { return std::getenv(n); });
   const int world = env.launcher != replay::Launcher::none ? env.world : replay::nprocs(args).value_or(1);
-  if (o.collectives && world == 1 && args.get("--only")) throw cli::UsageError("collectives need at least two ranks: --nprocs N");
+  if (o.collectives && world == 1 && args.get("--only")) throw UsageError("collectives need at least two ranks: --nprocs N");
 
   return replay::run_on_ranks(
       "shardsim-bench", choice, world, argv, [&](replay::Backend& b, replay::Watchdog& w, const replay::RankEnv& e) {
@@ -130,7 +130,7 @@ int bench(std::span<const std::string> argv) {
         mine.ranks_per_node = e.local_world;
         const validate::BenchResults r = replay::run_microbenchmarks(b, mine, w);
         if (b.rank() != 0) return 0;
-        report::write_file_atomic(*out, validate::to_json(r).dump(1) + "\n");
+        write_file_atomic(*out, validate::to_json(r).dump(1) + "\n");
         std::cout << fmt::format("# shardsim-bench: {} on {} rank(s)\n{}wrote {}\n", r.device, b.world(), table(r), *out);
         return 0;
       });
@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   try {
     return bench(args);
-  } catch (const cli::UsageError& e) {
+  } catch (const UsageError& e) {
     std::cerr << "shardsim-bench: " << e.what() << "\n";
     return 2;
   } catch (const ConfigError& e) {

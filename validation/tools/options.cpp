@@ -10,7 +10,7 @@
 namespace shardsim::replay {
 namespace {
 
-double fraction(const cli::Args& args, const char* name) {
+double fraction(const Args& args, const char* name) {
   const auto v = args.get(name);
   if (!v) return 1.0;
   try {
@@ -19,12 +19,12 @@ double fraction(const cli::Args& args, const char* name) {
     if (used == v->size() && f > 0 && f <= 1) return f;
   } catch (const std::exception&) {
   }
-  throw cli::UsageError(fmt::format("{}: expected a fraction in (0, 1], e.g. 0.01; got \"{}\"", name, *v));
+  throw UsageError(fmt::format("{}: expected a fraction in (0, 1], e.g. 0.01; got \"{}\"", name, *v));
 }
 
 }  // namespace
 
-void declare_backend_options(cli::Args& args) {
+void declare_backend_options(Args& args) {
   args.value("--backend", "nccl|cpu", "nccl: CUDA streams, cuBLAS and NCCL on GPUs; cpu: threads, CPU kernels and MPI");
   args.value("--nprocs", "N", "ranks to start when no launcher (torchrun, mpirun) started this process");
   args.value("--timeout", "SECONDS", "give up (exit 1) after this long without progress; default 300");
@@ -34,17 +34,17 @@ void declare_backend_options(cli::Args& args) {
              "nccl: where rank 0 publishes the NCCL id (default: under the output; torchrun's MASTER_ADDR/PORT use TCP)");
 }
 
-BackendChoice backend_choice(const cli::Args& args, const std::string& out_dir) {
+BackendChoice backend_choice(const Args& args, const std::string& out_dir) {
   BackendChoice c;
   const auto backend = args.get("--backend");
-  if (!backend) throw cli::UsageError(fmt::format("--backend is required: nccl or cpu (this build has {})", available_backends()));
+  if (!backend) throw UsageError(fmt::format("--backend is required: nccl or cpu (this build has {})", available_backends()));
   if (*backend != "nccl" && *backend != "cpu") {
-    throw cli::UsageError(fmt::format("--backend: expected nccl or cpu; got \"{}\" (this build has {})", *backend, available_backends()));
+    throw UsageError(fmt::format("--backend: expected nccl or cpu; got \"{}\" (this build has {})", *backend, available_backends()));
   }
   c.name = *backend;
   c.scale = CpuScale{fraction(args, "--compute-scale"), fraction(args, "--bytes-scale")};
   if (c.name == "nccl" && (c.scale.compute != 1 || c.scale.bytes != 1)) {
-    throw cli::UsageError("--compute-scale and --bytes-scale are for the cpu backend; the nccl backend runs the real sizes");
+    throw UsageError("--compute-scale and --bytes-scale are for the cpu backend; the nccl backend runs the real sizes");
   }
   if (const auto t = args.get("--timeout")) {
     try {
@@ -52,14 +52,14 @@ BackendChoice backend_choice(const cli::Args& args, const std::string& out_dir) 
       c.timeout = std::stod(*t, &used);
       if (used != t->size() || !(c.timeout > 0)) throw std::invalid_argument(*t);
     } catch (const std::exception&) {
-      throw cli::UsageError(fmt::format("--timeout: expected seconds > 0; got \"{}\"", *t));
+      throw UsageError(fmt::format("--timeout: expected seconds > 0; got \"{}\"", *t));
     }
   }
   c.rendezvous_dir = args.get("--rendezvous").value_or((std::filesystem::path(out_dir) / ".rendezvous").string());
   return c;
 }
 
-std::optional<int> nprocs(const cli::Args& args) {
+std::optional<int> nprocs(const Args& args) {
   const auto v = args.get("--nprocs");
   if (!v) return std::nullopt;
   try {
@@ -68,7 +68,7 @@ std::optional<int> nprocs(const cli::Args& args) {
     if (used == v->size() && n >= 1 && n <= 4096) return n;
   } catch (const std::exception&) {
   }
-  throw cli::UsageError(fmt::format("--nprocs: expected an integer 1..4096; got \"{}\"", *v));
+  throw UsageError(fmt::format("--nprocs: expected an integer 1..4096; got \"{}\"", *v));
 }
 
 graph::StepGraph load_graph(const std::string& file) {

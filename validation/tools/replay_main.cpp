@@ -8,12 +8,12 @@
 #include <filesystem>
 #include <iostream>
 
-#include "cli/args.hpp"
+#include "core/args.hpp"
 #include "core/error.hpp"
 #include "replay/executor.hpp"
-#include "report/atomic_file.hpp"
+#include "core/atomic_file.hpp"
 #include "report/outputs.hpp"
-#include "report/timeline_io.hpp"
+#include "graph/timeline_io.hpp"
 #include "tools/options.hpp"
 
 namespace {
@@ -22,7 +22,7 @@ using namespace shardsim;
 
 constexpr int kTraceRanks = 64;
 
-std::optional<int> stall_rank(const cli::Args& args) {
+std::optional<int> stall_rank(const Args& args) {
   const auto f = args.get("--fault");
   if (!f) return std::nullopt;
   if (f->rfind("stall:", 0) == 0) {
@@ -31,11 +31,11 @@ std::optional<int> stall_rank(const cli::Args& args) {
     } catch (const std::exception&) {
     }
   }
-  throw cli::UsageError(fmt::format("--fault: expected stall:RANK; got \"{}\"", *f));
+  throw UsageError(fmt::format("--fault: expected stall:RANK; got \"{}\"", *f));
 }
 
 int replay_command(std::span<const std::string> argv) {
-  cli::Args args;
+  Args args;
   args.value("--graph", "GRAPH.json", "the step graph (shardsim export SCENARIO --out GRAPH.json)");
   args.value("--out", "DIR", "where to write timeline.json and trace.json");
   replay::declare_backend_options(args);
@@ -51,7 +51,7 @@ int replay_command(std::span<const std::string> argv) {
   const auto graph_file = args.get("--graph");
   const auto out = args.get("--out");
   if (!graph_file || !out || !args.positional().empty())
-    throw cli::UsageError("usage: shardsim-replay --graph GRAPH.json --backend nccl|cpu --out DIR\n" + args.help());
+    throw UsageError("usage: shardsim-replay --graph GRAPH.json --backend nccl|cpu --out DIR\n" + args.help());
   const replay::BackendChoice choice = replay::backend_choice(args, *out);
   replay::ReplayOptions options;
   options.stall_rank = stall_rank(args);
@@ -61,7 +61,7 @@ int replay_command(std::span<const std::string> argv) {
     } catch (const std::exception&) {
       options.warmup = -1;
     }
-    if (options.warmup < 0 || options.warmup > 100) throw cli::UsageError(fmt::format("--warmup: expected 0..100; got \"{}\"", *w));
+    if (options.warmup < 0 || options.warmup > 100) throw UsageError(fmt::format("--warmup: expected 0..100; got \"{}\"", *w));
   }
 
   const graph::StepGraph g = replay::load_graph(*graph_file);
@@ -78,11 +78,11 @@ int replay_command(std::span<const std::string> argv) {
     w.kick("the other ranks' timelines");
     const auto all = b.gather(times.flatten());
     if (b.rank() != 0) return 0;
-    const engine::Timeline t = replay::merge_ranks(g.size(), b.world(), all);
-    const auto file = report::make_timeline_file(g, t, {"measured", b.name(), b.device()}, b.world());
+    const graph::Timeline t = replay::merge_ranks(g.size(), b.world(), all);
+    const auto file = graph::make_timeline_file(g, t, {"measured", b.name(), b.device()}, b.world());
     const std::filesystem::path dir = *out;
-    report::write_file_atomic(dir / "timeline.json", report::to_json(file).dump() + "\n");
-    report::write_file_atomic(dir / "trace.json", report::chrome_trace(g, t, kTraceRanks));
+    write_file_atomic(dir / "timeline.json", graph::to_json(file).dump() + "\n");
+    write_file_atomic(dir / "trace.json", report::chrome_trace(g, t, kTraceRanks));
     std::cout << fmt::format(
         "shardsim-replay: {} ops on {} rank(s), {}: step {:.3f} ms (makespan)\nwrote {}/{{timeline.json, trace.json}}\n", g.size(),
         b.world(), b.device(), t.makespan() * 1e3, dir.string());
@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   try {
     return replay_command(args);
-  } catch (const cli::UsageError& e) {
+  } catch (const UsageError& e) {
     std::cerr << "shardsim-replay: " << e.what() << "\n";
     return 2;
   } catch (const ConfigError& e) {

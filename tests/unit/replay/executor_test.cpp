@@ -23,7 +23,7 @@ graph::StepGraph tiny(int gpus) {
   return cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", set).graph;
 }
 
-std::vector<engine::Interval> replay_cpu(const graph::StepGraph& g) {
+std::vector<graph::Interval> replay_cpu(const graph::StepGraph& g) {
   replay::CpuBackend b(std::make_unique<replay::LocalComm>(), {0.002, 0.01});
   replay::Watchdog w(60, [](const std::string& m) { FAIL(m); });
   return replay::replay_step(g, b, w, {}).ops;

@@ -32,7 +32,7 @@ TEST_CASE("cpu issue: the CPU runs ahead until the launch queue is full, then wa
   // op 0 (kernels 1-10) must end, at 1 s. Op 3 needs kernels 1-20 gone: op 1 ends at 2 s.
   graph::StepGraph g;
   for (int i = 0; i < 4; ++i) g.add_op(op(OpKind::forward, Stream::compute, 10));
-  engine::Timeline t(4, 1);
+  graph::Timeline t(4, 1);
   for (int i = 0; i < 4; ++i) t.at(i, 0) = {static_cast<double>(i), static_cast<double>(i + 1)};
   const auto issued = report::cpu_issue_times(g, t, 0, 25);
   CHECK(issued[0] == 0.0);
@@ -52,7 +52,7 @@ TEST_CASE("cpu issue: a CPU wait blocks everything issued after it until its eve
   g.add_op(op(OpKind::cpu_wait, Stream::cpu, 0));
   g.add_op(op(OpKind::all_gather, Stream::nccl, 0));
   g.add_op(op(OpKind::forward, Stream::compute, 5));
-  engine::Timeline t(4, 1);
+  graph::Timeline t(4, 1);
   t.at(0, 0) = {0, 2};
   t.at(1, 0) = {2, 2};
   t.at(2, 0) = {0.5, 1.5};
@@ -79,7 +79,7 @@ TEST_CASE("memory: allocations marked at_issue happen when the CPU issues the op
     g.add_op(ag);
     g.add_op(fwd);
   }
-  engine::Timeline t(6, 1);
+  graph::Timeline t(6, 1);
   for (int u = 0; u < 3; ++u) {
     t.at(2 * u, 0) = {u + 0.0, u + 0.5};
     t.at(2 * u + 1, 0) = {u + 0.5, u + 1.0};

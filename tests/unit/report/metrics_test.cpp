@@ -25,7 +25,7 @@ TEST_CASE("exposed communication is collective time not covered by compute") {
   g.add_op(op(graph::OpKind::forward, graph::Stream::compute, "FWD a"));
   g.add_op(op(graph::OpKind::all_gather, graph::Stream::all_gather, "AG b"));
   g.add_op(op(graph::OpKind::optimizer, graph::Stream::compute, "optimizer"));
-  engine::Timeline t(3, 1);
+  graph::Timeline t(3, 1);
   t.at(0, 0) = {0, 1};
   t.at(1, 0) = {0.5, 2.5};
   t.at(2, 0) = {2, 3};
@@ -56,7 +56,7 @@ TEST_CASE("the memory timeline adds allocations and frees in time order, frees f
   g.add_op(a);
   g.add_op(b);
   g.add_op(c);
-  engine::Timeline t(3, 1);
+  graph::Timeline t(3, 1);
   t.at(0, 0) = {0, 1};    // A holds 10 MiB over [0, 1]
   t.at(1, 0) = {0.5, 2};  // B holds 5 MiB over [0.5, 2]
   t.at(2, 0) = {1, 3};    // C starts as A ends: A's 10 MiB is freed before C's 7 MiB arrives
@@ -88,7 +88,7 @@ TEST_CASE("each stream's pool keeps its own high-water mark, sizes round up to 5
   g.add_op(a);
   g.add_op(b);
   g.add_op(c);
-  engine::Timeline t(3, 1);
+  graph::Timeline t(3, 1);
   t.at(0, 0) = {0, 1};
   t.at(1, 0) = {2, 3};
   t.at(2, 0) = {4, 5};
@@ -121,7 +121,7 @@ TEST_CASE("with the GPU's capacity, the allocator releases its cache before it f
   g.add_op(a);
   g.add_op(b);
   g.add_op(c);
-  engine::Timeline t(3, 1);
+  graph::Timeline t(3, 1);
   t.at(0, 0) = {0, 1};
   t.at(1, 0) = {2, 4};
   t.at(2, 0) = {3, 5};

@@ -15,8 +15,8 @@ using namespace shardsim;
 namespace {
 
 // Four ops on one rank: AG (nccl), FWD, BWD (compute), RS (nccl); times in ms.
-report::TimelineFile timeline(const std::array<std::pair<double, double>, 4>& t, const char* source) {
-  report::TimelineFile f;
+graph::TimelineFile timeline(const std::array<std::pair<double, double>, 4>& t, const char* source) {
+  graph::TimelineFile f;
   f.meta = {source, source == std::string("simulated") ? "simgrid" : "cpu", ""};
   f.scenario = "hand";
   f.world_size = 1;
@@ -25,7 +25,7 @@ report::TimelineFile timeline(const std::array<std::pair<double, double>, 4>& t,
            {1, "FWD", graph::OpKind::forward, graph::Stream::compute, 0, 0},
            {2, "BWD", graph::OpKind::backward, graph::Stream::compute, 0, 0},
            {3, "RS", graph::OpKind::reduce_scatter, graph::Stream::nccl, 0, 0}};
-  f.timeline = engine::Timeline(4, 1);
+  f.timeline = graph::Timeline(4, 1);
   for (int i = 0; i < 4; ++i)
     f.timeline.at(i, 0) = {t[static_cast<std::size_t>(i)].first * 1e-3, t[static_cast<std::size_t>(i)].second * 1e-3};
   return f;

@@ -1,4 +1,4 @@
-#include "report/atomic_file.hpp"
+#include "core/atomic_file.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -12,7 +12,7 @@
 
 #include "core/error.hpp"
 
-namespace shardsim::report {
+namespace shardsim {
 namespace {
 
 // The temporary file being written, for the signal handler. This is the one piece of static
@@ -88,4 +88,4 @@ void install_interrupt_cleanup() {
   }
 }
 
-}  // namespace shardsim::report
+}  // namespace shardsim

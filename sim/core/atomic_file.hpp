@@ -2,14 +2,14 @@
 // into place, so that a file under its final name is always complete: an
 // interrupted run leaves either the previous file or the new one, never half of one.
 //
-//   report::install_interrupt_cleanup();              // once, in main()
-//   report::write_file_atomic("out/summary.json", text);
+//   install_interrupt_cleanup();              // once, in main()
+//   write_file_atomic("out/summary.json", text);
 #pragma once
 
 #include <filesystem>
 #include <string_view>
 
-namespace shardsim::report {
+namespace shardsim {
 
 // Throws RuntimeError naming the path if it cannot be written; the temporary file is removed.
 void write_file_atomic(const std::filesystem::path& path, std::string_view content);
@@ -20,4 +20,4 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
 // partial FILE.
 void install_interrupt_cleanup();
 
-}  // namespace shardsim::report
+}  // namespace shardsim

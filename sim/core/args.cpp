@@ -1,10 +1,10 @@
-#include "cli/args.hpp"
+#include "core/args.hpp"
 
 #include <fmt/format.h>
 
 #include "core/reader.hpp"
 
-namespace shardsim::cli {
+namespace shardsim {
 
 Args& Args::flag(std::string name, std::string help) {
   order_.push_back(name);
@@ -91,4 +91,4 @@ std::string Args::help() const {
   return out;
 }
 
-}  // namespace shardsim::cli
+}  // namespace shardsim

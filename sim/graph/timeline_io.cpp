@@ -1,4 +1,4 @@
-#include "report/timeline_io.hpp"
+#include "graph/timeline_io.hpp"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 
 #include "core/error.hpp"
 
-namespace shardsim::report {
+namespace shardsim::graph {
 namespace {
 
 using nlohmann::json;
@@ -45,10 +45,10 @@ std::string string_field(const json& obj, const char* key, const std::string& pa
   return v.get<std::string>();
 }
 
-json times(const engine::Timeline& t, int op, bool start) {
+json times(const graph::Timeline& t, int op, bool start) {
   json a = json::array();
   for (int r = 0; r < t.world(); ++r) {
-    const engine::Interval& i = t.at(op, r);
+    const graph::Interval& i = t.at(op, r);
     const double v = start ? i.start : i.end;
     if (v < 0) {
       a.push_back(nullptr);
@@ -61,14 +61,14 @@ json times(const engine::Timeline& t, int op, bool start) {
 
 }  // namespace
 
-TimelineFile make_timeline_file(const graph::StepGraph& g, const engine::Timeline& t, TimelineMeta meta, int max_ranks) {
+TimelineFile make_timeline_file(const graph::StepGraph& g, const graph::Timeline& t, TimelineMeta meta, int max_ranks) {
   TimelineFile f;
   f.meta = std::move(meta);
   f.scenario = g.info.scenario;
   f.world_size = g.info.world_size;
   f.steps = g.info.steps;
   const int ranks = std::min(max_ranks, t.world());
-  f.timeline = engine::Timeline(g.size(), ranks);
+  f.timeline = graph::Timeline(g.size(), ranks);
   for (std::size_t i = 0; i < g.size(); ++i) {
     const graph::Op& op = g.op(static_cast<int>(i));
     f.ops.push_back(TimelineOp{op.id, op.name, op.kind, op.stream, op.step, op.micro});
@@ -124,7 +124,7 @@ TimelineFile timeline_from_json(const json& j, const std::string& source) {
   if (f.steps < 1) fail(source, "steps", fmt::format("expected an integer >= 1; got {}", f.steps));
   const json& ops = field(j, "ops", "", source);
   if (!ops.is_array()) fail(source, "ops", "expected an array of ops");
-  f.timeline = engine::Timeline(ops.size(), ranks);
+  f.timeline = graph::Timeline(ops.size(), ranks);
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const json& o = ops[i];
     const std::string path = fmt::format("ops[{}]", i);
@@ -156,11 +156,11 @@ TimelineFile timeline_from_json(const json& j, const std::string& source) {
       if (!(sv >= 0) || !(ev >= sv)) {
         fail(source, fmt::format("{}.end[{}]", path, r), fmt::format("expected 0 <= start <= end; got start {} and end {}", sv, ev));
       }
-      f.timeline.at(op.id, r) = engine::Interval{sv, ev};
+      f.timeline.at(op.id, r) = graph::Interval{sv, ev};
     }
     f.ops.push_back(std::move(op));
   }
   return f;
 }
 
-}  // namespace shardsim::report
+}  // namespace shardsim::graph

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/timeline.hpp"
+#include "graph/timeline.hpp"
 #include "graph/step_graph.hpp"
 
-namespace shardsim::report {
+namespace shardsim::graph {
 
 inline constexpr int kTimelineFormatVersion = 1;
 
@@ -42,11 +42,11 @@ struct TimelineFile {
   int world_size = 1;  // of the job; the file holds the first timeline.world() ranks
   int steps = 1;
   std::vector<TimelineOp> ops;  // ops[i].id == i
-  engine::Timeline timeline;    // seconds from a common t0; -1 where an op did not run
+  graph::Timeline timeline;    // seconds from a common t0; -1 where an op did not run
 };
 
 // The ops of `g` with their times on the first min(max_ranks, world) ranks of `t`.
-[[nodiscard]] TimelineFile make_timeline_file(const graph::StepGraph& g, const engine::Timeline& t, TimelineMeta meta, int max_ranks);
+[[nodiscard]] TimelineFile make_timeline_file(const graph::StepGraph& g, const graph::Timeline& t, TimelineMeta meta, int max_ranks);
 
 [[nodiscard]] nlohmann::json to_json(const TimelineFile& f);
 
@@ -54,4 +54,4 @@ struct TimelineFile {
 // (e.g. "ops[3].end[1]") for malformed input.
 [[nodiscard]] TimelineFile timeline_from_json(const nlohmann::json& j, const std::string& source);
 
-}  // namespace shardsim::report
+}  // namespace shardsim::graph

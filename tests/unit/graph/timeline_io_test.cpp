@@ -1,4 +1,4 @@
-#include "report/timeline_io.hpp"
+#include "graph/timeline_io.hpp"
 
 #include <doctest/doctest.h>
 
@@ -30,7 +30,7 @@ graph::StepGraph two_ops() {
 
 std::string error_of(const nlohmann::json& j) {
   try {
-    (void)report::timeline_from_json(j, "t.json");
+    (void)graph::timeline_from_json(j, "t.json");
   } catch (const ConfigError& e) {
     return e.what();
   }
@@ -41,17 +41,17 @@ std::string error_of(const nlohmann::json& j) {
 
 TEST_CASE("a timeline survives to_json and back, ranks beyond the limit are left out") {
   const auto g = two_ops();
-  engine::Timeline t(2, 3);
+  graph::Timeline t(2, 3);
   t.at(0, 0) = {0, 1.5e-3};
   t.at(0, 1) = {0, 1.5e-3};
   t.at(1, 0) = {1.5e-3, 4e-3};
   // op 1 never ran on rank 1 (start -1): written as null
-  const auto f = report::make_timeline_file(g, t, {"measured", "cpu", "test cpu"}, 2);
-  const auto j = report::to_json(f);
+  const auto f = graph::make_timeline_file(g, t, {"measured", "cpu", "test cpu"}, 2);
+  const auto j = graph::to_json(f);
   CHECK(j["ranks"] == 2);
   CHECK(j["world_size"] == 3);
   CHECK(j["ops"][1]["start"][1].is_null());
-  const auto back = report::timeline_from_json(j, "t.json");
+  const auto back = graph::timeline_from_json(j, "t.json");
   CHECK(back.meta.backend == "cpu");
   CHECK(back.meta.device == "test cpu");
   REQUIRE(back.ops.size() == 2);
@@ -65,10 +65,10 @@ TEST_CASE("a timeline survives to_json and back, ranks beyond the limit are left
 
 TEST_CASE("malformed timelines name the key that is wrong") {
   const auto g = two_ops();
-  engine::Timeline t(2, 1);
+  graph::Timeline t(2, 1);
   t.at(0, 0) = {0, 1};
   t.at(1, 0) = {1, 2};
-  const auto good = report::to_json(report::make_timeline_file(g, t, {}, 1));
+  const auto good = graph::to_json(graph::make_timeline_file(g, t, {}, 1));
   auto j = good;
   j["format_version"] = 7;
   CHECK(error_of(j) == "t.json: error: format_version: expected 1..1; got 7 (written by a newer shardsim?)");

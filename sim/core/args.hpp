@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-namespace shardsim::cli {
+namespace shardsim {
 
 class UsageError : public std::runtime_error {
  public:
@@ -46,4 +46,4 @@ class Args {
   std::vector<std::string> positional_;
 };
 
-}  // namespace shardsim::cli
+}  // namespace shardsim

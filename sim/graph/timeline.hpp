@@ -1,5 +1,5 @@
-// What the engine returns: when each op ran on each rank. Pure data (no SimGrid), read by the
-// report layer and written in the same shape by the replay harness.
+// When each op of a step graph ran on each rank. Pure data (no SimGrid): the engine returns it,
+// the replay harness measures it, the report and compare layers read it.
 #pragma once
 
 #include <cstddef>
@@ -7,7 +7,7 @@
 
 #include "graph/step_graph.hpp"
 
-namespace shardsim::engine {
+namespace shardsim::graph {
 
 struct Interval {
   double start = -1;  // seconds; -1 if the op never ran on this rank
@@ -33,12 +33,4 @@ class Timeline {
   std::vector<Interval> intervals_;
 };
 
-// Simulation statistics, for benchmarks.
-struct EngineStats {
-  double wall_seconds = 0;
-  std::size_t op_instances = 0;  // ops x ranks completed
-  std::size_t flows = 0;         // network flows started
-  std::size_t timer_events = 0;
-};
-
-}  // namespace shardsim::engine
+}  // namespace shardsim::graph

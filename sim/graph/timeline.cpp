@@ -1,8 +1,8 @@
-#include "engine/timeline.hpp"
+#include "graph/timeline.hpp"
 
 #include <algorithm>
 
-namespace shardsim::engine {
+namespace shardsim::graph {
 
 double Timeline::makespan() const {
   double end = 0;
@@ -10,4 +10,4 @@ double Timeline::makespan() const {
   return end;
 }
 
-}  // namespace shardsim::engine
+}  // namespace shardsim::graph

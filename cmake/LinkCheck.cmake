@@ -1,0 +1,32 @@
+# shardsim_forbid_link(TARGET FORBIDDEN REASON): fails the configure step when FORBIDDEN is
+# anywhere in TARGET's link closure (its LINK_LIBRARIES and, recursively, every dependency's
+# INTERFACE_LINK_LIBRARIES). The layers of sim/ promise that only the engine links SimGrid;
+# this keeps the promise for programs that must run without it (the replay harness).
+function(_shardsim_link_closure target out)
+  set(seen ${${out}})
+  get_target_property(direct ${target} LINK_LIBRARIES)
+  get_target_property(iface ${target} INTERFACE_LINK_LIBRARIES)
+  foreach(dep IN LISTS direct iface)
+    if(NOT dep OR dep MATCHES "^\\$<" OR dep IN_LIST seen)
+      continue()
+    endif()
+    list(APPEND seen ${dep})
+    if(TARGET ${dep})
+      get_target_property(aliased ${dep} ALIASED_TARGET)
+      if(aliased)
+        list(APPEND seen ${aliased})
+        set(dep ${aliased})
+      endif()
+      _shardsim_link_closure(${dep} seen)
+    endif()
+  endforeach()
+  set(${out} ${seen} PARENT_SCOPE)
+endfunction()
+
+function(shardsim_forbid_link target forbidden reason)
+  set(closure "")
+  _shardsim_link_closure(${target} closure)
+  if(forbidden IN_LIST closure)
+    message(FATAL_ERROR "${target} links ${forbidden}, which it must not: ${reason}. Its link closure: ${closure}")
+  endif()
+endfunction()
