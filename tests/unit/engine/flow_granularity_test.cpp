@@ -3,7 +3,8 @@
 // groups overlap (hybrid sharding's intra-node reduce-scatter and inter-node all-reduce).
 #include <doctest/doctest.h>
 
-#include "cli/pipeline.hpp"
+#include "engine/scenario_run.hpp"
+#include "fixtures/fixtures.hpp"
 #include "test_support.hpp"
 
 using namespace shardsim;
@@ -12,8 +13,8 @@ namespace {
 
 double step_time(std::vector<std::string> sets) {
   return test::in_child([&] {
-    const auto p = cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", sets);
-    return cli::simulate(p).summary.step_time;
+    // One step (FSDP1 without forward prefetch): the step time is the makespan.
+    return engine::simulate(test::prepared("tests/data/tiny_llama.yaml", sets)).timeline.makespan();
   });
 }
 

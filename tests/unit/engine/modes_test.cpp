@@ -1,7 +1,10 @@
 // Symmetric mode against full mode, and stragglers: who waits for whom.
 #include <doctest/doctest.h>
 
-#include "cli/pipeline.hpp"
+#include <algorithm>
+
+#include "engine/scenario_run.hpp"
+#include "fixtures/fixtures.hpp"
 #include "test_support.hpp"
 
 using namespace shardsim;
@@ -17,10 +20,11 @@ struct Figures {
 
 Figures run(std::vector<std::string> sets) {
   return test::in_child([sets] {
-    const auto p = cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", sets);
-    const auto s = cli::simulate(p).summary;
-    Figures f{s.step_time, s.simulated_ranks, -1, 0};
-    if (!s.waits.empty()) f.top_rank = s.waits.front().rank, f.top_caused = s.waits.front().caused_s;
+    const auto r = engine::simulate(test::prepared("tests/data/tiny_llama.yaml", sets));
+    // One step (FSDP1 without forward prefetch): the step time is the makespan.
+    Figures f{r.timeline.makespan(), r.timeline.world(), -1, 0};
+    const auto top = std::max_element(r.caused.begin(), r.caused.end());
+    if (top != r.caused.end() && *top > 0) f.top_rank = static_cast<int>(top - r.caused.begin()), f.top_caused = *top;
     return f;
   });
 }
@@ -68,7 +72,7 @@ TEST_CASE("jitter is reproducible with its seed") {
 }
 
 TEST_CASE("symmetric mode refuses stragglers") {
-  CHECK_THROWS_AS((void)cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml",
-                                     std::vector<std::string>{"simulation.mode=symmetric", "stragglers.slow_gpus=[{rank: 1, factor: 2}]"}),
+  CHECK_THROWS_AS((void)test::scenario("tests/data/tiny_llama.yaml",
+                                        std::vector<std::string>{"simulation.mode=symmetric", "stragglers.slow_gpus=[{rank: 1, factor: 2}]"}),
                   ConfigError);
 }

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "cli/pipeline.hpp"
-#include "engine/simulator.hpp"
+#include "engine/scenario_run.hpp"
+#include "fixtures/fixtures.hpp"
 #include "test_support.hpp"
 
 using namespace shardsim;
@@ -16,8 +16,8 @@ namespace {
 
 // End of the forward pass on rank 0: the seed's examples only have a forward.
 double forward_time(const std::vector<std::string>& sets) {
-  const auto p = cli::prepare(test::source_dir() / "tests/data/seed_prefetch/prefetch.yaml", sets);
-  const auto r = cli::simulate(p).result;
+  const auto p = test::prepared("tests/data/seed_prefetch/prefetch.yaml", sets);
+  const auto r = engine::simulate(p);
   double end = 0;
   for (std::size_t i = 0; i < p.graph.size(); ++i) {
     const auto& op = p.graph.op(static_cast<int>(i));

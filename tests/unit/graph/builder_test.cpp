@@ -3,15 +3,14 @@
 #include <algorithm>
 #include <vector>
 
-#include "cli/pipeline.hpp"
-#include "test_support.hpp"
+#include "fixtures/fixtures.hpp"
 
 using namespace shardsim;
 
 namespace {
 
-cli::Prepared tiny(std::vector<std::string> sets = {}) {
-  return cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", sets);
+graph::Prepared tiny(const std::vector<std::string>& sets = {}) {
+  return test::prepared("tests/data/tiny_llama.yaml", sets);
 }
 
 }  // namespace

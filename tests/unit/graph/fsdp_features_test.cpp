@@ -5,15 +5,14 @@
 #include <algorithm>
 #include <vector>
 
-#include "cli/pipeline.hpp"
-#include "test_support.hpp"
+#include "fixtures/fixtures.hpp"
 
 using namespace shardsim;
 
 namespace {
 
-cli::Prepared tiny(std::vector<std::string> sets = {}) {
-  return cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", sets);
+graph::Prepared tiny(const std::vector<std::string>& sets = {}) {
+  return test::prepared("tests/data/tiny_llama.yaml", sets);
 }
 
 int count(const graph::StepGraph& g, graph::OpKind kind) {
@@ -43,7 +42,7 @@ TEST_CASE("full shard moves 3M(W-1)/W bytes per GPU per step (FSDP paper)") {
   // The seed's SimpleTransformer with size-based wrapping leaves the root empty, so every unit
   // is gathered in forward and in backward and reduce-scattered once; fp32 everywhere, so
   // M = 4 bytes x parameters (253,653,840; each unit's numel is already a multiple of 8).
-  const auto p = cli::prepare(test::source_dir() / "tests/data/seed_simple_size_wrap.yaml", {});
+  const auto p = test::prepared("tests/data/seed_simple_size_wrap.yaml");
   double moved = 0;
   for (std::size_t i = 0; i < p.graph.size(); ++i) {
     const auto& op = p.graph.op(static_cast<int>(i));

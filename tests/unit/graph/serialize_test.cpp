@@ -2,13 +2,12 @@
 
 #include <doctest/doctest.h>
 
-#include "cli/pipeline.hpp"
-#include "test_support.hpp"
+#include "fixtures/fixtures.hpp"
 
 using namespace shardsim;
 
 TEST_CASE("the exported graph reads back identically") {
-  const auto p = cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", {});
+  const auto p = test::prepared("tests/data/tiny_llama.yaml");
   const auto j = graph::to_json(p.graph);
   const auto g = graph::from_json(j, "graph.json");
   REQUIRE(g.size() == p.graph.size());

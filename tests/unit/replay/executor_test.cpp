@@ -8,7 +8,7 @@
 #include <cmath>
 #include <map>
 
-#include "cli/pipeline.hpp"
+#include "fixtures/fixtures.hpp"
 #include "core/error.hpp"
 #include "cpu/cpu_backend.hpp"
 #include "cpu/local_comm.hpp"
@@ -20,7 +20,7 @@ namespace {
 
 graph::StepGraph tiny(int gpus) {
   const std::vector<std::string> set{fmt::format("cluster.overrides.node.gpus={}", gpus)};
-  return cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", set).graph;
+  return test::prepared("tests/data/tiny_llama.yaml", set).graph;
 }
 
 std::vector<graph::Interval> replay_cpu(const graph::StepGraph& g) {

@@ -1,0 +1,76 @@
+#include "engine/scenario_run.hpp"
+
+#include <fmt/format.h>
+
+#include <optional>
+
+#include "engine/calibrated_compute.hpp"
+#include "engine/calibrated_ring.hpp"
+#include "engine/collective.hpp"
+#include "engine/compute_model.hpp"
+
+namespace shardsim::engine {
+
+collectives::Collectives make_collectives(const config::CollectivesConfig& settings, const config::TopologyConfig& topology) {
+  collectives::AlgorithmRegistry algorithms;
+  collectives::register_builtin_algorithms(algorithms);
+  return collectives::Collectives(settings, cluster_view(topology), std::move(algorithms));
+}
+
+collectives::Collectives make_collectives(const config::ScenarioConfig& scenario) {
+  return make_collectives(scenario.collectives, scenario.cluster.topology);
+}
+
+void check(const graph::Prepared& p) {
+  check_topology(p.scenario.cluster.topology);
+  make_collectives(p.scenario).check(p.graph);
+}
+
+SimulationResult simulate(const graph::Prepared& p) {
+  const auto& scenario = p.scenario;
+  const auto& graph = p.graph;
+  const auto& topo = scenario.cluster.topology;
+  const bool low_precision = p.plan.param_bytes < 4;
+  const collectives::Collectives nccl = make_collectives(scenario);
+  // A calibration file (scenario key `calibration`) replaces the topology's nominal rates. Its
+  // measured collective costs are those of NCCL's ring: with them every collective runs as the
+  // ring with the Simple protocol, priced by the calibration (collectives.algorithm does not apply).
+  const auto& cal = scenario.calibration;
+  const auto nominal = ComputeRates::nominal(topo, low_precision);
+  const RooflineModel compute(cal ? calibrated_rates(nominal, *cal) : nominal);
+  std::optional<collectives::Collectives> ring;
+  std::optional<CalibratedRing> calibrated_ring;
+  if (cal && cal->has_collectives()) {
+    config::CollectivesConfig ring_simple = scenario.collectives;
+    ring_simple.all_gather.name = ring_simple.reduce_scatter.name = ring_simple.all_reduce.name = "ring";
+    ring_simple.protocol.name = "simple";
+    ring.emplace(make_collectives(ring_simple, topo));
+    calibrated_ring.emplace(*ring, *cal);
+  }
+  const CollectiveAlgorithm& collective = calibrated_ring ? static_cast<const CollectiveAlgorithm&>(*calibrated_ring) : nccl;
+  const SimulationInput input{graph,
+                              topo,
+                              static_cast<int>(scenario.cluster.nodes),
+                              compute,
+                              collective,
+                              scenario.simulation.flows,
+                              scenario.simulation.mode,
+                              scenario.stragglers,
+                              scenario.simulation.max_wall_time.value.value(),
+                              scenario.cluster.jobs,
+                              scenario.cluster.placement};
+  // simulation.max_op_instances: the engine keeps state per op and rank; past the limit it would
+  // exhaust memory before the wall-time budget could stop it.
+  const auto& limit = scenario.simulation.max_op_instances;
+  const std::int64_t ranks = symmetric_mode(input) ? 1 : std::int64_t{graph.info.world_size} * scenario.cluster.jobs;
+  const double instances = static_cast<double>(graph.size()) * static_cast<double>(ranks);
+  if (instances > static_cast<double>(limit.value)) {
+    throw ConfigError(limit.where, "simulation.max_op_instances",
+                      fmt::format("{} ops on each of {} ranks are {:.0f} op instances to simulate; expected at most {} (raise "
+                                  "simulation.max_op_instances, or simulate fewer ranks, layers or steps)",
+                                  graph.size(), ranks, instances, limit.value));
+  }
+  return simulate(input);
+}
+
+}  // namespace shardsim::engine

@@ -1,0 +1,28 @@
+#include "graph/prepare.hpp"
+
+#include "graph/builder.hpp"
+#include "model/transformer_spec.hpp"
+
+namespace shardsim::graph {
+
+Prepared prepare(config::ScenarioConfig scenario) {
+  Prepared p;
+  p.scenario = std::move(scenario);
+  const auto& s = p.scenario;
+  if (s.fsdp.cpu_offload && s.training.grad_accum > 1 && !s.training.no_sync) {
+    // FSDP1 asserts this (fsdp-semantics.md section 5).
+    throw ConfigError(s.fsdp.where, "fsdp.cpu_offload",
+                      "gradient accumulation with CPU offload needs training.no_sync: true (PyTorch does not support it otherwise)");
+  }
+  const auto spec = model::resolve_spec(s.model);
+  const auto& mp = s.fsdp.mixed_precision;
+  const int act_bytes = mp.enabled ? config::dtype_bytes(mp.param) : config::dtype_bytes(s.training.dtype);
+  p.model = model::build_model(spec, s.training.seq_len, act_bytes);
+  fsdp::WrapPolicyRegistry policies;
+  fsdp::register_builtin_wrap_policies(policies);
+  p.plan = fsdp::make_plan(p.model, s, policies);
+  p.graph = build_step_graph(p.model, p.plan, s);
+  return p;
+}
+
+}  // namespace shardsim::graph

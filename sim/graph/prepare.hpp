@@ -1,0 +1,27 @@
+// From a loaded scenario to its step graph: resolve the model, apply the wrap policy and the
+// sharding strategy, build the graph. What `shardsim run`, `export`, `check` and the sweep do
+// between loading the files and simulating; tests call it with scenarios written in code.
+//
+//   const graph::Prepared p = graph::prepare(config::load_scenario("scenarios/x.yaml"));
+//   p.graph.size();  // ops of the step(s) to simulate
+#pragma once
+
+#include "config/scenario.hpp"
+#include "fsdp/plan.hpp"
+#include "graph/step_graph.hpp"
+#include "model/transformer.hpp"
+
+namespace shardsim::graph {
+
+struct Prepared {
+  config::ScenarioConfig scenario;
+  model::Model model;
+  fsdp::Plan plan;
+  StepGraph graph;
+};
+
+// Throws ConfigError for settings that cannot go together (e.g. CPU offload with gradient
+// accumulation but without no_sync) and for model or wrap settings the layers below reject.
+[[nodiscard]] Prepared prepare(config::ScenarioConfig scenario);
+
+}  // namespace shardsim::graph
