@@ -2,6 +2,7 @@
 // shardsim describe [TOPIC]   the settings each file section and each replaceable part accepts
 #include <fmt/format.h>
 
+#include <array>
 #include <iostream>
 
 #include "core/args.hpp"
@@ -11,6 +12,8 @@
 #include "config/topology.hpp"
 #include "config/yaml_load.hpp"
 #include "core/param_spec.hpp"
+#include "core/registry.hpp"
+#include "engine/compute_model.hpp"
 #include "engine/collectives/algorithm.hpp"
 #include "engine/simulator.hpp"
 #include "fsdp/wrap_policy.hpp"
@@ -58,54 +61,91 @@ int cmd_check(std::span<const std::string> argv) {
   return failures == 0 ? 0 : 2;
 }
 
+namespace {
+
+void describe_compute() {
+  engine::ComputeModelRegistry r;
+  engine::register_builtin_compute_models(r);
+  std::cout << "gpu.compute_model: how compute ops are priced, one of\n";
+  for (const auto& m : r.all()) std::cout << fmt::format("  {:<13} {}\n", m.name, m.description);
+}
+
+void describe_collectives() {
+  engine::collectives::AlgorithmRegistry r;
+  engine::collectives::register_builtin_algorithms(r);
+  std::cout << "collectives.algorithm: auto (NCCL's tuner picks per collective and size) or one of\n";
+  for (const auto& a : r.all()) {
+    std::string protocols;
+    for (auto p : engine::collectives::kProtocols) {
+      if (a->has(p)) protocols += fmt::format("{}{}", protocols.empty() ? "" : " ", engine::collectives::to_string(p));
+    }
+    std::cout << fmt::format("  {:<13} {}\n  {:<13} protocols: {}{}\n", a->name(), a->description(), "", protocols,
+                             a->in_nccl() ? "" : "; never picked by auto");
+  }
+}
+
+void describe_models() {
+  std::cout << fmt::format("  {:<26} {:>7} {:>7} {:>6} {:>4} {:>7} {:>8} {:>18}\n", "preset", "arch", "layers", "hidden", "kv", "ffn", "vocab",
+                           "parameters");
+  for (const auto& s : model::presets()) {
+    const auto m = model::build_model(s, 2048, 2);
+    std::cout << fmt::format("  {:<26} {:>7} {:>7} {:>6} {:>4} {:>7} {:>8} {:>18L}\n", s.name, model::to_string(s.arch), s.layers,
+                             s.hidden, s.kv_heads, s.ffn_hidden, s.vocab, m.total_params());
+  }
+}
+
+void print_schemas(const std::vector<Schema>& schemas) {
+  for (const auto& s : schemas) std::cout << render_schema(s) << "\n";
+}
+
+struct Topic {
+  std::string_view name;
+  std::string_view description;
+  void (*print)();
+};
+
+constexpr std::array kTopics{
+    Topic{"scenario", "keys of a scenario file", [] { print_schemas(config::scenario_schemas()); }},
+    Topic{"topology", "keys of a topology file", [] { print_schemas(config::topology_schemas()); }},
+    Topic{"wrap", "wrap policies and their settings",
+          [] {
+            fsdp::WrapPolicyRegistry r;
+            fsdp::register_builtin_wrap_policies(r);
+            for (const auto& info : r.all()) std::cout << render_schema(info.schema) << "\n";
+          }},
+    Topic{"models", "built-in model presets", describe_models},
+    Topic{"calibration", "keys of a calibration file (shardsim calibrate)", [] { print_schemas(config::calibration_schemas()); }},
+    Topic{"collectives", "collective algorithms (collectives.algorithm)", describe_collectives},
+    Topic{"compute", "compute models (gpu.compute_model)", describe_compute},
+    Topic{"sweep", "keys of a sweep file (shardsim sweep SWEEP.yaml)", [] { std::cout << render_schema(sweep::sweep_file_schema()) << "\n"; }},
+};
+
+std::string topics_text() {
+  std::string out = "shardsim describe TOPIC, where TOPIC is one of:\n";
+  for (const auto& t : kTopics) out += fmt::format("  {:<12} {}\n", t.name, t.description);
+  return out;
+}
+
+}  // namespace
+
 int cmd_describe(std::span<const std::string> argv) {
   Args args;
   args.parse(argv);
-  const std::string topic = args.positional().empty() ? "" : args.positional().front();
-  if (topic == "scenario") {
-    for (const auto& s : config::scenario_schemas()) std::cout << render_schema(s) << "\n";
-  } else if (topic == "topology") {
-    for (const auto& s : config::topology_schemas()) std::cout << render_schema(s) << "\n";
-  } else if (topic == "calibration") {
-    for (const auto& s : config::calibration_schemas()) std::cout << render_schema(s) << "\n";
-  } else if (topic == "wrap") {
-    fsdp::WrapPolicyRegistry r;
-    fsdp::register_builtin_wrap_policies(r);
-    for (const auto& info : r.all()) std::cout << render_schema(info.schema) << "\n";
-  } else if (topic == "models") {
-    std::cout << fmt::format("  {:<26} {:>7} {:>7} {:>6} {:>4} {:>7} {:>8} {:>18}\n", "preset", "arch", "layers", "hidden", "kv", "ffn",
-                             "vocab", "parameters");
-    for (const auto& s : model::presets()) {
-      const auto m = model::build_model(s, 2048, 2);
-      std::cout << fmt::format("  {:<26} {:>7} {:>7} {:>6} {:>4} {:>7} {:>8} {:>18L}\n", s.name, model::to_string(s.arch), s.layers,
-                               s.hidden, s.kv_heads, s.ffn_hidden, s.vocab, m.total_params());
-    }
-  } else if (topic == "sweep") {
-    std::cout << render_schema(sweep::sweep_file_schema()) << "\n";
-  } else if (topic == "collectives") {
-    engine::collectives::AlgorithmRegistry r;
-    engine::collectives::register_builtin_algorithms(r);
-    std::cout << "collectives.algorithm: auto (NCCL's tuner picks per collective and size) or one of\n";
-    for (const auto& a : r.all()) {
-      std::string protocols;
-      for (auto p : engine::collectives::kProtocols) {
-        if (a->has(p)) protocols += fmt::format("{}{}", protocols.empty() ? "" : " ", engine::collectives::to_string(p));
-      }
-      std::cout << fmt::format("  {:<13} {}\n  {:<13} protocols: {}{}\n", a->name(), a->description(), "", protocols,
-                               a->in_nccl() ? "" : "; never picked by auto");
-    }
-  } else {
-    std::cout << "shardsim describe TOPIC, where TOPIC is one of:\n"
-                 "  scenario   keys of a scenario file\n"
-                 "  topology   keys of a topology file\n"
-                 "  wrap       wrap policies and their settings\n"
-                 "  models     built-in model presets\n"
-                 "  calibration keys of a calibration file (shardsim calibrate)\n"
-                 "  collectives collective algorithms (collectives.algorithm)\n"
-                 "  sweep      keys of a sweep file (shardsim sweep SWEEP.yaml)\n";
-    return topic.empty() ? 0 : 2;
+  if (args.positional().empty()) {
+    std::cout << topics_text();
+    return 0;
   }
-  return 0;
+  if (args.positional().size() > 1) throw UsageError("describe takes one topic\n" + topics_text());
+  const std::string& topic = args.positional().front();
+  for (const auto& t : kTopics) {
+    if (t.name == topic) {
+      t.print();
+      return 0;
+    }
+  }
+  std::vector<std::string_view> names;
+  for (const auto& t : kTopics) names.push_back(t.name);
+  throw UsageError(unknown_name_message("topic", topic, names));
 }
 
 }  // namespace shardsim::cli

@@ -22,7 +22,7 @@ constexpr const char* kUsage =
     "  compare SIMULATED MEASURED [--rank R] [--json] [--svg FILE] [--out DIR]\n"
     "  calibrate MEASUREMENTS... --out CALIBRATION.yaml\n"
     "  check FILE...\n"
-    "  describe [scenario | topology | wrap | models | calibration | collectives | sweep]\n";
+    "  describe [scenario | topology | wrap | models | calibration | collectives | compute | sweep]\n";
 
 }  // namespace
 

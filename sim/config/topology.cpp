@@ -29,6 +29,7 @@ constexpr std::array kGpuParams{
     ParamSpec{"peak_flops", "mapping {bf16, fp32}", "", "dense peak compute per data type"},
     ParamSpec{"hbm_bandwidth", "bandwidth", "", "peak device-memory bandwidth"},
     ParamSpec{"efficiency", "mapping", "{}", "achievable fractions of peak (see gpu.efficiency)"},
+    ParamSpec{"compute_model", "roofline", "roofline", "how compute ops are priced (engine/compute_model.hpp; shardsim describe compute)"},
     ParamSpec{"kernel_launch", "duration", "4us", "fixed cost of each kernel (launch and tail)"},
     ParamSpec{"comm_interference", "fraction [0, 1)", "0.1",
               "compute throughput lost while a collective runs (NCCL's SMs and HBM traffic)"},
@@ -155,6 +156,7 @@ GpuSpec read_gpu(const Reader& top) {
     g.efficiency.attention_backward = e.number("attention_backward", 1e-3, 1.0);
     g.efficiency.memory = e.number("memory", 1e-3, 1.0);
   }
+  g.compute_model = Choice{r.text("compute_model"), "gpu.compute_model", r.where("compute_model"), ConfigNode{}};
   g.kernel_launch = Seconds(r.quantity("kernel_launch", Dimension::seconds));
   g.comm_interference = r.number("comm_interference", 0.0, 0.9);
   g.launch_queue = static_cast<int>(r.integer("launch_queue", 16, 1 << 20));

@@ -41,6 +41,7 @@ struct GpuSpec {
   FlopRate peak_fp32;
   ByteRate hbm_bandwidth;
   GpuEfficiency efficiency;
+  Choice compute_model;   // a name of the engine's compute model registry (roofline)
   Seconds kernel_launch;  // fixed cost per kernel
   // Fraction of compute throughput lost while a collective runs on the GPU: NCCL kernels occupy
   // SMs (one CTA per channel) and HBM bandwidth for their copies.

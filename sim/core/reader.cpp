@@ -87,6 +87,12 @@ std::string closest_match(std::string_view word, std::span<const std::string_vie
   return shortest;
 }
 
+std::string not_one_of_message(std::span<const std::string_view> options, std::string_view got) {
+  std::string message = fmt::format("expected one of {}; got {}", join(options), quote(got));
+  if (auto guess = closest_match(got, options); !guess.empty()) message += fmt::format(" (did you mean \"{}\"?)", guess);
+  return message;
+}
+
 std::int64_t scalar_integer(const ConfigNode& n, const std::string& path, std::int64_t min, std::int64_t max) {
   const std::string expected = fmt::format("an integer between {} and {}", min, max);
   require_scalar(n, path, expected);
@@ -225,14 +231,11 @@ std::optional<std::string> Reader::opt_text(std::string_view key) const {
 std::string Reader::choice(std::string_view key, std::span<const std::string_view> options) const {
   ConfigNode scratch;
   const ConfigNode& n = scalar_or_default(key, scratch);
-  const std::string expected = fmt::format("one of {}", join(options));
-  require_scalar(n, path_of(key), expected);
+  require_scalar(n, path_of(key), fmt::format("one of {}", join(options)));
   for (auto o : options) {
     if (o == n.scalar) return n.scalar;
   }
-  std::string message = expected_got(expected, n);
-  if (auto guess = closest_match(n.scalar, options); !guess.empty()) message += fmt::format(" (did you mean \"{}\"?)", guess);
-  throw ConfigError(n.where, path_of(key), message);
+  throw ConfigError(n.where, path_of(key), not_one_of_message(options, n.scalar));
 }
 
 double Reader::quantity(std::string_view key, Dimension d) const {

@@ -72,5 +72,9 @@ class Reader {
 // The closest candidate by edit distance, or empty when none is close enough to be a typo.
 [[nodiscard]] std::string closest_match(std::string_view word, std::span<const std::string_view> candidates);
 [[nodiscard]] std::string join(std::span<const std::string_view> words, std::string_view sep = ", ");
+// The message for a value that is not one of `options`:
+// "expected one of pre, post, none; got "befor" (did you mean "pre"?)". Names of registered
+// implementations have their own form (core/registry.hpp, unknown_name_message).
+[[nodiscard]] std::string not_one_of_message(std::span<const std::string_view> options, std::string_view got);
 
 }  // namespace shardsim

@@ -31,4 +31,9 @@ double RooflineModel::duration(const graph::Op& op) const {
   return t;
 }
 
+void register_builtin_compute_models(ComputeModelRegistry& registry) {
+  registry.add({"roofline", "each kind of work at its achievable rate: GEMM and attention FLOPs, memory-bound bytes, launches",
+                [](const ComputeRates& rates) { return std::make_unique<RooflineModel>(rates); }});
+}
+
 }  // namespace shardsim::engine

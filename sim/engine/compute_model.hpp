@@ -8,7 +8,12 @@
 // size curve: a GEMM of F_half FLOPs runs at half the rate of a large one (F_half = 0: none).
 #pragma once
 
+#include <functional>
+#include <memory>
+#include <string_view>
+
 #include "config/topology.hpp"
+#include "core/registry.hpp"
 #include "graph/op.hpp"
 
 namespace shardsim::engine {
@@ -50,5 +55,23 @@ class RooflineModel final : public ComputeModel {
  private:
   ComputeRates r_;
 };
+
+// The compute models a topology can name (gpu.compute_model), each built from the rates of the
+// topology or of a calibration.
+struct ComputeModelInfo {
+  std::string_view name;
+  std::string_view description;
+  std::function<std::unique_ptr<ComputeModel>(const ComputeRates& rates)> create;
+};
+
+class ComputeModelRegistry : public Registry<ComputeModelInfo> {
+ public:
+  ComputeModelRegistry() : Registry("compute model") {}
+  // Throws ConfigError at the topology's gpu.compute_model with the valid names if unknown.
+  [[nodiscard]] const ComputeModelInfo& get(const config::Choice& name) const { return Registry::get(name.name, name.where, name.path); }
+};
+
+// roofline.
+void register_builtin_compute_models(ComputeModelRegistry& registry);
 
 }  // namespace shardsim::engine

@@ -23,17 +23,6 @@ double effective(const config::LinkSpec& l) {
 
 }  // namespace
 
-const FabricInfo& FabricRegistry::find(const config::Choice& kind) const {
-  std::vector<std::string_view> names;
-  for (const auto& f : infos_) {
-    if (f.name == kind.name) return f;
-    names.push_back(f.name);
-  }
-  std::string message = fmt::format("unknown fabric kind \"{}\"; expected one of {}", kind.name, join(names));
-  if (auto g = closest_match(kind.name, names); !g.empty()) message += fmt::format(" (did you mean \"{}\"?)", g);
-  throw ConfigError(kind.where, kind.path, message);
-}
-
 void register_builtin_fabrics(FabricRegistry& registry) {
   auto none = [](sg4::NetZone&, const config::TopologyConfig&, int, int) { return std::vector<sg4::Link*>{}; };
   registry.add({"single_switch", "every NIC on one non-blocking switch", none});
@@ -57,7 +46,7 @@ Platform::Platform(const config::TopologyConfig& topo, int nodes, const FabricRe
       nodes_per_leaf_(folded ? 1 : topo.fabric.nodes_per_leaf),
       folded_(folded) {
   const int nodes_per_leaf = nodes_per_leaf_;
-  const FabricInfo& fabric = fabrics.find(topo.fabric.kind);
+  const FabricInfo& fabric = fabrics.get(topo.fabric.kind);
   const int g = topo.node.gpus;
   zone_ = sg4::create_star_zone("cluster");
   const auto world = static_cast<std::size_t>(nodes) * static_cast<std::size_t>(g);

@@ -29,6 +29,7 @@
 
 #include "config/scenario.hpp"
 #include "config/topology.hpp"
+#include "core/registry.hpp"
 #include "engine/collective.hpp"
 
 namespace shardsim::engine {
@@ -43,15 +44,11 @@ struct FabricInfo {
       uplinks;
 };
 
-class FabricRegistry {
+class FabricRegistry : public Registry<FabricInfo> {
  public:
-  void add(FabricInfo info) { infos_.push_back(std::move(info)); }
+  FabricRegistry() : Registry("fabric kind") {}
   // Throws ConfigError at the topology's fabric.kind with the valid names if unknown.
-  [[nodiscard]] const FabricInfo& find(const config::Choice& kind) const;
-  [[nodiscard]] const std::vector<FabricInfo>& all() const { return infos_; }
-
- private:
-  std::vector<FabricInfo> infos_;
+  [[nodiscard]] const FabricInfo& get(const config::Choice& kind) const { return Registry::get(kind.name, kind.where, kind.path); }
 };
 
 void register_builtin_fabrics(FabricRegistry& registry);

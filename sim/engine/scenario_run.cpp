@@ -37,7 +37,9 @@ SimulationResult simulate(const graph::Prepared& p) {
   // ring with the Simple protocol, priced by the calibration (collectives.algorithm does not apply).
   const auto& cal = scenario.calibration;
   const auto nominal = ComputeRates::nominal(topo, low_precision);
-  const RooflineModel compute(cal ? calibrated_rates(nominal, *cal) : nominal);
+  ComputeModelRegistry compute_models;
+  register_builtin_compute_models(compute_models);
+  const auto compute = compute_models.get(topo.gpu.compute_model).create(cal ? calibrated_rates(nominal, *cal) : nominal);
   std::optional<collectives::Collectives> ring;
   std::optional<CalibratedRing> calibrated_ring;
   if (cal && cal->has_collectives()) {
@@ -51,7 +53,7 @@ SimulationResult simulate(const graph::Prepared& p) {
   const SimulationInput input{graph,
                               topo,
                               static_cast<int>(scenario.cluster.nodes),
-                              compute,
+                              *compute,
                               collective,
                               scenario.simulation.flows,
                               scenario.simulation.mode,

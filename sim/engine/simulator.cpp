@@ -489,7 +489,10 @@ SimulationResult simulate(const SimulationInput& in) {
 void check_topology(const config::TopologyConfig& topology) {
   FabricRegistry fabrics;
   register_builtin_fabrics(fabrics);
-  (void)fabrics.find(topology.fabric.kind);
+  (void)fabrics.get(topology.fabric.kind);
+  ComputeModelRegistry compute_models;
+  register_builtin_compute_models(compute_models);
+  (void)compute_models.get(topology.gpu.compute_model);
 }
 
 }  // namespace shardsim::engine

@@ -60,13 +60,12 @@ struct SimulationResult {
 // Whether `input` runs in symmetric mode (one representative rank).
 [[nodiscard]] bool symmetric_mode(const SimulationInput& input);
 
-// Throws RuntimeError if the schedule stalls (an op never becomes ready).
 // Throws RuntimeError if the schedule stalls (an op never becomes ready) or if the run takes more
 // than max_wall_seconds of wall-clock time (the message says how far it got).
 [[nodiscard]] SimulationResult simulate(const SimulationInput& input);
 
-// Checks what the engine alone knows how to read in a topology (the fabric kind), so that
-// `shardsim check` catches it without simulating. Throws ConfigError.
+// Checks what the engine alone knows how to read in a topology (the fabric kind, the compute
+// model), so that `shardsim check` catches it without simulating. Throws ConfigError.
 void check_topology(const config::TopologyConfig& topology);
 
 }  // namespace shardsim::engine

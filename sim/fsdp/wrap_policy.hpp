@@ -12,6 +12,7 @@
 #include "config/choice.hpp"
 #include "core/param_spec.hpp"
 #include "core/reader.hpp"
+#include "core/registry.hpp"
 #include "model/module.hpp"
 
 namespace shardsim::fsdp {
@@ -32,15 +33,11 @@ struct WrapPolicyInfo {
   std::function<std::unique_ptr<WrapPolicy>(const Reader& settings, const model::Module& root)> create;
 };
 
-class WrapPolicyRegistry {
+class WrapPolicyRegistry : public Registry<WrapPolicyInfo> {
  public:
-  void add(WrapPolicyInfo info);
+  WrapPolicyRegistry() : Registry("wrap policy") {}
   // Builds the policy named by `choice`; unknown names and bad settings throw ConfigError.
   [[nodiscard]] std::unique_ptr<WrapPolicy> create(const config::Choice& choice, const model::Module& root) const;
-  [[nodiscard]] const std::vector<WrapPolicyInfo>& all() const { return infos_; }
-
- private:
-  std::vector<WrapPolicyInfo> infos_;
 };
 
 void register_builtin_wrap_policies(WrapPolicyRegistry& registry);

@@ -5,6 +5,7 @@
 #include <array>
 
 #include "core/reader.hpp"
+#include "core/registry.hpp"
 
 namespace shardsim::model {
 namespace {
@@ -15,9 +16,7 @@ Arch parse_arch(const config::Located<std::string>& a) {
   for (std::size_t i = 0; i < kArchNames.size(); ++i) {
     if (kArchNames[i] == a.value) return static_cast<Arch>(i);
   }
-  std::string message = fmt::format("expected one of {}; got {}", join(kArchNames), quote(a.value));
-  if (auto g = closest_match(a.value, kArchNames); !g.empty()) message += fmt::format(" (did you mean \"{}\"?)", g);
-  throw ConfigError(a.where, "model.arch", message);
+  throw ConfigError(a.where, "model.arch", not_one_of_message(kArchNames, a.value));
 }
 
 const TransformerSpec& find_preset(const config::Located<std::string>& name) {
@@ -26,13 +25,7 @@ const TransformerSpec& find_preset(const config::Located<std::string>& name) {
     if (p.name == name.value) return p;
     names.push_back(p.name);
   }
-  std::string message = fmt::format("unknown model preset {}", quote(name.value));
-  if (auto g = closest_match(name.value, names); !g.empty()) {
-    message += fmt::format(" (did you mean \"{}\"?)", g);
-  } else {
-    message += fmt::format("; expected one of {}", join(names));
-  }
-  throw ConfigError(name.where, "model.preset", message);
+  throw ConfigError(name.where, "model.preset", unknown_name_message("model preset", name.value, names));
 }
 
 void check_shape(const TransformerSpec& s, const config::ModelConfig& m) {

@@ -1,7 +1,5 @@
 #include "engine/collectives/algorithm.hpp"
 
-#include <cassert>
-
 #include "engine/collectives/builtin.hpp"
 
 namespace shardsim::engine::collectives {
@@ -16,24 +14,6 @@ std::string_view to_string(Protocol p) {
       return "simple";
   }
   return "?";
-}
-
-void AlgorithmRegistry::add(std::unique_ptr<Algorithm> algorithm) {
-  assert(find(algorithm->name()) == nullptr && "two algorithms with one name");
-  algorithms_.push_back(std::move(algorithm));
-}
-
-const Algorithm* AlgorithmRegistry::find(std::string_view name) const {
-  for (const auto& a : algorithms_) {
-    if (a->name() == name) return a.get();
-  }
-  return nullptr;
-}
-
-std::vector<std::string_view> AlgorithmRegistry::names() const {
-  std::vector<std::string_view> out;
-  for (const auto& a : algorithms_) out.push_back(a->name());
-  return out;
 }
 
 void register_builtin_algorithms(AlgorithmRegistry& registry) {

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/registry.hpp"
 #include "engine/collective.hpp"
 #include "engine/collectives/patterns.hpp"
 
@@ -60,16 +61,9 @@ class Algorithm {
 };
 
 // The algorithms a scenario can name, in the order the tuner tries them (the first wins a tie).
-class AlgorithmRegistry {
+class AlgorithmRegistry : public Registry<std::unique_ptr<Algorithm>> {
  public:
-  void add(std::unique_ptr<Algorithm> algorithm);
-  // nullptr when no algorithm has that name.
-  [[nodiscard]] const Algorithm* find(std::string_view name) const;
-  [[nodiscard]] std::vector<std::string_view> names() const;
-  [[nodiscard]] const std::vector<std::unique_ptr<Algorithm>>& all() const { return algorithms_; }
-
- private:
-  std::vector<std::unique_ptr<Algorithm>> algorithms_;
+  AlgorithmRegistry() : Registry("collective algorithm") {}
 };
 
 // ring, tree, nvls, hierarchical (algorithms.cpp).

@@ -46,14 +46,8 @@ Collectives::Collectives(const config::CollectivesConfig& settings, const Cluste
     const config::Choice& c = *per_kind[k];
     forced_[k].setting = c;
     if (c.name == "auto") continue;
-    forced_[k].algorithm = registry_.find(c.name);
-    if (forced_[k].algorithm == nullptr) {
-      std::vector<std::string_view> names{"auto"};
-      for (auto n : registry_.names()) names.push_back(n);
-      std::string message = fmt::format("unknown collective algorithm \"{}\"; expected one of {}", c.name, join(names));
-      if (auto g = closest_match(c.name, names); !g.empty()) message += fmt::format(" (did you mean \"{}\"?)", g);
-      throw ConfigError(c.where, c.path, message);
-    }
+    constexpr std::array<std::string_view, 1> kAuto{"auto"};
+    forced_[k].algorithm = registry_.get(c.name, c.where, c.path, kAuto).get();
     if (protocol_forced_ && !forced_[k].algorithm->has(protocol_)) {
       std::vector<std::string_view> has;
       for (Protocol p : kProtocols) {

@@ -113,5 +113,8 @@ TEST_CASE("explicit fields override a preset and are checked") {
   config::ModelConfig bad;
   bad.preset = config::Located<std::string>{"llama3-8b", {"s.yaml", 3, 11}};
   CHECK_THROWS_WITH_AS((void)model::resolve_spec(bad),
-                       "s.yaml:3:11: error: model.preset: unknown model preset \"llama3-8b\" (did you mean \"llama3.1-8b\"?)", ConfigError);
+                       "s.yaml:3:11: error: model.preset: unknown model preset \"llama3-8b\"; expected one of llama2-7b, llama2-13b, llama2-70b, "
+                       "llama3.1-8b, llama3.1-70b, llama3.1-405b, gpt2, gpt3-175b, seed-simple-transformer, seed-large-lm (did you "
+                       "mean \"llama3.1-8b\"?)",
+                       ConfigError);
 }
