@@ -38,6 +38,9 @@ int cmd_calibrate(std::span<const std::string> argv) {
     throw UsageError("calibrate expects one or more shardsim-bench files (shardsim-bench --out FILE)\n" + args.help());
   const auto out = args.get("--out");
   if (!out) throw UsageError("calibrate needs --out CALIBRATION.yaml\n" + args.help());
+  std::vector<InputFile> inputs;
+  for (const auto& f : args.positional()) inputs.push_back({f, "a measurement file"});
+  check_outputs({{"--out", *out}}, inputs);
   validate::BenchResults all;
   for (const auto& f : args.positional()) {
     const validate::BenchResults b = read_bench(f);

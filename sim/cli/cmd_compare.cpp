@@ -23,6 +23,14 @@ int cmd_compare(std::span<const std::string> argv) {
     throw UsageError("compare expects two files: SIMULATED MEASURED (shardsim timelines, or a PyTorch profiler trace as MEASURED)\n" +
                      args.help());
   }
+  std::vector<OutputFile> outputs;
+  if (auto svg = args.get("--svg")) outputs.push_back({"--svg", *svg});
+  if (auto out = args.get("--out")) {
+    for (const char* name : {"compare.txt", "compare.json", "compare.svg"}) {
+      outputs.push_back({fmt::format("--out {}:", *out), std::filesystem::path(*out) / name});
+    }
+  }
+  check_outputs(outputs, {{args.positional()[0], "the simulated timeline"}, {args.positional()[1], "the measured timeline"}});
   const validate::Trace sim = validate::load_trace(args.positional()[0]);
   const validate::Trace meas = validate::load_trace(args.positional()[1]);
   int rank = meas.has_op_ids ? 0 : meas.first_rank;
@@ -45,9 +53,11 @@ int cmd_compare(std::span<const std::string> argv) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) throw RuntimeError(fmt::format("{}: cannot create directory: {}", dir.string(), ec.message()));
-    write_file_atomic(dir / "compare.txt", text);
-    write_file_atomic(dir / "compare.json", json.dump(2) + "\n");
-    write_file_atomic(dir / "compare.svg", validate::comparison_svg(sim, meas, c));
+    OutputSet set;
+    set.add(dir / "compare.txt", text);
+    set.add(dir / "compare.json", json.dump(2) + "\n");
+    set.add(dir / "compare.svg", validate::comparison_svg(sim, meas, c));
+    set.commit();
   }
   return 0;
 }

@@ -1,6 +1,7 @@
 // shardsim run SCENARIO [--set KEY=VALUE]... [--out DIR] [--json] [--trace FILE]
 #include <fmt/format.h>
 
+#include <array>
 #include <filesystem>
 #include <iostream>
 
@@ -32,12 +33,48 @@ Args run_args() {
 
 }  // namespace
 
+namespace {
+
+// The files `run --out DIR` writes, in the order they are listed to the user.
+constexpr std::array<std::string_view, 5> kRunOutputs{"summary.json", "trace.json", "timeline.json", "memory.csv", "memory.svg"};
+
+std::vector<InputFile> inputs_of(const config::ScenarioConfig& s) {
+  std::vector<InputFile> out;
+  for (const auto& [path, role] : s.input_files()) out.push_back({path, role});
+  return out;
+}
+
+// A directory to write into: created when absent; an existing file that is not a directory is a
+// usage error, found before the run starts.
+void check_out_dir(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec)) {
+    throw UsageError(fmt::format("--out {}: is a file; expected a directory (created if absent)", dir.string()));
+  }
+}
+
+void make_dir(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw RuntimeError(fmt::format("{}: cannot create directory: {}", dir.string(), ec.message()));
+}
+
+}  // namespace
+
 int cmd_run(std::span<const std::string> argv) {
   Args args = run_args();
   args.parse(argv);
   if (args.positional().size() != 1) throw UsageError("run expects one scenario file\n" + args.help());
   const std::filesystem::path file = args.positional().front();
   Prepared p = prepare(file, args.all("--set"));
+  // Refused before the run: an output over one of the run's own inputs.
+  std::vector<OutputFile> outputs;
+  if (auto trace = args.get("--trace")) outputs.push_back({"--trace", *trace});
+  if (auto out = args.get("--out")) {
+    check_out_dir(*out);
+    for (auto name : kRunOutputs) outputs.push_back({fmt::format("--out {}:", *out), std::filesystem::path(*out) / name});
+  }
+  check_outputs(outputs, inputs_of(p.scenario));
 
   const Outcome outcome = simulate(p);
   const engine::SimulationResult& result = outcome.result;
@@ -51,17 +88,18 @@ int cmd_run(std::span<const std::string> argv) {
   if (auto trace = args.get("--trace")) write_file_atomic(*trace, report::chrome_trace(p.graph, result.timeline, kTraceRanks));
   if (auto out = args.get("--out")) {
     const std::filesystem::path dir = *out;
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) throw RuntimeError(fmt::format("{}: cannot create directory: {}", dir.string(), ec.message()));
-    write_file_atomic(dir / "summary.json", report::summary_json(summary).dump(2) + "\n");
-    write_file_atomic(dir / "trace.json", report::chrome_trace(p.graph, result.timeline, kTraceRanks));
+    make_dir(dir);
+    // All five appear together or not at all: an interrupted run never leaves a new summary beside
+    // an earlier run's trace.
     const auto timeline = graph::make_timeline_file(p.graph, result.timeline, {"simulated", "simgrid", ""}, kTraceRanks);
-    write_file_atomic(dir / "timeline.json", graph::to_json(timeline).dump() + "\n");
-    write_file_atomic(dir / "memory.csv", report::memory_csv(summary.memory));
-    write_file_atomic(dir / "memory.svg",
-                              report::memory_svg(summary.memory, summary.gpu_memory,
-                                                 fmt::format("{}: memory of rank {}", summary.scenario, summary.memory.rank)));
+    OutputSet set;
+    set.add(dir / "summary.json", report::summary_json(summary).dump(2) + "\n");
+    set.add(dir / "trace.json", report::chrome_trace(p.graph, result.timeline, kTraceRanks));
+    set.add(dir / "timeline.json", graph::to_json(timeline).dump() + "\n");
+    set.add(dir / "memory.csv", report::memory_csv(summary.memory));
+    set.add(dir / "memory.svg", report::memory_svg(summary.memory, summary.gpu_memory,
+                                                   fmt::format("{}: memory of rank {}", summary.scenario, summary.memory.rank)));
+    set.commit();
     if (!args.has("--json"))
       std::cout << fmt::format("\nwrote {}/{{summary.json, trace.json, timeline.json, memory.csv, memory.svg}}\n", dir.string());
   }
@@ -77,6 +115,7 @@ int cmd_export(std::span<const std::string> argv) {
   const auto out = args.get("--out");
   if (!out) throw UsageError("export needs --out GRAPH.json\n" + args.help());
   Prepared p = prepare(args.positional().front(), args.all("--set"));
+  check_outputs({{"--out", *out}}, inputs_of(p.scenario));
   write_file_atomic(*out, graph::to_json(p.graph).dump(1) + "\n");
   std::cout << fmt::format("wrote {} ({} ops, {} edges, {} ranks)\n", *out, p.graph.size(), p.graph.edge_count(), p.graph.info.world_size);
   return 0;

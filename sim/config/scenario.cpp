@@ -312,6 +312,7 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
     const auto cal = top.file_path("calibration");
     if (!std::filesystem::exists(cal)) top.fail("calibration", fmt::format("no such file: {}", cal.string()));
     s.calibration = load_calibration(cal);
+    s.calibration_file = cal;
   }
 
   constexpr std::int64_t kMaxWorld = 1'000'000;
@@ -324,6 +325,14 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
                                s.world_size() * s.cluster.jobs, kMaxWorld));
   }
   return s;
+}
+
+std::vector<std::pair<std::filesystem::path, std::string>> ScenarioConfig::input_files() const {
+  std::vector<std::pair<std::filesystem::path, std::string>> out{{file, "the scenario"}};
+  for (const auto& t : cluster.topology.files) out.emplace_back(t, "the topology");
+  if (model.hf_config) out.emplace_back(model.hf_config->value, "the model's config.json");
+  if (calibration_file) out.emplace_back(*calibration_file, "the calibration");
+  return out;
 }
 
 std::vector<Schema> scenario_schemas() {

@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/calibration.hpp"
@@ -174,8 +175,12 @@ struct ScenarioConfig {
   CollectivesConfig collectives;
   Stragglers stragglers;
   std::optional<CalibrationConfig> calibration;  // measured rates replacing the topology's (validation/)
+  std::optional<std::filesystem::path> calibration_file;
 
   [[nodiscard]] std::int64_t world_size() const { return cluster.nodes * cluster.topology.node.gpus; }
+  // Every file this scenario was read from, with what it is ("scenario", "topology", ...): an
+  // output must never be written over one of them.
+  [[nodiscard]] std::vector<std::pair<std::filesystem::path, std::string>> input_files() const;
 };
 
 // Loads a scenario and its topology; `assignments` are --set KEY=VALUE strings applied first.

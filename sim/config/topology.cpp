@@ -240,6 +240,7 @@ TopologyConfig load_topology(const std::filesystem::path& file, const ConfigNode
   if (top.has("extends")) top.fail("extends", "can only be written in a topology file, not set through overrides");
   TopologyConfig t;
   t.file = file;
+  t.files.assign(chain.begin(), chain.end());
   t.name = top.text("name");
   if (top.has("description")) (void)top.text("description");
   if (top.node("gpu") == nullptr) top.fail("gpu", "missing required key (expected the GPU: model, memory, peak_flops, hbm_bandwidth)");

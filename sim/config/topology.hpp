@@ -81,6 +81,7 @@ struct HostSpec {
 struct TopologyConfig {
   std::string name;
   std::filesystem::path file;
+  std::vector<std::filesystem::path> files;  // every file read: `file` and those it extends
   GpuSpec gpu;
   NodeSpec node;
   FabricSpec fabric;

@@ -6,60 +6,98 @@
 
 #include <array>
 #include <atomic>
+#include <cassert>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <memory>
 
+#include "core/args.hpp"
 #include "core/error.hpp"
 
 namespace shardsim {
+namespace fs = std::filesystem;
 namespace {
 
-// The temporary file being written, for the signal handler. This is the one piece of static
+// The temporary files being written, for the signal handler. This is the one piece of static
 // state in shardsim: a POSIX signal handler receives no context pointer, so what it must clean
 // up has to be reachable from a static. Only async-signal-safe operations touch it from the
-// handler (reading a flag and a char array, unlink). Writes are sequential, so one slot suffices.
-struct InFlight {
+// handler (reading flags and char arrays, unlink). One slot per file of an OutputSet.
+struct Slot {
   std::array<char, 4096> path{};
   volatile std::sig_atomic_t active = 0;
 };
-InFlight g_in_flight;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables): see above
+constexpr std::size_t kSlots = 16;
+std::array<Slot, kSlots> g_in_flight;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables): see above
+
+constexpr std::array kCleanupSignals{SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGXFSZ};
 
 extern "C" void on_interrupt(int sig) {
-  if (g_in_flight.active != 0) ::unlink(g_in_flight.path.data());
+  for (auto& slot : g_in_flight) {
+    if (slot.active != 0) ::unlink(slot.path.data());
+  }
   std::signal(sig, SIG_DFL);  // async-signal-safe (POSIX.1-2008, signal-safety(7))
   std::raise(sig);
 }
 
-// Registers `tmp` for the handler for the lifetime of this object.
-class InFlightGuard {
+// Registers a temporary file for the handler for the lifetime of this object.
+class InFlight {
  public:
-  explicit InFlightGuard(const std::string& tmp) {
-    if (tmp.size() >= g_in_flight.path.size()) return;  // open() will fail with ENAMETOOLONG anyway
-    std::memcpy(g_in_flight.path.data(), tmp.c_str(), tmp.size() + 1);
-    std::atomic_signal_fence(std::memory_order_seq_cst);  // the path is complete before the flag says so
-    g_in_flight.active = 1;
+  explicit InFlight(std::string tmp) : tmp_(std::move(tmp)) {
+    for (auto& slot : g_in_flight) {
+      if (slot.active != 0) continue;
+      if (tmp_.size() >= slot.path.size()) return;  // open() fails with ENAMETOOLONG anyway
+      std::memcpy(slot.path.data(), tmp_.c_str(), tmp_.size() + 1);
+      std::atomic_signal_fence(std::memory_order_seq_cst);  // the path is complete before the flag says so
+      slot.active = 1;
+      slot_ = &slot;
+      return;
+    }
+    assert(false && "more temporary files at once than slots");
   }
-  ~InFlightGuard() {
-    g_in_flight.active = 0;
+  ~InFlight() {
+    if (slot_ != nullptr) slot_->active = 0;
     std::atomic_signal_fence(std::memory_order_seq_cst);
   }
-  InFlightGuard(const InFlightGuard&) = delete;
-  InFlightGuard& operator=(const InFlightGuard&) = delete;
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+  [[nodiscard]] const std::string& path() const { return tmp_; }
+
+ private:
+  std::string tmp_;
+  Slot* slot_ = nullptr;
 };
 
-[[noreturn]] void fail(const std::filesystem::path& path, const std::string& tmp, const char* what, int err) {
-  ::unlink(tmp.c_str());
-  throw RuntimeError(fmt::format("{}: {}: {}", path.string(), what, std::strerror(err)));
+// Where the bytes go: the path itself, or the file a symbolic link leads to; `direct` for a
+// device, FIFO or socket, which cannot be replaced by rename and is written to as it is.
+struct Target {
+  fs::path path;
+  bool direct = false;
+};
+
+// An empty string when `requested` can be written, else why not.
+std::string resolve(const fs::path& requested, Target& target) {
+  std::error_code ec;
+  const auto link = fs::symlink_status(requested, ec);
+  target = {requested, false};
+  if (ec || !fs::exists(link)) return "";  // a new file: open() reports a missing directory
+  if (fs::is_symlink(link)) {
+    target.path = fs::canonical(requested, ec);
+    if (ec) return fmt::format("cannot write through the symbolic link: {}", ec.message());
+  }
+  const auto st = fs::status(target.path, ec);
+  if (fs::is_directory(st)) return "is a directory; expected a file name";
+  target.direct = !fs::is_regular_file(st);
+  return "";
 }
 
-}  // namespace
+Target resolve_or_throw(const fs::path& requested) {
+  Target t;
+  if (auto why = resolve(requested, t); !why.empty()) throw RuntimeError(fmt::format("{}: {}", requested.string(), why));
+  return t;
+}
 
-void write_file_atomic(const std::filesystem::path& path, std::string_view content) {
-  const std::string tmp = path.string() + fmt::format(".tmp.{}", ::getpid());
-  const InFlightGuard guard(tmp);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) throw RuntimeError(fmt::format("{}: cannot write: {}", path.string(), std::strerror(errno)));
+void write_all(int fd, std::string_view content, const fs::path& shown) {
   std::size_t done = 0;
   while (done < content.size()) {
     const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
@@ -67,19 +105,126 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
     if (n <= 0) {
       const int err = n < 0 ? errno : EIO;
       ::close(fd);
-      fail(path, tmp, "write failed", err);
+      throw RuntimeError(fmt::format("{}: write failed: {}", shown.string(), std::strerror(err)));
     }
     done += static_cast<std::size_t>(n);
   }
   // No fsync: the guarantee is against the process being interrupted, which rename gives. Against
   // power loss ext4 flushes a file that replaces another by rename (auto_da_alloc), and an fsync
   // per file would double the time of a run that writes a 10 MB trace.
-  if (::close(fd) != 0) fail(path, tmp, "write failed", errno);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) fail(path, tmp, "cannot rename into place", errno);
+  if (::close(fd) != 0) throw RuntimeError(fmt::format("{}: write failed: {}", shown.string(), std::strerror(errno)));
+}
+
+// Writes straight into a device or FIFO. O_NONBLOCK on open: a FIFO nobody reads fails with
+// ENXIO instead of blocking forever; the writes themselves block as usual.
+void write_direct(const Target& t, std::string_view content, const fs::path& shown) {
+  const int fd = ::open(t.path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENXIO) throw RuntimeError(fmt::format("{}: cannot write: no process is reading from it", shown.string()));
+    throw RuntimeError(fmt::format("{}: cannot write: {}", shown.string(), std::strerror(err)));
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) (void)::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  write_all(fd, content, shown);
+}
+
+// Writes `content` to a temporary file beside `t.path` and returns its guard (the file exists
+// until renamed or the guard's owner removes it).
+std::unique_ptr<InFlight> write_temp(const Target& t, std::string_view content, const fs::path& shown) {
+  auto tmp = std::make_unique<InFlight>(t.path.string() + fmt::format(".tmp.{}", ::getpid()));
+  const int fd = ::open(tmp->path().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) throw RuntimeError(fmt::format("{}: cannot write: {}", shown.string(), std::strerror(errno)));
+  try {
+    write_all(fd, content, shown);
+  } catch (...) {
+    ::unlink(tmp->path().c_str());
+    throw;
+  }
+  return tmp;
+}
+
+// Holds back the signals the cleanup handler takes, for the lifetime of this object.
+class SignalsHeld {
+ public:
+  SignalsHeld() {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int s : kCleanupSignals) sigaddset(&set, s);
+    ::sigprocmask(SIG_BLOCK, &set, &old_);
+  }
+  ~SignalsHeld() { ::sigprocmask(SIG_SETMASK, &old_, nullptr); }
+  SignalsHeld(const SignalsHeld&) = delete;
+  SignalsHeld& operator=(const SignalsHeld&) = delete;
+
+ private:
+  sigset_t old_{};
+};
+
+}  // namespace
+
+void write_file_atomic(const fs::path& path, std::string_view content) {
+  OutputSet one;
+  one.add(path, std::string(content));
+  one.commit();
+}
+
+void OutputSet::add(fs::path path, std::string content) {
+  files_.emplace_back(std::move(path), std::move(content));
+}
+
+void OutputSet::commit() {
+  assert(files_.size() <= kSlots);
+  std::vector<Target> targets;
+  targets.reserve(files_.size());
+  for (const auto& [path, content] : files_) targets.push_back(resolve_or_throw(path));
+  std::vector<std::unique_ptr<InFlight>> temps(files_.size());
+  try {
+    for (std::size_t i = 0; i < files_.size(); ++i) {
+      if (!targets[i].direct) temps[i] = write_temp(targets[i], files_[i].second, files_[i].first);
+    }
+  } catch (...) {
+    for (const auto& t : temps) {
+      if (t) ::unlink(t->path().c_str());
+    }
+    throw;
+  }
+  {
+    const SignalsHeld held;
+    for (std::size_t i = 0; i < files_.size(); ++i) {
+      if (!temps[i]) continue;
+      if (::rename(temps[i]->path().c_str(), targets[i].path.c_str()) != 0) {
+        const int err = errno;
+        for (std::size_t j = i; j < files_.size(); ++j) {
+          if (temps[j]) ::unlink(temps[j]->path().c_str());
+        }
+        throw RuntimeError(fmt::format("{}: cannot rename into place: {}", files_[i].first.string(), std::strerror(err)));
+      }
+    }
+    temps.clear();
+  }
+  for (std::size_t i = 0; i < files_.size(); ++i) {
+    if (targets[i].direct) write_direct(targets[i], files_[i].second, files_[i].first);
+  }
+}
+
+void check_outputs(const std::vector<OutputFile>& outputs, const std::vector<InputFile>& inputs) {
+  for (const auto& out : outputs) {
+    Target t;
+    if (auto why = resolve(out.path, t); !why.empty()) throw UsageError(fmt::format("{} {}: {}", out.option, out.path.string(), why));
+    std::error_code ec;
+    if (!fs::exists(t.path, ec) || t.direct) continue;
+    for (const auto& in : inputs) {
+      if (fs::equivalent(t.path, in.path, ec)) {
+        throw UsageError(fmt::format("{} {}: is {} ({}); expected an output file that is not one of the inputs", out.option,
+                                     out.path.string(), in.role, in.path.string()));
+      }
+    }
+  }
 }
 
 void install_interrupt_cleanup() {
-  for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) {
+  for (const int sig : kCleanupSignals) {
     struct sigaction action {};
     action.sa_handler = on_interrupt;
     sigemptyset(&action.sa_mask);

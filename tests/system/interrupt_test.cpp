@@ -45,12 +45,16 @@ Outcome check_after_interrupt(const fs::path& out, const ProcessResult& r, int s
   // Killed by the signal itself (the handler re-raises it), or finished before it arrived.
   CHECK((r.signal == sig || r.exit_code == 0));
   CHECK(temp_files_in(out).empty());
+  int from_out_dir = 0;
   for (const char* name : kOutputs) {
     if (!fs::exists(out / name)) continue;
     INFO(name);
     CHECK(complete_output(out / name));
     ++o.complete;
+    from_out_dir += std::string_view(name) != "extra_trace.json";
   }
+  // The files of --out DIR appear together or not at all.
+  CHECK((from_out_dir == 0 || from_out_dir == static_cast<int>(kOutputs.size()) - 1));
   return o;
 }
 
