@@ -62,11 +62,12 @@ void make_dir(const std::filesystem::path& dir) {
 }  // namespace
 
 int cmd_run(std::span<const std::string> argv) {
+  const auto started = Deadline::Clock::now();  // simulation.max_wall_time counts from here
   Args args = run_args();
   args.parse(argv);
   if (args.positional().size() != 1) throw UsageError("run expects one scenario file\n" + args.help());
   const std::filesystem::path file = args.positional().front();
-  Prepared p = prepare(file, args.all("--set"));
+  Prepared p = prepare(file, args.all("--set"), started);
   // Refused before the run: an output over one of the run's own inputs.
   std::vector<OutputFile> outputs;
   if (auto trace = args.get("--trace")) outputs.push_back({"--trace", *trace});
@@ -76,7 +77,7 @@ int cmd_run(std::span<const std::string> argv) {
   }
   check_outputs(outputs, inputs_of(p.scenario));
 
-  const Outcome outcome = simulate(p);
+  const Outcome outcome = simulate(p, started);
   const engine::SimulationResult& result = outcome.result;
   const report::Summary& summary = outcome.summary;
 

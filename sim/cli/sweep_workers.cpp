@@ -12,10 +12,11 @@ namespace shardsim::cli {
 
 sweep::PointFunction simulate_point_function(std::filesystem::path scenario, std::vector<std::string> sets) {
   return [scenario = std::move(scenario), sets = std::move(sets)](const sweep::Point& p) {
+    const auto started = Deadline::Clock::now();  // each point gets simulation.max_wall_time
     std::vector<std::string> assignments = sets;
     assignments.insert(assignments.end(), p.assignments.begin(), p.assignments.end());
-    const Prepared prepared = prepare(scenario, assignments);
-    return report::summary_json(simulate(prepared).summary);
+    const Prepared prepared = prepare(scenario, assignments, started);
+    return report::summary_json(simulate(prepared, started).summary);
   };
 }
 

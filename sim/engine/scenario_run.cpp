@@ -26,7 +26,7 @@ void check(const graph::Prepared& p) {
   make_collectives(p.scenario).check(p.graph);
 }
 
-SimulationResult simulate(const graph::Prepared& p) {
+SimulationResult simulate(const graph::Prepared& p, const Deadline& deadline) {
   const auto& scenario = p.scenario;
   const auto& graph = p.graph;
   const auto& topo = scenario.cluster.topology;
@@ -58,7 +58,7 @@ SimulationResult simulate(const graph::Prepared& p) {
                               scenario.simulation.flows,
                               scenario.simulation.mode,
                               scenario.stragglers,
-                              scenario.simulation.max_wall_time.value.value(),
+                              deadline,
                               scenario.cluster.jobs,
                               scenario.cluster.placement};
   // simulation.max_op_instances: the engine keeps state per op and rank; past the limit it would

@@ -25,8 +25,8 @@ namespace shardsim::engine {
 void check(const graph::Prepared& p);
 
 // Simulates the prepared graph on its scenario's cluster. Throws ConfigError when the run would pass
-// simulation.max_op_instances, RuntimeError when it stalls or passes simulation.max_wall_time.
-// Creates the process's one SimGrid engine.
-[[nodiscard]] SimulationResult simulate(const graph::Prepared& p);
+// simulation.max_op_instances, RuntimeError when it stalls or passes `deadline` (the scenario's
+// simulation.max_wall_time from when the command started). Creates the process's one SimGrid engine.
+[[nodiscard]] SimulationResult simulate(const graph::Prepared& p, const Deadline& deadline = {});
 
 }  // namespace shardsim::engine

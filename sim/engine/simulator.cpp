@@ -379,17 +379,14 @@ class Simulator {
     if (stopped_) return true;
     if (!now && ++events_since_check_ < kCheckEvery) return false;
     events_since_check_ = 0;
-    stopped_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count() > in_.max_wall_seconds;
+    stopped_ = in_.deadline.passed();
     return stopped_;
   }
 
   std::string budget_message(const std::string& where) const {
     const double total = static_cast<double>(g_.size()) * total_;
-    return fmt::format(
-        "the simulation ran past its wall-time budget (simulation.max_wall_time = {:g} s): stopped after {:.1f} s {}, with {} of {:.0f} "
-        "op instances done ({:.1f} %); raise simulation.max_wall_time, or simulate fewer ranks, layers or steps",
-        in_.max_wall_seconds, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(), where, stats_.op_instances,
-        total, total > 0 ? 100.0 * static_cast<double>(stats_.op_instances) / total : 0.0);
+    return in_.deadline.message(fmt::format("{}, with {} of {:.0f} op instances done ({:.1f} %)", where, stats_.op_instances, total,
+                                            total > 0 ? 100.0 * static_cast<double>(stats_.op_instances) / total : 0.0));
   }
 
   void check_finished() const {

@@ -9,6 +9,7 @@
 
 #include "config/scenario.hpp"
 #include "config/topology.hpp"
+#include "core/deadline.hpp"
 #include "engine/collective.hpp"
 #include "engine/compute_model.hpp"
 #include "graph/timeline.hpp"
@@ -41,8 +42,9 @@ struct SimulationInput {
   FlowGranularity flows = FlowGranularity::path;
   config::SimulationMode mode = config::SimulationMode::full;
   config::Stragglers stragglers = {};
-  // Wall-clock budget (simulation.max_wall_time): past it the run stops and throws RuntimeError.
-  double max_wall_seconds = std::numeric_limits<double>::infinity();
+  // Wall-clock budget (simulation.max_wall_time), counted from the start of the command: past it
+  // the run stops and throws RuntimeError.
+  Deadline deadline = {};
   // Identical copies of the job on the fabric (cluster.jobs), each on `nodes` nodes laid out by
   // `placement`; job 0 is the one reported. Stragglers name job 0's ranks.
   int jobs = 1;
@@ -61,7 +63,7 @@ struct SimulationResult {
 [[nodiscard]] bool symmetric_mode(const SimulationInput& input);
 
 // Throws RuntimeError if the schedule stalls (an op never becomes ready) or if the run takes more
-// than max_wall_seconds of wall-clock time (the message says how far it got).
+// its wall-clock deadline (the message says how far it got).
 [[nodiscard]] SimulationResult simulate(const SimulationInput& input);
 
 // Checks what the engine alone knows how to read in a topology (the fabric kind, the compute

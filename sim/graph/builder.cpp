@@ -14,8 +14,10 @@ int steps_to_simulate(const config::ScenarioConfig& s) {
 }
 
 void register_builtin_step_builders(StepBuilderRegistry& registry) {
-  auto fsdp = [](const model::Model&, const fsdp::Plan& plan, const config::ScenarioConfig& s, int steps) {
-    return FsdpStepBuilder(plan, s, steps).build();
+  auto fsdp = [](const model::Model&, const fsdp::Plan& plan, const config::ScenarioConfig& s, int steps, const Deadline& deadline) {
+    FsdpStepBuilder builder(plan, s, steps);
+    builder.set_deadline(deadline);
+    return builder.build();
   };
   registry.add({"fsdp1", "PyTorch FullyShardedDataParallel: flat parameters, one NCCL stream, the CPU rate limiter", fsdp});
   registry.add({"fsdp2", "PyTorch fully_shard: per-parameter sharding, all-gather and reduce-scatter streams, copy-in/out", fsdp});
@@ -27,11 +29,12 @@ std::string_view step_builder_name(const config::ScenarioConfig& s) {
   return s.fsdp.version == 1 ? "fsdp1" : "fsdp2";
 }
 
-StepGraph build_step_graph(const model::Model& model, const fsdp::Plan& plan, const config::ScenarioConfig& scenario) {
+StepGraph build_step_graph(const model::Model& model, const fsdp::Plan& plan, const config::ScenarioConfig& scenario,
+                           const Deadline& deadline) {
   StepBuilderRegistry builders;
   register_builtin_step_builders(builders);
   const StepBuilderInfo& builder = builders.get(step_builder_name(scenario), scenario.fsdp.where, "fsdp.version");
-  return builder.build(model, plan, scenario, steps_to_simulate(scenario));
+  return builder.build(model, plan, scenario, steps_to_simulate(scenario), deadline);
 }
 
 }  // namespace shardsim::graph

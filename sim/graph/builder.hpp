@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "config/scenario.hpp"
+#include "core/deadline.hpp"
 #include "core/registry.hpp"
 #include "fsdp/plan.hpp"
 #include "graph/step_graph.hpp"
@@ -24,7 +25,7 @@ namespace shardsim::graph {
 struct StepBuilderInfo {
   std::string_view name;
   std::string_view description;
-  std::function<StepGraph(const model::Model&, const fsdp::Plan&, const config::ScenarioConfig&, int steps)> build;
+  std::function<StepGraph(const model::Model&, const fsdp::Plan&, const config::ScenarioConfig&, int steps, const Deadline&)> build;
 };
 
 class StepBuilderRegistry : public Registry<StepBuilderInfo> {
@@ -38,7 +39,8 @@ void register_builtin_step_builders(StepBuilderRegistry& registry);
 // The builder a scenario asks for: zero3 for fsdp.sharding: zero3, else fsdp1 or fsdp2 by fsdp.version.
 [[nodiscard]] std::string_view step_builder_name(const config::ScenarioConfig& scenario);
 
-// Builds with the builder the scenario asks for.
-[[nodiscard]] StepGraph build_step_graph(const model::Model& model, const fsdp::Plan& plan, const config::ScenarioConfig& scenario);
+// Builds with the builder the scenario asks for; throws RuntimeError past `deadline`.
+[[nodiscard]] StepGraph build_step_graph(const model::Model& model, const fsdp::Plan& plan, const config::ScenarioConfig& scenario,
+                                         const Deadline& deadline = {});
 
 }  // namespace shardsim::graph

@@ -94,7 +94,7 @@ std::vector<TraceEvent> FsdpStepBuilder::backward_events() const {
 std::vector<int> FsdpStepBuilder::backward_prefetch_targets(int u) const {
   const int depth = v2_ ? fsdp_.backward_prefetch_depth : 1;
   std::vector<int> out;
-  const auto it = std::find(post_forward_order_.begin(), post_forward_order_.end(), u);
+  const auto it = post_forward_order_.begin() + static_cast<std::ptrdiff_t>(post_forward_position_[static_cast<std::size_t>(u)]);
   for (auto p = it; p != post_forward_order_.begin() && static_cast<int>(out.size()) < depth;) {
     --p;
     if (!backward_done_[static_cast<std::size_t>(*p)]) out.push_back(*p);

@@ -43,6 +43,9 @@ void Issuer::begin_micro_step(int step, int micro, int barrier) {
 
 int Issuer::issue(Op op) {
   if (max_ops_ >= 0 && static_cast<std::int64_t>(g_.size()) >= max_ops_) exceeded_();
+  if (deadline_ != nullptr && g_.size() % 4096 == 0) {
+    deadline_->check(fmt::format("while building the step graph ({} ops so far)", g_.size()));
+  }
   op.step = step_;
   op.micro = micro_;
   const auto s = static_cast<std::size_t>(op.stream);

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "config/scenario.hpp"
+#include "core/deadline.hpp"
 #include "graph/step_graph.hpp"
 
 namespace shardsim::graph {
@@ -24,6 +25,8 @@ class Issuer {
   explicit Issuer(StepGraph& g);
   // Calls `exceeded` (which must throw) when an op beyond `max_ops` would be issued.
   void set_limit(std::int64_t max_ops, std::function<void()> exceeded);
+  // Checks `deadline` (simulation.max_wall_time) every few thousand ops; it must outlive the issuer.
+  void set_deadline(const Deadline& deadline) { deadline_ = &deadline; }
 
   // Starts a micro-step: its ops carry (step, micro) and each stream's first op waits for `barrier`.
   void begin_micro_step(int step, int micro, int barrier);
@@ -41,6 +44,7 @@ class Issuer {
   std::array<bool, kStreams> started_{};   // stream used in this micro-step yet
   std::int64_t max_ops_ = -1;
   std::function<void()> exceeded_;
+  const Deadline* deadline_ = nullptr;
   int barrier_ = -1;
   int cpu_gate_ = -1;
   int step_ = 0;

@@ -5,7 +5,7 @@
 
 namespace shardsim::graph {
 
-Prepared prepare(config::ScenarioConfig scenario) {
+Prepared prepare(config::ScenarioConfig scenario, const Deadline& deadline) {
   Prepared p;
   p.scenario = std::move(scenario);
   const auto& s = p.scenario;
@@ -18,10 +18,12 @@ Prepared prepare(config::ScenarioConfig scenario) {
   const auto& mp = s.fsdp.mixed_precision;
   const int act_bytes = mp.enabled ? config::dtype_bytes(mp.param) : config::dtype_bytes(s.training.dtype);
   p.model = model::build_model(spec, s.training.seq_len, act_bytes);
+  deadline.check("while building the model");
   fsdp::WrapPolicyRegistry policies;
   fsdp::register_builtin_wrap_policies(policies);
   p.plan = fsdp::make_plan(p.model, s, policies);
-  p.graph = build_step_graph(p.model, p.plan, s);
+  deadline.check("while wrapping the model into FSDP units");
+  p.graph = build_step_graph(p.model, p.plan, s, deadline);
   return p;
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "config/scenario.hpp"
+#include "core/deadline.hpp"
 #include "fsdp/plan.hpp"
 #include "graph/step_graph.hpp"
 #include "model/transformer.hpp"
@@ -21,7 +22,8 @@ struct Prepared {
 };
 
 // Throws ConfigError for settings that cannot go together (e.g. CPU offload with gradient
-// accumulation but without no_sync) and for model or wrap settings the layers below reject.
-[[nodiscard]] Prepared prepare(config::ScenarioConfig scenario);
+// accumulation but without no_sync) and for model or wrap settings the layers below reject;
+// RuntimeError past `deadline` (simulation.max_wall_time).
+[[nodiscard]] Prepared prepare(config::ScenarioConfig scenario, const Deadline& deadline = {});
 
 }  // namespace shardsim::graph

@@ -32,6 +32,8 @@ FsdpStepBuilder::FsdpStepBuilder(const fsdp::Plan& plan, const config::ScenarioC
   for (const auto& e : plan.forward) {
     if (e.kind == fsdp::TraceEvent::Kind::exit) post_forward_order_.push_back(e.unit);
   }
+  post_forward_position_.assign(n, post_forward_order_.size());
+  for (std::size_t i = post_forward_order_.size(); i-- > 0;) post_forward_position_[static_cast<std::size_t>(post_forward_order_[i])] = i;
 }
 
 double FsdpStepBuilder::unsharded_bytes(int u) const {

@@ -22,6 +22,8 @@ enum class Phase { forward, backward };
 class FsdpStepBuilder {
  public:
   FsdpStepBuilder(const fsdp::Plan& plan, const config::ScenarioConfig& scenario, int steps);
+  // simulation.max_wall_time, checked as ops are issued; must outlive build().
+  void set_deadline(const Deadline& deadline) { io_.set_deadline(deadline); }
   StepGraph build();
 
  private:
@@ -91,6 +93,7 @@ class FsdpStepBuilder {
   std::vector<char> grads_alive_;    // unsharded gradients kept across micro-steps (no_sync)
   std::vector<char> backward_done_;
   std::vector<int> post_forward_order_;
+  std::vector<std::size_t> post_forward_position_;  // per unit: its first place in post_forward_order_ (its size if none)
   std::vector<Pool> unsharded_pool_;              // where unit u's usable parameters were allocated
   std::vector<std::vector<double>> grad_pieces_;  // FSDP2: per-parameter gradients of unit u alive
   std::vector<MemEffect> grad_shard_frees_;       // what zero_grad frees after the optimizer step

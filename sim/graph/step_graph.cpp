@@ -11,9 +11,9 @@
 namespace shardsim::graph {
 
 int StepGraph::add_op(Op op) {
-  const auto v = boost::add_vertex(dag_);
+  const auto v = boost::add_vertex(*dag_);
   op.id = static_cast<int>(v);
-  dag_[v] = std::move(op);
+  (*dag_)[v] = std::move(op);
   return static_cast<int>(v);
 }
 
@@ -21,7 +21,7 @@ void StepGraph::add_edge(int from, int to, EdgeKind kind) {
   if (from < 0 || from == to) return;
   const auto u = static_cast<std::size_t>(from);
   const auto v = static_cast<std::size_t>(to);
-  if (auto [e, exists] = boost::edge(u, v, dag_); exists) {
+  if (auto [e, exists] = boost::edge(u, v, *dag_); exists) {
     // Keep the most telling kind: data > rate_limit > prefetch > cpu > stream.
     auto rank = [](EdgeKind k) {
       switch (k) {
@@ -38,24 +38,24 @@ void StepGraph::add_edge(int from, int to, EdgeKind kind) {
       }
       return 0;
     };
-    if (rank(kind) > rank(dag_[e].kind)) dag_[e].kind = kind;
+    if (rank(kind) > rank((*dag_)[e].kind)) (*dag_)[e].kind = kind;
     return;
   }
-  boost::add_edge(u, v, EdgeProps{kind}, dag_);
+  boost::add_edge(u, v, EdgeProps{kind}, *dag_);
 }
 
 std::vector<std::pair<int, EdgeKind>> StepGraph::predecessors(int id) const {
   std::vector<std::pair<int, EdgeKind>> out;
-  for (auto [it, end] = boost::in_edges(static_cast<std::size_t>(id), dag_); it != end; ++it) {
-    out.emplace_back(static_cast<int>(boost::source(*it, dag_)), dag_[*it].kind);
+  for (auto [it, end] = boost::in_edges(static_cast<std::size_t>(id), *dag_); it != end; ++it) {
+    out.emplace_back(static_cast<int>(boost::source(*it, *dag_)), (*dag_)[*it].kind);
   }
   return out;
 }
 
 std::vector<std::pair<int, EdgeKind>> StepGraph::successors(int id) const {
   std::vector<std::pair<int, EdgeKind>> out;
-  for (auto [it, end] = boost::out_edges(static_cast<std::size_t>(id), dag_); it != end; ++it) {
-    out.emplace_back(static_cast<int>(boost::target(*it, dag_)), dag_[*it].kind);
+  for (auto [it, end] = boost::out_edges(static_cast<std::size_t>(id), *dag_); it != end; ++it) {
+    out.emplace_back(static_cast<int>(boost::target(*it, *dag_)), (*dag_)[*it].kind);
   }
   return out;
 }
@@ -64,7 +64,7 @@ std::vector<int> StepGraph::topological_order() const {
   std::vector<std::size_t> reversed;
   reversed.reserve(size());
   try {
-    boost::topological_sort(dag_, std::back_inserter(reversed));
+    boost::topological_sort(*dag_, std::back_inserter(reversed));
   } catch (const boost::not_a_dag&) {
     throw RuntimeError("the step graph has a cycle: the FSDP schedule would deadlock");
   }

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <boost/graph/adjacency_list.hpp>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,29 +36,45 @@ class StepGraph {
  public:
   using Dag = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, Op, EdgeProps>;
 
+  // Boost 1.74's adjacency_list has no move constructor (and its swap copies): a move would copy
+  // every op and edge, seconds and gigabytes for a 100,000-layer model. The DAG lives behind a
+  // pointer so that moves are cheap; copies are deep.
+  StepGraph() : dag_(std::make_unique<Dag>()) {}
+  StepGraph(const StepGraph& other) : info(other.info), dag_(std::make_unique<Dag>(*other.dag_)) {}
+  StepGraph& operator=(const StepGraph& other) {
+    if (this != &other) {
+      info = other.info;
+      dag_ = std::make_unique<Dag>(*other.dag_);
+    }
+    return *this;
+  }
+  StepGraph(StepGraph&& other) noexcept = default;
+  StepGraph& operator=(StepGraph&& other) noexcept = default;
+  ~StepGraph() = default;
+
   // Adds an op; its id becomes its index.
   int add_op(Op op);
   // Adds an edge; if one already joins the two ops, it keeps the more telling kind
   // (data > rate_limit > prefetch > cpu > stream).
   void add_edge(int from, int to, EdgeKind kind);
 
-  [[nodiscard]] std::size_t size() const { return boost::num_vertices(dag_); }
-  [[nodiscard]] std::size_t edge_count() const { return boost::num_edges(dag_); }
-  [[nodiscard]] const Op& op(int id) const { return dag_[static_cast<std::size_t>(id)]; }
-  [[nodiscard]] Op& op(int id) { return dag_[static_cast<std::size_t>(id)]; }
+  [[nodiscard]] std::size_t size() const { return boost::num_vertices(*dag_); }
+  [[nodiscard]] std::size_t edge_count() const { return boost::num_edges(*dag_); }
+  [[nodiscard]] const Op& op(int id) const { return (*dag_)[static_cast<std::size_t>(id)]; }
+  [[nodiscard]] Op& op(int id) { return (*dag_)[static_cast<std::size_t>(id)]; }
   [[nodiscard]] std::vector<std::pair<int, EdgeKind>> predecessors(int id) const;
   [[nodiscard]] std::vector<std::pair<int, EdgeKind>> successors(int id) const;
-  [[nodiscard]] std::size_t in_degree(int id) const { return boost::in_degree(static_cast<std::size_t>(id), dag_); }
+  [[nodiscard]] std::size_t in_degree(int id) const { return boost::in_degree(static_cast<std::size_t>(id), *dag_); }
 
   // Ops in an order where every op comes after its predecessors (Boost's topological_sort).
   // Throws RuntimeError naming an op on a cycle if the graph is not a DAG.
   [[nodiscard]] std::vector<int> topological_order() const;
 
-  [[nodiscard]] const Dag& dag() const { return dag_; }
+  [[nodiscard]] const Dag& dag() const { return *dag_; }
   GraphInfo info;
 
  private:
-  Dag dag_;
+  std::unique_ptr<Dag> dag_;  // never null (a moved-from graph is only assigned to or destroyed)
 };
 
 }  // namespace shardsim::graph

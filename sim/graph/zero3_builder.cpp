@@ -46,6 +46,8 @@ class Zero3Builder {
     for (std::size_t i = 0; i < order_.size(); ++i) position_[static_cast<std::size_t>(order_[i])] = static_cast<int>(i);
   }
 
+  void set_deadline(const Deadline& deadline) { io_.set_deadline(deadline); }
+
   StepGraph build() {
     fill_info();
     io_.set_limit(cfg_.simulation.max_ops.value, [this] { throw_too_many_ops(cfg_, plan_.units.size(), steps_); });
@@ -279,9 +281,12 @@ class Zero3Builder {
 
 }  // namespace
 
-StepGraph build_zero3_graph(const model::Model& model, const fsdp::Plan& plan, const config::ScenarioConfig& scenario, int steps) {
+StepGraph build_zero3_graph(const model::Model& model, const fsdp::Plan& plan, const config::ScenarioConfig& scenario, int steps,
+                            const Deadline& deadline) {
   (void)model;
-  return Zero3Builder(plan, scenario, steps).build();
+  Zero3Builder builder(plan, scenario, steps);
+  builder.set_deadline(deadline);
+  return builder.build();
 }
 
 }  // namespace shardsim::graph

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "config/scenario.hpp"
+#include "core/deadline.hpp"
 #include "fsdp/plan.hpp"
 #include "graph/step_graph.hpp"
 #include "model/transformer.hpp"
@@ -9,6 +10,6 @@
 namespace shardsim::graph {
 
 [[nodiscard]] StepGraph build_zero3_graph(const model::Model& model, const fsdp::Plan& plan, const config::ScenarioConfig& scenario,
-                                          int steps);
+                                          int steps, const Deadline& deadline);
 
 }  // namespace shardsim::graph

@@ -50,6 +50,7 @@ void CachingAllocator::allocate(graph::Pool pool, double bytes) {
   if (it != p.free_blocks.end()) {
     std::tie(block_size, seg, offset) = *it;
     p.free_blocks.erase(it);
+    wholly_free_.erase(seg);
   } else {
     block_size = segment_size(size);
     if (static_cast<double>(reserved_ + block_size) > capacity_) {
@@ -58,7 +59,7 @@ void CachingAllocator::allocate(graph::Pool pool, double bytes) {
       if (static_cast<double>(reserved_ + block_size) > capacity_) ++failures_;
     }
     seg = static_cast<int>(segments_.size());
-    segments_.push_back(Segment{{{0, Block{block_size, true}}}, static_cast<std::size_t>(&p - pools_.data())});
+    segments_.push_back(Segment{{{0, Block{block_size, true}}}, static_cast<std::size_t>(&p - pools_.data()), block_size});
     p.reserved += block_size;
     reserved_ += block_size;
   }
@@ -89,16 +90,20 @@ void CachingAllocator::free(graph::Pool pool, double bytes) {
 }
 
 void CachingAllocator::release_cached() {
-  for (std::size_t i = 0; i < segments_.size(); ++i) {
-    auto& blocks = segments_[i].blocks;
-    if (blocks.size() != 1 || !blocks.begin()->second.free) continue;
-    const std::int64_t size = blocks.begin()->second.size;
-    PoolState& p = pools_[segments_[i].pool];
-    p.free_blocks.erase(FreeKey{size, static_cast<int>(i), blocks.begin()->first});
-    p.reserved -= size;
-    reserved_ -= size;
-    blocks.clear();
+  for (const int i : wholly_free_) {
+    Segment& s = segments_[static_cast<std::size_t>(i)];
+    PoolState& p = pools_[s.pool];
+    p.free_blocks.erase(FreeKey{s.size, i, 0});
+    p.reserved -= s.size;
+    reserved_ -= s.size;
+    s.blocks.clear();
   }
+  wholly_free_.clear();
+}
+
+void CachingAllocator::note_wholly_free(int segment) {
+  const Segment& s = segments_[static_cast<std::size_t>(segment)];
+  if (s.blocks.size() == 1 && s.blocks.begin()->second.free) wholly_free_.insert(segment);
 }
 
 void CachingAllocator::release(PoolState& p, int segment, std::int64_t offset) {
@@ -122,6 +127,7 @@ void CachingAllocator::release(PoolState& p, int segment, std::int64_t offset) {
     }
   }
   p.free_blocks.insert(FreeKey{it->second.size, segment, it->first});
+  note_wholly_free(segment);
 }
 
 }  // namespace shardsim::report

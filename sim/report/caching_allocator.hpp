@@ -53,6 +53,7 @@ class CachingAllocator {
   struct Segment {
     std::map<std::int64_t, Block> blocks;  // by offset; empty once released
     std::size_t pool = 0;                  // index into pools_
+    std::int64_t size = 0;
   };
   using FreeKey = std::tuple<std::int64_t, int, std::int64_t>;  // size, segment, offset
   struct PoolState {
@@ -64,8 +65,12 @@ class CachingAllocator {
   PoolState& state(graph::Pool pool, std::int64_t size);
   void release(PoolState& p, int segment, std::int64_t offset);
   void release_cached();
+  void note_wholly_free(int segment);
 
   std::vector<Segment> segments_;
+  // Segments whose one block is free: what release_cached() returns, found without scanning
+  // every segment (a scan per retry made the model quadratic in the number of retries).
+  std::set<int> wholly_free_;
   std::array<PoolState, 2 * graph::kPools> pools_{};  // [pool][small, large]
   std::int64_t allocated_ = 0;
   std::int64_t reserved_ = 0;

@@ -1,5 +1,7 @@
 #include "report/metrics.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -52,7 +54,8 @@ double MemoryPoint::total() const {
   return std::accumulate(bytes.begin(), bytes.end(), 0.0);
 }
 
-MemoryTimeline memory_timeline(const graph::StepGraph& g, const graph::Timeline& t, int rank, int launch_queue, double capacity) {
+MemoryTimeline memory_timeline(const graph::StepGraph& g, const graph::Timeline& t, int rank, int launch_queue, double capacity,
+                               const Deadline& deadline) {
   struct Event {
     double time;
     int order;  // frees before allocations at the same instant
@@ -107,7 +110,10 @@ MemoryTimeline memory_timeline(const graph::StepGraph& g, const graph::Timeline&
   tl.peak = cur.total();
   tl.at_peak = cur.bytes;
   tl.peak_op = "(before the first step)";
+  const std::string phase = fmt::format("while summarising the memory of rank {}", rank);
+  std::size_t done = 0;
   for (const Event& e : events) {
+    if (++done % 8192 == 0) deadline.check(phase);
     cur.time = e.time;
     apply(e.effect);
     if (tl.points.back().time == e.time) {
@@ -177,8 +183,11 @@ Summary summarize(const SummaryInput& in) {
   const auto& gpu = in.scenario.cluster.topology.gpu;
   s.mfu = flops / (low_precision ? gpu.peak_bf16.value() : gpu.peak_fp32.value());
 
+  const Deadline no_deadline;
+  const Deadline& deadline = in.deadline != nullptr ? *in.deadline : no_deadline;
   s.exposed_comm_s = -1;
   for (int r : ranks) {
+    deadline.check(fmt::format("while summarising the communication of rank {}", r));
     std::vector<std::pair<double, double>> compute;
     std::vector<std::pair<double, double>> comm;
     for (std::size_t o = 0; o < g.size(); ++o) {
@@ -202,7 +211,7 @@ Summary summarize(const SummaryInput& in) {
   }
 
   for (int r : ranks) {
-    MemoryTimeline m = memory_timeline(g, t, r, in.scenario.cluster.topology.gpu.launch_queue, s.gpu_memory);
+    MemoryTimeline m = memory_timeline(g, t, r, in.scenario.cluster.topology.gpu.launch_queue, s.gpu_memory, deadline);
     s.oom = s.oom || m.alloc_failures > 0;
     s.alloc_retries = std::max(s.alloc_retries, m.alloc_retries);
     if (r == 0 || m.peak_reserved > s.memory.peak_reserved) s.memory = std::move(m);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "config/scenario.hpp"
+#include "core/deadline.hpp"
 #include "graph/timeline.hpp"
 #include "graph/step_graph.hpp"
 #include "model/transformer.hpp"
@@ -45,8 +46,9 @@ struct MemoryTimeline {
 // `launch_queue`: gpu.launch_queue, which bounds how far ahead of the GPU the CPU makes the
 // allocations marked at_issue (report/cpu_issue.hpp). `capacity`: the GPU's memory, which the
 // caching allocator keeps reserved memory under by releasing its cache (caching_allocator.hpp).
+// `deadline`: checked as the ops are replayed (a model of 100,000 layers has millions).
 [[nodiscard]] MemoryTimeline memory_timeline(const graph::StepGraph& g, const graph::Timeline& t, int rank, int launch_queue = 1024,
-                                             double capacity = std::numeric_limits<double>::infinity());
+                                             double capacity = std::numeric_limits<double>::infinity(), const Deadline& deadline = {});
 
 // A rank that made others wait at collectives (stragglers), or waited itself.
 struct RankWait {
@@ -86,6 +88,7 @@ struct SummaryInput {
   const std::vector<double>* waited = nullptr;  // per simulated rank (engine), optional
   const std::vector<double>* caused = nullptr;
   const std::vector<double>* job_ends = nullptr;  // per job (engine), optional
+  const Deadline* deadline = nullptr;             // simulation.max_wall_time, optional
 };
 
 // The ranks summaries look at: all of them up to 256, else 256 spread evenly plus the stragglers.

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -17,6 +18,7 @@
 #include "cli/pipeline.hpp"
 #include "cli/sweep_workers.hpp"
 #include "engine/simulator.hpp"
+#include "report/caching_allocator.hpp"
 #include "report/metrics.hpp"
 #include "sweep/driver.hpp"
 #include "sweep/worker_pool.hpp"
@@ -136,6 +138,33 @@ SweepRun sweep_run(int jobs) {
   return r;
 }
 
+// The allocator model's cost against the number of allocations (the issue "Nothing silently
+// wrong": it was quadratic in the cache releases). A window of live tensors of changing sizes
+// under a capacity that forces releases, as a long step does.
+struct AllocatorRun {
+  double seconds = 0;
+  int retries = 0;
+};
+
+AllocatorRun allocator_run(int allocations) {
+  using shardsim::graph::Pool;
+  shardsim::report::CachingAllocator a(4.0 * (1 << 30));
+  constexpr int kWindow = 64;
+  std::vector<double> live;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < allocations; ++i) {
+    // 1-60 MiB: large-pool segments of many sizes, so that cached segments rarely fit.
+    const double bytes = static_cast<double>((1 + (i * 7919) % 60) << 20);
+    a.allocate(Pool::compute, bytes);
+    live.push_back(bytes);
+    if (static_cast<int>(live.size()) > kWindow) {
+      a.free(Pool::compute, live.front());
+      live.erase(live.begin());
+    }
+  }
+  return {std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), a.retries()};
+}
+
 // The 1-minute load average: other processes share these cores, which the speed-up shows.
 double load_average() {
   double load[1] = {0};
@@ -155,23 +184,36 @@ int main() {
       {"Llama 3.1 70B, 1,024 GPUs, symmetric", "scenarios/llama3.1-70b_1024xh100.yaml", {"simulation.mode=symmetric"}, 1.0},
       {"Llama 3.1 405B, 16,384 GPUs, full", "scenarios/llama3.1-70b_1024xh100.yaml", with(k405b, "simulation.mode=full"), 10.0},
       {"Llama 3.1 405B, 16,384 GPUs, symmetric", "scenarios/llama3.1-70b_1024xh100.yaml", with(k405b, "simulation.mode=symmetric"), 10.0},
+      // Target (issue "Nothing silently wrong"): within its wall-time limit, every phase counted.
+      {"100,000 layers (tiny Llama, 8 GPUs), limit 60 s", "tests/data/tiny_llama.yaml",
+       {"model.layers=100000", "simulation.max_wall_time=60s"}, 60.0},
   };
-  std::printf("%-40s %6s %9s %10s %11s %9s %10s %14s %8s\n", "case", "GPUs", "ranks sim", "simulate s", "op inst/s", "flows", "step s",
-              "GPU-s / wall-s", "target");
+  std::printf("%-48s %6s %9s %9s %10s %11s %9s %10s %14s %8s\n", "case", "GPUs", "ranks sim", "prepare s", "simulate s", "op inst/s",
+              "flows", "step s", "GPU-s / wall-s", "target");
   int missed = 0;
   for (const auto& c : cases) {
     Result r;
     if (!run_isolated(c, r)) {
-      std::printf("%-40s failed\n", c.label);
+      std::printf("%-48s failed\n", c.label);
       ++missed;
       continue;
     }
-    const bool met = r.simulate_s <= c.target_s;
+    // Every phase counts against the target: loading and building the graph too.
+    const bool met = r.prepare_s + r.simulate_s <= c.target_s;
     missed += met ? 0 : 1;
     // Simulated GPU-seconds per wall-clock second: GPUs x simulated time / wall time.
-    std::printf("%-40s %6d %9d %10.3f %11.0f %9.0f %10.3f %14.3g %5.2f s %s\n", c.label, r.world, r.simulated, r.simulate_s,
-                r.ops / r.simulate_s, r.flows, r.step_s, r.world * r.step_s / r.simulate_s, c.target_s, met ? "met" : "MISSED");
+    std::printf("%-48s %6d %9d %9.3f %10.3f %11.0f %9.0f %10.3f %14.3g %5.2f s %s\n", c.label, r.world, r.simulated, r.prepare_s,
+                r.simulate_s, r.ops / r.simulate_s, r.flows, r.step_s, r.world * r.step_s / r.simulate_s, c.target_s,
+                met ? "met" : "MISSED");
   }
+
+  // The allocator model: time per allocation should not grow with their number (exponent ~1).
+  std::printf("\n%-48s %12s %10s %10s\n", "caching allocator model", "allocations", "retries", "seconds");
+  const AllocatorRun small = allocator_run(200'000);
+  const AllocatorRun large = allocator_run(2'000'000);
+  std::printf("%-48s %12d %10d %10.3f\n%-48s %12d %10d %10.3f\n", "", 200'000, small.retries, small.seconds, "", 2'000'000, large.retries,
+              large.seconds);
+  std::printf("%-48s time ~ allocations^%.2f (1 = linear)\n", "", std::log(large.seconds / small.seconds) / std::log(10.0));
 
   // Target (sweep issue): the 100-point sweep under 30 s with -j 2, near-linear speed-up from -j 1.
   constexpr double kSweepTarget = 30.0;
