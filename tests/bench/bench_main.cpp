@@ -139,8 +139,9 @@ SweepRun sweep_run(int jobs) {
 }
 
 // The allocator model's cost against the number of allocations (the issue "Nothing silently
-// wrong": it was quadratic in the cache releases). A window of live tensors of changing sizes
-// under a capacity that forces releases, as a long step does.
+// wrong": it was quadratic in the cache releases). Live memory that grows past the GPU's, as the
+// activations of a model too deep for it do: every allocation past the capacity releases the
+// cache first (a retry). Before the fix: 0.14 s for 200,000 allocations, 19 s for 2,000,000.
 struct AllocatorRun {
   double seconds = 0;
   int retries = 0;
@@ -148,19 +149,12 @@ struct AllocatorRun {
 
 AllocatorRun allocator_run(int allocations) {
   using shardsim::graph::Pool;
-  shardsim::report::CachingAllocator a(4.0 * (1 << 30));
-  constexpr int kWindow = 64;
-  std::vector<double> live;
+  shardsim::report::CachingAllocator a(8.0 * (1 << 30));
+  const double bytes = 12.0 * (1 << 20);
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < allocations; ++i) {
-    // 1-60 MiB: large-pool segments of many sizes, so that cached segments rarely fit.
-    const double bytes = static_cast<double>((1 + (i * 7919) % 60) << 20);
     a.allocate(Pool::compute, bytes);
-    live.push_back(bytes);
-    if (static_cast<int>(live.size()) > kWindow) {
-      a.free(Pool::compute, live.front());
-      live.erase(live.begin());
-    }
+    if (i % 3 == 2) a.free(Pool::compute, bytes);  // two of three stay live
   }
   return {std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), a.retries()};
 }
