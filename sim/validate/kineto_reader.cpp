@@ -377,10 +377,7 @@ ParsedTraceFile read_trace_file(const std::filesystem::path& file) {
     // A number beyond a double: nlohmann throws from inside the lexer.
     throw ConfigError(in.location(), "", fmt::format("invalid JSON: {}", e.what()));
   }
-  if (!ok) {
-    const std::string what = in.compressed() ? "a JSON trace (after gunzip)" : "a JSON trace";
-    throw ConfigError(in.location(), "", fmt::format("invalid JSON: {}; expected {}", h.error(), what));
-  }
+  if (!ok) throw ConfigError(in.location(), "", fmt::format("invalid JSON{}: {}", in.compressed() ? " (after gunzip)" : "", h.error()));
   read_distributed_info(out);
   return out;
 }

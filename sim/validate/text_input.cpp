@@ -59,7 +59,10 @@ bool TextInput::fill() {
     if (err == Z_ERRNO) {
       throw ConfigError(Location{file_, 0, 0}, "", fmt::format("read error: {}", std::strerror(errno)));
     }
-    fail_gzip(message != nullptr ? message : "unknown zlib error");
+    // gzerror's message starts with the path ("trace.json.gz: unexpected end of file").
+    std::string what = message != nullptr ? message : "unknown zlib error";
+    if (what.rfind(file_ + ": ", 0) == 0) what.erase(0, file_.size() + 2);
+    fail_gzip(what);
   }
   pos_ = 0;
   size_ = static_cast<std::size_t>(n);
