@@ -3,8 +3,8 @@
 // size-aware form of config::CollectiveCalibration).
 //
 // Why pieces: measured curves are not one alpha-beta line. On 2 x 8 H100 an all-reduce's bus
-// bandwidth climbs from 39 GB/s at 8 MiB to 102 GB/s at 64 MiB and settles at 88-90 GB/s from
-// 512 MiB (nccl-tests, ../shared/real-data): one line misses by -52 % / +24 %. NCCL itself
+// bandwidth climbs from 39 GB/s at 8 MiB to 102 GB/s at 64 MiB and settles at 87-90 GB/s from
+// 512 MiB (nccl-tests, ../shared/real-data): the best single line misses by -21 % / +21 %. NCCL itself
 // switches protocol and algorithm with size, each with its own latency and bandwidth.
 //
 // The fit: the distinct sizes measured, sorted, are cut into at most `max_pieces` runs of at
