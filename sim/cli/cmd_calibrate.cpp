@@ -88,6 +88,7 @@ validate::BenchResults samples_of(const validate::NcclTestsLog& log, std::string
                          validate::to_string(log.collective), log.collective_from, log.ranks, log.ranks_from, log.nodes,
                          log.nodes == 1 ? "" : "s", log.nodes_from, log.rows.size(), format_bytes(Bytes(log.rows.front().bytes)),
                          format_bytes(Bytes(log.rows.back().bytes)));
+  for (const auto& n : log.notes) summary += fmt::format("    note: {}\n", n);
   graph::OpKind kind{};
   switch (log.collective) {
     case validate::ActivityClass::all_gather:

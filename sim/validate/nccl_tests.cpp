@@ -222,14 +222,12 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& file, 
     for (const auto& [r, h] : hosts) distinct.insert(h);
     log.nodes = static_cast<int>(distinct.size());
     log.nodes_from = "the log's header";
+    // --ranks / --nodes are for logs without a header (several logs may be given at once).
     if (hints.ranks && *hints.ranks != log.ranks) {
-      throw ConfigError(Location{file, 0, 0}, "",
-                        fmt::format("--ranks {} but the log's header lists ranks up to {}; expected them to agree", *hints.ranks, log.ranks - 1));
+      log.notes.push_back(fmt::format("--ranks {} not used: the header lists ranks up to {}", *hints.ranks, log.ranks - 1));
     }
     if (hints.nodes && *hints.nodes != log.nodes) {
-      throw ConfigError(Location{file, 0, 0}, "",
-                        fmt::format("--nodes {} but the log's header shows {} host{}; expected them to agree", *hints.nodes, log.nodes,
-                                    log.nodes == 1 ? "" : "s"));
+      log.notes.push_back(fmt::format("--nodes {} not used: the header shows {} host{}", *hints.nodes, log.nodes, log.nodes == 1 ? "" : "s"));
     }
   } else {
     if (hints.ranks) {

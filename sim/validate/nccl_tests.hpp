@@ -13,8 +13,10 @@
 // the collective and rank count (2(n-1)/n for all-reduce, (n-1)/n otherwise).
 //
 // What the log does not say comes from the caller: the collective (else from the log's command
-// line or its file name), the rank count (else from the "#  Rank" lines, else from busbw / algbw
-// when that leaves one answer), the node count (else from the hosts of the "#  Rank" lines).
+// line or its file name), the rank count and the node count where the log has no "#  Rank ... on
+// HOST" header lines (the rank count then also from busbw / algbw when that leaves one answer).
+// Where it has them they win, with a note, so that one --nodes can serve a headerless log beside
+// headered ones.
 #pragma once
 
 #include <filesystem>
@@ -45,6 +47,7 @@ struct NcclTestsLog {
   std::string nodes_from;       // "the log's header", "--nodes"
   std::string device;           // from the "#  Rank" lines, if any
   std::vector<NcclTestsRow> rows;
+  std::vector<std::string> notes;  // flags the header made unnecessary
 };
 
 struct NcclTestsHints {

@@ -91,6 +91,12 @@ TEST_CASE("an nccl-tests log with its header: collective from the file name, ran
   CHECK(log.rows[0].time_oop == doctest::Approx(20e-6));
   CHECK(log.rows[0].time_ip == doctest::Approx(21e-6));
   CHECK(log.rows[0].line == 10);
+  // --nodes is for logs without a header: beside this one it is not used, and that is said.
+  validate::NcclTestsHints hints;
+  hints.nodes = 2;
+  const auto again = validate::parse_nccl_tests(kHeadered, "runs/all_reduce_perf_8gpu.txt", hints);
+  CHECK(again.nodes == 1);
+  CHECK(again.notes == std::vector<std::string>{"--nodes 2 not used: the header shows 1 host"});
 }
 
 TEST_CASE("srun's '0: ' prefix and no header: ranks from busbw / algbw, nodes from --nodes") {
