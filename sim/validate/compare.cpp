@@ -131,6 +131,7 @@ Comparison compare(const Trace& sim, const Trace& meas, const CompareOptions& o)
   c.step = static_cast<int>(last_step(sim, si));
   // Two profiler traces (a run against another) compare their means.
   c.simulated = sim.has_op_ids ? step_metrics(sim, si, static_cast<std::size_t>(c.step)) : mean_metrics(rank_step_metrics(sim, si));
+  c.simulated_steps = sim.has_op_ids ? 1 : static_cast<int>(sim.ranks[si].steps.size());
 
   // A measured shardsim timeline (a replay) is compared step for step, its last step too.
   if (meas.has_op_ids) {

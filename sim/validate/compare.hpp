@@ -60,6 +60,7 @@ struct Comparison {
   std::string simulated_label, measured_label, simulated_origin, measured_origin;
   int rank = 0;
   int step = 0;  // 0-based, of the simulated trace
+  int simulated_steps = 1;  // steps averaged on the simulated side (a profiler trace given as SIMULATED: all kept)
   bool by_op_id = false;
   StepMetrics simulated;  // the simulated step
   StepMetrics measured;   // mean over the measured steps kept

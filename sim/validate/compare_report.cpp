@@ -114,8 +114,10 @@ void measured_text(const Comparison& c, std::string& out) {
 std::string comparison_text(const Comparison& c) {
   const auto& s = c.simulated;
   const auto& m = c.measured;
-  std::string out = fmt::format("shardsim compare: rank {}{}, simulated step {} against {} measured step{} ({})\n", c.rank,
-                                c.rank_recorded ? "" : " (assumed)", c.step + 1, c.measured_steps.size(), c.measured_steps.size() == 1 ? "" : "s",
+  const std::string simulated = c.simulated_steps == 1 ? fmt::format("simulated step {}", c.step + 1)
+                                                       : fmt::format("the mean of {} steps", c.simulated_steps);
+  std::string out = fmt::format("shardsim compare: rank {}{}, {} against {} measured step{} ({})\n", c.rank,
+                                c.rank_recorded ? "" : " (assumed)", simulated, c.measured_steps.size(), c.measured_steps.size() == 1 ? "" : "s",
                                 c.by_op_id ? fmt::format("ops aligned by id, {} ops", c.ops_compared) : "aligned by kind: no op ids");
   out += fmt::format("  simulated  {}  [{}]\n  measured   {}  [{}]\n", c.simulated_label, c.simulated_origin, c.measured_label,
                      c.measured_origin);

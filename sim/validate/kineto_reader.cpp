@@ -171,9 +171,12 @@ class Handler {
   bool parse_error(std::size_t /*position*/, const std::string& /*token*/, const nlohmann::detail::exception& e) {
     // nlohmann's what() is "[json.exception.parse_error.101] parse error at line 3, column 5:
     // syntax error ..."; our location comes from the input, the rest is the message.
-    const std::string what = e.what();
-    const auto colon = what.find(": ");
-    error_ = colon == std::string::npos ? what : what.substr(colon + 2);
+    std::string what = e.what();
+    if (const auto close = what.find("] "); what.rfind("[json.exception", 0) == 0 && close != std::string::npos) what.erase(0, close + 2);
+    if (what.rfind("parse error", 0) == 0) {
+      if (const auto colon = what.find(": "); colon != std::string::npos) what.erase(0, colon + 2);
+    }
+    error_ = what;
     return false;
   }
   [[nodiscard]] const std::string& error() const { return error_; }
@@ -374,8 +377,11 @@ ParsedTraceFile read_trace_file(const std::filesystem::path& file) {
   try {
     ok = json::sax_parse(in.begin(), TextInput::end(), &h);
   } catch (const json::exception& e) {
-    // A number beyond a double: nlohmann throws from inside the lexer.
-    throw ConfigError(in.location(), "", fmt::format("invalid JSON: {}", e.what()));
+    // A number beyond a double: nlohmann throws from inside the lexer. Its what() starts with
+    // "[json.exception.out_of_range.406] ".
+    std::string what = e.what();
+    if (const auto close = what.find("] "); what.rfind("[json.exception", 0) == 0 && close != std::string::npos) what.erase(0, close + 2);
+    throw ConfigError(in.location(), "", fmt::format("invalid JSON: {}", what));
   }
   if (!ok) throw ConfigError(in.location(), "", fmt::format("invalid JSON{}: {}", in.compressed() ? " (after gunzip)" : "", h.error()));
   read_distributed_info(out);

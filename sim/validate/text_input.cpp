@@ -45,9 +45,13 @@ TextInput::~TextInput() {
 }
 
 void TextInput::fail_gzip(const std::string& what) const {
+  // Where zlib stopped in the compressed file, against its size: a cut copy stops at its end.
+  const long at = gzoffset(as_gz(gz_));
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(file_, ec);
+  const std::string where = at >= 0 && !ec ? fmt::format(" at byte {} of {}", at, size) : std::string();
   throw ConfigError(Location{file_, 0, 0}, "",
-                    fmt::format("damaged gzip file after {} bytes of text ({}); expected a complete .gz file (was the copy cut short?)",
-                                consumed_, what));
+                    fmt::format("damaged gzip file ({}{}); expected a complete .gz file (was the copy cut short?)", what, where));
 }
 
 bool TextInput::fill() {
