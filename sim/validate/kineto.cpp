@@ -183,7 +183,12 @@ void add_kineto_rank(Trace& into, const KinetoEvents& ev, int rank, const StepFi
     a.name = into.intern_name(ev.names[static_cast<std::size_t>(op.name)]);
     a.lane = into.intern_lane(fmt::format("stream {}", op.stream));
     if (op.comm >= 0) {
-      Collective c = collective_from_args(ev.comms[static_cast<std::size_t>(op.comm)]);
+      const CommArgs& args = ev.comms[static_cast<std::size_t>(op.comm)];
+      if (dtype_bytes(args.dtype) == 0) {
+        const std::string note = fmt::format("collectives of dtype \"{}\" have no size: its element size is not known", args.dtype);
+        if (std::find(into.notes.begin(), into.notes.end(), note) == into.notes.end()) into.notes.push_back(note);
+      }
+      Collective c = collective_from_args(args);
       a.cls = c.cls;
       a.kind = into.intern_kind(to_string(c.cls));
       a.coll = intern_collective(into, collective_ids, std::move(c));

@@ -232,3 +232,15 @@ TEST_CASE("several traces must each say their rank, once") {
   CHECK(message_of([&] { (void)validate::load_trace(validate::TraceRequest{{a, c}, {}, {}}); })
             .rfind(c.string() + ": error: distributedInfo.rank: missing: with several traces each must say its rank", 0) == 0);
 }
+
+TEST_CASE("a collective of a dtype whose size is not known has no size, and the trace says so") {
+  TempDir d("dtype");
+  json args = all_gather_args(2);
+  args["dtype"] = "Float4_e2m1fn_x2";
+  const json ev = json::array({annotation("ProfilerStep#1", true, 0, 100), kernel("ncclDevKernel_Generic", 0, 50, 20, args)});
+  const auto t = validate::load_trace(d.file("t.json", trace_text(ev)));
+  CHECK(t.collectives.at(0).bytes == 0.0);
+  CHECK(validate::size_rows(t, 0, {}).empty());
+  CHECK(std::find(t.notes.begin(), t.notes.end(),
+                  "collectives of dtype \"Float4_e2m1fn_x2\" have no size: its element size is not known") != t.notes.end());
+}
