@@ -84,10 +84,10 @@ validate::BenchResults samples_of(const validate::NcclTestsLog& log, std::string
   validate::BenchResults b;
   b.backend = "nccl-tests";
   b.device = log.device;
-  summary += fmt::format("  {}: {} (by {}), {} ranks (by {}) on {} node{} (by {}), {} sizes {}..{}\n", log.file,
-                         validate::to_string(log.collective), log.collective_from, log.ranks, log.ranks_from, log.nodes,
-                         log.nodes == 1 ? "" : "s", log.nodes_from, log.rows.size(), format_bytes(Bytes(log.rows.front().bytes)),
-                         format_bytes(Bytes(log.rows.back().bytes)));
+  summary +=
+      fmt::format("  {}: {} (by {}), {} ranks (by {}) on {} node{} (by {}), {} sizes {}..{}\n", log.file,
+                  validate::to_string(log.collective), log.collective_from, log.ranks, log.ranks_from, log.nodes, log.nodes == 1 ? "" : "s",
+                  log.nodes_from, log.rows.size(), format_bytes(Bytes(log.rows.front().bytes)), format_bytes(Bytes(log.rows.back().bytes)));
   for (const auto& n : log.notes) summary += fmt::format("    note: {}\n", n);
   graph::OpKind kind{};
   switch (log.collective) {
@@ -107,7 +107,8 @@ validate::BenchResults samples_of(const validate::NcclTestsLog& log, std::string
   const auto link = log.nodes == 1 ? config::LinkClass::nvlink : config::LinkClass::nic;
   for (const auto& r : log.rows) {
     b.collectives.push_back(validate::CollectiveSample{kind, link, log.ranks, log.ranks / log.nodes, r.bytes, r.time_oop});
-    if (r.time_ip > 0) b.collectives.push_back(validate::CollectiveSample{kind, link, log.ranks, log.ranks / log.nodes, r.bytes, r.time_ip});
+    if (r.time_ip > 0)
+      b.collectives.push_back(validate::CollectiveSample{kind, link, log.ranks, log.ranks / log.nodes, r.bytes, r.time_ip});
   }
   return b;
 }
@@ -118,7 +119,8 @@ int cmd_calibrate(std::span<const std::string> argv) {
   Args args;
   args.value("--out", "CALIBRATION.yaml", "where to write the calibration (a scenario loads it with `calibration: FILE`)");
   args.value("--name", "NAME", "what was measured (default: the device named in the measurements)");
-  args.value("--collective", "KIND", "nccl-tests logs: all_reduce | all_gather | reduce_scatter | all_to_all (default: from the log or its name)");
+  args.value("--collective", "KIND",
+             "nccl-tests logs: all_reduce | all_gather | reduce_scatter | all_to_all (default: from the log or its name)");
   args.value("--ranks", "N", "nccl-tests logs without \"#  Rank\" lines: how many ranks ran (default: from busbw / algbw)");
   args.value("--nodes", "N", "nccl-tests logs without \"#  Rank ... on HOST\" lines: how many nodes they ran on");
   args.value("--min-bytes", "SIZE", "fit collective sizes from this one up (e.g. 1MiB)");
@@ -148,9 +150,10 @@ int cmd_calibrate(std::span<const std::string> argv) {
     } else if (validate::looks_like_nccl_tests(text)) {
       b = samples_of(validate::parse_nccl_tests(text, f, hints), read);
     } else {
-      throw ConfigError(Location{f, 0, 0}, "",
-                        "neither nccl-tests output (no row of size, count, type, time, algbw, busbw) nor a shardsim-bench JSON file; "
-                        "expected the output of all_reduce_perf, all_gather_perf, reduce_scatter_perf or alltoall_perf, or shardsim-bench --out");
+      throw ConfigError(
+          Location{f, 0, 0}, "",
+          "neither nccl-tests output (no row of size, count, type, time, algbw, busbw) nor a shardsim-bench JSON file; "
+          "expected the output of all_reduce_perf, all_gather_perf, reduce_scatter_perf or alltoall_perf, or shardsim-bench --out");
     }
     if (first_file.empty()) {
       first_file = f;

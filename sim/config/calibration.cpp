@@ -122,7 +122,8 @@ CollectiveCalibration read_pieces(const Reader& r) {
     piece.from_bytes = p.quantity("from", Dimension::bytes);
     if (piece.from_bytes < 0) p.fail("from", "expected a size >= 0");
     if (!cc.sizes.empty() && piece.from_bytes <= cc.sizes.back().from_bytes) {
-      p.fail("from", fmt::format("expected pieces by increasing size; the previous piece starts at {}", format_bytes(Bytes{cc.sizes.back().from_bytes})));
+      p.fail("from", fmt::format("expected pieces by increasing size; the previous piece starts at {}",
+                                 format_bytes(Bytes{cc.sizes.back().from_bytes})));
     }
     piece.base_latency = p.quantity("base_latency", Dimension::seconds);
     piece.hop_latency = p.quantity("hop_latency", Dimension::seconds);
@@ -225,7 +226,8 @@ CalibrationConfig load_calibration(const std::filesystem::path& file) {
 }
 
 std::vector<Schema> calibration_schemas() {
-  return {kCalibrationSchema, kComputeSchema, kGemmSchema, kRateSchema, kLinkClassesSchema, kLinkClassSchema, kCollectiveSchema, kPieceSchema};
+  return {kCalibrationSchema, kComputeSchema,   kGemmSchema,       kRateSchema,
+          kLinkClassesSchema, kLinkClassSchema, kCollectiveSchema, kPieceSchema};
 }
 
 }  // namespace shardsim::config

@@ -52,9 +52,9 @@ struct CollectivePiece {
 // gives the three figures for S; sizes below the first piece's were not measured and keep the
 // topology's model. Without pieces the three figures price every size.
 struct CollectiveCalibration {
-  double base_latency = 0;   // seconds
-  double hop_latency = 0;    // seconds per ring step
-  double bus_bandwidth = 0;  // bytes/s
+  double base_latency = 0;             // seconds
+  double hop_latency = 0;              // seconds per ring step
+  double bus_bandwidth = 0;            // bytes/s
   std::vector<CollectivePiece> sizes;  // by from_bytes; empty: one model for every size
 
   // The figures for a collective of `bytes`; nullopt below the sizes measured.

@@ -149,11 +149,13 @@ std::string calibration_yaml(const CalibrationFit& fit, const std::string& name,
         if (!e) continue;
         const auto kind = config::kCollectiveKindNames[static_cast<std::size_t>(k)];
         if (e->sizes.empty()) {
-          out += fmt::format("    {}: {{base_latency: {:.6g}us, hop_latency: {:.6g}us, bus_bandwidth: {:.6g}GB/s}}\n", kind, e->base_latency * 1e6,
-                             e->hop_latency * 1e6, e->bus_bandwidth / 1e9);
+          out += fmt::format("    {}: {{base_latency: {:.6g}us, hop_latency: {:.6g}us, bus_bandwidth: {:.6g}GB/s}}\n", kind,
+                             e->base_latency * 1e6, e->hop_latency * 1e6, e->bus_bandwidth / 1e9);
           continue;
         }
-        out += fmt::format("    {}:\n      sizes:  # t = base + steps x hop + S f(n) / busbw from each size on; below the first: the topology's model\n", kind);
+        out += fmt::format(
+            "    {}:\n      sizes:  # t = base + steps x hop + S f(n) / busbw from each size on; below the first: the topology's model\n",
+            kind);
         for (const auto& p : e->sizes) {
           out += fmt::format("        - {{from: {:.0f}B, base_latency: {:.6g}us, hop_latency: {:.6g}us, bus_bandwidth: {:.6g}GB/s}}\n",
                              p.from_bytes, p.base_latency * 1e6, p.hop_latency * 1e6, p.bus_bandwidth / 1e9);
@@ -180,8 +182,8 @@ std::string residuals_text(const CalibrationFit& fit) {
       const auto name = config::kCollectiveKindNames[static_cast<std::size_t>(k)];
       const auto link = config::to_string(static_cast<config::LinkClass>(l));
       if (e->sizes.empty()) {
-        out += fmt::format("  {:<14} over {:<6} base {:.3g} us + {:.3g} us/step, bus bandwidth {:.4g} GB/s\n", name, link, e->base_latency * 1e6,
-                           e->hop_latency * 1e6, e->bus_bandwidth / 1e9);
+        out += fmt::format("  {:<14} over {:<6} base {:.3g} us + {:.3g} us/step, bus bandwidth {:.4g} GB/s\n", name, link,
+                           e->base_latency * 1e6, e->hop_latency * 1e6, e->bus_bandwidth / 1e9);
         continue;
       }
       for (const auto& p : e->sizes) {
@@ -195,8 +197,8 @@ std::string residuals_text(const CalibrationFit& fit) {
     for (const auto& r : fit.sizes) {
       std::string measured;
       for (double t : r.measured) measured += fmt::format("{}{:.1f}", measured.empty() ? "" : " / ", t * 1e6);
-      out += fmt::format("    {:<34} {:>10}  measured {:>20} us  predicted {:>10.1f} us  worst {:+6.1f} %\n", r.what, format_bytes(Bytes(r.bytes)),
-                         measured, r.predicted * 1e6, 100 * r.worst);
+      out += fmt::format("    {:<34} {:>10}  measured {:>20} us  predicted {:>10.1f} us  worst {:+6.1f} %\n", r.what,
+                         format_bytes(Bytes(r.bytes)), measured, r.predicted * 1e6, 100 * r.worst);
     }
   }
   out += "  residuals (|predicted - measured| / measured):\n";

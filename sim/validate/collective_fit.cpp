@@ -39,9 +39,9 @@ std::string size_list(const std::vector<double>& sizes) {
 struct Curve {
   std::string what;
   config::LinkClass link = config::LinkClass::nvlink;
-  std::vector<const CollectiveSample*> samples;  // by size
-  std::vector<double> sizes;                     // distinct, ascending
-  bool per_step = false;                         // several ring lengths: base and hop told apart
+  std::vector<const CollectiveSample*> samples;          // by size
+  std::vector<double> sizes;                             // distinct, ascending
+  bool per_step = false;                                 // several ring lengths: base and hop told apart
   std::function<double(const CollectiveSample&)> intra;  // seconds of intra-node steps priced by the NVLink fit
 
   [[nodiscard]] int hops(const CollectiveSample& s) const { return link == config::LinkClass::nvlink ? ring_steps(s) : inter_steps(s); }
@@ -125,9 +125,10 @@ Cut best_cut(const std::vector<std::vector<RangeFit>>& ranges, std::size_t m, in
 config::CollectiveCalibration fit_curve(const Curve& c, const FitOptions& o, CalibrationFit& fit) {
   const std::size_t m = c.sizes.size();
   if (m < 3) {
-    throw RuntimeError(fmt::format("calibrate: {}: {} size{} measured ({}); a latency and a bandwidth need at least 3 sizes, to be fitted and "
-                                   "checked (measure more sizes, or widen --min-bytes / --max-bytes)",
-                                   c.what, m, m == 1 ? "" : "s", size_list(c.sizes)));
+    throw RuntimeError(
+        fmt::format("calibrate: {}: {} size{} measured ({}); a latency and a bandwidth need at least 3 sizes, to be fitted and "
+                    "checked (measure more sizes, or widen --min-bytes / --max-bytes)",
+                    c.what, m, m == 1 ? "" : "s", size_list(c.sizes)));
   }
   std::vector<std::vector<RangeFit>> ranges(m + 1, std::vector<RangeFit>(m + 1));
   for (std::size_t i = 0; i < m; ++i) {
@@ -140,7 +141,8 @@ config::CollectiveCalibration fit_curve(const Curve& c, const FitOptions& o, Cal
     if (chosen.worst <= o.tolerance) break;
   }
   if (chosen.bounds.empty()) {
-    throw RuntimeError(fmt::format("calibrate: {}: the times do not grow with size ({}); measure larger sizes", c.what, size_list(c.sizes)));
+    throw RuntimeError(
+        fmt::format("calibrate: {}: the times do not grow with size ({}); measure larger sizes", c.what, size_list(c.sizes)));
   }
   config::CollectiveCalibration cc;
   for (std::size_t p = 0; p + 1 < chosen.bounds.size(); ++p) {
@@ -153,8 +155,8 @@ config::CollectiveCalibration fit_curve(const Curve& c, const FitOptions& o, Cal
                                     format_bytes(Bytes(c.sizes.front()))));
   }
   if (chosen.worst > o.tolerance) {
-    fit.notes.push_back(fmt::format("{}: no cut into {} pieces or fewer fits every size within {:.0f} %; the best misses by {:.1f} %", c.what,
-                                    o.max_pieces, 100 * o.tolerance, 100 * chosen.worst));
+    fit.notes.push_back(fmt::format("{}: no cut into {} pieces or fewer fits every size within {:.0f} %; the best misses by {:.1f} %",
+                                    c.what, o.max_pieces, 100 * o.tolerance, 100 * chosen.worst));
   }
   return cc;
 }
@@ -202,7 +204,8 @@ void fit_collectives(const BenchResults& b, const FitOptions& o, CalibrationFit&
         lengths.insert(c.hops(s));
       }
       if (outside > 0) {
-        fit.notes.push_back(fmt::format("{}: {} sample{} outside --min-bytes / --max-bytes left out", c.what, outside, outside == 1 ? "" : "s"));
+        fit.notes.push_back(
+            fmt::format("{}: {} sample{} outside --min-bytes / --max-bytes left out", c.what, outside, outside == 1 ? "" : "s"));
       }
       if (c.samples.empty()) continue;
       std::sort(c.samples.begin(), c.samples.end(), [](const auto* a, const auto* z) { return a->bytes < z->bytes; });

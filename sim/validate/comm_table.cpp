@@ -154,7 +154,8 @@ StragglerReport stragglers(const Trace& t) {
   }
   for (const Instance& inst : instances) {
     auto start = [&](const auto& m) { return m.second->start - rep.rows[m.first].clock_offset; };
-    const auto last = std::max_element(inst.members.begin(), inst.members.end(), [&](const auto& a, const auto& b) { return start(a) < start(b); });
+    const auto last =
+        std::max_element(inst.members.begin(), inst.members.end(), [&](const auto& a, const auto& b) { return start(a) < start(b); });
     double second = -1e300;
     for (const auto& m : inst.members) {
       if (&m != &*last) second = std::max(second, start(m));

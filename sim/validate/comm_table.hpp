@@ -54,14 +54,14 @@ using CollectivePredictor = std::function<std::optional<double>(const Collective
 
 struct StragglerRow {
   int rank = 0;
-  double last = 0;         // collectives per step at which it arrived last
-  double caused = 0;       // seconds per step the last arrival came after the next-to-last
-  double waited = 0;       // seconds per step it waited for the last arrival
-  double clock_offset = 0; // seconds its clock was shifted by to align with the first rank's
+  double last = 0;          // collectives per step at which it arrived last
+  double caused = 0;        // seconds per step the last arrival came after the next-to-last
+  double waited = 0;        // seconds per step it waited for the last arrival
+  double clock_offset = 0;  // seconds its clock was shifted by to align with the first rank's
 };
 
 struct StragglerReport {
-  double matched = 0;  // collectives per step matched across ranks
+  double matched = 0;              // collectives per step matched across ranks
   std::vector<StragglerRow> rows;  // by rank; empty with fewer than two ranks
   std::vector<std::string> notes;  // groups left out and why
 };

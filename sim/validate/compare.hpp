@@ -59,7 +59,7 @@ struct Difference {
 struct Comparison {
   std::string simulated_label, measured_label, simulated_origin, measured_origin;
   int rank = 0;
-  int step = 0;  // 0-based, of the simulated trace
+  int step = 0;             // 0-based, of the simulated trace
   int simulated_steps = 1;  // steps averaged on the simulated side (a profiler trace given as SIMULATED: all kept)
   bool by_op_id = false;
   StepMetrics simulated;  // the simulated step
@@ -86,9 +86,9 @@ struct Comparison {
 };
 
 struct CompareOptions {
-  int rank = 0;                        // the rank compared (a rank both traces hold)
-  std::optional<int> step;             // the measured step drawn (its number); default: the median one
-  CollectivePredictor predict;         // may be empty: no modelled bandwidth
+  int rank = 0;                 // the rank compared (a rank both traces hold)
+  std::optional<int> step;      // the measured step drawn (its number); default: the median one
+  CollectivePredictor predict;  // may be empty: no modelled bandwidth
 };
 
 // Throws ConfigError if the rank is not in a trace, if the step is not among those kept, or if

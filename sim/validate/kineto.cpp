@@ -111,12 +111,30 @@ KernelClass classify_kernel(std::string_view name) {
 
 int dtype_bytes(std::string_view dtype) {
   const std::string d = lower(dtype);
-  static const std::map<std::string, int, std::less<>> sizes{
-      {"float", 4},        {"float32", 4},      {"double", 8},       {"float64", 8},      {"half", 2},
-      {"float16", 2},      {"bfloat16", 2},     {"int", 4},          {"int32", 4},        {"long", 8},
-      {"int64", 8},        {"short", 2},        {"int16", 2},        {"char", 1},         {"int8", 1},
-      {"byte", 1},         {"uint8", 1},        {"bool", 1},         {"float8_e4m3fn", 1}, {"float8_e5m2", 1},
-      {"float8_e4m3fnuz", 1}, {"float8_e5m2fnuz", 1}, {"complexfloat", 8}, {"complexdouble", 16}};
+  static const std::map<std::string, int, std::less<>> sizes{{"float", 4},
+                                                             {"float32", 4},
+                                                             {"double", 8},
+                                                             {"float64", 8},
+                                                             {"half", 2},
+                                                             {"float16", 2},
+                                                             {"bfloat16", 2},
+                                                             {"int", 4},
+                                                             {"int32", 4},
+                                                             {"long", 8},
+                                                             {"int64", 8},
+                                                             {"short", 2},
+                                                             {"int16", 2},
+                                                             {"char", 1},
+                                                             {"int8", 1},
+                                                             {"byte", 1},
+                                                             {"uint8", 1},
+                                                             {"bool", 1},
+                                                             {"float8_e4m3fn", 1},
+                                                             {"float8_e5m2", 1},
+                                                             {"float8_e4m3fnuz", 1},
+                                                             {"float8_e5m2fnuz", 1},
+                                                             {"complexfloat", 8},
+                                                             {"complexdouble", 16}};
   const auto it = sizes.find(d);
   return it == sizes.end() ? 0 : it->second;
 }
@@ -165,9 +183,11 @@ void add_kineto_rank(Trace& into, const KinetoEvents& ev, int rank, const StepFi
   RankTrace r;
   r.rank = rank;
   r.file = ev.file;
-  for (const StepWindow& w : windows) r.steps.push_back(Step{w.number, w.start * 1e-6, w.end * 1e-6, w.cpu_span >= 0 ? w.cpu_span * 1e-6 : -1});
+  for (const StepWindow& w : windows)
+    r.steps.push_back(Step{w.number, w.start * 1e-6, w.end * 1e-6, w.cpu_span >= 0 ? w.cpu_span * 1e-6 : -1});
   std::map<std::string, int> collective_ids;
-  for (std::size_t i = 0; i < into.collectives.size(); ++i) collective_ids.emplace(collective_key(into.collectives[i]), static_cast<int>(i));
+  for (std::size_t i = 0; i < into.collectives.size(); ++i)
+    collective_ids.emplace(collective_key(into.collectives[i]), static_cast<int>(i));
   std::vector<int> kind_of_name(ev.names.size(), -1);
   std::vector<ActivityClass> class_of_name(ev.names.size(), ActivityClass::compute);
   for (const GpuOp& op : ev.gpu) {

@@ -28,14 +28,14 @@ namespace shardsim::validate {
 
 // The arguments PyTorch (c10d's ParamCommsUtils) records on a collective's kernel.
 struct CommArgs {
-  std::string collective;          // "Collective name": allreduce, _allgather_base, reduce_scatter_tensor_coalesced, ...
-  std::int64_t in_nelems = -1;     // "In msg nelems" (-1: absent)
-  std::int64_t out_nelems = -1;    // "Out msg nelems"
-  int group_size = 0;              // "Group size" (0: absent)
-  std::string dtype;               // "dtype": Float, BFloat16, ...
-  std::string group_name;          // "Process Group Name"
-  std::string group_description;   // "Process Group Description": default_pg, mesh_dp_shard, ...
-  std::string group_ranks;         // "Process Group Ranks": "[0, 1]"
+  std::string collective;         // "Collective name": allreduce, _allgather_base, reduce_scatter_tensor_coalesced, ...
+  std::int64_t in_nelems = -1;    // "In msg nelems" (-1: absent)
+  std::int64_t out_nelems = -1;   // "Out msg nelems"
+  int group_size = 0;             // "Group size" (0: absent)
+  std::string dtype;              // "dtype": Float, BFloat16, ...
+  std::string group_name;         // "Process Group Name"
+  std::string group_description;  // "Process Group Description": default_pg, mesh_dp_shard, ...
+  std::string group_ranks;        // "Process Group Ranks": "[0, 1]"
 };
 
 enum class GpuOpKind : std::uint8_t { kernel, memcpy, memset };

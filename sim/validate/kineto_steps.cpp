@@ -89,7 +89,8 @@ bool from_gpu_profiler_steps(const KinetoEvents& ev, StepSplit& out) {
   }
   close_windows(out.steps, [&](std::size_t i) { return spans[i].end - spans[i].start; });
   out.method = "ProfilerStep annotations on the GPU (each step from its start to the next step's start)";
-  if (!cpu_span.empty()) out.notes.push_back("ProfilerStep appears on the CPU and on the GPU: the GPU annotations are used, each step once");
+  if (!cpu_span.empty())
+    out.notes.push_back("ProfilerStep appears on the CPU and on the GPU: the GPU annotations are used, each step once");
   return true;
 }
 
@@ -176,7 +177,8 @@ bool from_repeating_pattern(const KinetoEvents& ev, StepSplit& out) {
     if (op.kind == GpuOpKind::kernel) by_stream[op.stream].push_back(&op);
   }
   if (by_stream.empty()) return false;
-  auto busiest = std::max_element(by_stream.begin(), by_stream.end(), [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
+  auto busiest =
+      std::max_element(by_stream.begin(), by_stream.end(), [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
   std::vector<const GpuOp*>& ops = busiest->second;
   std::sort(ops.begin(), ops.end(), [](const GpuOp* a, const GpuOp* b) { return a->ts < b->ts; });
   std::vector<int> names;

@@ -23,15 +23,15 @@
 namespace shardsim::validate {
 
 struct StepWindow {
-  int number = 0;        // N of ProfilerStep#N; 1, 2, ... for steps found otherwise
-  double start = 0;      // microseconds, on the trace's clock
+  int number = 0;    // N of ProfilerStep#N; 1, 2, ... for steps found otherwise
+  double start = 0;  // microseconds, on the trace's clock
   double end = 0;
   double cpu_span = -1;  // the CPU annotation's duration (microseconds), -1 without one
 };
 
 struct StepSplit {
-  std::vector<StepWindow> steps;  // by start
-  std::string method;             // how the steps were found, for the report
+  std::vector<StepWindow> steps;   // by start
+  std::string method;              // how the steps were found, for the report
   std::vector<std::string> notes;  // what the user should know (a partial first step, ops left out)
 };
 

@@ -26,7 +26,8 @@ std::vector<std::string> words(std::string_view s) {
 bool is_integer(const std::string& s) {
   if (s.empty()) return false;
   const std::size_t start = s[0] == '-' ? 1 : 0;
-  return start < s.size() && std::all_of(s.begin() + static_cast<std::ptrdiff_t>(start), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+  return start < s.size() &&
+         std::all_of(s.begin() + static_cast<std::ptrdiff_t>(start), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
 }
 
 std::optional<double> number(const std::string& s) {
@@ -227,7 +228,8 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& file, 
       log.notes.push_back(fmt::format("--ranks {} not used: the header lists ranks up to {}", *hints.ranks, log.ranks - 1));
     }
     if (hints.nodes && *hints.nodes != log.nodes) {
-      log.notes.push_back(fmt::format("--nodes {} not used: the header shows {} host{}", *hints.nodes, log.nodes, log.nodes == 1 ? "" : "s"));
+      log.notes.push_back(
+          fmt::format("--nodes {} not used: the header shows {} host{}", *hints.nodes, log.nodes, log.nodes == 1 ? "" : "s"));
     }
   } else {
     if (hints.ranks) {

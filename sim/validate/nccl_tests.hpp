@@ -29,12 +29,12 @@
 namespace shardsim::validate {
 
 struct NcclTestsRow {
-  double bytes = 0;       // S
-  double time_oop = 0;    // seconds, out of place
-  double time_ip = 0;     // seconds, in place (0 when the log has no in-place columns)
-  double busbw_oop = 0;   // bytes/s, as printed
-  int line = 0;           // in the file
-  int column = 0;         // of the row's first word
+  double bytes = 0;      // S
+  double time_oop = 0;   // seconds, out of place
+  double time_ip = 0;    // seconds, in place (0 when the log has no in-place columns)
+  double busbw_oop = 0;  // bytes/s, as printed
+  int line = 0;          // in the file
+  int column = 0;        // of the row's first word
 };
 
 struct NcclTestsLog {
@@ -42,10 +42,10 @@ struct NcclTestsLog {
   ActivityClass collective = ActivityClass::all_reduce;
   std::string collective_from;  // how it was told: "--collective", "the command line in the log", "the file name"
   int ranks = 0;
-  std::string ranks_from;       // "the log's header", "--ranks", "busbw / algbw"
+  std::string ranks_from;  // "the log's header", "--ranks", "busbw / algbw"
   int nodes = 0;
-  std::string nodes_from;       // "the log's header", "--nodes"
-  std::string device;           // from the "#  Rank" lines, if any
+  std::string nodes_from;  // "the log's header", "--nodes"
+  std::string device;      // from the "#  Rank" lines, if any
   std::vector<NcclTestsRow> rows;
   std::vector<std::string> notes;  // flags the header made unnecessary
 };

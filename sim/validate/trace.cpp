@@ -109,8 +109,9 @@ Trace several_kineto_traces(const Inputs& in, const TraceRequest& req) {
     ParsedTraceFile parsed = read_trace_file(f);
     if (!parsed.is_kineto) {
       if (parsed.document.is_object() && parsed.document.value("format", "") == "shardsim-timeline") {
-        throw ConfigError(Location{f.string(), 0, 0}, "format",
-                          "a shardsim timeline among several files; expected one timeline alone, or PyTorch profiler traces (one per rank)");
+        throw ConfigError(
+            Location{f.string(), 0, 0}, "format",
+            "a shardsim timeline among several files; expected one timeline alone, or PyTorch profiler traces (one per rank)");
       }
       not_a_trace(f.string());
     }
@@ -233,7 +234,8 @@ Trace trace_from_timeline(const report::TimelineFile& t, const std::string& labe
     for (int r = 0; r < world; ++r) {
       const engine::Interval& i = t.timeline.at(op.id, r);
       if (i.start < 0) continue;
-      tr.ranks[static_cast<std::size_t>(r)].activities.push_back(Activity{op.id, name, kind, class_of(op.kind), lane, op.step, -1, i.start, i.end});
+      tr.ranks[static_cast<std::size_t>(r)].activities.push_back(
+          Activity{op.id, name, kind, class_of(op.kind), lane, op.step, -1, i.start, i.end});
     }
   }
   for (auto& rt : tr.ranks) {

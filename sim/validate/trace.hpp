@@ -33,28 +33,28 @@ struct Collective {
   std::string recorded;  // "Collective name" as recorded ("allreduce", "_allgather_base", ...)
   double bytes = 0;      // total size S (all-gather output, reduce-scatter input, all-reduce buffer); 0: unknown
   std::string dtype;
-  int group_size = 0;             // 0: unknown
-  std::string group;              // process group: its description, and its name in brackets
-  std::vector<int> group_ranks;   // global ranks of the group, where recorded
+  int group_size = 0;            // 0: unknown
+  std::string group;             // process group: its description, and its name in brackets
+  std::vector<int> group_ranks;  // global ranks of the group, where recorded
 
   friend bool operator==(const Collective&, const Collective&) = default;
 };
 
 struct Activity {
-  int op = -1;    // op id in the graph; -1 when the source has none (Kineto)
-  int name = 0;   // Trace::names
-  int kind = 0;   // Trace::kinds: op kind ("forward", "all_gather", ...); for kernels "gemm", "attention", "other" or the collective
+  int op = -1;   // op id in the graph; -1 when the source has none (Kineto)
+  int name = 0;  // Trace::names
+  int kind = 0;  // Trace::kinds: op kind ("forward", "all_gather", ...); for kernels "gemm", "attention", "other" or the collective
   ActivityClass cls = ActivityClass::compute;
-  int lane = 0;   // Trace::lanes: the stream
-  int step = -1;  // index into the rank's steps; -1 outside every step kept
-  int coll = -1;  // Trace::collectives, -1 when not a collective or not recorded
+  int lane = 0;      // Trace::lanes: the stream
+  int step = -1;     // index into the rank's steps; -1 outside every step kept
+  int coll = -1;     // Trace::collectives, -1 when not a collective or not recorded
   double start = 0;  // seconds, on the rank's own clock
   double end = 0;
 };
 
 struct Step {
-  int number = 0;        // ProfilerStep#N's N; for graphs and steps found otherwise 1, 2, ...
-  double start = 0;      // seconds
+  int number = 0;    // ProfilerStep#N's N; for graphs and steps found otherwise 1, 2, ...
+  double start = 0;  // seconds
   double end = 0;
   double cpu_span = -1;  // the CPU ProfilerStep's duration, seconds; -1 without one
   [[nodiscard]] double length() const { return end - start; }
@@ -76,12 +76,12 @@ struct StepFilter {
 };
 
 struct Trace {
-  std::string label;        // the file or directory, for reports
-  std::string origin;       // "simulated (simgrid)", "measured (nccl, NVIDIA H200)", "PyTorch profiler (Kineto), NVIDIA A100"
-  bool has_op_ids = false;  // activities carry graph op ids (shardsim timelines)
-  int world_size = 1;       // of the job
-  bool ranks_recorded = true;   // false: a Kineto trace without distributedInfo (its rank is assumed)
-  std::string steps_from;   // how the steps were found
+  std::string label;               // the file or directory, for reports
+  std::string origin;              // "simulated (simgrid)", "measured (nccl, NVIDIA H200)", "PyTorch profiler (Kineto), NVIDIA A100"
+  bool has_op_ids = false;         // activities carry graph op ids (shardsim timelines)
+  int world_size = 1;              // of the job
+  bool ranks_recorded = true;      // false: a Kineto trace without distributedInfo (its rank is assumed)
+  std::string steps_from;          // how the steps were found
   std::vector<std::string> notes;  // what the reader should know about this trace
   std::vector<std::string> names, kinds, lanes;
   std::vector<Collective> collectives;

@@ -18,7 +18,8 @@ using namespace shardsim;
 namespace {
 
 // all_reduce_perf over 8 GPUs of one host: algbw = S / t, busbw = algbw x 2 x 7/8 = 1.75 algbw.
-constexpr const char* kHeadered = R"(# nThread 1 nGpus 8 minBytes 1048576 maxBytes 4194304 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+constexpr const char* kHeadered =
+    R"(# nThread 1 nGpus 8 minBytes 1048576 maxBytes 4194304 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
 #
 # Using devices
 #  Rank  0 Group  0 Pid  4242 on      gpu01 device  0 [0x18] NVIDIA H100 80GB HBM3
@@ -36,7 +37,8 @@ constexpr const char* kHeadered = R"(# nThread 1 nGpus 8 minBytes 1048576 maxByt
 
 // The same run as srun --label prints it, without a header: 16 ranks follow from busbw / algbw
 // = 2 x 15/16 = 1.875; nodes must be given.
-constexpr const char* kLabelled = R"( 0: #       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+constexpr const char* kLabelled =
+    R"( 0: #       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
  0:      1048576        262144     float     sum      -1    40.00   26.21   49.15    N/A    40.00   26.21   49.15    N/A
  0:      2097152        524288     float     sum      -1    60.00   34.95   65.54    N/A    60.00   34.95   65.54    N/A
  0:      4194304       1048576     float     sum      -1   100.00   41.94   78.64    N/A   100.00   41.94   78.64    N/A
@@ -101,9 +103,10 @@ TEST_CASE("an nccl-tests log with its header: collective from the file name, ran
 
 TEST_CASE("srun's '0: ' prefix and no header: ranks from busbw / algbw, nodes from --nodes") {
   validate::NcclTestsHints hints;
-  CHECK(message_of([&] { (void)validate::parse_nccl_tests(kLabelled, "all_reduce_2x8.log", hints); }) ==
-        "all_reduce_2x8.log: error: cannot tell how many nodes the 16 ranks were on: the log has no \"#  Rank ... on HOST\" lines; expected "
-        "--nodes N");
+  CHECK(
+      message_of([&] { (void)validate::parse_nccl_tests(kLabelled, "all_reduce_2x8.log", hints); }) ==
+      "all_reduce_2x8.log: error: cannot tell how many nodes the 16 ranks were on: the log has no \"#  Rank ... on HOST\" lines; expected "
+      "--nodes N");
   hints.nodes = 2;
   const auto log = validate::parse_nccl_tests(kLabelled, "all_reduce_2x8.log", hints);
   CHECK(log.ranks == 16);
@@ -111,24 +114,30 @@ TEST_CASE("srun's '0: ' prefix and no header: ranks from busbw / algbw, nodes fr
   CHECK(log.rows.size() == 3);
   // --ranks that contradicts busbw / algbw is caught on the first row (line 2).
   hints.ranks = 8;
-  CHECK(message_of([&] { (void)validate::parse_nccl_tests(kLabelled, "all_reduce_2x8.log", hints); })
-            .rfind("all_reduce_2x8.log:2:10: error: busbw / algbw = 1.8752, not nccl-tests' factor for all_reduce over 8 ranks (1.7500)", 0) == 0);
+  CHECK(
+      message_of([&] {
+        (void)validate::parse_nccl_tests(kLabelled, "all_reduce_2x8.log", hints);
+      }).rfind("all_reduce_2x8.log:2:10: error: busbw / algbw = 1.8752, not nccl-tests' factor for all_reduce over 8 ranks (1.7500)", 0) ==
+      0);
 }
 
 TEST_CASE("rows that do not add up, and text that is not nccl-tests output, are refused") {
   std::string shifted = kHeadered;
   // algbw 52.43 replaced by 5.43: size / time no longer matches.
   shifted.replace(shifted.find("52.43"), 5, " 5.43");
-  CHECK(message_of([&] { (void)validate::parse_nccl_tests(shifted, "all_reduce.log", {}); })
-            .rfind("all_reduce.log:10:66: error: algbw 5.43 GB/s but size / time = 52.43 GB/s;", 0) == 0);
+  CHECK(message_of([&] {
+          (void)validate::parse_nccl_tests(shifted, "all_reduce.log", {});
+        }).rfind("all_reduce.log:10:66: error: algbw 5.43 GB/s but size / time = 52.43 GB/s;", 0) == 0);
   CHECK_FALSE(validate::looks_like_nccl_tests("Epoch 1: loss 2.31\nEpoch 2: loss 1.97\n"));
   CHECK(validate::looks_like_nccl_tests(kLabelled));
   // An all-gather log whose rows reduce.
-  CHECK(message_of([&] { (void)validate::parse_nccl_tests(kHeadered, "all_gather.log", {}); })
-            .rfind("all_gather.log:10:6: error: redop \"sum\" in a log of all_gather (by the file name); expected none", 0) == 0);
+  CHECK(message_of([&] {
+          (void)validate::parse_nccl_tests(kHeadered, "all_gather.log", {});
+        }).rfind("all_gather.log:10:6: error: redop \"sum\" in a log of all_gather (by the file name); expected none", 0) == 0);
   // No collective in the name or the log.
-  CHECK(message_of([&] { (void)validate::parse_nccl_tests(kHeadered, "bench.log", {}); })
-            .rfind("bench.log: error: cannot tell which collective was measured", 0) == 0);
+  CHECK(message_of([&] {
+          (void)validate::parse_nccl_tests(kHeadered, "bench.log", {});
+        }).rfind("bench.log: error: cannot tell which collective was measured", 0) == 0);
 }
 
 TEST_CASE("an older all_gather log without redop and root columns, over two hosts") {

@@ -59,8 +59,8 @@ TEST_CASE("real trace: DDP ResNet-50 on 2 x A100, CPU ProfilerStep#4-6, rank 0 o
     CHECK(steps[i].number == static_cast<int>(i) + 4);
     CHECK(steps[i].step_time == doctest::Approx(cpu_span[i]).epsilon(0.01));
     // Per step: 900 kernels (5 allreduce and 2 broadcast among them), 320 memcpy, 38 memset.
-    const int kernels = count(steps[i], "gemm") + count(steps[i], "attention") + count(steps[i], "other") +
-                        count(steps[i], "all_reduce") + count(steps[i], "other_comm");
+    const int kernels = count(steps[i], "gemm") + count(steps[i], "attention") + count(steps[i], "other") + count(steps[i], "all_reduce") +
+                        count(steps[i], "other_comm");
     CHECK(kernels == 900);
     CHECK(count(steps[i], "memcpy") == 320);
     CHECK(count(steps[i], "memset") == 38);

@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <sstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "core/error.hpp"
 #include "test_support.hpp"
@@ -26,8 +26,7 @@ namespace fs = std::filesystem;
 // A folder for the test case's files, removed afterwards.
 class TempDir {
  public:
-  explicit TempDir(const std::string& name)
-      : path_(fs::temp_directory_path() / ("shardsim-test-" + std::to_string(::getpid())) / name) {
+  explicit TempDir(const std::string& name) : path_(fs::temp_directory_path() / ("shardsim-test-" + std::to_string(::getpid())) / name) {
     fs::create_directories(path_);
   }
   ~TempDir() {
@@ -60,16 +59,23 @@ json kernel(const char* name, double ts, double dur, int stream, json args = jso
 }
 
 json annotation(const std::string& name, bool gpu, double ts, double dur, int tid = 7) {
-  return {{"ph", "X"}, {"cat", gpu ? "gpu_user_annotation" : "user_annotation"}, {"name", name}, {"pid", gpu ? 0 : 100},
-          {"tid", tid}, {"ts", ts}, {"dur", dur}};
+  return {{"ph", "X"},    {"cat", gpu ? "gpu_user_annotation" : "user_annotation"},
+          {"name", name}, {"pid", gpu ? 0 : 100},
+          {"tid", tid},   {"ts", ts},
+          {"dur", dur}};
 }
 
 json all_gather_args(int group_ranks) {
   json ranks = json::array();
   for (int r = 0; r < group_ranks; ++r) ranks.push_back(r);
-  return {{"Collective name", "_allgather_base"}, {"In msg nelems", 1 << 20}, {"Out msg nelems", group_ranks << 20},
-          {"dtype", "BFloat16"}, {"Group size", group_ranks}, {"Process Group Name", "1"},
-          {"Process Group Description", "mesh_dp_shard"}, {"Process Group Ranks", ranks.dump()}};
+  return {{"Collective name", "_allgather_base"},
+          {"In msg nelems", 1 << 20},
+          {"Out msg nelems", group_ranks << 20},
+          {"dtype", "BFloat16"},
+          {"Group size", group_ranks},
+          {"Process Group Name", "1"},
+          {"Process Group Description", "mesh_dp_shard"},
+          {"Process Group Ranks", ranks.dump()}};
 }
 
 std::string trace_text(json events, std::optional<int> rank = std::nullopt, int world = 1) {
@@ -147,8 +153,9 @@ TEST_CASE("a trace without GPU kernels is refused with its name") {
   TempDir d("no_kernels");
   const auto f = d.file("cpu.json", trace_text(json::array({annotation("ProfilerStep#1", false, 0, 10)})));
   CHECK(message_of([&] { (void)validate::load_trace(f); }) ==
-        f.string() + ": error: traceEvents: no GPU kernels among 1 events (no \"cat\": \"kernel\"); expected a trace recorded with "
-                     "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]");
+        f.string() +
+            ": error: traceEvents: no GPU kernels among 1 events (no \"cat\": \"kernel\"); expected a trace recorded with "
+            "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]");
 }
 
 TEST_CASE("--steps and --warmup keep the steps asked for, and say so when none is left") {
@@ -171,14 +178,13 @@ TEST_CASE("without ProfilerStep, CPU optimizer steps end each step with their GP
   // Two iterations: forward kernels, then Optimizer.step on the CPU launching one kernel each
   // (correlation 1 at CPU 450 -> GPU [500, 600]; 2 at CPU 1450 -> GPU [1500, 1550]).
   auto launch = [](int corr, double ts) {
-    return json{{"ph", "X"}, {"cat", "cuda_runtime"}, {"name", "cudaLaunchKernel"}, {"pid", 100}, {"tid", 100}, {"ts", ts}, {"dur", 5},
-                {"args", {{"correlation", corr}}}};
+    return json{{"ph", "X"}, {"cat", "cuda_runtime"},          {"name", "cudaLaunchKernel"}, {"pid", 100}, {"tid", 100}, {"ts", ts},
+                {"dur", 5},  {"args", {{"correlation", corr}}}};
   };
-  json ev = json::array({kernel("sm90_xmma_gemm", 100, 300, 7), annotation("Optimizer.step#AdamW.step", false, 440, 30),
-                         launch(1, 450), kernel("multi_tensor_apply_kernel", 500, 100, 7, {{"correlation", 1}}),
-                         kernel("sm90_xmma_gemm", 900, 300, 7), annotation("Optimizer.step#AdamW.step", false, 1440, 30),
-                         launch(2, 1450), kernel("multi_tensor_apply_kernel", 1500, 50, 7, {{"correlation", 2}}),
-                         kernel("sm90_xmma_gemm", 1700, 100, 7)});
+  json ev = json::array({kernel("sm90_xmma_gemm", 100, 300, 7), annotation("Optimizer.step#AdamW.step", false, 440, 30), launch(1, 450),
+                         kernel("multi_tensor_apply_kernel", 500, 100, 7, {{"correlation", 1}}), kernel("sm90_xmma_gemm", 900, 300, 7),
+                         annotation("Optimizer.step#AdamW.step", false, 1440, 30), launch(2, 1450),
+                         kernel("multi_tensor_apply_kernel", 1500, 50, 7, {{"correlation", 2}}), kernel("sm90_xmma_gemm", 1700, 100, 7)});
   const auto t = validate::load_trace(d.file("t.json", trace_text(ev)));
   REQUIRE(t.ranks[0].steps.size() == 2);
   CHECK(t.ranks[0].steps[0].start == doctest::Approx(100e-6));  // the first GPU op
@@ -207,18 +213,20 @@ TEST_CASE("a directory of per-rank traces: ranks from distributedInfo, missing o
   REQUIRE(s.rows.size() == 2);
   CHECK(s.matched == doctest::Approx(1.0));
   CHECK(s.rows[1].clock_offset == doctest::Approx(10000e-6));
-  CHECK(s.rows[1].last == doctest::Approx(1.0));      // rank 1 arrived last
+  CHECK(s.rows[1].last == doctest::Approx(1.0));       // rank 1 arrived last
   CHECK(s.rows[1].caused == doctest::Approx(100e-6));  // 100 us after rank 0
   CHECK(s.rows[0].waited == doctest::Approx(100e-6));
   // --rank must be one of the ranks read.
-  CHECK(message_of([&] { (void)validate::load_trace(validate::TraceRequest{{d.path()}, {}, 4}); }) ==
-        d.path().string() + ": error: distributedInfo.rank: --rank 4: no trace of that rank among the 2 read (ranks 0..1)");
+  CHECK(message_of([&] {
+          (void)validate::load_trace(validate::TraceRequest{{d.path()}, {}, 4});
+        }) == d.path().string() + ": error: distributedInfo.rank: --rank 4: no trace of that rank among the 2 read (ranks 0..1)");
   // A world of 4 with ranks 2 and 3 absent.
   (void)d.file("rank0.json", trace_text(json::array({kernel("gemm", 0, 1, 7), annotation("ProfilerStep#1", true, 0, 1)}), 0, 4));
   (void)d.file("rank1.json", trace_text(json::array({kernel("gemm", 0, 1, 7), annotation("ProfilerStep#1", true, 0, 1)}), 1, 4));
-  CHECK(message_of([&] { (void)validate::load_trace(validate::TraceRequest{{d.path()}, {}, {}}); }) ==
-        d.path().string() +
-            ": error: distributedInfo.rank: ranks 2, 3 of 4 missing; expected one trace per rank of the run in the directory");
+  CHECK(message_of([&] {
+          (void)validate::load_trace(validate::TraceRequest{{d.path()}, {}, {}});
+        }) == d.path().string() +
+                  ": error: distributedInfo.rank: ranks 2, 3 of 4 missing; expected one trace per rank of the run in the directory");
 }
 
 TEST_CASE("several traces must each say their rank, once") {
@@ -227,10 +235,12 @@ TEST_CASE("several traces must each say their rank, once") {
   const auto a = d.file("a.json", trace_text(ev, 0, 2));
   const auto b = d.file("b.json", trace_text(ev, 0, 2));
   const auto c = d.file("c.json", trace_text(ev));
-  CHECK(message_of([&] { (void)validate::load_trace(validate::TraceRequest{{a, b}, {}, {}}); }) ==
-        b.string() + ": error: distributedInfo.rank: rank 0 again (also in " + a.string() + "); expected one trace per rank");
-  CHECK(message_of([&] { (void)validate::load_trace(validate::TraceRequest{{a, c}, {}, {}}); })
-            .rfind(c.string() + ": error: distributedInfo.rank: missing: with several traces each must say its rank", 0) == 0);
+  CHECK(message_of([&] {
+          (void)validate::load_trace(validate::TraceRequest{{a, b}, {}, {}});
+        }) == b.string() + ": error: distributedInfo.rank: rank 0 again (also in " + a.string() + "); expected one trace per rank");
+  CHECK(message_of([&] {
+          (void)validate::load_trace(validate::TraceRequest{{a, c}, {}, {}});
+        }).rfind(c.string() + ": error: distributedInfo.rank: missing: with several traces each must say its rank", 0) == 0);
 }
 
 TEST_CASE("a collective of a dtype whose size is not known has no size, and the trace says so") {
