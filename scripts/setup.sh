@@ -11,6 +11,7 @@ packages=(
   libyaml-cpp-dev       # scenario and topology files
   libfmt-dev            # formatting
   nlohmann-json3-dev    # JSON output, graph export, reading traces
+  zlib1g-dev            # gzipped profiler traces (.json.gz) for compare
   doctest-dev           # unit tests
   libopenmpi-dev openmpi-bin  # CPU replay ranks (validation/), sweeps across machines (mpirun -n K)
   libexpat1-dev         # tests: the sweep's SVG pictures are parsed as XML

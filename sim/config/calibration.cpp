@@ -37,6 +37,14 @@ constexpr std::array kCollectiveParams{
     ParamSpec{"base_latency", "duration", "", "fixed latency of one collective"},
     ParamSpec{"hop_latency", "duration", "0s", "latency added per ring step"},
     ParamSpec{"bus_bandwidth", "bandwidth", "", "nccl-tests bus bandwidth: S (n-1)/n / t (2(n-1)/n for all-reduce)"},
+    ParamSpec{"sizes", "list of pieces", "-",
+              "size-aware form instead of the three figures: pieces by size (see calibration.collective.sizes[])"},
+};
+constexpr std::array kPieceParams{
+    ParamSpec{"from", "bytes", "", "the piece prices sizes from this one up to the next piece's (below the first: the topology's model)"},
+    ParamSpec{"base_latency", "duration", "0s", "fixed time of one collective at these sizes (an intercept of the measured curve)"},
+    ParamSpec{"hop_latency", "duration", "0s", "time added per ring step"},
+    ParamSpec{"bus_bandwidth", "bandwidth", "", "bus bandwidth at these sizes"},
 };
 constexpr std::array kLinkClassesParams{
     ParamSpec{"nvlink", "mapping", "-", "collectives inside a node"},
@@ -50,6 +58,7 @@ constexpr Schema kRateSchema{"calibration.compute.attention_*", "an achieved FLO
 constexpr Schema kLinkClassesSchema{"calibration.collectives", "per link class", kLinkClassesParams};
 constexpr Schema kLinkClassSchema{"calibration.collectives.<link>", "per collective", kLinkClassParams};
 constexpr Schema kCollectiveSchema{"calibration.collective", "alpha-beta cost of one ring collective", kCollectiveParams};
+constexpr Schema kPieceSchema{"calibration.collective.sizes[]", "the alpha-beta cost of a range of sizes", kPieceParams};
 
 double positive(const Reader& r, std::string_view key, Dimension d) {
   const double v = r.quantity(key, d);
@@ -87,6 +96,46 @@ void read_compute(const Reader& top, CalibrationConfig& c) {
   r.finish();
 }
 
+CollectiveCalibration read_figures(const Reader& r) {
+  CollectiveCalibration cc;
+  cc.base_latency = r.quantity("base_latency", Dimension::seconds);
+  cc.hop_latency = r.quantity("hop_latency", Dimension::seconds);
+  if (cc.base_latency < 0) r.fail("base_latency", "expected a duration >= 0");
+  if (cc.hop_latency < 0) r.fail("hop_latency", "expected a duration >= 0");
+  cc.bus_bandwidth = positive(r, "bus_bandwidth", Dimension::byte_rate);
+  return cc;
+}
+
+// `sizes: [{from, base_latency, hop_latency, bus_bandwidth}, ...]`, by increasing `from`.
+CollectiveCalibration read_pieces(const Reader& r) {
+  for (const char* key : {"base_latency", "hop_latency", "bus_bandwidth"}) {
+    if (r.has(key)) r.fail(key, "expected either sizes or base_latency / hop_latency / bus_bandwidth, not both");
+  }
+  const ConfigNode& list = *r.node("sizes");
+  if (!list.is_sequence() || list.items.empty()) {
+    r.fail("sizes", fmt::format("expected a list of {{from, base_latency, hop_latency, bus_bandwidth}} pieces; got {}", list.describe()));
+  }
+  CollectiveCalibration cc;
+  for (std::size_t i = 0; i < list.items.size(); ++i) {
+    Reader p(list.items[i], fmt::format("{}[{}]", r.path_of("sizes"), i), kPieceSchema);
+    CollectivePiece piece;
+    piece.from_bytes = p.quantity("from", Dimension::bytes);
+    if (piece.from_bytes < 0) p.fail("from", "expected a size >= 0");
+    if (!cc.sizes.empty() && piece.from_bytes <= cc.sizes.back().from_bytes) {
+      p.fail("from", fmt::format("expected pieces by increasing size; the previous piece starts at {}",
+                                 format_bytes(Bytes{cc.sizes.back().from_bytes})));
+    }
+    piece.base_latency = p.quantity("base_latency", Dimension::seconds);
+    piece.hop_latency = p.quantity("hop_latency", Dimension::seconds);
+    if (piece.base_latency < 0) p.fail("base_latency", "expected a duration >= 0");
+    if (piece.hop_latency < 0) p.fail("hop_latency", "expected a duration >= 0");
+    piece.bus_bandwidth = positive(p, "bus_bandwidth", Dimension::byte_rate);
+    p.finish();
+    cc.sizes.push_back(piece);
+  }
+  return cc;
+}
+
 void read_collectives(const Reader& top, CalibrationConfig& c) {
   const ConfigNode* node = top.node("collectives");
   if (node == nullptr) return;
@@ -101,12 +150,7 @@ void read_collectives(const Reader& top, CalibrationConfig& c) {
       const ConfigNode* kn = kinds.node(kind);
       if (kn == nullptr) continue;
       Reader r(*kn, kinds.path_of(kind), kCollectiveSchema);
-      CollectiveCalibration cc;
-      cc.base_latency = r.quantity("base_latency", Dimension::seconds);
-      cc.hop_latency = r.quantity("hop_latency", Dimension::seconds);
-      if (cc.base_latency < 0) r.fail("base_latency", "expected a duration >= 0");
-      if (cc.hop_latency < 0) r.fail("hop_latency", "expected a duration >= 0");
-      cc.bus_bandwidth = positive(r, "bus_bandwidth", Dimension::byte_rate);
+      CollectiveCalibration cc = r.has("sizes") ? read_pieces(r) : read_figures(r);
       r.finish();
       c.collectives[static_cast<std::size_t>(l)][static_cast<std::size_t>(k)] = cc;
     }
@@ -119,6 +163,41 @@ void read_collectives(const Reader& top, CalibrationConfig& c) {
 
 std::string_view to_string(LinkClass c) {
   return c == LinkClass::nvlink ? "nvlink" : "nic";
+}
+
+std::optional<CollectivePiece> CollectiveCalibration::at(double bytes) const {
+  if (sizes.empty()) return CollectivePiece{0, base_latency, hop_latency, bus_bandwidth};
+  std::optional<CollectivePiece> out;
+  for (const auto& p : sizes) {
+    if (p.from_bytes <= bytes) out = p;
+  }
+  return out;
+}
+
+std::string calibration_coverage(const CalibrationConfig& c) {
+  std::vector<std::string> compute;
+  if (c.gemm) compute.emplace_back("gemm");
+  if (c.attention_forward_rate || c.attention_backward_rate) compute.emplace_back("attention");
+  if (c.memory_bandwidth) compute.emplace_back("memory bandwidth");
+  if (c.kernel_launch) compute.emplace_back("kernel launch");
+  std::vector<std::string> collectives;
+  for (int l = 0; l < kLinkClasses; ++l) {
+    for (int k = 0; k < kCollectiveKinds; ++k) {
+      const auto& e = c.collectives[static_cast<std::size_t>(l)][static_cast<std::size_t>(k)];
+      if (!e) continue;
+      std::string item = fmt::format("{} over {}", kCollectiveKindNames[static_cast<std::size_t>(k)], to_string(static_cast<LinkClass>(l)));
+      if (!e->sizes.empty()) item += fmt::format(" (from {})", format_bytes(Bytes(e->sizes.front().from_bytes)));
+      collectives.push_back(std::move(item));
+    }
+  }
+  auto join_all = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (const auto& x : v) out += (out.empty() ? "" : ", ") + x;
+    return out;
+  };
+  std::string out = join_all(compute);
+  if (!collectives.empty()) out += (out.empty() ? "" : "; ") + join_all(collectives);
+  return out.empty() ? std::string("nothing") : out;
 }
 
 bool CalibrationConfig::has_collectives() const {
@@ -147,7 +226,8 @@ CalibrationConfig load_calibration(const std::filesystem::path& file) {
 }
 
 std::vector<Schema> calibration_schemas() {
-  return {kCalibrationSchema, kComputeSchema, kGemmSchema, kRateSchema, kLinkClassesSchema, kLinkClassSchema, kCollectiveSchema};
+  return {kCalibrationSchema, kComputeSchema,   kGemmSchema,       kRateSchema,
+          kLinkClassesSchema, kLinkClassSchema, kCollectiveSchema, kPieceSchema};
 }
 
 }  // namespace shardsim::config

@@ -9,6 +9,11 @@
 //   collectives:
 //     nvlink:                                            # link class: nvlink (intra-node) | nic
 //       all_gather: {base_latency: 8.4us, hop_latency: 1us, bus_bandwidth: 360GB/s}
+//     nic:
+//       all_reduce:                                      # size-aware: pieces by size
+//         sizes:
+//           - {from: 8MiB, base_latency: 316us, bus_bandwidth: 183GB/s}
+//           - {from: 45MiB, base_latency: 0us, bus_bandwidth: 99.5GB/s}
 //
 // Every entry is optional: what a calibration leaves out keeps the topology's figure.
 #pragma once
@@ -30,13 +35,30 @@ struct GemmCalibration {
   double half_rate_flops = 0;  // FLOPs at which a GEMM reaches half that rate
 };
 
-// A collective of total size S over n ranks in a ring of `steps` steps (n-1; 2(n-1) for
-// all-reduce) takes  base_latency + steps x hop_latency + S x f(n) / bus_bandwidth, where
-// f = (n-1)/n, or 2(n-1)/n for all-reduce (nccl-tests' bus bandwidth; nccl-model.md).
-struct CollectiveCalibration {
+// One size range of a size-aware collective calibration: from `from_bytes` up to the next piece's.
+struct CollectivePiece {
+  double from_bytes = 0;
   double base_latency = 0;   // seconds
   double hop_latency = 0;    // seconds per ring step
   double bus_bandwidth = 0;  // bytes/s
+};
+
+// A collective of total size S over n ranks in a ring of `steps` steps (n-1; 2(n-1) for
+// all-reduce) takes  base_latency + steps x hop_latency + S x f(n) / bus_bandwidth, where
+// f = (n-1)/n, or 2(n-1)/n for all-reduce (nccl-tests' bus bandwidth; nccl-model.md).
+//
+// Size-aware form (`sizes:` in the file; what `shardsim calibrate` fits to nccl-tests curves,
+// whose bus bandwidth rises and falls with size): the piece with the largest from_bytes <= S
+// gives the three figures for S; sizes below the first piece's were not measured and keep the
+// topology's model. Without pieces the three figures price every size.
+struct CollectiveCalibration {
+  double base_latency = 0;             // seconds
+  double hop_latency = 0;              // seconds per ring step
+  double bus_bandwidth = 0;            // bytes/s
+  std::vector<CollectivePiece> sizes;  // by from_bytes; empty: one model for every size
+
+  // The figures for a collective of `bytes`; nullopt below the sizes measured.
+  [[nodiscard]] std::optional<CollectivePiece> at(double bytes) const;
 };
 
 enum class LinkClass { nvlink, nic };
@@ -61,6 +83,10 @@ struct CalibrationConfig {
 
 // Names of the collective kinds as calibration files spell them, in the array's order.
 inline constexpr std::array<std::string_view, kCollectiveKinds> kCollectiveKindNames{"all_gather", "reduce_scatter", "all_reduce"};
+
+// What a calibration replaces, for run summaries: "gemm, memory bandwidth; all_reduce over nic
+// (from 8 MiB)".
+[[nodiscard]] std::string calibration_coverage(const CalibrationConfig& c);
 
 // Loads and checks a calibration file; errors name file:line:col and the key path.
 [[nodiscard]] CalibrationConfig load_calibration(const std::filesystem::path& file);

@@ -159,6 +159,11 @@ Summary summarize(const SummaryInput& in) {
   const std::vector<int> ranks = sampled_ranks(t.world(), in.scenario.stragglers);
   s.reported_step = g.info.steps - 1;
   s.gpu_memory = in.scenario.cluster.topology.gpu.memory.value();
+  if (const auto& cal = in.scenario.calibration) {
+    s.calibration = cal->file.string();
+    s.calibration_name = cal->name;
+    s.calibration_covers = config::calibration_coverage(*cal);
+  }
 
   // The reported step runs from the end of the previous optimizer step to the end of its own.
   double start = 0;

@@ -30,6 +30,13 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
   out += fmt::format("  {} GPUs ({} node{} x {} {}{}), {}, {} x {} tokens per GPU per step\n\n", s.world_size, scenario.cluster.nodes,
                      scenario.cluster.nodes == 1 ? "" : "s", topo.node.gpus, topo.gpu.model, per_job, strategy,
                      scenario.training.micro_batch * scenario.training.grad_accum, scenario.training.seq_len);
+  if (!s.calibration.empty()) {
+    out += fmt::format("  calibration in use: {} ({}): {}\n", s.calibration_name, s.calibration, s.calibration_covers);
+    if (scenario.calibration && scenario.calibration->has_collectives()) {
+      out += "  (with calibrated collectives every collective runs as NCCL's ring, Simple protocol, priced by the calibration)\n";
+    }
+    out += "\n";
+  }
   auto row = [&](std::string_view k, const std::string& v) { out += fmt::format("  {:<34} {}\n", k, v); };
   row("step time", fmt::format("{:.4f} s  (step {} of {})", s.step_time, s.reported_step + 1, s.reported_step + 1));
   row("tokens/s per GPU", fmt::format("{:.0f}", s.tokens_per_s_per_gpu));
@@ -111,6 +118,8 @@ nlohmann::json summary_json(const Summary& s) {
       {"simulated_ranks", s.simulated_ranks},
       {"waits", waits},
       {"job_ends_s", s.job_ends},
+      {"calibration", s.calibration.empty() ? nlohmann::json(nullptr)
+                                            : nlohmann::json{{"file", s.calibration}, {"name", s.calibration_name}, {"covers", s.calibration_covers}}},
   };
 }
 

@@ -8,6 +8,8 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/units.hpp"
+#include "validate/collective_fit.hpp"
 #include "validate/least_squares.hpp"
 
 namespace shardsim::validate {
@@ -46,64 +48,6 @@ double positive_rate(double inverse, const std::string& what, const char* growin
   return 1.0 / inverse;
 }
 
-int ring_steps(const CollectiveSample& s) {
-  return (s.kind == graph::OpKind::all_reduce ? 2 : 1) * (s.ranks - 1);
-}
-// Ring steps that cross a node boundary (NCCL tuning.cc, as engine/collective.cpp).
-int inter_steps(const CollectiveSample& s) {
-  if (s.nodes() == 1) return 0;
-  if (s.ranks_per_node == 1) return ring_steps(s);
-  return (s.kind == graph::OpKind::all_reduce ? 2 : 1) * (s.nodes() - 1);
-}
-
-int kind_index(graph::OpKind k) {
-  return k == graph::OpKind::all_gather ? 0 : k == graph::OpKind::reduce_scatter ? 1 : 2;
-}
-
-void fit_collectives(const BenchResults& b, CalibrationFit& fit) {
-  auto& cal = fit.calibration;
-  // NVLink first: a NIC fit uses the NVLink per-step latency for its intra-node steps.
-  for (int l = 0; l < config::kLinkClasses; ++l) {
-    const auto link = static_cast<config::LinkClass>(l);
-    for (int k = 0; k < config::kCollectiveKinds; ++k) {
-      std::vector<const CollectiveSample*> samples;
-      for (const auto& s : b.collectives) {
-        if (s.link == link && kind_index(s.kind) == k) samples.push_back(&s);
-      }
-      if (samples.empty()) continue;
-      const std::string what =
-          fmt::format("{} over {}", config::kCollectiveKindNames[static_cast<std::size_t>(k)], config::to_string(link));
-      const auto& nvlink = cal.collectives[0][static_cast<std::size_t>(k)];
-      const double intra_hop = link == config::LinkClass::nic && nvlink ? nvlink->hop_latency : 0.0;
-      std::set<int> lengths;
-      for (const auto* s : samples) lengths.insert(link == config::LinkClass::nvlink ? ring_steps(*s) : inter_steps(*s));
-      const bool per_step = lengths.size() > 1;
-      auto intra = [&](const CollectiveSample& s) { return link == config::LinkClass::nic ? ring_steps(s) - inter_steps(s) : 0; };
-      auto hops = [&](const CollectiveSample& s) { return link == config::LinkClass::nvlink ? ring_steps(s) : inter_steps(s); };
-      Problem p;
-      for (const auto* s : samples) {
-        const double moved = s->bytes * s->bus_factor();
-        p.rows.push_back(per_step ? std::vector<double>{1.0, static_cast<double>(hops(*s)), moved} : std::vector<double>{1.0, moved});
-        p.y.push_back(s->seconds - intra(*s) * intra_hop);
-      }
-      const auto c = solve(p, what, 3);
-      config::CollectiveCalibration cc;
-      cc.base_latency = c[0];
-      cc.hop_latency = per_step ? c[1] : 0.0;
-      cc.bus_bandwidth = positive_rate(c.back(), what, "size");
-      std::vector<double> predicted;
-      std::vector<double> measured;
-      for (const auto* s : samples) {
-        predicted.push_back(cc.base_latency + hops(*s) * cc.hop_latency + intra(*s) * intra_hop +
-                            s->bytes * s->bus_factor() / cc.bus_bandwidth);
-        measured.push_back(s->seconds);
-      }
-      fit.residuals.push_back(residuals(what, predicted, measured));
-      cal.collectives[static_cast<std::size_t>(l)][static_cast<std::size_t>(k)] = cc;
-    }
-  }
-}
-
 // t = launch + x . c over samples: returns c, and the residuals of the full model.
 template <class Sample>
 std::vector<double> fit_kernel(const std::vector<Sample>& samples, const std::string& what, double launch,
@@ -132,7 +76,7 @@ std::vector<double> fit_kernel(const std::vector<Sample>& samples, const std::st
 
 }  // namespace
 
-CalibrationFit fit_calibration(const BenchResults& b) {
+CalibrationFit fit_calibration(const BenchResults& b, const FitOptions& options) {
   CalibrationFit fit;
   auto& cal = fit.calibration;
   double launch = 0;
@@ -168,7 +112,7 @@ CalibrationFit fit_calibration(const BenchResults& b) {
         samples, what, launch, [](const AttentionSample& s) { return std::vector<double>{s.call.flops()}; }, fit);
     (backward ? cal.attention_backward_rate : cal.attention_forward_rate) = positive_rate(c[0], what, "FLOPs");
   }
-  fit_collectives(b, fit);
+  fit_collectives(b, options, fit);
   return fit;
 }
 
@@ -180,6 +124,7 @@ std::string calibration_yaml(const CalibrationFit& fit, const std::string& name,
   out += "# Residuals (|predicted - measured| / measured):\n";
   for (const auto& r : fit.residuals)
     out += fmt::format("#   {:<28} {:>4} samples  mean {:6.2f} %  worst {:6.2f} %\n", r.what, r.samples, 100 * r.mean, 100 * r.worst);
+  for (const auto& n : fit.notes) out += fmt::format("# Note: {}\n", n);
   std::string quoted;
   for (char ch : name) quoted += ch == '"' || ch == '\\' ? std::string("\\") + ch : std::string(1, ch);
   out += fmt::format("name: \"{}\"\n", quoted);
@@ -202,9 +147,19 @@ std::string calibration_yaml(const CalibrationFit& fit, const std::string& name,
       for (int k = 0; k < config::kCollectiveKinds; ++k) {
         const auto& e = link[static_cast<std::size_t>(k)];
         if (!e) continue;
-        out += fmt::format("    {}: {{base_latency: {:.6g}us, hop_latency: {:.6g}us, bus_bandwidth: {:.6g}GB/s}}\n",
-                           config::kCollectiveKindNames[static_cast<std::size_t>(k)], e->base_latency * 1e6, e->hop_latency * 1e6,
-                           e->bus_bandwidth / 1e9);
+        const auto kind = config::kCollectiveKindNames[static_cast<std::size_t>(k)];
+        if (e->sizes.empty()) {
+          out += fmt::format("    {}: {{base_latency: {:.6g}us, hop_latency: {:.6g}us, bus_bandwidth: {:.6g}GB/s}}\n", kind,
+                             e->base_latency * 1e6, e->hop_latency * 1e6, e->bus_bandwidth / 1e9);
+          continue;
+        }
+        out += fmt::format(
+            "    {}:\n      sizes:  # t = base + steps x hop + S f(n) / busbw from each size on; below the first: the topology's model\n",
+            kind);
+        for (const auto& p : e->sizes) {
+          out += fmt::format("        - {{from: {:.0f}B, base_latency: {:.6g}us, hop_latency: {:.6g}us, bus_bandwidth: {:.6g}GB/s}}\n",
+                             p.from_bytes, p.base_latency * 1e6, p.hop_latency * 1e6, p.bus_bandwidth / 1e9);
+        }
       }
     }
   }
@@ -224,15 +179,33 @@ std::string residuals_text(const CalibrationFit& fit) {
     for (int k = 0; k < config::kCollectiveKinds; ++k) {
       const auto& e = c.collectives[static_cast<std::size_t>(l)][static_cast<std::size_t>(k)];
       if (!e) continue;
-      out += fmt::format("  {:<14} over {:<6} base {:.3g} us + {:.3g} us/step, bus bandwidth {:.4g} GB/s\n",
-                         config::kCollectiveKindNames[static_cast<std::size_t>(k)], config::to_string(static_cast<config::LinkClass>(l)),
-                         e->base_latency * 1e6, e->hop_latency * 1e6, e->bus_bandwidth / 1e9);
+      const auto name = config::kCollectiveKindNames[static_cast<std::size_t>(k)];
+      const auto link = config::to_string(static_cast<config::LinkClass>(l));
+      if (e->sizes.empty()) {
+        out += fmt::format("  {:<14} over {:<6} base {:.3g} us + {:.3g} us/step, bus bandwidth {:.4g} GB/s\n", name, link,
+                           e->base_latency * 1e6, e->hop_latency * 1e6, e->bus_bandwidth / 1e9);
+        continue;
+      }
+      for (const auto& p : e->sizes) {
+        out += fmt::format("  {:<14} over {:<6} from {:>10}: base {:.3g} us + {:.3g} us/step, bus bandwidth {:.4g} GB/s\n", name, link,
+                           format_bytes(Bytes(p.from_bytes)), p.base_latency * 1e6, p.hop_latency * 1e6, p.bus_bandwidth / 1e9);
+      }
+    }
+  }
+  if (!fit.sizes.empty()) {
+    out += "  collective sizes (measured times; predicted by the piece for that size):\n";
+    for (const auto& r : fit.sizes) {
+      std::string measured;
+      for (double t : r.measured) measured += fmt::format("{}{:.1f}", measured.empty() ? "" : " / ", t * 1e6);
+      out += fmt::format("    {:<34} {:>10}  measured {:>20} us  predicted {:>10.1f} us  worst {:+6.1f} %\n", r.what,
+                         format_bytes(Bytes(r.bytes)), measured, r.predicted * 1e6, 100 * r.worst);
     }
   }
   out += "  residuals (|predicted - measured| / measured):\n";
   for (const auto& r : fit.residuals) {
     out += fmt::format("    {:<28} {:>4} samples  mean {:6.2f} %  worst {:6.2f} %\n", r.what, r.samples, 100 * r.mean, 100 * r.worst);
   }
+  for (const auto& n : fit.notes) out += fmt::format("  note: {}\n", n);
   return out;
 }
 

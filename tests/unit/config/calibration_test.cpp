@@ -92,3 +92,42 @@ calibration: cal.yaml
     CHECK(std::string(e.what()).find(":4:14: error: calibration: no such file") != std::string::npos);
   }
 }
+
+TEST_CASE("a size-aware collective entry: pieces by size, the piece at or below S prices S") {
+  TempFile f("sized.yaml", R"(collectives:
+  nic:
+    all_reduce:
+      sizes:
+        - {from: 8MiB, base_latency: 300us, bus_bandwidth: 180GB/s}
+        - {from: 64MiB, bus_bandwidth: 90GB/s}
+)");
+  const auto c = config::load_calibration(f.path());
+  const auto& e = c.collectives[1][2];
+  REQUIRE(e);
+  REQUIRE(e->sizes.size() == 2);
+  CHECK_FALSE(e->at(8.0 * 1048576 - 1));  // below the first piece: the topology's model
+  CHECK(e->at(8.0 * 1048576)->base_latency == doctest::Approx(300e-6));
+  CHECK(e->at(63.0 * 1048576)->bus_bandwidth == doctest::Approx(180e9));
+  CHECK(e->at(64.0 * 1048576)->bus_bandwidth == doctest::Approx(90e9));
+  CHECK(e->at(1e12)->base_latency == 0.0);  // the last piece's, every size above
+  CHECK(config::calibration_coverage(c) == "all_reduce over nic (from 8 MiB)");
+}
+
+TEST_CASE("size-aware entries: pieces out of order, or beside the three figures, are errors") {
+  TempFile order("order.yaml", R"(collectives:
+  nvlink:
+    all_gather:
+      sizes:
+        - {from: 64MiB, bus_bandwidth: 90GB/s}
+        - {from: 8MiB, bus_bandwidth: 180GB/s}
+)");
+  CHECK(message_of(order.str()) ==
+        order.str() + ":6:18: error: collectives.nvlink.all_gather.sizes[1].from: expected pieces by increasing size; the previous piece "
+                      "starts at 64 MiB");
+  TempFile both("both.yaml", R"(collectives:
+  nvlink:
+    all_gather: {bus_bandwidth: 300GB/s, sizes: [{from: 1MiB, bus_bandwidth: 90GB/s}]}
+)");
+  CHECK(message_of(both.str()).find("collectives.nvlink.all_gather.bus_bandwidth: expected either sizes or base_latency / hop_latency / "
+                                    "bus_bandwidth, not both") != std::string::npos);
+}

@@ -32,8 +32,8 @@ config::CalibrationConfig calibration() {
   c.gemm = config::GemmCalibration{500e12, 4e9};
   c.memory_bandwidth = 2e12;
   c.kernel_launch = 5e-6;
-  c.collectives[0][0] = config::CollectiveCalibration{20e-6, 3e-6, 100e9};  // nvlink all-gather
-  c.collectives[1][1] = config::CollectiveCalibration{30e-6, 6e-6, 200e9};  // nic reduce-scatter
+  c.collectives[0][0] = config::CollectiveCalibration{20e-6, 3e-6, 100e9, {}};  // nvlink all-gather
+  c.collectives[1][1] = config::CollectiveCalibration{30e-6, 6e-6, 200e9, {}};  // nic reduce-scatter
   return c;
 }
 

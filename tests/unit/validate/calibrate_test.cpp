@@ -115,19 +115,25 @@ TEST_CASE("calibrate recovers planted parameters from noisy synthetic measuremen
   CHECK(c.gemm->half_rate_flops == doctest::Approx(kGemmHalf).epsilon(tol));
   CHECK(*c.attention_forward_rate == doctest::Approx(kAttnFwd).epsilon(tol));
   CHECK(*c.attention_backward_rate == doctest::Approx(kAttnBwd).epsilon(tol));
+  // One alpha-beta line planted: one piece, from the smallest size measured (1 KiB). Latencies
+  // are compared relatively (scale 0: doctest's default scale makes microseconds equal to 0).
   for (int k = 0; k < 3; ++k) {
     const auto& e = c.collectives[0][static_cast<std::size_t>(k)];
     REQUIRE(e);
     CAPTURE(k);
-    CHECK(e->base_latency == doctest::Approx(kBase).epsilon(tol));
-    CHECK(e->hop_latency == doctest::Approx(kHop).epsilon(tol));
-    CHECK(e->bus_bandwidth == doctest::Approx(k == 2 ? kBusAr : kBusAgRs).epsilon(tol));
+    REQUIRE(e->sizes.size() == 1);
+    const auto& p = e->sizes.front();
+    CHECK(p.from_bytes == 1024.0);
+    CHECK(p.base_latency == doctest::Approx(kBase).epsilon(0.05).scale(0));
+    CHECK(p.hop_latency == doctest::Approx(kHop).epsilon(0.05).scale(0));
+    CHECK(p.bus_bandwidth == doctest::Approx(k == 2 ? kBusAr : kBusAgRs).epsilon(tol));
   }
   const auto& nic = c.collectives[1][0];
   REQUIRE(nic);
-  CHECK(nic->base_latency == doctest::Approx(kNicBase).epsilon(tol));
-  CHECK(nic->hop_latency == doctest::Approx(kNicHop).epsilon(tol));
-  CHECK(nic->bus_bandwidth == doctest::Approx(kNicBus).epsilon(tol));
+  REQUIRE(nic->sizes.size() == 1);
+  CHECK(nic->sizes[0].base_latency == doctest::Approx(kNicBase).epsilon(0.05).scale(0));
+  CHECK(nic->sizes[0].hop_latency == doctest::Approx(kNicHop).epsilon(0.05).scale(0));
+  CHECK(nic->sizes[0].bus_bandwidth == doctest::Approx(kNicBus).epsilon(tol));
   // The residuals are the noise: mean about 0.5%, worst about 1%.
   for (const auto& r : fit.residuals) {
     CAPTURE(r.what);
@@ -140,8 +146,8 @@ TEST_CASE("without noise the fits are exact") {
   const auto fit = validate::fit_calibration(synthetic(0.0));
   const auto& c = fit.calibration;
   CHECK(c.gemm->half_rate_flops == doctest::Approx(kGemmHalf).epsilon(1e-6));
-  CHECK(c.collectives[0][2]->hop_latency == doctest::Approx(kHop).epsilon(1e-6));
-  CHECK(c.collectives[1][0]->base_latency == doctest::Approx(kNicBase).epsilon(1e-6));
+  CHECK(c.collectives[0][2]->sizes.at(0).hop_latency == doctest::Approx(kHop).epsilon(1e-6).scale(0));
+  CHECK(c.collectives[1][0]->sizes.at(0).base_latency == doctest::Approx(kNicBase).epsilon(1e-6).scale(0));
 }
 
 TEST_CASE("the calibration YAML loads back with the fitted numbers") {
@@ -162,9 +168,13 @@ TEST_CASE("the calibration YAML loads back with the fitted numbers") {
       const auto& b = back.collectives[static_cast<std::size_t>(l)][static_cast<std::size_t>(k)];
       REQUIRE(a.has_value() == b.has_value());
       if (!a) continue;
-      CHECK(b->base_latency == doctest::Approx(a->base_latency).epsilon(1e-5));
-      CHECK(b->hop_latency == doctest::Approx(a->hop_latency).epsilon(1e-5));
-      CHECK(b->bus_bandwidth == doctest::Approx(a->bus_bandwidth).epsilon(1e-5));
+      REQUIRE(b->sizes.size() == a->sizes.size());
+      for (std::size_t p = 0; p < a->sizes.size(); ++p) {
+        CHECK(b->sizes[p].from_bytes == doctest::Approx(a->sizes[p].from_bytes).epsilon(1e-5));
+        CHECK(b->sizes[p].base_latency == doctest::Approx(a->sizes[p].base_latency).epsilon(1e-5).scale(0));
+        CHECK(b->sizes[p].hop_latency == doctest::Approx(a->sizes[p].hop_latency).epsilon(1e-5).scale(0));
+        CHECK(b->sizes[p].bus_bandwidth == doctest::Approx(a->sizes[p].bus_bandwidth).epsilon(1e-5));
+      }
     }
   }
 }
