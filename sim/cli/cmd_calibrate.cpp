@@ -116,7 +116,7 @@ validate::BenchResults samples_of(const validate::NcclTestsLog& log, std::string
 }  // namespace
 
 int cmd_calibrate(std::span<const std::string> argv) {
-  Args args;
+  Args args("shardsim calibrate MEASUREMENTS... --out CALIBRATION.yaml [options]\n  MEASUREMENTS: shardsim-bench JSON files, or nccl-tests logs as they are printed");
   args.value("--out", "CALIBRATION.yaml", "where to write the calibration (a scenario loads it with `calibration: FILE`)");
   args.value("--name", "NAME", "what was measured (default: the device named in the measurements)");
   args.value("--collective", "KIND",

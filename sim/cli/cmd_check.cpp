@@ -24,7 +24,7 @@
 namespace shardsim::cli {
 
 int cmd_check(std::span<const std::string> argv) {
-  Args args;
+  Args args("shardsim check FILE...\n  checks scenario, topology and sweep files without simulating");
   args.parse(argv);
   if (args.positional().empty()) throw UsageError("check expects one or more scenario or topology files");
   int failures = 0;
@@ -129,7 +129,7 @@ std::string topics_text() {
 }  // namespace
 
 int cmd_describe(std::span<const std::string> argv) {
-  Args args;
+  Args args("shardsim describe [TOPIC]\n" + topics_text());
   args.parse(argv);
   if (args.positional().empty()) {
     std::cout << topics_text();

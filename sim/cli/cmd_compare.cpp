@@ -87,7 +87,9 @@ validate::CollectivePredictor predictor(const config::TopologyConfig& topo) {
 }  // namespace
 
 int cmd_compare(std::span<const std::string> argv) {
-  Args args;
+  Args args(
+      "shardsim compare SIMULATED MEASURED... [options]\n  SIMULATED: a shardsim timeline (run --out DIR: timeline.json); MEASURED: a "
+      "timeline (shardsim-replay), or PyTorch profiler traces (.json, .json.gz, several files or a directory of per-rank traces)");
   args.value("--rank", "R", "the rank to compare (default: the measured trace's rank, or 0)");
   args.value("--steps", "A:B", "keep the measured steps numbered A..B (ProfilerStep#N's N; 1, 2, ... otherwise)");
   args.value("--warmup", "N", "leave out the first N measured steps found (default 0)");

@@ -23,7 +23,7 @@ namespace {
 constexpr int kTraceRanks = 64;
 
 Args run_args() {
-  Args a;
+  Args a("shardsim run SCENARIO [--set KEY=VALUE]... [--out DIR] [--json] [--trace FILE]");
   a.repeated("--set", "KEY=VALUE", "override a scenario key, e.g. fsdp.backward_prefetch=post");
   a.value("--out", "DIR", "write summary.json, trace.json, timeline.json, memory.csv and memory.svg into DIR");
   a.flag("--json", "print the summary as one JSON object instead of a table");
@@ -108,7 +108,7 @@ int cmd_run(std::span<const std::string> argv) {
 }
 
 int cmd_export(std::span<const std::string> argv) {
-  Args args;
+  Args args("shardsim export SCENARIO [--set KEY=VALUE]... --out GRAPH.json\n  the step graph the replay harness runs (docs/graph-format.md)");
   args.repeated("--set", "KEY=VALUE", "override a scenario key");
   args.value("--out", "GRAPH.json", "where to write the step graph");
   args.parse(argv);

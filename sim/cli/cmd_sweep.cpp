@@ -25,7 +25,7 @@ namespace {
 constexpr std::size_t kFailuresShown = 5;
 
 Args sweep_args() {
-  Args a;
+  Args a("shardsim sweep SCENARIO|SWEEP.yaml --grid KEY=V1,V2,... [--grid ...] [-j N] [--shard I/N] --out DIR");
   a.repeated("--grid", "KEY=V1,V2,...", "sweep a scenario key over values (YAML; 1,2,4,...,64 continues a sequence)");
   a.repeated("--zip", "KEY=V1,V2,...", "keys advanced together: all --zip lists form one axis");
   a.repeated("--set", "KEY=VALUE", "override a scenario key for every point");

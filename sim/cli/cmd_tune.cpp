@@ -29,7 +29,7 @@ constexpr std::size_t kDefaultFinalists = 4;
 constexpr std::size_t kShown = 5;
 
 Args tune_args() {
-  Args a;
+  Args a("shardsim tune SCENARIO [--memory-limit 70GiB] [-j N] [--out DIR]");
   a.repeated("--set", "KEY=VALUE", "override a scenario key before tuning");
   a.value("--memory-limit", "BYTES", "peak memory allowed, e.g. 70GiB (default: the GPU's memory)");
   a.value("--batch", "N", "sequences per GPU per optimizer step, kept fixed (default: micro_batch x grad_accum)");

@@ -19,10 +19,11 @@ constexpr const char* kUsage =
     "  export SCENARIO [--set KEY=VALUE]... --out GRAPH.json\n"
     "  sweep SCENARIO|SWEEP.yaml --grid KEY=V1,V2,... [--grid ...] [-j N] [--shard I/N] --out DIR\n"
     "  tune SCENARIO [--memory-limit 70GiB] [-j N] [--out DIR]\n"
-    "  compare SIMULATED MEASURED [--rank R] [--json] [--svg FILE] [--out DIR]\n"
-    "  calibrate MEASUREMENTS... --out CALIBRATION.yaml\n"
+    "  compare SIMULATED MEASURED... [--rank R] [--steps A:B] [--warmup N] [--step N] [--topology FILE] [--json] [--svg FILE] [--out DIR]\n"
+    "  calibrate MEASUREMENTS... --out CALIBRATION.yaml [--collective KIND] [--ranks N] [--nodes N] [--min-bytes SIZE] [--max-bytes SIZE]\n"
     "  check FILE...\n"
-    "  describe [scenario | topology | wrap | models | calibration | collectives | compute | sweep]\n";
+    "  describe [scenario | topology | wrap | models | calibration | collectives | compute | sweep]\n"
+    "shardsim COMMAND --help prints a command's options.\n";
 
 }  // namespace
 
@@ -52,6 +53,9 @@ int main(int argc, char** argv) {
     if (command == "calibrate") return cli::cmd_calibrate(rest);
     std::cerr << fmt::format("shardsim: unknown command \"{}\"\n{}", command, kUsage);
     return 2;
+  } catch (const HelpRequested& e) {
+    std::cout << e.what();
+    return 0;
   } catch (const UsageError& e) {
     std::cerr << "shardsim " << command << ": " << e.what() << "\n";
     return 2;

@@ -25,6 +25,10 @@ Args& Args::repeated(std::string name, std::string metavar, std::string help) {
 }
 
 void Args::parse(std::span<const std::string> argv) {
+  for (const auto& a : argv) {
+    if (a == "--") break;
+    if (a == "--help" || a == "-h") throw HelpRequested(usage());
+  }
   for (std::size_t i = 0; i < argv.size(); ++i) {
     std::string a = argv[i];
     if (a.size() < 2 || a[0] != '-' || a == "--") {
@@ -79,6 +83,11 @@ const std::vector<std::string>& Args::all(std::string_view name) const {
   static const std::vector<std::string> empty;
   auto it = values_.find(name);
   return it == values_.end() ? empty : it->second;
+}
+
+std::string Args::usage() const {
+  std::string out = usage_.empty() ? std::string() : fmt::format("usage: {}\n\n", usage_);
+  return out + "options:\n" + help() + fmt::format("  {:<24} {}\n", "--help, -h", "print this and exit");
 }
 
 std::string Args::help() const {

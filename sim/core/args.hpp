@@ -17,21 +17,32 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// `--help` or `-h` among a command's arguments: what() is the command's usage, for stdout, exit 0.
+class HelpRequested : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 class Args {
  public:
+  // `usage`: the command line as the user types it, e.g. "shardsim run SCENARIO [--out DIR]".
+  explicit Args(std::string usage = "") : usage_(std::move(usage)) {}
+
   // Declarations, before parse().
   Args& flag(std::string name, std::string help);
   Args& value(std::string name, std::string metavar, std::string help);
   Args& repeated(std::string name, std::string metavar, std::string help);
 
-  // Throws UsageError. Arguments not starting with "-" are positional; "-jN" and "--x=v" work.
+  // Throws UsageError, or HelpRequested when --help / -h is among the arguments. Arguments not
+  // starting with "-" are positional; "-jN" and "--x=v" work.
   void parse(std::span<const std::string> argv);
 
   [[nodiscard]] bool has(std::string_view name) const;
   [[nodiscard]] std::optional<std::string> get(std::string_view name) const;
   [[nodiscard]] const std::vector<std::string>& all(std::string_view name) const;
   [[nodiscard]] const std::vector<std::string>& positional() const { return positional_; }
-  [[nodiscard]] std::string help() const;
+  [[nodiscard]] std::string help() const;  // the options, one per line
+  [[nodiscard]] std::string usage() const;  // "usage: ...", then the options
 
  private:
   enum class Kind { flag, value, repeated };
@@ -40,6 +51,7 @@ class Args {
     std::string metavar;
     std::string help;
   };
+  std::string usage_;
   std::map<std::string, Spec, std::less<>> specs_;
   std::vector<std::string> order_;
   std::map<std::string, std::vector<std::string>, std::less<>> values_;

@@ -66,7 +66,7 @@ std::string table(const validate::BenchResults& r) {
 }
 
 int bench(std::span<const std::string> argv) {
-  Args args;
+  Args args("shardsim-bench --backend nccl|cpu --out FILE [options]");
   args.value("--out", "FILE", "where to write the results (shardsim-bench JSON, for shardsim calibrate)");
   replay::declare_backend_options(args);
   args.value("--graph", "GRAPH.json", "benchmark this graph's GEMM shapes and attention calls (default: Llama 3.1 8B's)");
@@ -77,10 +77,6 @@ int bench(std::span<const std::string> argv) {
   args.value("--max-copy", "SIZE", "largest copy traffic (default 1GiB)");
   args.value("--warmup", "N", "warm-up iterations per size (default 5)");
   args.value("--iters", "N", "timed iterations per size (default 20)");
-  if (std::find(argv.begin(), argv.end(), "--help") != argv.end()) {
-    std::cout << "usage: shardsim-bench --backend nccl|cpu --out FILE [options]\n" << args.help();
-    return 0;
-  }
   args.parse(argv);
   const auto out = args.get("--out");
   if (!out || !args.positional().empty()) throw UsageError("usage: shardsim-bench --backend nccl|cpu --out FILE\n" + args.help());
@@ -142,6 +138,9 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   try {
     return bench(args);
+  } catch (const HelpRequested& e) {
+    std::cout << e.what();
+    return 0;
   } catch (const UsageError& e) {
     std::cerr << "shardsim-bench: " << e.what() << "\n";
     return 2;

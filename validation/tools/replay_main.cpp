@@ -35,18 +35,13 @@ std::optional<int> stall_rank(const Args& args) {
 }
 
 int replay_command(std::span<const std::string> argv) {
-  Args args;
+  Args args("shardsim-replay --graph GRAPH.json --backend nccl|cpu --out DIR [options]\n  " + replay::available_backends() +
+            " in this build");
   args.value("--graph", "GRAPH.json", "the step graph (shardsim export SCENARIO --out GRAPH.json)");
   args.value("--out", "DIR", "where to write timeline.json and trace.json");
   replay::declare_backend_options(args);
   args.value("--warmup", "N", "unmeasured runs of the step before the measured one (default 1)");
   args.value("--fault", "stall:RANK", "testing: RANK never arrives at the measured step");
-  if (std::find(argv.begin(), argv.end(), "--help") != argv.end()) {
-    std::cout << "usage: shardsim-replay --graph GRAPH.json --backend nccl|cpu --out DIR [options]\n"
-              << replay::available_backends() << " in this build\n"
-              << args.help();
-    return 0;
-  }
   args.parse(argv);
   const auto graph_file = args.get("--graph");
   const auto out = args.get("--out");
@@ -96,6 +91,9 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   try {
     return replay_command(args);
+  } catch (const HelpRequested& e) {
+    std::cout << e.what();
+    return 0;
   } catch (const UsageError& e) {
     std::cerr << "shardsim-replay: " << e.what() << "\n";
     return 2;
