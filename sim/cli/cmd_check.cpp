@@ -38,6 +38,7 @@ int cmd_check(std::span<const std::string> argv) {
       }
       if (is_map && root.find("cluster") != nullptr) {
         const Prepared p = prepare(f, {});
+        for (const auto& w : p.scenario.warnings) std::cerr << w.str() << "\n";
         std::cout << fmt::format("ok: {} (scenario: {} GPUs, {} units, {} ops)\n", f, p.graph.info.world_size, p.plan.units.size(),
                                  p.graph.size());
       } else if (sweep::is_sweep_file(root)) {

@@ -68,6 +68,7 @@ int cmd_run(std::span<const std::string> argv) {
   if (args.positional().size() != 1) throw UsageError("run expects one scenario file\n" + args.help());
   const std::filesystem::path file = args.positional().front();
   Prepared p = prepare(file, args.all("--set"), started);
+  for (const auto& w : p.scenario.warnings) std::cerr << w.str() << "\n";
   // Refused before the run: an output over one of the run's own inputs.
   std::vector<OutputFile> outputs;
   if (auto trace = args.get("--trace")) outputs.push_back({"--trace", *trace});
@@ -116,6 +117,7 @@ int cmd_export(std::span<const std::string> argv) {
   const auto out = args.get("--out");
   if (!out) throw UsageError("export needs --out GRAPH.json\n" + args.help());
   Prepared p = prepare(args.positional().front(), args.all("--set"));
+  for (const auto& w : p.scenario.warnings) std::cerr << w.str() << "\n";
   check_outputs({{"--out", *out}}, inputs_of(p.scenario));
   write_file_atomic(*out, graph::to_json(p.graph).dump(1) + "\n");
   std::cout << fmt::format("wrote {} ({} ops, {} edges, {} ranks)\n", *out, p.graph.size(), p.graph.edge_count(), p.graph.info.world_size);

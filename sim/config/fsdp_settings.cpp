@@ -74,9 +74,11 @@ Choice read_wrap(const Reader& r) {
     throw ConfigError(w->where, "fsdp.wrap", fmt::format("expected a mapping such as {{policy: module}}; got {}", w->describe()));
   }
   const ConfigNode* policy = w->find("policy");
-  if (policy == nullptr || !policy->is_scalar()) {
-    throw ConfigError(policy != nullptr ? policy->where : w->where, "fsdp.wrap.policy",
-                      "missing required key (expected module, size or none)");
+  // Settings without a policy (--set fsdp.wrap.blocks_per_unit=2 on a scenario that leaves wrap at
+  // its default) are settings of the default policy.
+  if (policy == nullptr) return Choice{"module", "fsdp.wrap", w->where, *w};
+  if (!policy->is_scalar()) {
+    throw ConfigError(policy->where, "fsdp.wrap.policy", fmt::format("expected module, size or none; got {}", policy->describe()));
   }
   return Choice{policy->scalar, "fsdp.wrap", policy->where, *w};
 }
@@ -108,9 +110,46 @@ Zero3Config read_zero3(const Reader& fsdp) {
   return z;
 }
 
+// A setting written for a configuration it does not apply to is never silently ignored: a sweep
+// over it would print identical rows, a run a plausible result for something other than what was
+// asked. Where the combination comes naturally from sweeping another key (fsdp.version over a
+// scenario with FSDP1 settings, fsdp.sharding over one with a DDP bucket) it is a warning, which
+// the run prints and the sweep records per point; what cannot be modelled is an error.
+void check_applies(const Reader& r, const FsdpConfig& f, std::vector<ConfigWarning>& warnings) {
+  const auto warn = [&](std::string_view key, std::string message) {
+    if (r.has(key)) warnings.push_back({r.where(key), r.path_of(key), std::move(message) + "; it is ignored"});
+  };
+  if (f.sharding == Sharding::zero3) {
+    if (r.has("cpu_offload") && f.cpu_offload) {
+      r.fail("cpu_offload", "ZeRO-3's offload (offload_optimizer / offload_param) is not modelled; expected false, or a PyTorch FSDP sharding");
+    }
+    constexpr std::array kPyTorchOnly{"backward_prefetch", "backward_prefetch_depth", "forward_prefetch",      "limit_all_gathers",
+                                      "max_inflight_all_gathers", "reshard_after_forward", "keep_last_unit_unsharded",
+                                      "backward_hook_order", "bucket_size"};
+    for (const char* key : kPyTorchOnly) {
+      warn(key, "a PyTorch FSDP setting, which DeepSpeed ZeRO-3 (fsdp.sharding: zero3) does not have (its own are under fsdp.zero3)");
+    }
+    return;
+  }
+  warn("zero3", fmt::format("DeepSpeed ZeRO-3 settings, which apply only with fsdp.sharding: zero3, not {}", to_string(f.sharding)));
+  if (f.version == 2) {
+    constexpr std::array kFsdp1Only{"backward_prefetch", "limit_all_gathers", "max_inflight_all_gathers", "backward_hook_order"};
+    for (const char* key : kFsdp1Only) {
+      warn(key, "an FSDP1 setting (FullyShardedDataParallel), which fully_shard (fsdp.version: 2) does not have: it prefetches in "
+                "pre-backward (fsdp.backward_prefetch_depth units) and has no rate limiter");
+    }
+  }
+  if (f.version == 1 && !f.limit_all_gathers) {
+    warn("max_inflight_all_gathers", "the depth of the rate limiter, which fsdp.limit_all_gathers: false turns off");
+  }
+  if (f.sharding != Sharding::no_shard) {
+    warn("bucket_size", fmt::format("DDP's gradient bucket, used with fsdp.sharding: no_shard only, not {}", to_string(f.sharding)));
+  }
+}
+
 }  // namespace
 
-FsdpConfig read_fsdp(const Reader& top) {
+FsdpConfig read_fsdp(const Reader& top, std::vector<ConfigWarning>& warnings) {
   ConfigNode scratch;
   Reader r(section(top, "fsdp", scratch), "fsdp", kFsdpSchema);
   FsdpConfig f;
@@ -144,6 +183,7 @@ FsdpConfig read_fsdp(const Reader& top) {
   f.cpu_offload = r.boolean("cpu_offload");
   f.zero3 = read_zero3(r);
   r.finish();
+  check_applies(r, f, warnings);
   return f;
 }
 

@@ -177,6 +177,7 @@ TrainingConfig read_training(const Reader& top) {
   r.finish();
   TrainingConfig t;
   t.seq_len = r.integer("seq_len", 1, 1 << 24);
+  t.seq_len_where = r.where("seq_len");
   t.micro_batch = r.integer("micro_batch", 1, 1 << 20);
   t.grad_accum = r.integer("grad_accum", 1, 1 << 16);
   t.no_sync = r.boolean("no_sync");
@@ -295,7 +296,7 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
 
   s.model = read_model(top);
   s.training = read_training(top);
-  s.fsdp = read_fsdp(top);
+  s.fsdp = read_fsdp(top, s.warnings);
   s.simulation = read_simulation(top);
   s.collectives = read_collectives(top);
   s.stragglers = read_stragglers(top, s.world_size());

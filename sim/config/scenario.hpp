@@ -63,6 +63,7 @@ struct ModelConfig {
 
 struct TrainingConfig {
   std::int64_t seq_len = 0;
+  Location seq_len_where;
   std::int64_t micro_batch = 1;
   std::int64_t grad_accum = 1;
   bool no_sync = false;  // accumulate unsharded gradients without reducing until the last micro-step
@@ -176,6 +177,7 @@ struct ScenarioConfig {
   Stragglers stragglers;
   std::optional<CalibrationConfig> calibration;  // measured rates replacing the topology's (validation/)
   std::optional<std::filesystem::path> calibration_file;
+  std::vector<ConfigWarning> warnings;  // settings that do not apply here (core/error.hpp)
 
   [[nodiscard]] std::int64_t world_size() const { return cluster.nodes * cluster.topology.node.gpus; }
   // Every file this scenario was read from, with what it is ("scenario", "topology", ...): an

@@ -34,7 +34,8 @@ inline const ConfigNode& section(const Reader& r, std::string_view key, ConfigNo
   return scratch;
 }
 
-[[nodiscard]] FsdpConfig read_fsdp(const Reader& top);
+// Settings written for a configuration they do not apply to are added to `warnings`.
+[[nodiscard]] FsdpConfig read_fsdp(const Reader& top, std::vector<ConfigWarning>& warnings);
 [[nodiscard]] std::vector<Schema> fsdp_schemas();
 
 }  // namespace shardsim::config

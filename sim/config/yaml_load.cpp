@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 #include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
+#include <optional>
 #include <set>
+#include <sstream>
 
 #include "core/error.hpp"
 
@@ -75,6 +78,38 @@ std::string tab_hint(std::string_view text, int error_line) {
     ++line;
   }
   return "";
+}
+
+// Where the second YAML document's first value is, if it has one (an empty or null document after
+// a trailing `---` is harmless). yaml-cpp's LoadAll loops forever on some malformed input (a lone
+// ","), so the parser is driven by hand for exactly two documents.
+class FirstValue final : public YAML::EventHandler {
+ public:
+  std::optional<YAML::Mark> mark;
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { note(m); }
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t, const std::string&) override { note(m); }
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override { note(m); }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override { note(m); }
+  void OnMapEnd() override {}
+
+ private:
+  void note(const YAML::Mark& m) {
+    if (!mark) mark = m;
+  }
+};
+
+std::optional<YAML::Mark> second_document(std::string_view text) {
+  std::istringstream in{std::string(text)};
+  YAML::Parser parser(in);
+  FirstValue first;
+  if (!parser.HandleNextDocument(first)) return std::nullopt;
+  FirstValue second;
+  if (!parser.HandleNextDocument(second)) return std::nullopt;
+  return second.mark;
 }
 
 class Converter {
@@ -156,6 +191,11 @@ ConfigNode parse_yaml(std::string_view text, const Location& where) {
   check_text(text, where, "YAML text");
   try {
     YAML::Node root = YAML::Load(std::string(text));
+    // A second document after `---` would be read by nothing: refuse it rather than ignore it.
+    if (const auto second = second_document(text)) {
+      throw ConfigError(at(where, *second), "",
+                        "a second YAML document (after ---); expected one document per file (the rest would be ignored)");
+    }
     ConfigNode out = Converter(where).convert(root, 0);
     if (out.where.line == 0 && where.line == 0) {
       out.where.line = 1;

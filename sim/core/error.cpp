@@ -10,13 +10,17 @@ std::string Location::str() const {
 }
 
 namespace {
-std::string render(const Location& where, const std::string& key_path, const std::string& message) {
+std::string render(const Location& where, const std::string& key_path, const std::string& message, std::string_view severity = "error") {
   std::string out = where.str();
-  out += out.empty() ? "error: " : ": error: ";
+  out += fmt::format("{}{}: ", out.empty() ? "" : ": ", severity);
   if (!key_path.empty()) out += key_path + ": ";
   return out + message;
 }
 }  // namespace
+
+std::string ConfigWarning::str() const {
+  return render(where, key_path, message, "warning");
+}
 
 ConfigError::ConfigError(const Location& where, const std::string& key_path, const std::string& message)
     : std::runtime_error(render(where, key_path, message)), where_(where), key_path_(key_path), message_(message) {}

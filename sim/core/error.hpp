@@ -32,6 +32,17 @@ class ConfigError : public std::runtime_error {
   std::string message_;
 };
 
+// A setting that is valid but does not apply to the configuration it is in (an FSDP1 setting on
+// FSDP2, say): not fatal, never silent. `shardsim run` prints it on stderr, the JSON summary
+// carries it (`warnings`), so a sweep records it with each point.
+struct ConfigWarning {
+  Location where;
+  std::string key_path;
+  std::string message;
+  // "scenarios/x.yaml:12:5: warning: fsdp.backward_prefetch: ..."
+  [[nodiscard]] std::string str() const;
+};
+
 class RuntimeError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

@@ -266,7 +266,16 @@ void Reader::finish() const {
   names.reserve(schema_.params.size());
   for (const auto& p : schema_.params) names.push_back(p.name);
   for (const auto& e : node_.entries) {
-    if (schema_.find(e.key) != nullptr) continue;
+    if (const ParamSpec* spec = schema_.find(e.key)) {
+      // An empty value (`nodes:`, `nodes: ~`, --set cluster.nodes=) is not the default: it is a
+      // mistake. Only a section may be left empty (it then takes all its defaults).
+      if (e.value.is_null() && spec->type.rfind("mapping", 0) != 0) {
+        throw ConfigError(e.value.where.line > 0 ? e.value.where : e.key_where, path_of(e.key),
+                          fmt::format("expected {}; got nothing (leave the key out for its default, {})", spec->type,
+                                      spec->default_value.empty() || spec->default_value == "-" ? "none" : spec->default_value));
+      }
+      continue;
+    }
     std::string message = fmt::format("unknown key in {} settings", schema_.name);
     if (auto guess = closest_match(e.key, names); !guess.empty()) {
       message += fmt::format(" (did you mean \"{}\"?)", guess);

@@ -230,6 +230,7 @@ Summary summarize(const SummaryInput& in) {
     if (s.waits.size() > 5) s.waits.resize(5);
   }
   if (in.job_ends != nullptr && in.job_ends->size() > 1) s.job_ends = *in.job_ends;
+  for (const auto& w : in.scenario.warnings) s.warnings.push_back(w.str());
   return s;
 }
 

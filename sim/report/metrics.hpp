@@ -78,6 +78,7 @@ struct Summary {
   int alloc_retries = 0;        // the most allocator retries on one rank (each slows the run)
   std::vector<RankWait> waits;  // the ranks that caused the most waiting, most first (at most 5)
   std::vector<double> job_ends;  // cluster.jobs > 1: when each job's run ended (the figures are job 0's)
+  std::vector<std::string> warnings;  // settings that did not apply (ConfigWarning::str())
   std::string calibration;       // the calibration file in use (scenario key calibration), empty without one
   std::string calibration_name;  // its name: key
   std::string calibration_covers;  // what it replaces (config::calibration_coverage)

@@ -118,6 +118,7 @@ nlohmann::json summary_json(const Summary& s) {
       {"simulated_ranks", s.simulated_ranks},
       {"waits", waits},
       {"job_ends_s", s.job_ends},
+      {"warnings", s.warnings},
       {"calibration", s.calibration.empty() ? nlohmann::json(nullptr)
                                             : nlohmann::json{{"file", s.calibration}, {"name", s.calibration_name}, {"covers", s.calibration_covers}}},
   };

@@ -24,8 +24,15 @@ std::string describe_result(const PointResult& r) {
   for (const auto& a : r.assignments) settings += (settings.empty() ? "" : " ") + a;
   if (settings.empty()) settings = "(the scenario as written)";
   if (!r.ok()) return fmt::format("{}: failed: {}", settings, r.error);
-  return fmt::format("{}: {}, {:.0f} tokens/s/GPU, {}{}", settings, svg::seconds(r.number("step_time_s")), r.number("tokens_per_s_per_gpu"),
-                     svg::gib(r.number("peak_memory_bytes")), r.oom() ? " OUT OF MEMORY" : "");
+  std::string line = fmt::format("{}: {}, {:.0f} tokens/s/GPU, {}{}", settings, svg::seconds(r.number("step_time_s")),
+                                 r.number("tokens_per_s_per_gpu"), svg::gib(r.number("peak_memory_bytes")), r.oom() ? " OUT OF MEMORY" : "");
+  // Settings that did not apply to this point (results.jsonl keeps the messages).
+  if (const auto w = r.metrics.find("warnings"); w != r.metrics.end() && w->is_array()) {
+    for (const auto& text : *w) {
+      if (text.is_string()) line += "\n    " + text.get<std::string>();
+    }
+  }
+  return line;
 }
 
 Progress::Progress(std::FILE* out, bool terminal, std::string how) : out_(out), terminal_(terminal), how_(std::move(how)) {}

@@ -169,3 +169,10 @@ TEST_CASE("steps: auto simulates two steps where the first differs") {
   CHECK(tiny({"fsdp.forward_prefetch=true"}).graph.info.steps == 2);
   CHECK(tiny({"simulation.steps=3"}).graph.info.steps == 3);
 }
+
+TEST_CASE("a dotted wrap key on a scenario that leaves fsdp.wrap at its default sets the default policy") {
+  // tests/data/tiny_llama.yaml writes no fsdp.wrap: the default is {policy: module}. Four blocks,
+  // two per unit: two block units and the root.
+  const auto p = tiny({"fsdp.wrap.blocks_per_unit=2"});
+  CHECK(p.plan.units.size() == 3);
+}
