@@ -14,6 +14,7 @@
 #include "config/calibration.hpp"
 #include "core/error.hpp"
 #include "core/atomic_file.hpp"
+#include "core/json_text.hpp"
 #include "core/units.hpp"
 #include "validate/calibrate.hpp"
 #include "validate/nccl_tests.hpp"
@@ -30,13 +31,7 @@ std::string read_text(const std::string& file) {
 }
 
 validate::BenchResults read_bench(const std::string& file, const std::string& text) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ConfigError(Location{file, 0, 0}, "", fmt::format("not valid JSON (byte {}): expected a shardsim-bench file", e.byte));
-  }
-  return validate::bench_from_json(j, file);
+  return validate::bench_from_json(parse_json(text, file, "a shardsim-bench file (shardsim-bench --out FILE)"), file);
 }
 
 std::optional<int> positive_int(const Args& args, const char* option) {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/yaml_load.hpp"
+#include "core/json_text.hpp"
 #include "core/reader.hpp"
 #include "model/transformer_spec.hpp"
 
@@ -127,14 +128,6 @@ class ConfigJson {
   std::map<std::string, std::size_t> offsets_;
 };
 
-// nlohmann's what() is "[json.exception.parse_error.101] parse error at line 3, column 5: syntax
-// error ..."; the location goes into ours, the rest is the message.
-std::string parse_message(const json::parse_error& e) {
-  const std::string what = e.what();
-  const auto colon = what.find(": ");
-  return colon == std::string::npos ? what : what.substr(colon + 2);
-}
-
 }  // namespace
 
 TransformerSpec read_hf_config(const std::filesystem::path& file, const Location& referenced_from) {
@@ -145,21 +138,7 @@ TransformerSpec read_hf_config(const std::filesystem::path& file, const Location
   std::string text = config::read_config_file(source, file, config::FileRef{referenced_from, "model.hf_config"});
   const Location top{file.string(), 1, 1};
   config::check_text(text, Location{file.string(), 0, 0}, "JSON text (a Hugging Face config.json)");
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw ConfigError(offset_to_location(file.string(), text, e.byte > 0 ? e.byte - 1 : 0), "",
-                      fmt::format("invalid JSON: {}", parse_message(e)));
-  } catch (const json::out_of_range& e) {
-    // A number beyond a double (1e999): nlohmann names the token but not where it is.
-    const std::string what = e.what();
-    const auto q = what.find('\'');
-    const std::string token = q == std::string::npos ? std::string() : what.substr(q + 1, what.rfind('\'') - q - 1);
-    const std::size_t at = token.empty() ? std::string::npos : text.find(token);
-    throw ConfigError(offset_to_location(file.string(), text, at == std::string::npos ? 0 : at), "",
-                      fmt::format("invalid JSON: number out of range: {}", quote(token)));
-  }
+  json j = parse_json(text, file.string(), "a Hugging Face config.json");
   if (!j.is_object()) throw ConfigError(top, "", "expected a JSON object (a Hugging Face config.json)");
   const ConfigJson c(file, std::move(text), std::move(j));
   const std::string type = c.text("model_type");

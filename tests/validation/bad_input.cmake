@@ -13,7 +13,7 @@ execute_process(COMMAND ${SHARDSIM} export ${SOURCE}/tests/data/tiny_llama.yaml 
                 OUTPUT_QUIET RESULT_VARIABLE rc)
 file(WRITE ${OUT}/broken.json "{\"format\": \"shardsim-graph\"")
 expect(2 "missing.json: error: cannot open for reading" ${REPLAY} --graph ${OUT}/missing.json --backend cpu --out ${OUT}/r)
-expect(2 "broken.json: error: not valid JSON" ${REPLAY} --graph ${OUT}/broken.json --backend cpu --out ${OUT}/r)
+expect(2 "broken.json:1:[0-9]+: error: invalid JSON \\(expected a graph from `shardsim export`\\)" ${REPLAY} --graph ${OUT}/broken.json --backend cpu --out ${OUT}/r)
 expect(2 "graph.json: error: info.world_size: the graph is for 2 ranks; 3 were started" ${REPLAY} --graph ${OUT}/graph.json --backend cpu --nprocs 3 --out ${OUT}/r)
 expect(2 "--backend: expected nccl or cpu; got \"gpu\"" ${REPLAY} --graph ${OUT}/graph.json --backend gpu --out ${OUT}/r)
 expect(2 "--compute-scale: expected a fraction in \\(0, 1\\]" ${REPLAY} --graph ${OUT}/graph.json --backend cpu --compute-scale 2 --out ${OUT}/r)

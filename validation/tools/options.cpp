@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <sstream>
 
 #include "core/error.hpp"
+#include "core/json_text.hpp"
 #include "graph/serialize.hpp"
 
 namespace shardsim::replay {
@@ -74,13 +76,9 @@ std::optional<int> nprocs(const Args& args) {
 graph::StepGraph load_graph(const std::string& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) throw ConfigError(Location{file, 0, 0}, "", "cannot open for reading (write one with `shardsim export SCENARIO --out FILE`)");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ConfigError(Location{file, 0, 0}, "", fmt::format("not valid JSON (byte {}): expected a graph from `shardsim export`", e.byte));
-  }
-  return graph::from_json(j, file);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return graph::from_json(parse_json(text.str(), file, "a graph from `shardsim export`"), file);
 }
 
 }  // namespace shardsim::replay
