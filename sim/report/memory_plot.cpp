@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/xml.hpp"
 #include "report/outputs.hpp"
 
 namespace shardsim::report {
@@ -11,28 +12,6 @@ namespace {
 constexpr std::array<const char*, graph::kMemCategories> kColors{"#4e79a7", "#f28e2b", "#e15759", "#ff9da7",
                                                                  "#76b7b2", "#59a14f", "#edc948", "#b07aa1"};
 
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 }  // namespace
 

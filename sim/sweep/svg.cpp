@@ -6,33 +6,12 @@
 #include <array>
 #include <cmath>
 
+#include "core/xml.hpp"
+
 namespace shardsim::sweep::svg {
 
 std::string escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        // XML 1.0 allows no control characters but tab and line breaks.
-        out += static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r' ? ' ' : c;
-    }
-  }
-  return out;
+  return xml_escape(s);
 }
 
 std::vector<double> ticks(double lo, double hi, int count) {

@@ -6,6 +6,7 @@
 #include <array>
 #include <map>
 
+#include "core/xml.hpp"
 #include "validate/compare.hpp"
 
 namespace shardsim::validate {
@@ -16,28 +17,6 @@ constexpr double kWidth = 1000;
 constexpr double kRow = 18;
 constexpr std::array<const char*, kActivityClasses> kColours{"#4c78a8", "#f58518", "#54a24b", "#e45756", "#b279a2", "#72b7b2", "#9d9d9d"};
 
-std::string escape(std::string_view s) {
-  std::string out;
-  for (char ch : s) {
-    switch (ch) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += ch;
-    }
-  }
-  return out;
-}
 
 // Lanes in display order: compute first, then by compute time.
 std::vector<std::string> lanes_of(const Trace& t, const std::vector<Activity>& acts) {
@@ -62,7 +41,7 @@ std::size_t step_index(const RankTrace& r, int number) {
 
 // Draws one step of one trace's rank from y; returns the height used.
 double draw(std::string& out, const char* title, const Trace& t, std::size_t rank, const StepMetrics& m, double scale, double y) {
-  out += fmt::format(R"(<text x="8" y="{:.1f}" font-weight="bold">{}: {}, step {} ({:.3f} ms)</text>)", y + 14, title, escape(t.origin),
+  out += fmt::format(R"(<text x="8" y="{:.1f}" font-weight="bold">{}: {}, step {} ({:.3f} ms)</text>)", y + 14, title, xml_escape(t.origin),
                      m.number, m.step_time * 1e3);
   out += "\n";
   y += 22;
@@ -74,7 +53,7 @@ double draw(std::string& out, const char* title, const Trace& t, std::size_t ran
   const auto lanes = lanes_of(t, acts);
   for (std::size_t l = 0; l < lanes.size(); ++l) {
     const double ly = y + static_cast<double>(l) * kRow;
-    out += fmt::format(R"(<text x="8" y="{:.1f}" font-size="11">{}</text>)", ly + 12, escape(lanes[l]));
+    out += fmt::format(R"(<text x="8" y="{:.1f}" font-size="11">{}</text>)", ly + 12, xml_escape(lanes[l]));
     out += fmt::format(R"(<rect x="{}" y="{:.1f}" width="{}" height="{}" fill="#f4f4f4"/>)", kLeft, ly, kWidth, kRow - 2);
     out += "\n";
     std::vector<const Activity*> mine;
@@ -97,7 +76,7 @@ double draw(std::string& out, const char* title, const Trace& t, std::size_t ran
       const double w = std::max(0.5, (std::min(end, m.window_end) - std::max(first.start, m.window_start)) * scale);
       out += fmt::format(
           R"(<rect x="{:.2f}" y="{:.1f}" width="{:.2f}" height="{}" fill="{}" stroke="white" stroke-width="0.5"><title>{}{} {:.3f} ms</title></rect>)",
-          x, ly, w, kRow - 2, kColours[static_cast<std::size_t>(first.cls)], escape(t.name_of(first)),
+          x, ly, w, kRow - 2, kColours[static_cast<std::size_t>(first.cls)], xml_escape(t.name_of(first)),
           j - i > 1 ? fmt::format(" (+{} more)", j - i - 1) : "", (end - first.start) * 1e3);
       out += "\n";
       i = j;

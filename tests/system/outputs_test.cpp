@@ -128,3 +128,17 @@ TEST_CASE("run --out DIR over an earlier run: a full disk leaves the earlier out
     CHECK(temp_files_in(dir / "out").empty());
   }
 }
+
+TEST_CASE("a scenario name with control characters gives well-formed SVG") {
+  // XML 1.0 forbids control characters other than tab, newline and carriage return, even escaped.
+  const fs::path dir = scratch_dir("outputs-control-name");
+  copy_inputs(dir);
+  const ProcessResult r = run_in(dir, {"run", "s.yaml", "--set", R"(name="bell\x07 escape\x1b[31m <&>")", "--out", "out"});
+  REQUIRE(r.exit_code == 0);
+  const std::string svg = read_all(dir / "out" / "memory.svg");
+  for (const char c : svg) {
+    const auto u = static_cast<unsigned char>(c);
+    CHECK_FALSE(((u < 0x20 && c != '\t' && c != '\n' && c != '\r') || u == 0x7F));
+  }
+  CHECK(svg.find("bell\xEF\xBF\xBD escape\xEF\xBF\xBD[31m &lt;&amp;&gt;") != std::string::npos);
+}
