@@ -221,6 +221,7 @@ SimulationConfig read_simulation(const Reader& top) {
   out.flows = pick<FlowGranularity>(sim, "flows", kFlowNames);
   constexpr std::array<std::string_view, 3> kModeNames{"auto", "full", "symmetric"};
   out.mode = pick<SimulationMode>(sim, "mode", kModeNames);
+  out.mode_where = sim.where("mode");
   // Op ids are ints; 1e8 ops would be tens of GB of graph anyway.
   out.max_ops = {sim.integer("max_ops", 1, 100'000'000), sim.where("max_ops")};
   out.max_op_instances = {sim.integer("max_op_instances", 1, std::int64_t{1} << 50), sim.where("max_op_instances")};
@@ -308,6 +309,17 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
   if (s.simulation.mode == SimulationMode::symmetric && s.stragglers.any()) {
     throw ConfigError(top.where("stragglers"), "simulation.mode",
                       "symmetric simulates one representative rank, but stragglers make ranks differ; expected full or auto");
+  }
+  const auto& fabric = s.cluster.topology.fabric;
+  if (s.simulation.mode == SimulationMode::symmetric && fabric.kind.name == "fat_tree" && fabric.nodes_per_leaf > 1 &&
+      fabric.oversubscription > 1 && s.cluster.nodes > 1) {
+    // Several nodes share a leaf's uplinks: the representative node's collectives contend there
+    // with its neighbours', which symmetric mode does not simulate (up to 2x off on the 4-per-leaf
+    // 2:1 fat tree).
+    throw ConfigError(s.simulation.mode_where, "simulation.mode",
+                      fmt::format("symmetric simulates one representative node, but the fabric puts {} nodes under each leaf with {}:1 "
+                                  "uplinks they share, which it would not see; expected full or auto",
+                                  fabric.nodes_per_leaf, fabric.oversubscription));
   }
   if (top.has("calibration")) {
     const auto cal = top.file_path("calibration");
