@@ -8,6 +8,8 @@
 namespace shardsim::config {
 namespace {
 
+constexpr Range kLatencyRange{0, 1, Dimension::seconds};  // a measured latency past a second is a mistake
+
 constexpr std::array kCalibrationParams{
     ParamSpec{"name", "string", "-", "what was measured, e.g. \"H200 SXM, cuBLAS bf16, NCCL 2.28\""},
     ParamSpec{"description", "string", "-", "notes: how and when it was measured"},
@@ -19,7 +21,7 @@ constexpr std::array kComputeParams{
     ParamSpec{"attention_forward", "mapping {rate}", "-", "attention forward FLOP rate"},
     ParamSpec{"attention_backward", "mapping {rate}", "-", "attention backward FLOP rate"},
     ParamSpec{"memory_bandwidth", "bandwidth", "-", "achieved HBM bandwidth of memory-bound kernels"},
-    ParamSpec{"kernel_launch", "duration", "-", "fixed cost per kernel"},
+    ParamSpec{"kernel_launch", "duration", "-", "fixed cost per kernel", kLatencyRange},
 };
 constexpr std::array kGemmParams{
     ParamSpec{"rate", "compute rate", "", "FLOP rate of large GEMMs"},
@@ -34,16 +36,16 @@ constexpr std::array kLinkClassParams{
     ParamSpec{"all_reduce", "mapping", "-", "ring all-reduce cost"},
 };
 constexpr std::array kCollectiveParams{
-    ParamSpec{"base_latency", "duration", "", "fixed latency of one collective"},
-    ParamSpec{"hop_latency", "duration", "0s", "latency added per ring step"},
+    ParamSpec{"base_latency", "duration", "", "fixed latency of one collective", kLatencyRange},
+    ParamSpec{"hop_latency", "duration", "0s", "latency added per ring step", kLatencyRange},
     ParamSpec{"bus_bandwidth", "bandwidth", "", "nccl-tests bus bandwidth: S (n-1)/n / t (2(n-1)/n for all-reduce)"},
     ParamSpec{"sizes", "list of pieces", "-",
               "size-aware form instead of the three figures: pieces by size (see calibration.collective.sizes[])"},
 };
 constexpr std::array kPieceParams{
     ParamSpec{"from", "bytes", "", "the piece prices sizes from this one up to the next piece's (below the first: the topology's model)"},
-    ParamSpec{"base_latency", "duration", "0s", "fixed time of one collective at these sizes (an intercept of the measured curve)"},
-    ParamSpec{"hop_latency", "duration", "0s", "time added per ring step"},
+    ParamSpec{"base_latency", "duration", "0s", "fixed time of one collective at these sizes (an intercept of the measured curve)", kLatencyRange},
+    ParamSpec{"hop_latency", "duration", "0s", "time added per ring step", kLatencyRange},
     ParamSpec{"bus_bandwidth", "bandwidth", "", "bus bandwidth at these sizes"},
 };
 constexpr std::array kLinkClassesParams{

@@ -10,42 +10,45 @@
 namespace shardsim::config {
 namespace {
 
+constexpr std::array<std::string_view, 2> kHookOrderNames{"post_first", "pre_first"};
+constexpr double kNumelMax = static_cast<double>(std::int64_t{1} << 50);
+
 constexpr std::array kFsdpParams{
-    ParamSpec{"version", "1 | 2", "2", "1 = FullyShardedDataParallel, 2 = fully_shard"},
-    ParamSpec{"sharding", "full_shard | shard_grad_op | no_shard | hybrid_shard | hybrid_shard_zero2 | zero3", "full_shard",
-              "sharding strategy; zero3 = DeepSpeed ZeRO stage 3 (settings under fsdp.zero3)"},
+    ParamSpec{"version", "integer", "2", "1 = FullyShardedDataParallel, 2 = fully_shard", Range{1, 2}},
+    ParamSpec{"sharding", "", "full_shard",
+              "sharding strategy; zero3 = DeepSpeed ZeRO stage 3 (settings under fsdp.zero3)", {}, kShardingNames},
     ParamSpec{"wrap", "mapping {policy: ...}", "{policy: module}", "how the model is cut into units (shardsim describe wrap)"},
-    ParamSpec{"backward_prefetch", "pre | post | none", "pre", "FSDP1: when the next unit's all-gather is issued in backward"},
-    ParamSpec{"backward_prefetch_depth", "integer >= 1", "1",
-              "FSDP2: units prefetched ahead in backward (set_modules_to_backward_prefetch)"},
+    ParamSpec{"backward_prefetch", "", "pre", "FSDP1: when the next unit's all-gather is issued in backward", {}, kPrefetchNames},
+    ParamSpec{"backward_prefetch_depth", "integer", "1",
+              "FSDP2: units prefetched ahead in backward (set_modules_to_backward_prefetch)", Range{1, 1024}},
     ParamSpec{"forward_prefetch", "bool or integer >= 0", "false",
               "prefetch the next unit(s) before this unit's forward (FSDP1: next one, from the second step; FSDP2: N units)"},
     ParamSpec{"limit_all_gathers", "bool", "true", "FSDP1 rate limiter: the CPU waits before issuing more all-gathers"},
-    ParamSpec{"max_inflight_all_gathers", "integer >= 1", "2",
-              "FSDP1 limiter depth (_max_num_inflight_all_gathers, \"empirically chosen\" 2)"},
+    ParamSpec{"max_inflight_all_gathers", "integer", "2",
+              "FSDP1 limiter depth (_max_num_inflight_all_gathers, \"empirically chosen\" 2)", Range{1, 1024}},
     ParamSpec{"reshard_after_forward", "bool or integer > 1", "-",
               "free parameters after forward (default: by sharding); FSDP2 integer d keeps a 1/d shard for backward"},
     ParamSpec{"keep_last_unit_unsharded", "bool", "false",
               "do not reshard the last unit after forward (torchtitan: backward needs it first)"},
-    ParamSpec{"backward_hook_order", "post_first | pre_first", "post_first",
-              "FSDP1: whether unit k's post-backward fires before unit k-1's pre-backward (autograd order; unsure)"},
-    ParamSpec{"bucket_size", "size", "25MB", "no_shard: DDP gradient bucket (bucket_cap_mb)"},
+    ParamSpec{"backward_hook_order", "", "post_first",
+              "FSDP1: whether unit k's post-backward fires before unit k-1's pre-backward (autograd order; unsure)", {}, kHookOrderNames},
+    ParamSpec{"bucket_size", "size", "25MB", "no_shard: DDP gradient bucket (bucket_cap_mb)", Range{1, 1e15, Dimension::bytes}},
     ParamSpec{"mixed_precision", "mapping {param, reduce} or none", "none", "dtypes of all-gathered parameters and of gradient reduction"},
     ParamSpec{"cpu_offload", "bool", "false", "keep parameter shards, gradients and optimizer on the CPU"},
     ParamSpec{"zero3", "mapping", "{}", "DeepSpeed ZeRO-3 settings (sharding: zero3)"},
 };
 constexpr std::array kMixedPrecisionParams{
-    ParamSpec{"param", "fp32 | bf16 | fp16", "bf16", "dtype of unsharded parameters and compute"},
-    ParamSpec{"reduce", "fp32 | bf16 | fp16", "-", "dtype of gradient reduction (default: param)"},
+    ParamSpec{"param", "", "bf16", "dtype of unsharded parameters and compute", {}, kDTypeNames},
+    ParamSpec{"reduce", "", "-", "dtype of gradient reduction (default: param)", {}, kDTypeNames},
 };
 // DeepSpeed defaults (deepspeed/runtime/zero/config.py, shared/reference/fsdp-semantics.md section 8).
 constexpr std::array kZero3Params{
-    ParamSpec{"prefetch_bucket_size", "integer >= 0", "50000000", "stage3_prefetch_bucket_size: parameters prefetched ahead (numel)"},
-    ParamSpec{"max_live_parameters", "integer >= 1", "1000000000", "stage3_max_live_parameters: gathered parameters kept at once (numel)"},
-    ParamSpec{"max_reuse_distance", "integer >= 0", "1000000000", "stage3_max_reuse_distance: keep a parameter if reused within (numel)"},
-    ParamSpec{"param_persistence_threshold", "integer >= 0", "100000",
-              "stage3_param_persistence_threshold: smaller parameters are never partitioned"},
-    ParamSpec{"reduce_bucket_size", "integer >= 1", "500000000", "reduce_bucket_size: gradients reduce-scattered per bucket (numel)"},
+    ParamSpec{"prefetch_bucket_size", "integer", "50000000", "stage3_prefetch_bucket_size: parameters prefetched ahead (numel)", Range{0, kNumelMax}},
+    ParamSpec{"max_live_parameters", "integer", "1000000000", "stage3_max_live_parameters: gathered parameters kept at once (numel)", Range{1, kNumelMax}},
+    ParamSpec{"max_reuse_distance", "integer", "1000000000", "stage3_max_reuse_distance: keep a parameter if reused within (numel)", Range{0, kNumelMax}},
+    ParamSpec{"param_persistence_threshold", "integer", "100000",
+              "stage3_param_persistence_threshold: smaller parameters are never partitioned", Range{0, kNumelMax}},
+    ParamSpec{"reduce_bucket_size", "integer", "500000000", "reduce_bucket_size: gradients reduce-scattered per bucket (numel)", Range{1, kNumelMax}},
     ParamSpec{"overlap_comm", "bool", "true", "reduce on a separate stream, overlapping backward"},
 };
 
@@ -60,8 +63,8 @@ MixedPrecision read_mixed_precision(const Reader& fsdp) {
   if (node->is_scalar() && (node->scalar == "none" || node->scalar == "false")) return mp;
   Reader r(*node, "fsdp.mixed_precision", kMixedPrecisionSchema);
   mp.enabled = true;
-  mp.param = pick<DType>(r, "param", kDTypeNames);
-  mp.reduce = r.has("reduce") ? pick<DType>(r, "reduce", kDTypeNames) : mp.param;
+  mp.param = pick<DType>(r, "param");
+  mp.reduce = r.has("reduce") ? pick<DType>(r, "reduce") : mp.param;
   r.finish();
   return mp;
 }
@@ -98,13 +101,12 @@ std::int64_t bool_or_count(const Reader& r, std::string_view key, std::int64_t m
 Zero3Config read_zero3(const Reader& fsdp) {
   ConfigNode scratch;
   Reader r(section(fsdp, "zero3", scratch), "fsdp.zero3", kZero3Schema);
-  constexpr std::int64_t big = std::int64_t{1} << 50;
   Zero3Config z;
-  z.prefetch_bucket_size = r.integer("prefetch_bucket_size", 0, big);
-  z.max_live_parameters = r.integer("max_live_parameters", 1, big);
-  z.max_reuse_distance = r.integer("max_reuse_distance", 0, big);
-  z.param_persistence_threshold = r.integer("param_persistence_threshold", 0, big);
-  z.reduce_bucket_size = r.integer("reduce_bucket_size", 1, big);
+  z.prefetch_bucket_size = r.integer("prefetch_bucket_size");
+  z.max_live_parameters = r.integer("max_live_parameters");
+  z.max_reuse_distance = r.integer("max_reuse_distance");
+  z.param_persistence_threshold = r.integer("param_persistence_threshold");
+  z.reduce_bucket_size = r.integer("reduce_bucket_size");
   z.overlap_comm = r.boolean("overlap_comm");
   r.finish();
   return z;
@@ -154,11 +156,11 @@ FsdpConfig read_fsdp(const Reader& top, std::vector<ConfigWarning>& warnings) {
   Reader r(section(top, "fsdp", scratch), "fsdp", kFsdpSchema);
   FsdpConfig f;
   f.where = r.where("cpu_offload");
-  f.version = static_cast<int>(r.integer("version", 1, 2));
-  f.sharding = pick<Sharding>(r, "sharding", kShardingNames);
+  f.version = static_cast<int>(r.integer("version"));
+  f.sharding = pick<Sharding>(r, "sharding");
   f.wrap = read_wrap(r);
-  f.backward_prefetch = pick<BackwardPrefetch>(r, "backward_prefetch", kPrefetchNames);
-  f.backward_prefetch_depth = static_cast<int>(r.integer("backward_prefetch_depth", 1, 1024));
+  f.backward_prefetch = pick<BackwardPrefetch>(r, "backward_prefetch");
+  f.backward_prefetch_depth = static_cast<int>(r.integer("backward_prefetch_depth"));
   f.forward_prefetch = static_cast<int>(bool_or_count(r, "forward_prefetch", 1024));
   if (f.version == 1 && f.forward_prefetch > 1) {
     r.fail("forward_prefetch", "FSDP1 prefetches one unit ahead (its limit is fixed at 1); expected true or false");
@@ -167,7 +169,7 @@ FsdpConfig read_fsdp(const Reader& top, std::vector<ConfigWarning>& warnings) {
     r.fail("backward_prefetch_depth", "FSDP1 prefetches one unit ahead in backward; expected 1 (use fsdp.version: 2)");
   }
   f.limit_all_gathers = r.boolean("limit_all_gathers");
-  f.max_inflight_all_gathers = static_cast<int>(r.integer("max_inflight_all_gathers", 1, 1024));
+  f.max_inflight_all_gathers = static_cast<int>(r.integer("max_inflight_all_gathers"));
   if (r.has("reshard_after_forward")) {
     const std::int64_t v = bool_or_count(r, "reshard_after_forward", 1 << 20);
     if (f.version == 1)
@@ -175,10 +177,8 @@ FsdpConfig read_fsdp(const Reader& top, std::vector<ConfigWarning>& warnings) {
     f.reshard_after_forward = Located<int>{static_cast<int>(v), r.where("reshard_after_forward")};
   }
   f.keep_last_unit_unsharded = r.boolean("keep_last_unit_unsharded");
-  constexpr std::array<std::string_view, 2> kHookOrder{"post_first", "pre_first"};
-  f.backward_hook_order = pick<HookOrder>(r, "backward_hook_order", kHookOrder);
+  f.backward_hook_order = pick<HookOrder>(r, "backward_hook_order");
   f.bucket_size = Bytes(r.quantity("bucket_size", Dimension::bytes));
-  if (f.bucket_size.value() <= 0) r.fail("bucket_size", "expected a size above zero");
   f.mixed_precision = read_mixed_precision(r);
   f.cpu_offload = r.boolean("cpu_offload");
   f.zero3 = read_zero3(r);

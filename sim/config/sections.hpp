@@ -17,6 +17,12 @@ inline constexpr std::array<std::string_view, 6> kShardingNames{"full_shard",   
                                                                 "hybrid_shard", "hybrid_shard_zero2", "zero3"};
 inline constexpr std::array<std::string_view, 3> kPrefetchNames{"pre", "post", "none"};
 
+// Reads a choice among the key's ParamSpec choices as the enum E whose values follow them.
+template <class E>
+E pick(const Reader& r, std::string_view key) {
+  return static_cast<E>(r.choice_index(key));
+}
+
 // Reads a choice and returns its index as the enum E whose values follow `names`.
 template <class E, std::size_t N>
 E pick(const Reader& r, std::string_view key, const std::array<std::string_view, N>& names) {

@@ -12,6 +12,14 @@
 namespace shardsim::config {
 namespace {
 
+// Bounds far beyond any real machine, close enough that no figure runs to zero or infinity: a
+// link latency of 1e300 s or a bandwidth of 1e300 B/s is valid YAML and would give a run of 0
+// tokens per second, or one of no time at all.
+constexpr Range kDurationRange{0, 1, Dimension::seconds};  // latencies and launch costs: a second is already absurd
+constexpr Range kBandwidthRange{1, 1e18, Dimension::byte_rate};
+constexpr Range kFlopRateRange{1, 1e18, Dimension::flop_rate};
+constexpr Range kFractionRange{1e-3, 1};
+
 constexpr std::array kTopologyParams{
     ParamSpec{"name", "string", "", "what this cluster is, in a line"},
     ParamSpec{"description", "string", "-", "longer notes, sources of the figures"},
@@ -23,56 +31,56 @@ constexpr std::array kTopologyParams{
 };
 constexpr std::array kGpuParams{
     ParamSpec{"model", "string", "", "GPU model, e.g. H100-SXM"},
-    ParamSpec{"arch", "volta | ampere | hopper | blackwell", "hopper",
-              "GPU generation: picks NCCL's per-generation constants (LL bandwidth caps, NVLS efficiency)"},
-    ParamSpec{"memory", "size", "", "device memory, e.g. 80GiB"},
+    ParamSpec{"arch", "", "hopper",
+              "GPU generation: picks NCCL's per-generation constants (LL bandwidth caps, NVLS efficiency)", {}, kGpuArchNames},
+    ParamSpec{"memory", "size", "", "device memory, e.g. 80GiB", Range{1 << 20, 1e15, Dimension::bytes}},
     ParamSpec{"peak_flops", "mapping {bf16, fp32}", "", "dense peak compute per data type"},
-    ParamSpec{"hbm_bandwidth", "bandwidth", "", "peak device-memory bandwidth"},
+    ParamSpec{"hbm_bandwidth", "bandwidth", "", "peak device-memory bandwidth", kBandwidthRange},
     ParamSpec{"efficiency", "mapping", "{}", "achievable fractions of peak (see gpu.efficiency)"},
     ParamSpec{"compute_model", "roofline", "roofline", "how compute ops are priced (engine/compute_model.hpp; shardsim describe compute)"},
-    ParamSpec{"kernel_launch", "duration", "4us", "fixed cost of each kernel (launch and tail)"},
-    ParamSpec{"comm_interference", "fraction [0, 1)", "0.1",
-              "compute throughput lost while a collective runs (NCCL's SMs and HBM traffic)"},
-    ParamSpec{"launch_queue", "integer >= 16", "1024",
+    ParamSpec{"kernel_launch", "duration", "4us", "fixed cost of each kernel (launch and tail)", kDurationRange},
+    ParamSpec{"comm_interference", "fraction", "0.1",
+              "compute throughput lost while a collective runs (NCCL's SMs and HBM traffic)", Range{0, 0.9}},
+    ParamSpec{"launch_queue", "integer", "1024",
               "kernel launches the CPU can have pending before a launch blocks: how far the CPU runs ahead of the GPU "
-              "(undocumented by CUDA; 1024 is the depth commonly observed)"},
+              "(undocumented by CUDA; 1024 is the depth commonly observed)", Range{16, 1 << 20}},
 };
 constexpr std::array kPeakParams{
-    ParamSpec{"bf16", "compute rate", "", "dense bf16 tensor-core peak"},
-    ParamSpec{"fp32", "compute rate", "", "fp32 peak (non-tensor-core)"},
+    ParamSpec{"bf16", "compute rate", "", "dense bf16 tensor-core peak", kFlopRateRange},
+    ParamSpec{"fp32", "compute rate", "", "fp32 peak (non-tensor-core)", kFlopRateRange},
 };
 constexpr std::array kEfficiencyParams{
-    ParamSpec{"matmul", "fraction (0, 1]", "0.6", "large bf16 GEMMs, as a fraction of peak_flops"},
-    ParamSpec{"attention_forward", "fraction (0, 1]", "0.35", "FlashAttention-2 forward, fraction of peak"},
-    ParamSpec{"attention_backward", "fraction (0, 1]", "0.28", "FlashAttention-2 backward, fraction of peak"},
-    ParamSpec{"memory", "fraction (0, 1]", "0.8", "memory-bound kernels, fraction of hbm_bandwidth"},
+    ParamSpec{"matmul", "fraction", "0.6", "large bf16 GEMMs, as a fraction of peak_flops", kFractionRange},
+    ParamSpec{"attention_forward", "fraction", "0.35", "FlashAttention-2 forward, fraction of peak", kFractionRange},
+    ParamSpec{"attention_backward", "fraction", "0.28", "FlashAttention-2 backward, fraction of peak", kFractionRange},
+    ParamSpec{"memory", "fraction", "0.8", "memory-bound kernels, fraction of hbm_bandwidth", kFractionRange},
 };
 constexpr std::array kNodeParams{
-    ParamSpec{"gpus", "integer 1..1024", "8", "GPUs per node"},
+    ParamSpec{"gpus", "integer", "8", "GPUs per node", Range{1, 1024}},
     ParamSpec{"nvlink", "link", "", "per-GPU NVLink bandwidth through the NVSwitch, per direction"},
     ParamSpec{"pcie", "link", "{bandwidth: 25GB/s, latency: 2us}", "host <-> GPU link (CPU offload)"},
     ParamSpec{"nic", "link", "", "one network interface (per direction)"},
     ParamSpec{"nics", "integer dividing gpus", "-",
-              "NICs per node (default: one per GPU); with fewer, GPUs 0..gpus/nics-1 share the first, and so on"},
+              "NICs per node (default: one per GPU); with fewer, GPUs 0..gpus/nics-1 share the first, and so on", Range{1, 1024}},
     ParamSpec{"nvls", "bool", "false", "the NVSwitch reduces and multicasts (NVLink SHARP, NVSwitch 3 and later): NCCL's NVLS algorithms"},
 };
 constexpr std::array kLinkParams{
-    ParamSpec{"bandwidth", "bandwidth", "", "per direction, e.g. 400Gbps or 450GB/s"},
+    ParamSpec{"bandwidth", "bandwidth", "", "per direction, e.g. 400Gbps or 450GB/s", kBandwidthRange},
     ParamSpec{"latency", "duration", "1us",
               "one-way latency of one hop. Collectives: NVLink steps cost NCCL's per-step constants; a NIC's latency plus "
-              "fabric.switch_latency is the network latency NCCL adds to each inter-node step (graph->latencyInter)"},
-    ParamSpec{"efficiency", "fraction (0, 1]", "1", "fraction of bandwidth a collective's payload achieves (NCCL busbw / link rate)"},
+              "fabric.switch_latency is the network latency NCCL adds to each inter-node step (graph->latencyInter)", kDurationRange},
+    ParamSpec{"efficiency", "fraction", "1", "fraction of bandwidth a collective's payload achieves (NCCL busbw / link rate)", kFractionRange},
 };
 constexpr std::array kFabricParams{
     ParamSpec{"kind", "single_switch | fat_tree | rail_optimized_fat_tree", "single_switch", "how nodes are connected"},
-    ParamSpec{"oversubscription", "number >= 1", "1", "leaf downlink / uplink bandwidth ratio"},
-    ParamSpec{"nodes_per_leaf", "integer >= 1", "1",
-              "nodes under one leaf switch (fat_tree): traffic between leaves crosses their uplinks, which those nodes share"},
-    ParamSpec{"switch_latency", "duration", "1us", "latency of the switches between two nodes, added to each inter-node collective step"},
+    ParamSpec{"oversubscription", "number", "1", "leaf downlink / uplink bandwidth ratio", Range{1, 1024}},
+    ParamSpec{"nodes_per_leaf", "integer", "1",
+              "nodes under one leaf switch (fat_tree): traffic between leaves crosses their uplinks, which those nodes share", Range{1, 1 << 20}},
+    ParamSpec{"switch_latency", "duration", "1us", "latency of the switches between two nodes, added to each inter-node collective step", kDurationRange},
 };
 constexpr std::array kHostParams{
-    ParamSpec{"memory_bandwidth", "bandwidth", "100GB/s", "CPU DRAM bandwidth (CPU-offloaded optimizer)"},
-    ParamSpec{"cpu", "intel | amd | arm", "intel", "CPU vendor: NCCL caps the LL protocol's multi-node bandwidth by it"},
+    ParamSpec{"memory_bandwidth", "bandwidth", "100GB/s", "CPU DRAM bandwidth (CPU-offloaded optimizer)", kBandwidthRange},
+    ParamSpec{"cpu", "", "intel", "CPU vendor: NCCL caps the LL protocol's multi-node bandwidth by it", {}, kCpuVendorNames},
 };
 
 constexpr Schema kTopologySchema{"topology", "a cluster: GPUs, nodes and the fabric between them", kTopologyParams};
@@ -83,28 +91,6 @@ constexpr Schema kNodeSchema{"node", "one server", kNodeParams};
 constexpr Schema kLinkSchema{"link", "a point-to-point link", kLinkParams};
 constexpr Schema kFabricSchema{"fabric", "the network between nodes", kFabricParams};
 constexpr Schema kHostSchema{"host", "the CPU side of a node", kHostParams};
-
-// Reads a choice among `names` as the enum E whose values follow them.
-template <class E, std::size_t N>
-E pick_name(const Reader& r, std::string_view key, const std::array<std::string_view, N>& names) {
-  const std::string v = r.choice(key, names);
-  for (std::size_t i = 0; i < N; ++i) {
-    if (names[i] == v) return static_cast<E>(i);
-  }
-  return static_cast<E>(0);
-}
-
-// A rate of at least one byte or FLOP per second. Zero is meaningless, and far below one SimGrid's
-// solver loses flows (a link of 1e-300 B/s never completes one) and durations overflow.
-double rate(const Reader& r, std::string_view key, Dimension d) {
-  const double v = r.quantity(key, d);
-  if (v < 1.0) {
-    const ConfigNode* n = r.node(key);  // every default is above 1
-    r.fail(key, fmt::format("expected a {} of at least 1{}; got {}", dimension_name(d), d == Dimension::byte_rate ? "B/s" : "FLOPS",
-                            n != nullptr ? n->describe() : fmt::format("{:g}", v)));
-  }
-  return v;
-}
 
 const ConfigNode& child_or_default(const Reader& r, std::string_view key, ConfigNode& scratch) {
   if (const ConfigNode* n = r.node(key)) return *n;
@@ -124,9 +110,9 @@ LinkSpec read_link(const Reader& parent, std::string_view key, std::string_view 
   Reader r(*n, parent.path_of(key), kLinkSchema);
   r.finish();  // first: a misspelt key is reported as such, not as the key it misses
   LinkSpec l;
-  l.bandwidth = ByteRate(rate(r, "bandwidth", Dimension::byte_rate));
+  l.bandwidth = ByteRate(r.quantity("bandwidth", Dimension::byte_rate));
   l.latency = Seconds(r.quantity("latency", Dimension::seconds));
-  l.efficiency = r.number("efficiency", 1e-3, 1.0);
+  l.efficiency = r.number("efficiency");
   return l;
 }
 
@@ -135,31 +121,30 @@ GpuSpec read_gpu(const Reader& top) {
   r.finish();
   GpuSpec g;
   g.model = r.text("model");
-  g.arch = pick_name<GpuArch>(r, "arch", kGpuArchNames);
+  g.arch = static_cast<GpuArch>(r.choice_index("arch"));
   g.memory = Bytes(r.quantity("memory", Dimension::bytes));
-  if (g.memory.value() <= 0) r.fail("memory", "expected a size above zero");
   {
     const ConfigNode* peak = r.node("peak_flops");
     if (peak == nullptr) r.fail("peak_flops", "missing required key (expected {bf16: ..., fp32: ...})");
     Reader p(*peak, "gpu.peak_flops", kPeakSchema);
     p.finish();
-    g.peak_bf16 = FlopRate(rate(p, "bf16", Dimension::flop_rate));
-    g.peak_fp32 = FlopRate(rate(p, "fp32", Dimension::flop_rate));
+    g.peak_bf16 = FlopRate(p.quantity("bf16", Dimension::flop_rate));
+    g.peak_fp32 = FlopRate(p.quantity("fp32", Dimension::flop_rate));
   }
-  g.hbm_bandwidth = ByteRate(rate(r, "hbm_bandwidth", Dimension::byte_rate));
+  g.hbm_bandwidth = ByteRate(r.quantity("hbm_bandwidth", Dimension::byte_rate));
   {
     ConfigNode scratch;
     Reader e(child_or_default(r, "efficiency", scratch), "gpu.efficiency", kEfficiencySchema);
     e.finish();
-    g.efficiency.matmul = e.number("matmul", 1e-3, 1.0);
-    g.efficiency.attention_forward = e.number("attention_forward", 1e-3, 1.0);
-    g.efficiency.attention_backward = e.number("attention_backward", 1e-3, 1.0);
-    g.efficiency.memory = e.number("memory", 1e-3, 1.0);
+    g.efficiency.matmul = e.number("matmul");
+    g.efficiency.attention_forward = e.number("attention_forward");
+    g.efficiency.attention_backward = e.number("attention_backward");
+    g.efficiency.memory = e.number("memory");
   }
   g.compute_model = Choice{r.text("compute_model"), "gpu.compute_model", r.where("compute_model"), ConfigNode{}};
   g.kernel_launch = Seconds(r.quantity("kernel_launch", Dimension::seconds));
-  g.comm_interference = r.number("comm_interference", 0.0, 0.9);
-  g.launch_queue = static_cast<int>(r.integer("launch_queue", 16, 1 << 20));
+  g.comm_interference = r.number("comm_interference");
+  g.launch_queue = static_cast<int>(r.integer("launch_queue"));
   return g;
 }
 
@@ -167,7 +152,7 @@ NodeSpec read_node(const Reader& top) {
   Reader r(*top.node("node"), "node", kNodeSchema);
   r.finish();
   NodeSpec n;
-  n.gpus = static_cast<int>(r.integer("gpus", 1, 1024));
+  n.gpus = static_cast<int>(r.integer("gpus"));
   n.nvlink = read_link(r, "nvlink", "");
   n.pcie = read_link(r, "pcie", "25GB/s");
   n.nic = read_link(r, "nic", "");
@@ -186,8 +171,8 @@ FabricSpec read_fabric(const Reader& top) {
   r.finish();
   FabricSpec f;
   f.kind = Choice{r.text("kind"), "fabric.kind", r.where("kind"), node};
-  f.oversubscription = r.number("oversubscription", 1.0, 1024.0);
-  f.nodes_per_leaf = static_cast<int>(r.integer("nodes_per_leaf", 1, 1 << 20));
+  f.oversubscription = r.number("oversubscription");
+  f.nodes_per_leaf = static_cast<int>(r.integer("nodes_per_leaf"));
   f.switch_latency = Seconds(r.quantity("switch_latency", Dimension::seconds));
   return f;
 }
@@ -252,8 +237,8 @@ TopologyConfig load_topology(const std::filesystem::path& file, const ConfigNode
     ConfigNode scratch;
     Reader h(child_or_default(top, "host", scratch), "host", kHostSchema);
     h.finish();
-    t.host.memory_bandwidth = ByteRate(rate(h, "memory_bandwidth", Dimension::byte_rate));
-    t.host.cpu = pick_name<CpuVendor>(h, "cpu", kCpuVendorNames);
+    t.host.memory_bandwidth = ByteRate(h.quantity("memory_bandwidth", Dimension::byte_rate));
+    t.host.cpu = static_cast<CpuVendor>(h.choice_index("cpu"));
   }
   if (t.node.nvls && (t.gpu.arch == GpuArch::volta || t.gpu.arch == GpuArch::ampere)) {
     Reader node(*root.find("node"), "node", kNodeSchema);

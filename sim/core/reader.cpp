@@ -187,6 +187,49 @@ const ConfigNode& Reader::scalar_or_default(std::string_view key, ConfigNode& sc
   return scratch;
 }
 
+const Range& Reader::range_of(std::string_view key) const {
+  const ParamSpec& s = spec(key);
+  assert(s.range && "a bounded read of a key whose ParamSpec has no range");
+  return *s.range;
+}
+
+std::int64_t Reader::integer(std::string_view key) const {
+  const Range& r = range_of(key);
+  return integer(key, static_cast<std::int64_t>(r.min), static_cast<std::int64_t>(r.max));
+}
+
+std::optional<std::int64_t> Reader::opt_integer(std::string_view key) const {
+  const Range& r = range_of(key);
+  return opt_integer(key, static_cast<std::int64_t>(r.min), static_cast<std::int64_t>(r.max));
+}
+
+double Reader::number(std::string_view key) const {
+  const Range& r = range_of(key);
+  return number(key, r.min, r.max);
+}
+
+std::string Reader::choice(std::string_view key) const {
+  const ParamSpec& s = spec(key);
+  assert(!s.choices.empty() && "a choice read of a key whose ParamSpec has no choices");
+  return choice(key, s.choices);
+}
+
+std::size_t Reader::choice_index(std::string_view key) const {
+  const std::string v = choice(key);
+  const auto& names = spec(key).choices;
+  return static_cast<std::size_t>(std::find(names.begin(), names.end(), v) - names.begin());
+}
+
+// Quantities are checked against their ParamSpec's range when it has one: a latency of 1e300 s is
+// valid YAML and a valid duration, and would give a run of zero tokens per second.
+void Reader::check_range(std::string_view key, double v, Dimension d) const {
+  const ParamSpec& s = spec(key);
+  if (!s.range || (v >= s.range->min && v <= s.range->max)) return;
+  const ConfigNode* n = node(key);
+  fail(key, fmt::format("expected a {} from {} to {}; got {}", dimension_name(d), format_quantity(s.range->min, d),
+                        format_quantity(s.range->max, d), n != nullptr ? n->describe() : format_quantity(v, d)));
+}
+
 std::int64_t Reader::integer(std::string_view key, std::int64_t min, std::int64_t max) const {
   ConfigNode scratch;
   return scalar_integer(scalar_or_default(key, scratch), path_of(key), min, max);
@@ -240,11 +283,17 @@ std::string Reader::choice(std::string_view key, std::span<const std::string_vie
 
 double Reader::quantity(std::string_view key, Dimension d) const {
   ConfigNode scratch;
-  return scalar_quantity(scalar_or_default(key, scratch), path_of(key), d);
+  const double v = scalar_quantity(scalar_or_default(key, scratch), path_of(key), d);
+  check_range(key, v, d);
+  return v;
 }
 
 std::optional<double> Reader::opt_quantity(std::string_view key, Dimension d) const {
-  if (const ConfigNode* n = node(key)) return scalar_quantity(*n, path_of(key), d);
+  if (const ConfigNode* n = node(key)) {
+    const double v = scalar_quantity(*n, path_of(key), d);
+    check_range(key, v, d);
+    return v;
+  }
   return std::nullopt;
 }
 
@@ -271,7 +320,7 @@ void Reader::finish() const {
       // mistake. Only a section may be left empty (it then takes all its defaults).
       if (e.value.is_null() && spec->type.rfind("mapping", 0) != 0) {
         throw ConfigError(e.value.where.line > 0 ? e.value.where : e.key_where, path_of(e.key),
-                          fmt::format("expected {}; got nothing (leave the key out for its default, {})", spec->type,
+                          fmt::format("expected {}; got nothing (leave the key out for its default, {})", spec->type_text(),
                                       spec->default_value.empty() || spec->default_value == "-" ? "none" : spec->default_value));
       }
       continue;

@@ -31,7 +31,15 @@ class Reader {
   [[nodiscard]] Location where(std::string_view key) const;       // of the value, else of the map
 
   // Typed reads. When the key is absent the schema's default is parsed instead; with no default
-  // the key is required. The opt_ forms return nullopt when the key is absent.
+  // the key is required. The opt_ forms return nullopt when the key is absent. Bounds and choices
+  // come from the key's ParamSpec; the forms with bounds narrow them where they depend on other
+  // settings (a rank below the world size).
+  [[nodiscard]] std::int64_t integer(std::string_view key) const;
+  [[nodiscard]] std::optional<std::int64_t> opt_integer(std::string_view key) const;
+  [[nodiscard]] double number(std::string_view key) const;
+  [[nodiscard]] std::string choice(std::string_view key) const;
+  // The chosen name's index among the key's ParamSpec choices (for an enum that follows them).
+  [[nodiscard]] std::size_t choice_index(std::string_view key) const;
   [[nodiscard]] std::int64_t integer(std::string_view key, std::int64_t min, std::int64_t max) const;
   [[nodiscard]] std::optional<std::int64_t> opt_integer(std::string_view key, std::int64_t min, std::int64_t max) const;
   [[nodiscard]] double number(std::string_view key, double min, double max) const;
@@ -56,6 +64,8 @@ class Reader {
  private:
   const ConfigNode& scalar_or_default(std::string_view key, ConfigNode& scratch) const;
   [[nodiscard]] const ParamSpec& spec(std::string_view key) const;
+  [[nodiscard]] const Range& range_of(std::string_view key) const;
+  void check_range(std::string_view key, double v, Dimension d) const;
 
   const ConfigNode& node_;
   std::string path_;

@@ -161,4 +161,20 @@ std::string format_flop_rate(FlopRate r) {
   return scaled(r.value(), {{1e15, "PFLOPS"}, {1e12, "TFLOPS"}, {1e9, "GFLOPS"}, {1.0, "FLOPS"}});
 }
 
+std::string format_quantity(double v, Dimension d) {
+  switch (d) {
+    case Dimension::bytes:
+      return format_bytes(Bytes(v));
+    case Dimension::seconds:
+      return format_seconds(Seconds(v));
+    case Dimension::flops:
+      return fmt::format("{:.3g} FLOP", v);
+    case Dimension::byte_rate:
+      return format_byte_rate(ByteRate(v));
+    case Dimension::flop_rate:
+      return format_flop_rate(FlopRate(v));
+  }
+  return fmt::format("{:g}", v);
+}
+
 }  // namespace shardsim

@@ -98,5 +98,7 @@ enum class Dimension { bytes, seconds, flops, byte_rate, flop_rate };
 [[nodiscard]] std::string format_seconds(Seconds s);
 [[nodiscard]] std::string format_byte_rate(ByteRate r);
 [[nodiscard]] std::string format_flop_rate(FlopRate r);
+// Any of the above by dimension ("20 us", "80 GiB", "1e+03 FLOP").
+[[nodiscard]] std::string format_quantity(double v, Dimension d);
 
 }  // namespace shardsim

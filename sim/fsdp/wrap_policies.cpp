@@ -106,11 +106,11 @@ class NonePolicy final : public WrapPolicy {
 constexpr std::array kModuleParams{
     ParamSpec{"policy", "module", "", "ModuleWrapPolicy: wrap every module of a class"},
     ParamSpec{"module", "block | class name", "block", "class to wrap; block = the transformer block"},
-    ParamSpec{"blocks_per_unit", "integer >= 1", "1", "consecutive blocks per unit (module: block only)"},
+    ParamSpec{"blocks_per_unit", "integer", "1", "consecutive blocks per unit (module: block only)", Range{1, 1 << 20}},
 };
 constexpr std::array kSizeParams{
     ParamSpec{"policy", "size", "", "size_based_auto_wrap_policy"},
-    ParamSpec{"min_params", "integer >= 1", "100000000", "min_num_params: smallest unit (the recursive rule)"},
+    ParamSpec{"min_params", "integer", "100000000", "min_num_params: smallest unit (the recursive rule)", Range{1, static_cast<double>(std::int64_t{1} << 50)}},
 };
 constexpr std::array kNoneParams{
     ParamSpec{"policy", "none", "", "no auto-wrap: the whole model is one unit"},
@@ -144,7 +144,7 @@ void register_builtin_wrap_policies(WrapPolicyRegistry& registry) {
                                     message = fmt::format("no module of class \"{}\" in this model (did you mean \"{}\"?)", cls, g);
                                   r.fail("module", message);
                                 }
-                                const std::int64_t group = r.integer("blocks_per_unit", 1, 1 << 20);
+                                const std::int64_t group = r.integer("blocks_per_unit");
                                 if (group > 1 && cls != "block") r.fail("blocks_per_unit", "only applies with module: block");
                                 // More than the model has is not a grouping but a typo (64 for 4?).
                                 if (const std::int64_t blocks = count_blocks(root); group > 1 && group > blocks) {
@@ -154,7 +154,7 @@ void register_builtin_wrap_policies(WrapPolicyRegistry& registry) {
                               }});
   registry.add(WrapPolicyInfo{"size", Schema{"wrap policy size", "wrap by parameter count", kSizeParams},
                               [](const Reader& r, const model::Module&) -> std::unique_ptr<WrapPolicy> {
-                                return std::make_unique<SizePolicy>(r.integer("min_params", 1, std::int64_t{1} << 50));
+                                return std::make_unique<SizePolicy>(r.integer("min_params"));
                               }});
   registry.add(
       WrapPolicyInfo{"none", Schema{"wrap policy none", "one unit for the whole model", kNoneParams},
