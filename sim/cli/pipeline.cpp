@@ -18,7 +18,7 @@ Outcome simulate(const Prepared& p, Deadline::Clock::time_point started) {
   const Deadline deadline(started, p.scenario.simulation.max_wall_time.value.value());
   Outcome out{engine::simulate(p, deadline), {}};
   out.summary = report::summarize(
-      {p.scenario, p.model, p.graph, out.result.timeline, &out.result.waited, &out.result.caused, &out.result.job_ends, &deadline});
+      {p.scenario, p.model, p.graph, out.result.timeline, &out.result.waiting, &out.result.holding, &out.result.job_ends, &deadline});
   return out;
 }
 

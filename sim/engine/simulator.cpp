@@ -118,8 +118,8 @@ class Simulator {
     for (const auto& s : in.stragglers.slow_gpus) {
       if (s.rank < simulated_) ranks_[static_cast<std::size_t>(s.rank)].slow = s.factor;
     }
-    waited_.assign(static_cast<std::size_t>(total_), 0.0);
-    caused_.assign(static_cast<std::size_t>(total_), 0.0);
+    waiting_.assign(static_cast<std::size_t>(total_), {});
+    holding_.assign(static_cast<std::size_t>(total_), {});
     slowed_ = in.compute.speed_while_communicating();
     cluster_ = cluster_view(in.topology);
   }
@@ -207,10 +207,10 @@ class Simulator {
         for (int s = 0; s < simulated_; ++s) r.timeline.at(static_cast<int>(o), s) = timeline_.at(static_cast<int>(o), s);
       }
     }
-    waited_.resize(static_cast<std::size_t>(simulated_));
-    caused_.resize(static_cast<std::size_t>(simulated_));
-    r.waited = std::move(waited_);
-    r.caused = std::move(caused_);
+    waiting_.resize(static_cast<std::size_t>(simulated_));
+    holding_.resize(static_cast<std::size_t>(simulated_));
+    r.waiting = std::move(waiting_);
+    r.holding = std::move(holding_);
     return r;
   }
 
@@ -267,19 +267,21 @@ class Simulator {
     timers_.push(Timer{now + std::max(0.0, rs.remaining) / after, seq_++, rs.op, rank, ++rs.version});
   }
 
-  // Who waits for whom: every rank waits from its arrival to the launch; the last to arrive
-  // caused those waits.
+  // Who waits for whom: every rank waits from its arrival to the launch; the last to arrive held
+  // the others up from the first arrival to the launch.
   void account_waits(int op_id, int inst, double now) {
     auto it = arrivals_.find({op_id, inst});
-    double total = 0;
     int last = -1;
     double last_t = -1;
+    double first_t = now;
     for (const auto& [rank, t] : it->second) {
-      waited_[static_cast<std::size_t>(rank)] += now - t;
-      total += now - t;
+      if (t < now) waiting_[static_cast<std::size_t>(rank)].push_back({t, now});
       if (t >= last_t) last = rank, last_t = t;
     }
-    if (last >= 0) caused_[static_cast<std::size_t>(last)] += total;
+    for (const auto& [rank, t] : it->second) {
+      if (rank != last) first_t = std::min(first_t, t);
+    }
+    if (last >= 0 && first_t < now) holding_[static_cast<std::size_t>(last)].push_back({first_t, now});
     arrivals_.erase(it);
   }
 
@@ -418,8 +420,8 @@ class Simulator {
   std::vector<std::vector<int>> arrived_;
   std::map<std::pair<int, int>, std::vector<std::pair<int, double>>> arrivals_;  // (op, instance) -> (rank, when)
   std::vector<RankState> ranks_;
-  std::vector<double> waited_;
-  std::vector<double> caused_;
+  std::vector<std::vector<graph::Interval>> waiting_;
+  std::vector<std::vector<graph::Interval>> holding_;
   double slowed_ = 1.0;  // compute speed while a collective runs
   std::deque<std::pair<int, int>> ready_;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;

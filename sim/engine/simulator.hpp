@@ -54,8 +54,12 @@ struct SimulationInput {
 struct SimulationResult {
   graph::Timeline timeline;  // of job 0's simulated ranks: all, or the representative rank 0 (symmetric mode)
   EngineStats stats;
-  std::vector<double> waited;  // per simulated rank: seconds spent waiting for a collective's last rank
-  std::vector<double> caused;  // per simulated rank: seconds others waited because it arrived last
+  // Who waits for whom, per simulated rank: when it waited at a collective for the group's last
+  // rank (arrival to launch), and when it held others up by arriving last (the first other
+  // arrival to the launch). Intervals, not sums: waits on concurrent streams overlap, and the
+  // report measures their union within the step.
+  std::vector<std::vector<graph::Interval>> waiting;
+  std::vector<std::vector<graph::Interval>> holding;
   std::vector<double> job_ends;  // per job (cluster.jobs): when its last op ended
 };
 

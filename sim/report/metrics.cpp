@@ -149,6 +149,76 @@ std::vector<int> sampled_ranks(int simulated, const config::Stragglers& straggle
   return out;
 }
 
+namespace {
+
+// The intervals clipped to [lo, hi], sorted and merged into disjoint ones.
+std::vector<std::pair<double, double>> merged(const std::vector<graph::Interval>& intervals, double lo, double hi) {
+  std::vector<std::pair<double, double>> v;
+  for (const auto& i : intervals) {
+    const auto c = clip(i, lo, hi);
+    if (c.second > c.first) v.push_back(c);
+  }
+  std::sort(v.begin(), v.end());
+  std::vector<std::pair<double, double>> out;
+  for (const auto& c : v) {
+    if (!out.empty() && c.first <= out.back().second) {
+      out.back().second = std::max(out.back().second, c.second);
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+double length(const std::vector<std::pair<double, double>>& disjoint) {
+  double t = 0;
+  for (const auto& [a, b] : disjoint) t += b - a;
+  return t;
+}
+
+// Length of the intersection of two sets of disjoint sorted intervals.
+double overlap(const std::vector<std::pair<double, double>>& a, const std::vector<std::pair<double, double>>& b) {
+  double t = 0;
+  for (std::size_t i = 0, j = 0; i < a.size() && j < b.size();) {
+    t += std::max(0.0, std::min(a[i].second, b[j].second) - std::max(a[i].first, b[j].first));
+    if (a[i].second < b[j].second) {
+      ++i;
+    } else {
+      ++j;
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+std::vector<RankWait> rank_waits(const std::vector<std::vector<graph::Interval>>& waiting,
+                                 const std::vector<std::vector<graph::Interval>>& holding, double start, double end) {
+  std::vector<RankWait> out;
+  for (std::size_t r = 0; r < holding.size(); ++r) {
+    const double held = length(merged(holding[r], start, end));
+    if (held > 0) out.push_back(RankWait{static_cast<int>(r), length(merged(waiting[r], start, end)), held, 0, 0});
+  }
+  std::sort(out.begin(), out.end(), [](const RankWait& a, const RankWait& b) { return a.caused_s != b.caused_s ? a.caused_s > b.caused_s : a.rank < b.rank; });
+  if (out.size() > 5) out.resize(5);
+  // How long each other rank waited while this one held collectives up: the part of its waiting
+  // that falls in the times this one held them.
+  std::vector<std::vector<std::pair<double, double>>> waits(waiting.size());
+  for (std::size_t o = 0; o < waiting.size(); ++o) waits[o] = merged(waiting[o], start, end);
+  for (auto& w : out) {
+    const auto held = merged(holding[static_cast<std::size_t>(w.rank)], start, end);
+    double sum = 0;
+    for (std::size_t o = 0; o < waits.size(); ++o) {
+      if (static_cast<int>(o) == w.rank) continue;
+      const double t = overlap(waits[o], held);
+      sum += t;
+      w.others_waited_max_s = std::max(w.others_waited_max_s, t);
+    }
+    w.others_waited_mean_s = waits.size() > 1 ? sum / static_cast<double>(waits.size() - 1) : 0;
+  }
+  return out;
+}
+
 Summary summarize(const SummaryInput& in) {
   const auto& g = in.graph;
   const auto& t = in.timeline;
@@ -221,14 +291,7 @@ Summary summarize(const SummaryInput& in) {
     s.alloc_retries = std::max(s.alloc_retries, m.alloc_retries);
     if (r == 0 || m.peak_reserved > s.memory.peak_reserved) s.memory = std::move(m);
   }
-  if (in.waited != nullptr && in.caused != nullptr) {
-    for (std::size_t r = 0; r < in.caused->size(); ++r) {
-      if ((*in.caused)[r] > 0) s.waits.push_back(RankWait{static_cast<int>(r), (*in.waited)[r], (*in.caused)[r]});
-    }
-    std::sort(s.waits.begin(), s.waits.end(),
-              [](const RankWait& a, const RankWait& b) { return a.caused_s != b.caused_s ? a.caused_s > b.caused_s : a.rank < b.rank; });
-    if (s.waits.size() > 5) s.waits.resize(5);
-  }
+  if (in.waiting != nullptr && in.holding != nullptr) s.waits = rank_waits(*in.waiting, *in.holding, start, end);
   if (in.job_ends != nullptr && in.job_ends->size() > 1) s.job_ends = *in.job_ends;
   for (const auto& w : in.scenario.warnings) s.warnings.push_back(w.str());
   return s;

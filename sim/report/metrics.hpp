@@ -50,11 +50,14 @@ struct MemoryTimeline {
 [[nodiscard]] MemoryTimeline memory_timeline(const graph::StepGraph& g, const graph::Timeline& t, int rank, int launch_queue = 1024,
                                              double capacity = std::numeric_limits<double>::infinity(), const Deadline& deadline = {});
 
-// A rank that made others wait at collectives (stragglers), or waited itself.
+// A rank that made others wait at collectives (stragglers), within the reported step. Each figure
+// is a length of time, never a sum over concurrent waits: at most the step time.
 struct RankWait {
   int rank = 0;
-  double waited_s = 0;  // waiting for the last rank of its collectives
-  double caused_s = 0;  // others' waiting because this rank arrived last
+  double waited_s = 0;  // time it waited at some collective for the group's last rank
+  double caused_s = 0;  // time some rank waited at a collective for this one, the last to arrive
+  double others_waited_mean_s = 0;  // the other ranks' time waiting for it, on average
+  double others_waited_max_s = 0;   // and the most any of them waited for it
 };
 
 struct Summary {
@@ -89,14 +92,19 @@ struct SummaryInput {
   const model::Model& model;
   const graph::StepGraph& graph;
   const graph::Timeline& timeline;
-  const std::vector<double>* waited = nullptr;  // per simulated rank (engine), optional
-  const std::vector<double>* caused = nullptr;
+  // Per simulated rank (engine/simulator.hpp, SimulationResult), optional.
+  const std::vector<std::vector<graph::Interval>>* waiting = nullptr;
+  const std::vector<std::vector<graph::Interval>>* holding = nullptr;
   const std::vector<double>* job_ends = nullptr;  // per job (engine), optional
   const Deadline* deadline = nullptr;             // simulation.max_wall_time, optional
 };
 
 // The ranks summaries look at: all of them up to 256, else 256 spread evenly plus the stragglers.
 [[nodiscard]] std::vector<int> sampled_ranks(int simulated, const config::Stragglers& stragglers);
+
+// The ranks that held collectives up in [start, end], most first (at most 5).
+[[nodiscard]] std::vector<RankWait> rank_waits(const std::vector<std::vector<graph::Interval>>& waiting,
+                                               const std::vector<std::vector<graph::Interval>>& holding, double start, double end);
 
 [[nodiscard]] Summary summarize(const SummaryInput& in);
 

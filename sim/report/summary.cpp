@@ -76,7 +76,10 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
   if (!s.waits.empty() && s.waits.front().caused_s > 1e-3 * s.step_time) {
     out += "\n  who waits for whom (collectives started late because these ranks arrived last):\n";
     for (const auto& w : s.waits) {
-      out += fmt::format("    rank {:<6} made others wait {:.4f} s in total (it waited {:.4f} s itself)\n", w.rank, w.caused_s, w.waited_s);
+      out += fmt::format(
+          "    rank {:<6} held collectives up for {:.4f} s of the {:.4f} s step: the others waited for it {:.4f} s on average, "
+          "{:.4f} s at most (it waited {:.4f} s itself)\n",
+          w.rank, w.caused_s, s.step_time, w.others_waited_mean_s, w.others_waited_max_s, w.waited_s);
     }
   }
   return out;
@@ -84,7 +87,13 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
 
 nlohmann::json summary_json(const Summary& s) {
   nlohmann::json waits = nlohmann::json::array();
-  for (const auto& w : s.waits) waits.push_back({{"rank", w.rank}, {"waited_s", w.waited_s}, {"caused_s", w.caused_s}});
+  for (const auto& w : s.waits) {
+    waits.push_back({{"rank", w.rank},
+                     {"waited_s", w.waited_s},
+                     {"caused_s", w.caused_s},
+                     {"others_waited_mean_s", w.others_waited_mean_s},
+                     {"others_waited_max_s", w.others_waited_max_s}});
+  }
   nlohmann::json pools = nlohmann::json::object();
   for (int p = 0; p + 1 < graph::kPools; ++p) {
     pools[std::string(graph::to_string(static_cast<graph::Pool>(p)))] = s.memory.reserved_by_pool[static_cast<std::size_t>(p)];

@@ -140,3 +140,28 @@ TEST_CASE("with the GPU's capacity, the allocator releases its cache before it f
   CHECK(roomy.alloc_retries == 0);
   CHECK(roomy.alloc_failures == 0);
 }
+
+TEST_CASE("who waits for whom: lengths of time within the step, never sums of concurrent waits") {
+  // Rank 2 arrives last at two collectives running on concurrent streams. Collective A: ranks 0
+  // and 1 arrive at 1.0 s and 1.2 s, rank 2 at 2.0 s. Collective B: ranks 0 and 1 at 1.5 s,
+  // rank 2 at 2.0 s. Both launch at 2.0 s. Summed, the waits would be (1.0 + 0.8) + (0.5 + 0.5)
+  // = 2.8 s; as time, rank 2 held collectives up from 1.0 s to 2.0 s: 1.0 s. Rank 0 waited 1.0 s
+  // for it, rank 1 0.8 s: 0.9 s on average, 1.0 s at most.
+  using graph::Interval;
+  const std::vector<std::vector<Interval>> waiting{{{1.0, 2.0}, {1.5, 2.0}}, {{1.2, 2.0}, {1.5, 2.0}}, {}};
+  const std::vector<std::vector<Interval>> holding{{}, {}, {{1.0, 2.0}, {1.5, 2.0}}};
+  auto w = report::rank_waits(waiting, holding, 0.0, 3.0);
+  REQUIRE(w.size() == 1);
+  CHECK(w[0].rank == 2);
+  CHECK(w[0].caused_s == doctest::Approx(1.0));
+  CHECK(w[0].waited_s == doctest::Approx(0.0));
+  CHECK(w[0].others_waited_mean_s == doctest::Approx(0.9));
+  CHECK(w[0].others_waited_max_s == doctest::Approx(1.0));
+  // Only what falls in the reported step counts: [0, 1.5] keeps 0.5 s of holding, rank 0's
+  // 0.5 s and rank 1's 0.3 s of waiting.
+  w = report::rank_waits(waiting, holding, 0.0, 1.5);
+  REQUIRE(w.size() == 1);
+  CHECK(w[0].caused_s == doctest::Approx(0.5));
+  CHECK(w[0].others_waited_mean_s == doctest::Approx(0.4));
+  CHECK(w[0].others_waited_max_s == doctest::Approx(0.5));
+}
