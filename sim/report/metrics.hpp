@@ -80,6 +80,7 @@ struct Summary {
   bool oom = false;             // some rank's allocation failed even after releasing the cache
   int alloc_retries = 0;        // the most allocator retries on one rank (each slows the run)
   std::vector<RankWait> waits;  // the ranks that caused the most waiting, most first (at most 5)
+  double step_time_without_stragglers = -1;  // the same run with every rank alike (stragglers only; -1: not run)
   std::vector<double> job_ends;  // cluster.jobs > 1: when each job's run ended (the figures are job 0's)
   std::vector<std::string> warnings;  // settings that did not apply (ConfigWarning::str())
   std::string calibration;       // the calibration file in use (scenario key calibration), empty without one

@@ -75,11 +75,16 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
   }
   if (!s.waits.empty() && s.waits.front().caused_s > 1e-3 * s.step_time) {
     out += "\n  who waits for whom (collectives started late because these ranks arrived last):\n";
+    if (s.step_time_without_stragglers > 0) {
+      out += fmt::format("    the stragglers cost the step {:.4f} s ({:.1f} %): {:.4f} s, against {:.4f} s with every rank alike\n",
+                         s.step_time - s.step_time_without_stragglers, 100 * (s.step_time / s.step_time_without_stragglers - 1), s.step_time,
+                         s.step_time_without_stragglers);
+    }
     for (const auto& w : s.waits) {
       out += fmt::format(
-          "    rank {:<6} held collectives up for {:.4f} s of the {:.4f} s step: the others waited for it {:.4f} s on average, "
-          "{:.4f} s at most (it waited {:.4f} s itself)\n",
-          w.rank, w.caused_s, s.step_time, w.others_waited_mean_s, w.others_waited_max_s, w.waited_s);
+          "    rank {:<6} collectives waited for it during {:.4f} s of the step; each other rank waited for it {:.4f} s on average, "
+          "{:.4f} s at most (on streams that may have had other work); it waited {:.4f} s itself\n",
+          w.rank, w.caused_s, w.others_waited_mean_s, w.others_waited_max_s, w.waited_s);
     }
   }
   return out;
@@ -126,6 +131,7 @@ nlohmann::json summary_json(const Summary& s) {
       {"memory_breakdown", breakdown},
       {"simulated_ranks", s.simulated_ranks},
       {"waits", waits},
+      {"step_time_without_stragglers_s", s.step_time_without_stragglers > 0 ? nlohmann::json(s.step_time_without_stragglers) : nlohmann::json(nullptr)},
       {"job_ends_s", s.job_ends},
       {"warnings", s.warnings},
       {"calibration", s.calibration.empty() ? nlohmann::json(nullptr)
