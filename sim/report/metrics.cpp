@@ -224,6 +224,10 @@ Summary summarize(const SummaryInput& in) {
   const auto& t = in.timeline;
   Summary s;
   s.scenario = in.scenario.name;
+  s.model_name = in.model.spec.name;
+  s.params_total = in.model.total_params();
+  s.params_non_embedding = in.model.total_params() - in.model.embedding_params();
+  s.flops_per_token = in.model.mfu_flops_per_token();
   s.world_size = g.info.world_size;
   s.simulated_ranks = t.world();
   const std::vector<int> ranks = sampled_ranks(t.world(), in.scenario.stragglers);

@@ -62,6 +62,11 @@ struct RankWait {
 
 struct Summary {
   std::string scenario;
+  // The model as built, to check against its model card (an HF config.json read as intended).
+  std::string model_name;
+  std::int64_t params_total = 0;
+  std::int64_t params_non_embedding = 0;  // N of the MFU convention
+  double flops_per_token = 0;             // model FLOPs per token, 6N + 12 l h q s (MFU convention)
   int world_size = 0;
   int simulated_ranks = 0;  // world_size, or 1 in symmetric mode
   int reported_step = 0;

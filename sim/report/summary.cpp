@@ -13,6 +13,13 @@ constexpr std::array<const char*, graph::kMemCategories> kCategoryLabels{
 constexpr std::array<const char*, graph::kPools> kPoolLabels{"compute stream", "all-gather stream", "reduce-scatter stream",
                                                              "all-reduce stream", "host"};
 
+// 8030261248 -> "8,030,261,248".
+std::string grouped(std::int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n);
+  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(static_cast<std::size_t>(i), ",");
+  return n < 0 ? "-" + digits : digits;
+}
+
 std::string gib(double bytes) {
   return fmt::format("{:.2f} GiB", bytes / kGiB);
 }
@@ -27,9 +34,11 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
                                    ? std::string("DeepSpeed ZeRO-3")
                                    : fmt::format("FSDP{} {}", scenario.fsdp.version, config::to_string(scenario.fsdp.sharding));
   const std::string per_job = scenario.cluster.jobs > 1 ? fmt::format(" per job, {} jobs", scenario.cluster.jobs) : std::string();
-  out += fmt::format("  {} GPUs ({} node{} x {} {}{}), {}, {} x {} tokens per GPU per step\n\n", s.world_size, scenario.cluster.nodes,
+  out += fmt::format("  {} GPUs ({} node{} x {} {}{}), {}, {} x {} tokens per GPU per step\n", s.world_size, scenario.cluster.nodes,
                      scenario.cluster.nodes == 1 ? "" : "s", topo.node.gpus, topo.gpu.model, per_job, strategy,
                      scenario.training.micro_batch * scenario.training.grad_accum, scenario.training.seq_len);
+  out += fmt::format("  model {}: {} parameters ({} without embeddings), {:.4g} FLOPs per token\n\n", s.model_name, grouped(s.params_total),
+                     grouped(s.params_non_embedding), s.flops_per_token);
   if (!s.calibration.empty()) {
     out += fmt::format("  calibration in use: {} ({}): {}\n", s.calibration_name, s.calibration, s.calibration_covers);
     if (scenario.calibration && scenario.calibration->has_collectives()) {
@@ -111,6 +120,10 @@ nlohmann::json summary_json(const Summary& s) {
       {"scenario", s.scenario},
       {"world_size", s.world_size},
       {"reported_step", s.reported_step},
+      {"model", {{"name", s.model_name},
+                 {"params_total", s.params_total},
+                 {"params_non_embedding", s.params_non_embedding},
+                 {"flops_per_token", s.flops_per_token}}},
       {"step_time_s", s.step_time},
       {"tokens_per_step_per_gpu", s.tokens_per_step_per_gpu},
       {"tokens_per_s_per_gpu", s.tokens_per_s_per_gpu},

@@ -29,3 +29,14 @@ TEST_CASE("D1: Llama 3.1 8B on 8 x H100, predicted vs measured") {
   CHECK(s.tokens_per_s_per_gpu < measured_tps * 2);
   CHECK_FALSE(s.oom);
 }
+
+TEST_CASE("the summary states the model as built, to check against its model card") {
+  const auto p = cli::prepare(test::source_dir() / "scenarios/llama3.1-8b_8xh100.yaml", {});
+  const auto s = report::summarize({p.scenario, p.model, p.graph, graph::Timeline(p.graph.size(), 1)});
+  // Llama 3.1 8B: 8,030,261,248 parameters (Meta's model card: 8.03B); the token embedding is
+  // 128,256 x 4,096 = 525,336,576 of them (the output layer is not an embedding).
+  CHECK(s.params_total == 8'030'261'248);
+  CHECK(s.params_non_embedding == 8'030'261'248 - 525'336'576);
+  // 6 N + 12 layers x heads x head_dim x seq = 6 x 7,504,924,672 + 12 x 32 x 32 x 128 x 8,192.
+  CHECK(s.flops_per_token == doctest::Approx(6.0 * 7'504'924'672 + 12.0 * 32 * 32 * 128 * 8192));
+}
