@@ -32,6 +32,9 @@ Args sweep_args() {
   a.value("-j", "N", "worker processes (per MPI rank); default: the CPUs available");
   a.value("--shard", "I/N", "run only share I of N (0 <= I < N) of the points, e.g. one Slurm array task");
   a.flag("--retry-failed", "run again the points an earlier run recorded as failed");
+  a.value("--objective", "WHAT",
+          "what the pictures and the best settings rank by: throughput (tokens/s per GPU, the default), step_time, or "
+          "time_to_tokens:N (time to train on N tokens with the whole job)");
   a.value("--out", "DIR", "results.csv, results.jsonl, heatmap.svg, pareto.svg, index.html (required)");
   return a;
 }
@@ -74,8 +77,8 @@ void print_summary(const sweep::SweepSpec& spec, const sweep::SweepOutcome& outc
   if (outcome.failed() > kFailuresShown) {
     std::cout << fmt::format("  ... {} more failed points in results.csv\n", outcome.failed() - kFailuresShown);
   }
-  if (const auto best = sweep::best_points(outcome.results, 1); !best.empty()) {
-    std::cout << "best: " << sweep::describe_result(outcome.results[best.front()]) << "\n";
+  if (const auto best = sweep::best_points(outcome.results, 1, spec.objective); !best.empty()) {
+    std::cout << fmt::format("best by {}: ", spec.objective.name()) << sweep::describe_result(outcome.results[best.front()]) << "\n";
   }
   const auto dir = spec.shard.whole() ? *spec.out : *spec.out / spec.shard.dir_name();
   std::string files = "results.csv, results.jsonl";
@@ -102,6 +105,7 @@ int cmd_sweep(std::span<const std::string> argv) {
   if (auto s = args.get("--shard")) spec.shard = sweep::parse_shard(*s);
   spec.out = *out;
   spec.retry_failed = args.has("--retry-failed");
+  if (auto o = args.get("--objective")) spec.objective = sweep::parse_objective(*o);
 
   const bool mpi = sweep::started_by_mpi();
   const int jobs = parse_jobs(args.get("-j"), sweep::available_cpus() / (mpi ? sweep::local_ranks() : 1));

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "sweep/objective.hpp"
 #include "sweep/executor.hpp"
 #include "sweep/grid.hpp"
 #include "sweep/shard.hpp"
@@ -37,6 +38,7 @@ struct SweepSpec {
   Shard shard;                                       // which of them this run is for
   std::optional<std::filesystem::path> out;          // DIR; none: results stay in memory
   bool retry_failed = false;                         // run again points recorded as failed
+  Objective objective;                               // what the pictures rank by (--objective)
 };
 
 // The dimensions of a product grid.

@@ -37,7 +37,8 @@ struct CellLook {
 
 }  // namespace
 
-std::optional<Heatmap> build_heatmap(const std::vector<std::vector<std::string>>& dimensions, const std::vector<PointResult>& results) {
+std::optional<Heatmap> build_heatmap(const std::vector<std::vector<std::string>>& dimensions, const std::vector<PointResult>& results,
+                                     const Objective& objective) {
   std::vector<std::size_t> varied;
   for (std::size_t d = 0; d < dimensions.size(); ++d) {
     std::vector<std::string> seen;
@@ -67,32 +68,35 @@ std::optional<Heatmap> build_heatmap(const std::vector<std::vector<std::string>>
       const double peak = r.number("peak_memory_bytes");
       cell.min_oom_peak = cell.oom == 0 ? peak : std::min(cell.min_oom_peak, peak);
       ++cell.oom;
-    } else if (!cell.best || r.number("tokens_per_s_per_gpu") > results[*cell.best].number("tokens_per_s_per_gpu")) {
+    } else if (!cell.best || objective.better(objective.value(r), objective.value(results[*cell.best]))) {
       cell.best = i;
     }
   }
   return h;
 }
 
-std::string heatmap_svg(const Heatmap& h, const std::vector<PointResult>& results, const std::string& title) {
+std::string heatmap_svg(const Heatmap& h, const std::vector<PointResult>& results, const std::string& title, const Objective& objective) {
   constexpr double kFont = 13, kSmall = 11, kCellH = 46, kHeaderH = 22;
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
   for (const auto& row : h.cells) {
     for (const auto& c : row) {
       if (!c.best) continue;
-      lo = std::min(lo, results[*c.best].number("step_time_s"));
-      hi = std::max(hi, results[*c.best].number("step_time_s"));
+      lo = std::min(lo, objective.value(results[*c.best]));
+      hi = std::max(hi, objective.value(results[*c.best]));
     }
   }
   auto look = [&](const Heatmap::Cell& c) {
     if (c.best) {
       const auto& r = results[*c.best];
-      const double t = r.number("step_time_s");
+      const double v = objective.value(r);
       std::string tip;
       for (const auto& a : r.assignments) tip += (tip.empty() ? "" : "\n") + a;
-      tip += fmt::format("\n{:.0f} tokens/s per GPU, {} of {} points fit", r.number("tokens_per_s_per_gpu"), c.points - c.oom - c.failed,
-                         c.points);
-      return CellLook{svg::seconds(t), svg::gib(r.number("peak_memory_bytes")), svg::ramp(hi > lo ? (t - lo) / (hi - lo) : 0.0), tip};
+      tip += fmt::format("\n{:.0f} tokens/s per GPU, step {}, {} of {} points fit", r.number("tokens_per_s_per_gpu"),
+                         svg::seconds(r.number("step_time_s")), c.points - c.oom - c.failed, c.points);
+      // Green for the best by the objective, red for the worst.
+      const double badness = hi > lo ? (objective.higher_is_better() ? hi - v : v - lo) / (hi - lo) : 0.0;
+      return CellLook{objective.format(v), fmt::format("{}, {}", svg::seconds(r.number("step_time_s")), svg::gib(r.number("peak_memory_bytes"))),
+                      svg::ramp(badness), tip};
     }
     if (c.oom > 0)
       return CellLook{"OOM", fmt::format("min {}", svg::gib(c.min_oom_peak)), "#bdbdbd",
@@ -115,8 +119,10 @@ std::string heatmap_svg(const Heatmap& h, const std::vector<PointResult>& result
   constexpr double kTop = 86;
   const double nx = static_cast<double>(h.x_values.size());
   const double ny = static_cast<double>(h.y_values.size());
-  const std::string subtitle = h.folds_other_keys ? "each cell: the fitting point with the most tokens/s per GPU over the other swept keys"
-                                                  : "each cell: step time and peak memory";
+  const std::string subtitle =
+      h.folds_other_keys
+          ? fmt::format("each cell: the fitting point best by {} over the other swept keys; then step time, peak memory", objective.name())
+          : fmt::format("each cell: {}, then step time and peak memory; green is best", objective.name());
   const double width = std::max({left + nx * cell_w + 20, svg::text_width(title, 15) + 40, svg::text_width(subtitle, 11) + 40});
   const double height = kTop + ny * kCellH + 40;
 

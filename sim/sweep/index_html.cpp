@@ -42,18 +42,21 @@ std::string index_html(const SweepSpec& spec, const std::vector<PointResult>& re
       "<a href=\"results.jsonl\">results.jsonl</a>.</p>\n",
       results.size(), fit, oom, failed, sets.empty() ? "" : " Every point with" + sets + ".");
 
-  out += "<h2>Best settings (tokens/s per GPU, fitting in memory)</h2>\n";
-  const auto best = best_points(results, kBestRows);
+  const Objective& objective = spec.objective;
+  out += fmt::format("<h2>Best settings by {}, fitting in memory</h2>\n", escape(objective.name()));
+  const auto best = best_points(results, kBestRows, objective);
   if (best.empty()) {
     out += "<p>No point fits in memory.</p>\n";
   } else {
     out += "<table><tr><th>#</th>";
     for (const auto& k : keys) out += fmt::format("<th>{}</th>", escape(k));
+    if (objective.kind() == Objective::Kind::time_to_tokens) out += fmt::format("<th>{}</th>", escape(objective.name()));
     out += "<th>tokens/s per GPU</th><th>step time</th><th>MFU</th><th>peak memory</th><th>exposed comm.</th></tr>\n";
     for (std::size_t rank = 0; rank < best.size(); ++rank) {
       const auto& r = results[best[rank]];
       out += fmt::format("<tr><td>{}</td>", rank + 1);
       for (const auto& k : keys) out += fmt::format("<td class=\"k\">{}</td>", escape(value_of(r, k)));
+      if (objective.kind() == Objective::Kind::time_to_tokens) out += fmt::format("<td>{}</td>", escape(objective.format(objective.value(r))));
       out += fmt::format("<td>{:.0f}</td><td>{}</td><td>{:.1f} %</td><td>{}</td><td>{}</td></tr>\n", r.number("tokens_per_s_per_gpu"),
                          escape(svg::seconds(r.number("step_time_s"))), 100 * r.number("mfu"),
                          escape(svg::gib(r.number("peak_memory_bytes"))), escape(svg::seconds(r.number("exposed_comm_s"))));
@@ -65,8 +68,9 @@ std::string index_html(const SweepSpec& spec, const std::vector<PointResult>& re
     if (!sets_best.empty())
       out += fmt::format("<p>Best: <code>shardsim run {}{}</code></p>\n", escape(spec.scenario.string()), escape(sets_best));
   }
-  if (has_heatmap) out += "<h2>Step time</h2>\n<p><img src=\"heatmap.svg\" alt=\"step time heatmap\"></p>\n";
-  out += "<h2>Step time against peak memory</h2>\n<p><img src=\"pareto.svg\" alt=\"step time against peak memory\"></p>\n";
+  if (has_heatmap) out += fmt::format("<h2>{0}</h2>\n<p><img src=\"heatmap.svg\" alt=\"{0} heatmap\"></p>\n", escape(objective.name()));
+  out += fmt::format("<h2>{0} against peak memory</h2>\n<p><img src=\"pareto.svg\" alt=\"{0} against peak memory\"></p>\n",
+                     escape(objective.name()));
   if (failed > 0) {
     out += "<h2>Failed points</h2>\n<table><tr><th>point</th><th>settings</th><th>error</th></tr>\n";
     std::size_t shown = 0;
@@ -84,15 +88,18 @@ std::string index_html(const SweepSpec& spec, const std::vector<PointResult>& re
 
 void write_pictures(const std::filesystem::path& dir, const SweepSpec& spec, const std::vector<PointResult>& results) {
   const std::string name = spec.scenario.filename().string();
-  const auto heatmap = build_heatmap(spec.dimensions, results);
+  const Objective& objective = spec.objective;
+  const auto heatmap = build_heatmap(spec.dimensions, results, objective);
+  OutputSet set;  // the pictures and the page that shows them appear together
   if (heatmap) {
-    write_file_atomic(dir / "heatmap.svg", heatmap_svg(*heatmap, results, "step time: " + name));
+    set.add(dir / "heatmap.svg", heatmap_svg(*heatmap, results, fmt::format("{}: {}", objective.name(), name), objective));
   } else {
     std::error_code ec;
     std::filesystem::remove(dir / "heatmap.svg", ec);  // no swept key varies: no picture, and no stale one
   }
-  write_file_atomic(dir / "pareto.svg", pareto_svg(results, "step time against peak memory: " + name));
-  write_file_atomic(dir / "index.html", index_html(spec, results, heatmap.has_value()));
+  set.add(dir / "pareto.svg", pareto_svg(results, fmt::format("{} against peak memory: {}", objective.name(), name), objective));
+  set.add(dir / "index.html", index_html(spec, results, heatmap.has_value()));
+  set.commit();
 }
 
 }  // namespace shardsim::sweep

@@ -1,13 +1,16 @@
-// Pictures of a sweep, hand-written SVG and one HTML page (no plotting dependency):
-//   heatmap.svg  step time over the first two swept dimensions that take more than one value
-//                (one row when only one does; not drawn when none does). A cell shows the point
-//                with the highest tokens/s per GPU that fits in memory among the points with
-//                that pair of values (the other swept keys vary inside the cell): its step time
-//                and peak memory; "OOM" when none fits, "failed" when none simulated.
-//   pareto.svg   step time against peak memory, one marker per simulated point: circles for
-//                points that fit (filled on the Pareto frontier: no other point is both faster
+// Pictures of a sweep, hand-written SVG and one HTML page (no plotting dependency), each ranking
+// points by the sweep's objective (objective.hpp: tokens/s per GPU unless --objective says
+// otherwise) and saying so:
+//   heatmap.svg  the objective over the first two swept dimensions that take more than one
+//                value (one row when only one does; not drawn when none does). A cell shows the
+//                best point by the objective that fits in memory among the points with that pair
+//                of values (the other swept keys vary inside the cell): its objective value, step
+//                time and peak memory, coloured green (best) to red; "OOM" when none fits,
+//                "failed" when none simulated.
+//   pareto.svg   the objective against peak memory, one marker per simulated point: circles for
+//                points that fit (filled on the Pareto frontier: no other point is both better
 //                and smaller), crosses for points over their GPU's memory.
-//   index.html   both pictures and a table of the best settings by tokens/s per GPU.
+//   index.html   both pictures and a table of the best settings by the objective.
 #pragma once
 
 #include <filesystem>
@@ -16,6 +19,7 @@
 #include <vector>
 
 #include "sweep/driver.hpp"
+#include "sweep/objective.hpp"
 #include "sweep/result.hpp"
 
 namespace shardsim::sweep {
@@ -36,16 +40,17 @@ struct Heatmap {
 
 // Nullopt when no swept dimension takes more than one value.
 [[nodiscard]] std::optional<Heatmap> build_heatmap(const std::vector<std::vector<std::string>>& dimensions,
-                                                   const std::vector<PointResult>& results);
-[[nodiscard]] std::string heatmap_svg(const Heatmap& h, const std::vector<PointResult>& results, const std::string& title);
+                                                   const std::vector<PointResult>& results, const Objective& objective = {});
+[[nodiscard]] std::string heatmap_svg(const Heatmap& h, const std::vector<PointResult>& results, const std::string& title,
+                                      const Objective& objective = {});
 
-// Indices (into `results`) of the fitting points no other fitting point beats on both step time
-// and peak memory, by increasing memory. Of identical points the first is kept.
-[[nodiscard]] std::vector<std::size_t> pareto_frontier(const std::vector<PointResult>& results);
-[[nodiscard]] std::string pareto_svg(const std::vector<PointResult>& results, const std::string& title);
+// Indices (into `results`) of the fitting points no other fitting point beats on both the
+// objective and peak memory, by increasing memory. Of identical points the first is kept.
+[[nodiscard]] std::vector<std::size_t> pareto_frontier(const std::vector<PointResult>& results, const Objective& objective = {});
+[[nodiscard]] std::string pareto_svg(const std::vector<PointResult>& results, const std::string& title, const Objective& objective = {});
 
-// Indices of the fitting points by decreasing tokens/s per GPU (ties: by point), at most `n`.
-[[nodiscard]] std::vector<std::size_t> best_points(const std::vector<PointResult>& results, std::size_t n);
+// Indices of the fitting points from the best by the objective (ties: by point), at most `n`.
+[[nodiscard]] std::vector<std::size_t> best_points(const std::vector<PointResult>& results, std::size_t n, const Objective& objective = {});
 
 [[nodiscard]] std::string index_html(const SweepSpec& spec, const std::vector<PointResult>& results, bool has_heatmap);
 

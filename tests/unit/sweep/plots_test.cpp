@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include "core/args.hpp"
 #include "xml_check.hpp"
 
 using namespace shardsim;
@@ -91,7 +92,9 @@ TEST_CASE("heatmap.svg has one cell per pair of values of the first two swept ke
   REQUIRE_MESSAGE(x.well_formed, x.error);
   CHECK(x.count_class("rect.cell") == 6);
   CHECK(std::count(x.texts.begin(), x.texts.end(), "OOM") == 1);
-  CHECK(std::count(x.texts.begin(), x.texts.end(), "0.5000 s") == 5);  // the best of every cell that fits
+  // The best of every cell that fits, by tokens/s per GPU (the default objective), then its step time and memory.
+  CHECK(std::count(x.texts.begin(), x.texts.end(), "120 tokens/s") == 5);
+  CHECK(std::count(x.texts.begin(), x.texts.end(), "0.5000 s, 30.0 GiB") == 5);
   CHECK(std::count(x.texts.begin(), x.texts.end(), "<q&>") == 1);      // escaped in the file, read back by the parser
 }
 
@@ -124,4 +127,49 @@ TEST_CASE("index.html lists the best settings by tokens/s and the failed points 
   CHECK(d < b);
   CHECK(html.find("shardsim run scenarios/x.yaml --set &#39;k=D&#39;") != std::string::npos);
   CHECK(html.find("error: failed &lt;badly&gt; &amp; loudly") != std::string::npos);
+}
+
+TEST_CASE("sweeps rank by their objective: the best throughput is not the fastest step") {
+  // A micro-batch axis on 8 GPUs: mb=1 steps in 1.0 s at 8,000 tokens/s per GPU, mb=2 in 1.8 s at
+  // 9,000, mb=4 in 4.0 s at 8,200. By throughput mb=2 is best; by step time mb=1.
+  std::vector<sweep::PointResult> rs{point(0, {"training.micro_batch=1"}, 40, 1.0, 8000), point(1, {"training.micro_batch=2"}, 60, 1.8, 9000),
+                                     point(2, {"training.micro_batch=4"}, 70, 4.0, 8200)};
+  for (auto& r : rs) r.metrics["world_size"] = 8;
+  const sweep::Objective throughput;
+  const sweep::Objective step = sweep::parse_objective("step_time");
+  CHECK(sweep::best_points(rs, 3, throughput) == std::vector<std::size_t>{1, 2, 0});
+  CHECK(sweep::best_points(rs, 3, step) == std::vector<std::size_t>{0, 1, 2});
+  // Throughput against memory: mb=1 (40 GiB) and mb=2 (60 GiB, more tokens/s) are on the
+  // frontier, mb=4 (more memory, fewer tokens/s than mb=2) is not; by step time only mb=1 is.
+  CHECK(sweep::pareto_frontier(rs, throughput) == std::vector<std::size_t>{0, 1});
+  CHECK(sweep::pareto_frontier(rs, step) == std::vector<std::size_t>{0});
+  const std::vector<std::vector<std::string>> dims{{"training.micro_batch"}};
+  const auto h = sweep::build_heatmap(dims, rs, throughput);
+  REQUIRE(h.has_value());
+  const auto x = test::check_xml(sweep::heatmap_svg(*h, rs, "tokens/s per GPU: s.yaml", throughput));
+  REQUIRE_MESSAGE(x.well_formed, x.error);
+  CHECK(std::find(x.texts.begin(), x.texts.end(), "each cell: tokens/s per GPU, then step time and peak memory; green is best") !=
+        x.texts.end());
+  const auto p = test::check_xml(sweep::pareto_svg(rs, "t", step));
+  REQUIRE_MESSAGE(p.well_formed, p.error);
+  CHECK(p.count_class("circle.frontier") == 1);
+  CHECK(std::find(p.texts.begin(), p.texts.end(), "step time (s)") != p.texts.end());
+}
+
+TEST_CASE("time to a token budget ranks by the whole job's throughput") {
+  // 1e12 tokens: 8 GPUs at 9,000 tokens/s each take 1e12 / 72,000 = 13,888,889 s; 16 GPUs at
+  // 8,000 each take 1e12 / 128,000 = 7,812,500 s, the better though each GPU is slower.
+  std::vector<sweep::PointResult> rs{point(0, {"cluster.nodes=1"}, 40, 1.0, 9000), point(1, {"cluster.nodes=2"}, 40, 1.1, 8000)};
+  rs[0].metrics["world_size"] = 8;
+  rs[1].metrics["world_size"] = 16;
+  const auto o = sweep::parse_objective("time_to_tokens:1e12");
+  CHECK(o.value(rs[0]) == doctest::Approx(1e12 / 72000));
+  CHECK(o.value(rs[1]) == doctest::Approx(1e12 / 128000));
+  CHECK(sweep::best_points(rs, 2, o) == std::vector<std::size_t>{1, 0});
+  CHECK(sweep::best_points(rs, 2, sweep::Objective{}) == std::vector<std::size_t>{0, 1});
+  CHECK(o.format(o.value(rs[1])) == "90.4 days");
+  CHECK_THROWS_AS((void)sweep::parse_objective("time_to_tokens:"), UsageError);
+  CHECK_THROWS_WITH_AS((void)sweep::parse_objective("speed"),
+                       "--objective: expected one of throughput, step_time, time_to_tokens:N (N tokens, e.g. time_to_tokens:1e12); got \"speed\"",
+                       UsageError);
 }
