@@ -7,7 +7,7 @@ PRESET ?= release
 BUILD := build/$(PRESET)
 SCENARIO ?= scenarios/llama3.1-8b_8xh100.yaml
 
-.PHONY: all setup build run test bench validate dev-test fuzz ci clean
+.PHONY: all setup build run test bench validate dev-test fuzz ci clean install
 
 all: build
 
@@ -29,6 +29,11 @@ test: build
 bench: build
 	$(BUILD)/tests/bench/shardsim_bench
 	$(BUILD)/tests/bench/shardsim_published
+
+# Installs shardsim, shardsim-replay, shardsim-bench and the topology library under PREFIX.
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 # Predictions against published runs and the qualitative effects they report.
 validate: build

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "config/overrides.hpp"
+#include "config/topology_library.hpp"
 #include "config/sections.hpp"
 #include "config/yaml_load.hpp"
 #include "core/reader.hpp"
@@ -32,7 +33,7 @@ constexpr std::array kScenarioParams{
     ParamSpec{"calibration", "file path", "-", "calibration YAML from `shardsim calibrate` (shardsim describe calibration)"},
 };
 constexpr std::array kClusterParams{
-    ParamSpec{"topology", "file path", "", "topology YAML, relative to this file"},
+    ParamSpec{"topology", "file path or name", "", "topology YAML, relative to this file, or the name of a shipped one (h100_sxm_8x_ib400)"},
     ParamSpec{"nodes", "integer", "1", "number of nodes; world size = nodes x node.gpus", Range{1, 1 << 20}},
     ParamSpec{"overrides", "mapping of dotted topology keys", "{}", "e.g. {gpu.memory: 96GiB}"},
     ParamSpec{"jobs", "integer", "1",
@@ -128,6 +129,18 @@ std::vector<T> read_list(const Reader& r, std::string_view key, const Schema& sc
     item.finish();
   }
   return out;
+}
+
+// cluster.topology: a path (relative to the scenario), or the name of a shipped topology.
+std::filesystem::path topology_file(const Reader& c) {
+  const std::string value = c.text("topology");
+  if (!is_topology_name(value)) return c.file_path("topology");
+  if (auto shipped = find_shipped_topology(value)) return *shipped;
+  const auto names = shipped_topologies();
+  std::vector<std::string_view> views(names.begin(), names.end());
+  std::string message = fmt::format("no shipped topology named {} (a path needs a folder or .yaml); expected one of {}", quote(value), join(views));
+  if (auto g = closest_match(value, views); !g.empty()) message += fmt::format(" (did you mean \"{}\"?)", g);
+  c.fail("topology", message);
 }
 
 Stragglers read_stragglers(const Reader& top, std::int64_t world) {
@@ -285,7 +298,7 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
   if (cluster == nullptr) top.fail("cluster", "missing required key (expected {topology: FILE, nodes: N})");
   Reader c(*cluster, "cluster", kClusterSchema);
   c.finish();
-  s.cluster.topology_file = c.file_path("topology");
+  s.cluster.topology_file = topology_file(c);
   s.cluster.nodes = c.integer("nodes");
   s.cluster.jobs = static_cast<int>(c.integer("jobs"));
   s.cluster.placement = pick<Placement>(c, "placement");
