@@ -1,8 +1,12 @@
 #include "graph/serialize.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <limits>
 
 #include "core/error.hpp"
+#include "core/json_text.hpp"
 
 namespace shardsim::graph {
 namespace {
@@ -10,13 +14,19 @@ namespace {
 using nlohmann::json;
 
 template <class E, int N>
-E enum_from(const json& v, const std::string& source, const char* what) {
-  const std::string s = v.get<std::string>();
+E enum_from(const JsonFields& in, const json& v, const std::string& path) {
+  const std::string s = in.text(v, path);
+  std::vector<std::string> names;
   for (int i = 0; i < N; ++i) {
     if (to_string(static_cast<E>(i)) == s) return static_cast<E>(i);
+    names.emplace_back(to_string(static_cast<E>(i)));
   }
-  throw ConfigError(Location{source, 0, 0}, what, fmt::format("unknown value \"{}\"", s));
+  in.fail(path, fmt::format("expected one of {}; got \"{}\"", fmt::join(names, ", "), s));
 }
+
+// Limits far above any real step and far below overflow.
+constexpr std::int64_t kMaxDim = std::int64_t{1} << 40;
+constexpr double kMaxBytes = 1e18;
 
 json work_json(const Work& w) {
   json gemms = json::array();
@@ -35,19 +45,31 @@ json work_json(const Work& w) {
           {"launches", w.launches}, {"pcie_bytes", w.pcie_bytes}, {"host_bytes", w.host_bytes}};
 }
 
-Work work_from(const json& j) {
+Work work_from(const JsonFields& in, const json& j, const std::string& path) {
   Work w;
-  for (const auto& g : j.at("gemms"))
-    w.gemms.push_back(Gemm{g.at(0).get<std::int64_t>(), g.at(1).get<std::int64_t>(), g.at(2).get<std::int64_t>()});
-  for (const auto& a : j.at("attention")) {
-    w.attention.push_back(AttentionCall{a.at("batch").get<std::int64_t>(), a.at("seq").get<std::int64_t>(), a.at("heads").get<int>(),
-                                        a.at("kv_heads").get<int>(), a.at("head_dim").get<int>(), a.at("causal").get<bool>(),
-                                        a.at("backward").get<bool>()});
+  const std::string gemms = json_path(path, "gemms");
+  const json& g = in.array(in.field(j, "gemms", path), gemms);
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const std::string p = fmt::format("{}[{}]", gemms, i);
+    const json& shape = in.array(g[i], p);
+    if (shape.size() != 3) in.fail(p, fmt::format("expected [m, n, k]; got {}", shape.dump()));
+    w.gemms.push_back(Gemm{in.integer(shape[0], p + "[0]", 1, kMaxDim), in.integer(shape[1], p + "[1]", 1, kMaxDim),
+                           in.integer(shape[2], p + "[2]", 1, kMaxDim)});
   }
-  w.memory_bytes = j.at("memory_bytes").get<double>();
-  w.launches = j.at("launches").get<int>();
-  w.pcie_bytes = j.value("pcie_bytes", 0.0);
-  w.host_bytes = j.value("host_bytes", 0.0);
+  const std::string attention = json_path(path, "attention");
+  const json& a = in.array(in.field(j, "attention", path), attention);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const std::string p = fmt::format("{}[{}]", attention, i);
+    const auto num = [&](const char* key, std::int64_t max) { return in.integer(in.field(a[i], key, p), json_path(p, key), 1, max); };
+    w.attention.push_back(AttentionCall{num("batch", kMaxDim), num("seq", kMaxDim), static_cast<int>(num("heads", 1 << 20)),
+                                        static_cast<int>(num("kv_heads", 1 << 20)), static_cast<int>(num("head_dim", 1 << 20)),
+                                        in.boolean(in.field(a[i], "causal", p), json_path(p, "causal")),
+                                        in.boolean(in.field(a[i], "backward", p), json_path(p, "backward"))});
+  }
+  w.memory_bytes = in.number(in.field(j, "memory_bytes", path), json_path(path, "memory_bytes"), 0, kMaxBytes);
+  w.launches = static_cast<int>(in.integer(in.field(j, "launches", path), json_path(path, "launches"), 0, 1 << 24));
+  if (j.contains("pcie_bytes")) w.pcie_bytes = in.number(j["pcie_bytes"], json_path(path, "pcie_bytes"), 0, kMaxBytes);
+  if (j.contains("host_bytes")) w.host_bytes = in.number(j["host_bytes"], json_path(path, "host_bytes"), 0, kMaxBytes);
   return w;
 }
 
@@ -64,12 +86,16 @@ json effects_json(const std::vector<MemEffect>& effects) {
   return mem;
 }
 
-std::vector<MemEffect> effects_from(const json& j, const std::string& source) {
+std::vector<MemEffect> effects_from(const JsonFields& in, const json& j, const std::string& path) {
   std::vector<MemEffect> out;
-  for (const auto& m : j) {
-    out.push_back(MemEffect{enum_from<MemCategory, kMemCategories>(m.at("category"), source, "category"), m.at("bytes").get<double>(),
-                            m.value("at_end", false), enum_from<Pool, kPools>(m.at("pool"), source, "pool"),
-                            m.value("at_issue", false)});
+  const json& list = in.array(j, path);
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string p = fmt::format("{}[{}]", path, i);
+    const json& m = list[i];
+    const auto flag = [&](const char* key) { return m.contains(key) && in.boolean(m[key], json_path(p, key)); };
+    out.push_back(MemEffect{enum_from<MemCategory, kMemCategories>(in, in.field(m, "category", p), json_path(p, "category")),
+                            in.number(in.field(m, "bytes", p), json_path(p, "bytes"), -kMaxBytes, kMaxBytes), flag("at_end"),
+                            enum_from<Pool, kPools>(in, in.field(m, "pool", p), json_path(p, "pool")), flag("at_issue")});
   }
   return out;
 }
@@ -119,51 +145,64 @@ json to_json(const StepGraph& g) {
 }
 
 StepGraph from_json(const json& j, const std::string& source) {
-  const Location where{source, 0, 0};
-  if (!j.is_object() || j.value("format", "") != "shardsim-graph") {
-    throw ConfigError(where, "format", "not a shardsim graph (expected \"format\": \"shardsim-graph\")");
+  const JsonFields in(source);
+  if (!j.is_object() || !j.contains("format") || !j["format"].is_string() || j["format"].get<std::string>() != "shardsim-graph") {
+    in.fail("format", "not a shardsim graph (expected \"format\": \"shardsim-graph\")");
   }
-  if (j.value("format_version", 0) != kGraphFormatVersion) {
-    throw ConfigError(where, "format_version", fmt::format("expected {}; got {}", kGraphFormatVersion, j.value("format_version", 0)));
+  if (const auto v = in.integer(in.field(j, "format_version", ""), "format_version", 0, 1'000'000); v != kGraphFormatVersion) {
+    in.fail("format_version", fmt::format("expected {}; got {}", kGraphFormatVersion, v));
   }
   StepGraph g;
+  const json& info = in.field(j, "info", "");
+  const auto count = [&](const char* key, std::int64_t min, std::int64_t max) {
+    return static_cast<int>(in.integer(in.field(info, key, "info"), json_path("info", key), min, max));
+  };
+  g.info.scenario = in.text(in.field(info, "scenario", "info"), "info.scenario");
+  g.info.world_size = count("world_size", 1, 1'000'000);
+  g.info.gpus_per_node = count("gpus_per_node", 1, 1024);
+  g.info.shard_group = count("shard_group", 1, g.info.world_size);
+  g.info.replicate_group = count("replicate_group", 1, g.info.world_size);
+  g.info.reshard_group = info.contains("reshard_group") ? count("reshard_group", 1, g.info.world_size) : 1;
+  g.info.steps = count("steps", 1, 100);
+  g.info.micro_steps = count("micro_steps", 1, 1 << 16);
+  g.info.tokens_per_micro_step = in.integer(in.field(info, "tokens_per_micro_step", "info"), "info.tokens_per_micro_step", 1, kMaxDim);
+  g.info.initial_memory = effects_from(in, in.field(info, "initial_memory", "info"), "info.initial_memory");
+  const json& ops = in.array(in.field(j, "ops", ""), "ops");
+  if (ops.empty()) in.fail("ops", "no ops; expected the step graph of a scenario (shardsim export SCENARIO --out FILE)");
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const json& o = ops[i];
+    const std::string p = fmt::format("ops[{}]", i);
+    const auto integer = [&](const char* key, std::int64_t min, std::int64_t max) {
+      return static_cast<int>(in.integer(in.field(o, key, p), json_path(p, key), min, max));
+    };
+    if (integer("id", 0, std::numeric_limits<int>::max()) != static_cast<int>(i)) in.fail(json_path(p, "id"), fmt::format("expected {} (op ids are 0, 1, 2, ... in order)", i));
+    Op op;
+    op.kind = enum_from<OpKind, 9>(in, in.field(o, "kind", p), json_path(p, "kind"));
+    op.stream = enum_from<Stream, kStreams>(in, in.field(o, "stream", p), json_path(p, "stream"));
+    op.name = in.text(in.field(o, "name", p), json_path(p, "name"));
+    op.unit = integer("unit", -1, 1 << 30);
+    op.step = integer("step", 0, g.info.steps - 1);
+    op.micro = integer("micro", 0, g.info.micro_steps - 1);
+    op.group = enum_from<Group, 5>(in, in.field(o, "group", p), json_path(p, "group"));
+    op.bytes = in.number(in.field(o, "bytes", p), json_path(p, "bytes"), 0, kMaxBytes);
+    op.memory = effects_from(in, in.field(o, "memory", p), json_path(p, "memory"));
+    if (o.contains("work")) op.work = work_from(in, o["work"], json_path(p, "work"));
+    g.add_op(std::move(op));
+  }
+  const auto n = static_cast<std::int64_t>(g.size());
+  const json& edges = in.array(in.field(j, "edges", ""), "edges");
+  for (std::size_t i = 0; i < edges.size(); ++i) {
+    const std::string p = fmt::format("edges[{}]", i);
+    const json& e = in.array(edges[i], p);
+    if (e.size() != 3) in.fail(p, fmt::format("expected [from, to, kind]; got {}", e.dump()));
+    const auto from = static_cast<int>(in.integer(e[0], p + "[0]", 0, n - 1));
+    const auto to = static_cast<int>(in.integer(e[1], p + "[1]", 0, n - 1));
+    g.add_edge(from, to, enum_from<EdgeKind, 5>(in, e[2], p + "[2]"));
+  }
   try {
-    const json& info = j.at("info");
-    g.info.scenario = info.at("scenario").get<std::string>();
-    g.info.world_size = info.at("world_size").get<int>();
-    g.info.gpus_per_node = info.at("gpus_per_node").get<int>();
-    g.info.shard_group = info.at("shard_group").get<int>();
-    g.info.replicate_group = info.at("replicate_group").get<int>();
-    g.info.reshard_group = info.value("reshard_group", 1);
-    g.info.steps = info.at("steps").get<int>();
-    g.info.micro_steps = info.at("micro_steps").get<int>();
-    g.info.tokens_per_micro_step = info.at("tokens_per_micro_step").get<std::int64_t>();
-    g.info.initial_memory = effects_from(info.at("initial_memory"), source);
-    for (const auto& o : j.at("ops")) {
-      Op op;
-      op.kind = enum_from<OpKind, 9>(o.at("kind"), source, "kind");
-      op.stream = enum_from<Stream, kStreams>(o.at("stream"), source, "stream");
-      op.name = o.at("name").get<std::string>();
-      op.unit = o.at("unit").get<int>();
-      op.step = o.at("step").get<int>();
-      op.micro = o.at("micro").get<int>();
-      op.group = enum_from<Group, 5>(o.at("group"), source, "group");
-      op.bytes = o.at("bytes").get<double>();
-      op.memory = effects_from(o.at("memory"), source);
-      if (o.contains("work")) op.work = work_from(o.at("work"));
-      if (o.at("id").get<int>() != static_cast<int>(g.size())) throw ConfigError(where, "ops", "op ids must be 0, 1, 2, ... in order");
-      g.add_op(std::move(op));
-    }
-    const auto n = static_cast<int>(g.size());
-    for (const auto& e : j.at("edges")) {
-      const int from = e.at(0).get<int>();
-      const int to = e.at(1).get<int>();
-      if (from < 0 || from >= n || to < 0 || to >= n)
-        throw ConfigError(where, "edges", fmt::format("edge {} -> {} names a missing op", from, to));
-      g.add_edge(from, to, enum_from<EdgeKind, 5>(e.at(2), source, "edge kind"));
-    }
-  } catch (const json::exception& e) {
-    throw ConfigError(where, "", fmt::format("malformed graph: {}", e.what()));
+    (void)g.topological_order();
+  } catch (const RuntimeError&) {
+    in.fail("edges", "the edges form a cycle: the schedule would deadlock; expected a graph from shardsim export");
   }
   return g;
 }

@@ -14,6 +14,8 @@ inline constexpr int kGraphFormatVersion = 1;
 [[nodiscard]] nlohmann::json to_json(const StepGraph& g);
 
 // Reads a graph written by to_json. Throws ConfigError naming `source` for malformed input.
+// Every value is checked (types, ranges, op ids in order, edges within the graph and acyclic, at
+// least one op): a ConfigError names `source` and the key path ("ops[3].unit").
 [[nodiscard]] StepGraph from_json(const nlohmann::json& j, const std::string& source);
 
 }  // namespace shardsim::graph

@@ -5,6 +5,9 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "core/json_text.hpp"
+
+#include <limits>
 
 namespace shardsim::graph {
 namespace {
@@ -35,8 +38,9 @@ E enum_field(const json& obj, const char* key, const std::string& path, const st
 
 int int_field(const json& obj, const char* key, const std::string& path, const std::string& source) {
   const json& v = field(obj, key, path, source);
-  if (!v.is_number_integer()) fail(source, path.empty() ? key : path + "." + key, fmt::format("expected an integer; got {}", v.dump()));
-  return v.get<int>();
+  // Checked, never wrapped: 2^63 is an integer to nlohmann but no int.
+  return static_cast<int>(JsonFields(source).integer(v, path.empty() ? key : path + "." + key, std::numeric_limits<int>::min(),
+                                                     std::numeric_limits<int>::max()));
 }
 
 std::string string_field(const json& obj, const char* key, const std::string& path, const std::string& source) {
@@ -124,6 +128,7 @@ TimelineFile timeline_from_json(const json& j, const std::string& source) {
   if (f.steps < 1) fail(source, "steps", fmt::format("expected an integer >= 1; got {}", f.steps));
   const json& ops = field(j, "ops", "", source);
   if (!ops.is_array()) fail(source, "ops", "expected an array of ops");
+  if (ops.empty()) fail(source, "ops", "no ops; expected the timeline of a step (shardsim run --out DIR, or shardsim-replay)");
   f.timeline = graph::Timeline(ops.size(), ranks);
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const json& o = ops[i];

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/json_text.hpp"
 
 namespace shardsim::validate {
 namespace {
@@ -26,9 +27,8 @@ double number(const json& o, const char* key, const std::string& path, const std
 std::int64_t integer(const json& o, const char* key, const std::string& path, const std::string& source) {
   const auto it = o.find(key);
   if (it == o.end()) fail(source, path + "." + key, "missing required key");
-  if (!it->is_number_integer() || it->get<std::int64_t>() < 1)
-    fail(source, path + "." + key, fmt::format("expected an integer >= 1; got {}", it->dump()));
-  return it->get<std::int64_t>();
+  // 2^63 and beyond are refused, not wrapped (JsonFields).
+  return JsonFields(source).integer(*it, path + "." + key, 1, std::int64_t{1} << 50);
 }
 
 const json& array(const json& j, const char* key, const std::string& source) {
@@ -99,8 +99,8 @@ BenchResults bench_from_json(const json& j, const std::string& source) {
   if (!j.is_object() || !j.contains("format") || j["format"] != "shardsim-bench") {
     fail(source, "format", "expected a shardsim-bench file (\"format\": \"shardsim-bench\"), as shardsim-bench writes");
   }
-  if (!j.contains("format_version") || !j["format_version"].is_number_integer() || j["format_version"].get<int>() < 1 ||
-      j["format_version"].get<int>() > kBenchFormatVersion) {
+  if (!j.contains("format_version") || !j["format_version"].is_number_unsigned() || j["format_version"].get<std::uint64_t>() < 1 ||
+      j["format_version"].get<std::uint64_t>() > kBenchFormatVersion) {
     fail(source, "format_version", fmt::format("expected 1..{}", kBenchFormatVersion));
   }
   BenchResults b;

@@ -22,6 +22,13 @@ std::size_t rank_index(const Trace& t, int rank, const char* which) {
 }
 
 void check_same_graph(const Trace& a, const Trace& b) {
+  // A replay of another job (another world size) aligns op ids that mean something else.
+  if (a.world_size != b.world_size) {
+    throw ConfigError(Location{b.label, 0, 0}, "world_size",
+                      fmt::format("a job of {} ranks, but {} is of {}; expected timelines of the same job (the graph shardsim export wrote "
+                                  "for it)",
+                                  b.world_size, a.label, a.world_size));
+  }
   std::map<int, std::string> names;
   for (const auto& rank : a.ranks) {
     for (const auto& x : rank.activities) names[x.op] = a.name_of(x);

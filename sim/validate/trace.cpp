@@ -3,9 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <fstream>
 #include <map>
+#include <sstream>
 
 #include "core/error.hpp"
+#include "core/json_text.hpp"
 #include "validate/kineto.hpp"
 #include "validate/kineto_events.hpp"
 
@@ -244,6 +247,20 @@ Trace trace_from_timeline(const graph::TimelineFile& t, const std::string& label
   return tr;
 }
 
+// `e` with the line and column of the key it names, read again from `file` (the timeline was
+// parsed streaming; an error is rare enough to read it twice). Gzipped or huge files keep `e`.
+ConfigError located_in_file(const ConfigError& e, const fs::path& file) {
+  std::error_code ec;
+  const auto size = fs::file_size(file, ec);
+  if (ec || size > (std::uintmax_t{256} << 20)) return e;
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  const std::string t = text.str();
+  if (t.size() >= 2 && static_cast<unsigned char>(t[0]) == 0x1f && static_cast<unsigned char>(t[1]) == 0x8b) return e;
+  return located(e, t);
+}
+
 Trace load_trace(const TraceRequest& req) {
   if (req.paths.empty()) throw ConfigError(Location{"<command line>", 0, 0}, "", "no trace given");
   const Inputs in = expand(req.paths);
@@ -253,7 +270,11 @@ Trace load_trace(const TraceRequest& req) {
   if (parsed.is_kineto) return one_kineto_trace(parsed.kineto, req);
   const nlohmann::json& j = parsed.document;
   if (j.is_object() && j.contains("format") && j["format"] == "shardsim-timeline") {
-    return trace_from_timeline(graph::timeline_from_json(j, file), file);
+    try {
+      return trace_from_timeline(graph::timeline_from_json(j, file), file);
+    } catch (const ConfigError& e) {
+      throw located_in_file(e, in.files.front());
+    }
   }
   not_a_trace(file);
 }

@@ -20,6 +20,16 @@ expect(2 "--compute-scale: expected a fraction in \\(0, 1\\]" ${REPLAY} --graph 
 expect(2 "--max-bytes: expected a size such as 64KiB" ${BENCH} --backend cpu --out ${OUT}/b.json --max-bytes lots)
 expect(2 "graph.json: error: format: expected a shardsim-bench file" ${SHARDSIM} calibrate ${OUT}/graph.json --out ${OUT}/c.yaml)
 expect(2 "graph.json: error: format: expected a shardsim-timeline" ${SHARDSIM} compare ${OUT}/graph.json ${OUT}/graph.json)
+# A graph with no ops (it once printed "wrote" and then waited forever), a world size of 2^63
+# (once wrapped to 0), an op field of the wrong type: each named with its line and column.
+file(READ ${OUT}/graph.json graph)
+string(JSON no_ops SET "${graph}" ops "[]")
+string(JSON no_ops SET "${no_ops}" edges "[]")
+file(WRITE ${OUT}/no_ops.json "${no_ops}")
+expect(2 "no_ops.json:[0-9]+:[0-9]+: error: ops: no ops; expected the step graph of a scenario" ${REPLAY} --graph ${OUT}/no_ops.json --backend cpu --out ${OUT}/r)
+string(JSON huge SET "${graph}" info world_size "9223372036854775808")
+file(WRITE ${OUT}/huge.json "${huge}")
+expect(2 "huge.json:[0-9]+:[0-9]+: error: info.world_size: expected an integer from 1 to 1000000; got 9223372036854775808" ${REPLAY} --graph ${OUT}/huge.json --backend cpu --out ${OUT}/r)
 if(EXISTS ${OUT}/c.yaml OR EXISTS ${OUT}/r/timeline.json)
   message(FATAL_ERROR "bad input left output behind")
 endif()

@@ -78,7 +78,12 @@ graph::StepGraph load_graph(const std::string& file) {
   if (!in) throw ConfigError(Location{file, 0, 0}, "", "cannot open for reading (write one with `shardsim export SCENARIO --out FILE`)");
   std::ostringstream text;
   text << in.rdbuf();
-  return graph::from_json(parse_json(text.str(), file, "a graph from `shardsim export`"), file);
+  const std::string t = text.str();
+  try {
+    return graph::from_json(parse_json(t, file, "a graph from `shardsim export`"), file);
+  } catch (const ConfigError& e) {
+    throw located(e, t);  // file:line:col of the key the error names
+  }
 }
 
 }  // namespace shardsim::replay
