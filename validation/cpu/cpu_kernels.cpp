@@ -36,17 +36,32 @@ GemmKernel scaled(const GemmKernel& g, double scale) {
   return {g.batch, shrink(g.m, f), shrink(g.n, f), shrink(g.k, f)};
 }
 
-void CpuWorkspace::reserve(const KernelFootprint& f, double scale) {
+namespace {
+
+// Elements of a GEMM operand of `e` elements at `scale` (two of its three dimensions shrink by
+// cbrt(scale)), and bytes of the copy buffers.
+std::size_t scaled_elems(std::int64_t e, double scale) {
   const double dims = std::cbrt(scale);
-  auto elems = [&](std::int64_t e) {
-    return static_cast<std::size_t>(std::max<double>(1, std::ceil(static_cast<double>(e) * dims * dims * 1.1))) + 64;
-  };
-  if (a.size() < elems(f.gemm_a)) a.assign(elems(f.gemm_a), 0.5F);
-  if (b.size() < elems(f.gemm_b)) b.assign(elems(f.gemm_b), 0.25F);
-  if (c.size() < elems(f.gemm_c)) c.assign(elems(f.gemm_c), 0.0F);
-  const auto copy = std::min(kMaxCopyChunk, static_cast<std::size_t>(f.copy_bytes * scale) + 64);
+  return static_cast<std::size_t>(std::max<double>(1, std::ceil(static_cast<double>(e) * dims * dims * 1.1))) + 64;
+}
+std::size_t copy_buffer(double copy_bytes, double scale) {
+  return std::min(kMaxCopyChunk, static_cast<std::size_t>(copy_bytes * scale) + 64);
+}
+
+}  // namespace
+
+void CpuWorkspace::reserve(const KernelFootprint& f, double scale) {
+  if (a.size() < scaled_elems(f.gemm_a, scale)) a.assign(scaled_elems(f.gemm_a, scale), 0.5F);
+  if (b.size() < scaled_elems(f.gemm_b, scale)) b.assign(scaled_elems(f.gemm_b, scale), 0.25F);
+  if (c.size() < scaled_elems(f.gemm_c, scale)) c.assign(scaled_elems(f.gemm_c, scale), 0.0F);
+  const auto copy = copy_buffer(f.copy_bytes, scale);
   if (src.size() < copy) src.assign(copy, 1);
   if (dst.size() < copy) dst.assign(copy, 0);
+}
+
+double CpuWorkspace::bytes_for(const KernelFootprint& f, double scale) {
+  const double floats = static_cast<double>(scaled_elems(f.gemm_a, scale) + scaled_elems(f.gemm_b, scale) + scaled_elems(f.gemm_c, scale));
+  return floats * sizeof(float) + 2.0 * static_cast<double>(copy_buffer(f.copy_bytes, scale));
 }
 
 void cpu_gemm(const GemmKernel& g, CpuWorkspace& ws) {

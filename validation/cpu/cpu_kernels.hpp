@@ -18,6 +18,8 @@ struct CpuWorkspace {
   std::vector<float> a, b, c;
   std::vector<char> src, dst;
   void reserve(const KernelFootprint& f, double scale);
+  // The bytes reserve() allocates for `f` at `scale`.
+  [[nodiscard]] static double bytes_for(const KernelFootprint& f, double scale);
 };
 
 // y = x W^T over the workspace's buffers, `batch` times.

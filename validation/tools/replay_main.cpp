@@ -10,6 +10,7 @@
 
 #include "core/args.hpp"
 #include "core/error.hpp"
+#include "cpu/host_memory.hpp"
 #include "replay/executor.hpp"
 #include "core/atomic_file.hpp"
 #include "report/outputs.hpp"
@@ -63,6 +64,10 @@ int replay_command(std::span<const std::string> argv) {
   const replay::RankEnv env = replay::rank_env([](const char* n) { return std::getenv(n); });
   const int world = env.launcher != replay::Launcher::none ? env.world : replay::nprocs(args).value_or(g.info.world_size);
   replay::check_replayable(g, world, *graph_file);
+  // Ranks this program starts itself all run on this machine: refuse what would not fit.
+  if (choice.name == "cpu" && env.launcher == replay::Launcher::none) {
+    replay::check_cpu_replay_fits(g, choice.scale, world, replay::available_host_memory(), *graph_file);
+  }
   std::error_code ec;
   std::filesystem::create_directories(*out, ec);
   if (ec) throw RuntimeError(fmt::format("{}: cannot create directory: {}", *out, ec.message()));
