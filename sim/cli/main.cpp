@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,10 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const RuntimeError& e) {
     std::cerr << "shardsim: error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "shardsim: error: out of memory: the scenario needs more memory than this machine has; simulate fewer ranks, layers "
+                 "or steps (simulation.max_op_instances bounds what the engine keeps)\n";
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "shardsim: internal error: " << e.what() << "\n";
