@@ -204,3 +204,22 @@ TEST_CASE("shardsim tune with a limit nothing fits under says so and exits 1") {
   CHECK(r.err.find("shardsim: error: no configuration fits in 1.0 MiB; the smallest peak was") != std::string::npos);
   CHECK(r.out.find("# simulated 37 configurations") != std::string::npos);  // 3 x 1 x 3 x 4 + the scenario as written
 }
+
+TEST_CASE("a sweep over a setting that does not apply records the warning with every point") {
+  // fsdp.backward_prefetch is FSDP1's; on FSDP2 the three points are alike, and each says why.
+  const auto dir = scratch("warnings");
+  const auto r = run_shardsim({"sweep", tiny(), "--set", "fsdp.version=2", "--grid", "fsdp.backward_prefetch=pre,post,none", "-j", "2",
+                               "--out", dir.string()},
+                              "warnings");
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  const auto rows = sweep::read_jsonl(dir / "results.jsonl").rows;
+  REQUIRE(rows.size() == 3);
+  for (const auto& row : rows) {
+    const auto w = row.metrics.find("warnings");
+    REQUIRE(w != row.metrics.end());
+    REQUIRE(w->size() == 1);
+    CHECK((*w)[0].get<std::string>().find("warning: fsdp.backward_prefetch: an FSDP1 setting") != std::string::npos);
+  }
+  CHECK(r.err.find("warning: fsdp.backward_prefetch: an FSDP1 setting") != std::string::npos);  // the progress lines say so too
+  fs::remove_all(dir);
+}
