@@ -84,21 +84,12 @@ validate::BenchResults samples_of(const validate::NcclTestsLog& log, std::string
                   validate::to_string(log.collective), log.collective_from, log.ranks, log.ranks_from, log.nodes, log.nodes == 1 ? "" : "s",
                   log.nodes_from, log.rows.size(), format_bytes(Bytes(log.rows.front().bytes)), format_bytes(Bytes(log.rows.back().bytes)));
   for (const auto& n : log.notes) summary += fmt::format("    note: {}\n", n);
-  graph::OpKind kind{};
-  switch (log.collective) {
-    case validate::ActivityClass::all_gather:
-      kind = graph::OpKind::all_gather;
-      break;
-    case validate::ActivityClass::reduce_scatter:
-      kind = graph::OpKind::reduce_scatter;
-      break;
-    case validate::ActivityClass::all_reduce:
-      kind = graph::OpKind::all_reduce;
-      break;
-    default:
-      summary += "    not fitted: the simulator's step graphs have no all-to-all to price\n";
-      return b;
+  const auto collective = validate::collective_kind(log.collective);
+  if (!collective) {
+    summary += "    not fitted: the simulator's step graphs have no all-to-all to price\n";
+    return b;
   }
+  const graph::OpKind kind = *collective;
   const auto link = log.nodes == 1 ? config::LinkClass::nvlink : config::LinkClass::nic;
   for (const auto& r : log.rows) {
     b.collectives.push_back(validate::CollectiveSample{kind, link, log.ranks, log.ranks / log.nodes, r.bytes, r.time_oop});

@@ -60,27 +60,15 @@ validate::CollectivePredictor predictor(const config::TopologyConfig& topo) {
   tuner.all_gather.name = tuner.reduce_scatter.name = tuner.all_reduce.name = tuner.protocol.name = "auto";
   auto collectives = std::make_shared<engine::collectives::Collectives>(engine::make_collectives(tuner, topo));
   return [collectives](const validate::Collective& c) -> std::optional<double> {
-    graph::OpKind kind{};
-    switch (c.cls) {
-      case validate::ActivityClass::all_gather:
-        kind = graph::OpKind::all_gather;
-        break;
-      case validate::ActivityClass::reduce_scatter:
-        kind = graph::OpKind::reduce_scatter;
-        break;
-      case validate::ActivityClass::all_reduce:
-        kind = graph::OpKind::all_reduce;
-        break;
-      default:
-        return std::nullopt;  // the engine models these three
-    }
+    const auto kind = validate::collective_kind(c.cls);
+    if (!kind) return std::nullopt;  // the engine models all-gather, reduce-scatter and all-reduce
     std::vector<int> ranks = c.group_ranks;
     if (static_cast<int>(ranks.size()) != c.group_size) {
       ranks.clear();
       for (int r = 0; r < c.group_size; ++r) ranks.push_back(r);
     }
     if (ranks.size() < 2 || c.bytes <= 0) return std::nullopt;
-    return collectives->select(kind, ranks, c.bytes).time();
+    return collectives->select(*kind, ranks, c.bytes).time();
   };
 }
 

@@ -17,62 +17,14 @@ namespace {
 
 using nlohmann::json;
 
-// nlohmann reports byte offsets; users want a line and a column.
-Location offset_to_location(const std::string& file, const std::string& text, std::size_t offset) {
-  Location l{file, 1, 1};
-  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++l.line;
-      l.column = 1;
-    } else {
-      ++l.column;
-    }
-  }
-  return l;
-}
-
-// Where each top-level key's value starts. nlohmann keeps no positions, so the text is scanned
-// once: strings (with escapes) are skipped, nesting is tracked, and a string at depth 1 that is
-// followed by ':' is a key. Only called on text nlohmann has already parsed.
-std::map<std::string, std::size_t> top_level_value_offsets(const std::string& text) {
-  std::map<std::string, std::size_t> out;
-  int depth = 0;
-  std::size_t i = 0;
-  auto skip_space = [&] {
-    while (i < text.size() && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r')) ++i;
-  };
-  while (i < text.size()) {
-    const char c = text[i];
-    if (c == '"') {
-      const std::size_t begin = ++i;
-      while (i < text.size() && text[i] != '"') i += text[i] == '\\' ? 2 : 1;
-      const std::string raw = text.substr(begin, std::min(i, text.size()) - begin);
-      ++i;
-      skip_space();
-      if (depth == 1 && i < text.size() && text[i] == ':') {
-        ++i;
-        skip_space();
-        // Keys with escapes are compared by their raw text; none of ours has any.
-        out[raw] = i;  // the last of duplicate keys, as nlohmann keeps it
-      }
-      continue;
-    }
-    if (c == '{' || c == '[') ++depth;
-    if (c == '}' || c == ']') --depth;
-    ++i;
-  }
-  return out;
-}
-
 class ConfigJson {
  public:
   ConfigJson(const std::filesystem::path& file, std::string text, json j)
-      : file_(file.string()), text_(std::move(text)), j_(std::move(j)), offsets_(top_level_value_offsets(text_)) {}
+      : file_(file.string()), text_(std::move(text)), j_(std::move(j)) {}
 
   [[nodiscard]] Location where(const char* key) const {
-    auto it = offsets_.find(key);
-    if (it != offsets_.end()) return offset_to_location(file_, text_, it->second);
-    return offset_to_location(file_, text_, text_.find('{'));  // a missing key: the object itself
+    if (auto at = json_path_location(file_, text_, key)) return *at;
+    return json_location(file_, text_, text_.find('{'));  // a missing key: the object itself
   }
 
   [[nodiscard]] bool has(const char* key) const {
@@ -125,7 +77,6 @@ class ConfigJson {
   std::string file_;
   std::string text_;
   json j_;
-  std::map<std::string, std::size_t> offsets_;
 };
 
 }  // namespace

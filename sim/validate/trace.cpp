@@ -165,6 +165,19 @@ Trace several_kineto_traces(const Inputs& in, const TraceRequest& req) {
 
 }  // namespace
 
+std::optional<graph::OpKind> collective_kind(ActivityClass c) {
+  switch (c) {
+    case ActivityClass::all_gather:
+      return graph::OpKind::all_gather;
+    case ActivityClass::reduce_scatter:
+      return graph::OpKind::reduce_scatter;
+    case ActivityClass::all_reduce:
+      return graph::OpKind::all_reduce;
+    default:
+      return std::nullopt;
+  }
+}
+
 std::string_view to_string(ActivityClass c) {
   switch (c) {
     case ActivityClass::compute:

@@ -23,6 +23,9 @@ enum class ActivityClass { compute, all_gather, reduce_scatter, all_reduce, all_
 inline constexpr int kActivityClasses = 7;
 
 [[nodiscard]] std::string_view to_string(ActivityClass c);
+// The graph's collective of that class: all-gather, reduce-scatter, all-reduce (nullopt for the rest,
+// which the simulator's step graphs do not have).
+[[nodiscard]] std::optional<graph::OpKind> collective_kind(ActivityClass c);
 [[nodiscard]] inline bool is_comm(ActivityClass c) {
   return c != ActivityClass::compute;
 }
