@@ -1,8 +1,10 @@
 // shardsim calibrate MEASUREMENTS... --out CALIBRATION.yaml [--name NAME] [--collective KIND]
 //                    [--ranks N] [--nodes N] [--min-bytes SIZE] [--max-bytes SIZE]
-// MEASUREMENTS: shardsim-bench JSON files, or nccl-tests logs as they are printed.
+// MEASUREMENTS: shardsim-bench JSON files, nccl-tests logs as they are printed, or PyTorch profiler
+// traces (.json / .json.gz, recorded with record_shapes=True) for GEMM and attention timings.
 #include <fmt/format.h>
 
+#include <cctype>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
@@ -17,7 +19,10 @@
 #include "core/json_text.hpp"
 #include "core/units.hpp"
 #include "validate/calibrate.hpp"
+#include "validate/kernel_samples.hpp"
+#include "validate/kineto_events.hpp"
 #include "validate/nccl_tests.hpp"
+#include "validate/text_input.hpp"
 
 namespace shardsim::cli {
 namespace {
@@ -28,6 +33,33 @@ std::string read_text(const std::string& file) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// A Kineto trace (gzipped or not): an object with "traceEvents" near its start (after
+// deviceProperties and distributedInfo; a shardsim-bench file never has the key), or a bare array
+// of event objects (Chrome's JSON array format). A log whose lines start "[rank0]:" is neither.
+bool looks_like_trace(const std::string& file) {
+  validate::TextInput in(file);
+  std::string head;  // the text without white space, up to 1 MiB
+  for (int c = in.get(); c >= 0 && head.size() < (1U << 20); c = in.get()) {
+    if (std::isspace(c) != 0) continue;
+    head += static_cast<char>(c);
+    if (head.size() == 1 && c != '{' && c != '[') return false;
+    if (head.size() == 2 && head[0] == '[') return c == '{' || c == ']';
+  }
+  return head.starts_with("{") && head.find("\"traceEvents\"") != std::string::npos;
+}
+
+validate::BenchResults trace_samples(const std::string& file, std::string& summary) {
+  const auto parsed = validate::read_trace_file(file);
+  auto s = validate::kernel_samples(parsed.kineto);
+  int backward = 0;
+  for (const auto& a : s.bench.attention) backward += a.call.backward ? 1 : 0;
+  summary += fmt::format("  {}: PyTorch profiler trace{}, {} GEMM samples, {} attention samples ({} forward, {} backward)\n", file,
+                         s.bench.device.empty() ? "" : fmt::format(" ({})", s.bench.device), s.bench.gemms.size(),
+                         s.bench.attention.size(), static_cast<int>(s.bench.attention.size()) - backward, backward);
+  for (const auto& n : s.notes) summary += fmt::format("    note: {}\n", n.substr(file.size() + 2));
+  return std::move(s.bench);
 }
 
 validate::BenchResults read_bench(const std::string& file, const std::string& text) {
@@ -102,7 +134,9 @@ validate::BenchResults samples_of(const validate::NcclTestsLog& log, std::string
 }  // namespace
 
 int cmd_calibrate(std::span<const std::string> argv) {
-  Args args("shardsim calibrate MEASUREMENTS... --out CALIBRATION.yaml [options]\n  MEASUREMENTS: shardsim-bench JSON files, or nccl-tests logs as they are printed");
+  Args args(
+      "shardsim calibrate MEASUREMENTS... --out CALIBRATION.yaml [options]\n  MEASUREMENTS: shardsim-bench JSON files, nccl-tests logs as "
+      "they are printed, or PyTorch profiler traces (.json, .json.gz) recorded with record_shapes=True (GEMM and attention timings)");
   args.value("--out", "CALIBRATION.yaml", "where to write the calibration (a scenario loads it with `calibration: FILE`)");
   args.value("--name", "NAME", "what was measured (default: the device named in the measurements)");
   args.value("--collective", "KIND",
@@ -113,7 +147,8 @@ int cmd_calibrate(std::span<const std::string> argv) {
   args.value("--max-bytes", "SIZE", "fit collective sizes up to this one");
   args.parse(argv);
   if (args.positional().empty()) {
-    throw UsageError("calibrate expects one or more measurement files: shardsim-bench JSON, or nccl-tests logs\n" + args.help());
+    throw UsageError("calibrate expects one or more measurement files: shardsim-bench JSON, nccl-tests logs or PyTorch profiler traces\n" +
+                     args.help());
   }
   const auto out = args.get("--out");
   if (!out) throw UsageError("calibrate needs --out CALIBRATION.yaml\n" + args.help());
@@ -130,19 +165,23 @@ int cmd_calibrate(std::span<const std::string> argv) {
   std::string read;
   std::string first_file;
   for (const auto& f : args.positional()) {
-    const std::string text = read_text(f);
-    const auto first = text.find_first_not_of(" \t\r\n");
     validate::BenchResults b;
-    if (first != std::string::npos && text[first] == '{') {
-      b = read_bench(f, text);
-      read += fmt::format("  {}: shardsim-bench, {} collective samples\n", f, b.collectives.size());
-    } else if (validate::looks_like_nccl_tests(text)) {
-      b = samples_of(validate::parse_nccl_tests(text, f, hints), read);
+    if (looks_like_trace(f)) {
+      b = trace_samples(f, read);
     } else {
-      throw ConfigError(
-          Location{f, 0, 0}, "",
-          "neither nccl-tests output (no row of size, count, type, time, algbw, busbw) nor a shardsim-bench JSON file; "
-          "expected the output of all_reduce_perf, all_gather_perf, reduce_scatter_perf or alltoall_perf, or shardsim-bench --out");
+      const std::string text = read_text(f);
+      const auto first = text.find_first_not_of(" \t\r\n");
+      if (first != std::string::npos && text[first] == '{') {
+        b = read_bench(f, text);
+        read += fmt::format("  {}: shardsim-bench, {} collective samples\n", f, b.collectives.size());
+      } else if (validate::looks_like_nccl_tests(text)) {
+        b = samples_of(validate::parse_nccl_tests(text, f, hints), read);
+      } else {
+        throw ConfigError(Location{f, 0, 0}, "",
+                          "neither nccl-tests output (no row of size, count, type, time, algbw, busbw), a PyTorch profiler trace nor a "
+                          "shardsim-bench JSON file; expected the output of all_reduce_perf, all_gather_perf, reduce_scatter_perf or "
+                          "alltoall_perf, a trace from torch.profiler, or shardsim-bench --out");
+      }
     }
     if (first_file.empty()) {
       first_file = f;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <set>
 
 #include "core/error.hpp"
@@ -74,6 +75,20 @@ std::vector<double> fit_kernel(const std::vector<Sample>& samples, const std::st
   return c;
 }
 
+// The sizes a compute fit saw: a curve fitted to small kernels (a trace of a small model) prices
+// a large training run's kernels by extrapolation, which the user must know.
+template <class Sample, class Flops>
+void note_range(CalibrationFit& fit, const std::string& what, const std::vector<Sample>& samples, Flops flops) {
+  double lo = std::numeric_limits<double>::infinity();
+  double hi = 0;
+  for (const auto& s : samples) {
+    lo = std::min(lo, flops(s));
+    hi = std::max(hi, flops(s));
+  }
+  fit.notes.push_back(
+      fmt::format("{}: fitted on kernels of {:.3g} to {:.3g} GFLOP; larger and smaller ones are priced by extrapolating the fit", what, lo / 1e9, hi / 1e9));
+}
+
 }  // namespace
 
 CalibrationFit fit_calibration(const BenchResults& b, const FitOptions& options) {
@@ -100,6 +115,7 @@ CalibrationFit fit_calibration(const BenchResults& b, const FitOptions& options)
         fit);
     const double rate = positive_rate(c[1], "gemm", "FLOPs");
     cal.gemm = config::GemmCalibration{rate, c[0] * rate};
+    note_range(fit, "gemm", b.gemms, [](const GemmSample& s) { return s.flops(); });
   }
   for (const bool backward : {false, true}) {
     std::vector<AttentionSample> samples;
@@ -111,6 +127,7 @@ CalibrationFit fit_calibration(const BenchResults& b, const FitOptions& options)
     const auto c = fit_kernel<AttentionSample>(
         samples, what, launch, [](const AttentionSample& s) { return std::vector<double>{s.call.flops()}; }, fit);
     (backward ? cal.attention_backward_rate : cal.attention_forward_rate) = positive_rate(c[0], what, "FLOPs");
+    note_range(fit, what, samples, [](const AttentionSample& s) { return s.call.flops(); });
   }
   fit_collectives(b, options, fit);
   return fit;

@@ -1,7 +1,8 @@
 // What `shardsim compare` keeps of a PyTorch profiler (Kineto) trace, read in one streaming pass
 // (nlohmann's SAX interface) so that memory follows the events kept, not the file: GPU work
 // (kernels, memcpy, memset) with the arguments PyTorch records on communication kernels, the
-// step and optimizer annotations, and the CPU launch of each GPU op (its correlation id). CPU
+// step and optimizer annotations, the CPU launch of each GPU op (its correlation id and thread),
+// and the GEMM and attention operators with their shapes (for `shardsim calibrate`). Other CPU
 // operators, Python frames, flow arrows and instant events are counted and dropped.
 //
 // Kineto's JSON (times in microseconds):
@@ -22,6 +23,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace shardsim::validate {
@@ -58,11 +60,28 @@ struct Marker {
   double dur = 0;
 };
 
-// A CUDA/HIP runtime call that launched GPU work.
+// A CUDA/HIP runtime call that launched GPU work, on CPU thread `tid`.
 struct Launch {
   std::int64_t correlation = 0;
   double ts = 0;
+  std::int64_t tid = -1;
 };
+
+// A CPU operator whose shapes price a kernel (GEMMs and fused attention; kernel_samples.hpp says
+// which), as PyTorch records it with record_shapes=True: "Input Dims", "Input type" ("c10::BFloat16",
+// "Scalar", ...) and "Concrete Inputs" (scalars as text: "False", "0.125", ...; "" for tensors).
+struct ShapedOp {
+  std::string name;
+  std::int64_t tid = -1;
+  double ts = 0;  // microseconds
+  double dur = 0;
+  std::vector<std::vector<std::int64_t>> dims;
+  std::vector<std::string> types;
+  std::vector<std::string> concrete;
+};
+
+// Whether the reader keeps a CPU operator of this name as a ShapedOp (kernel_samples.cpp).
+[[nodiscard]] bool keeps_shapes_of(std::string_view cpu_op);
 
 struct KinetoEvents {
   std::string file;
@@ -71,6 +90,7 @@ struct KinetoEvents {
   std::vector<CommArgs> comms;
   std::vector<Marker> markers;
   std::vector<Launch> launches;
+  std::vector<ShapedOp> shaped_ops;  // in file order
   std::optional<int> rank;        // distributedInfo.rank
   std::optional<int> world_size;  // distributedInfo.world_size
   std::string backend;            // distributedInfo.backend

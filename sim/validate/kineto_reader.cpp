@@ -23,6 +23,9 @@ struct EventRecord {
   std::int64_t stream = -1, correlation = -1, tid = -1;
   CommArgs comm;
   bool has_comm = false;
+  // args."Input Dims", "Input type", "Concrete Inputs" (kept for ShapedOps only)
+  std::vector<std::vector<std::int64_t>> dims;
+  std::vector<std::string> types, concrete;
 
   void clear() {
     ph.clear();
@@ -32,6 +35,9 @@ struct EventRecord {
     ts = dur = 0;
     stream = correlation = tid = -1;
     comm = CommArgs{};
+    dims.clear();
+    types.clear();
+    concrete.clear();
   }
 };
 
@@ -52,8 +58,8 @@ class Handler {
   explicit Handler(ParsedTraceFile& out) : out_(out) {}
 
   // --- scalars
-  bool null() { return scalar(json(nullptr)); }
-  bool boolean(bool v) { return scalar(json(v)); }
+  bool null() { return state_ == State::capture ? capture_scalar("", -1) : scalar(json(nullptr)); }
+  bool boolean(bool v) { return state_ == State::capture ? capture_scalar(v ? "True" : "False", -1) : scalar(json(v)); }
   bool number_integer(json::number_integer_t v) { return number(static_cast<double>(v), v, json(v)); }
   bool number_unsigned(json::number_unsigned_t v) {
     return number(static_cast<double>(v), static_cast<std::int64_t>(std::min<json::number_unsigned_t>(v, INT64_MAX)), json(v));
@@ -70,6 +76,8 @@ class Handler {
       case State::args:
         args_string(v);
         return true;
+      case State::capture:
+        return capture_scalar(v, -1);
       case State::skip:
       case State::events:
         return true;
@@ -95,6 +103,10 @@ class Handler {
         return true;
       case State::args:
         enter_skip(State::args);
+        return true;
+      case State::capture:
+        if (capture_depth_ == 1) capture_scalar("", -1);  // keeps the inputs' positions
+        enter_skip(State::capture);
         return true;
       case State::skip:
         ++skip_depth_;
@@ -127,7 +139,20 @@ class Handler {
         enter_skip(State::event);
         return true;
       case State::args:
-        enter_skip(State::args);
+        if (key_ == "Input Dims" || key_ == "Input type" || key_ == "Concrete Inputs") {
+          capture_dims_ = key_ == "Input Dims";
+          capture_text_ = key_ == "Input type" ? &event_.types : key_ == "Concrete Inputs" ? &event_.concrete : nullptr;
+          capture_depth_ = 1;
+          state_ = State::capture;
+        } else {
+          enter_skip(State::args);
+        }
+        return true;
+      case State::capture:
+        if (++capture_depth_ == 2) {
+          if (capture_dims_) event_.dims.emplace_back();
+          if (capture_text_) capture_text_->emplace_back();  // a list input: its position only
+        }
         return true;
       case State::skip:
         ++skip_depth_;
@@ -154,6 +179,9 @@ class Handler {
     switch (state_) {
       case State::events:
         state_ = State::dom;
+        return true;
+      case State::capture:
+        if (--capture_depth_ == 0) state_ = State::args;
         return true;
       case State::skip:
         leave_skip();
@@ -182,7 +210,16 @@ class Handler {
   [[nodiscard]] const std::string& error() const { return error_; }
 
  private:
-  enum class State { dom, events, event, args, skip };
+  enum class State { dom, events, event, args, capture, skip };
+
+  // A value inside one of the args arrays kept for ShapedOps: "Input Dims" holds one array of
+  // integers per input; "Input type" and "Concrete Inputs" one string per input.
+  bool capture_scalar(const std::string& text, std::int64_t integer) {
+    if (capture_dims_ && capture_depth_ == 2 && integer >= 0) event_.dims.back().push_back(integer);
+    if (capture_dims_ && capture_depth_ == 1) event_.dims.emplace_back();
+    if (capture_text_ && capture_depth_ == 1) capture_text_->push_back(text);
+    return true;
+  }
 
   void enter_skip(State back) {
     skip_back_ = back;
@@ -234,6 +271,8 @@ class Handler {
       case State::args:
         args_number(i);
         return true;
+      case State::capture:
+        return capture_scalar(v.dump(), i);
       case State::skip:
       case State::events:
         return true;
@@ -322,7 +361,12 @@ class Handler {
       return;
     }
     if (event_.correlation >= 0 && (cat == "cuda_runtime" || cat == "cuda_driver")) {
-      k.launches.push_back(Launch{event_.correlation, event_.ts});
+      k.launches.push_back(Launch{event_.correlation, event_.ts, event_.tid});
+      return;
+    }
+    if (iequals(cat, "cpu_op") && event_.has_dur && keeps_shapes_of(event_.name)) {
+      k.shaped_ops.push_back(ShapedOp{std::move(event_.name), event_.tid, event_.ts, std::max(0.0, event_.dur), std::move(event_.dims),
+                                      std::move(event_.types), std::move(event_.concrete)});
     }
   }
 
@@ -333,6 +377,10 @@ class Handler {
   std::vector<json*> stack_;
   std::string key_;
   EventRecord event_;
+  // Where State::capture puts what it reads: event_.dims, or one of event_'s string lists.
+  bool capture_dims_ = false;
+  std::vector<std::string>* capture_text_ = nullptr;
+  int capture_depth_ = 0;
   std::unordered_map<std::string, int> name_ids_;
   std::string error_;
 };
