@@ -27,6 +27,7 @@ constexpr std::array kScenarioParams{
     ParamSpec{"model", "mapping", "", "the model (see model)"},
     ParamSpec{"training", "mapping", "", "batch, sequence, optimizer, checkpointing (see training)"},
     ParamSpec{"fsdp", "mapping", "{}", "FSDP settings (see fsdp)"},
+    ParamSpec{"parallelism", "mapping", "{}", "tensor parallelism beside FSDP: the device mesh (see parallelism)"},
     ParamSpec{"simulation", "mapping", "{}", "how the simulation runs (see simulation)"},
     ParamSpec{"collectives", "mapping", "{}", "NCCL algorithm and protocol of the collectives (see collectives)"},
     ParamSpec{"stragglers", "mapping", "{}", "slow GPUs, degraded links, jitter (see stragglers)"},
@@ -311,6 +312,7 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
   s.model = read_model(top);
   s.training = read_training(top);
   s.fsdp = read_fsdp(top, s.warnings);
+  s.parallelism = read_parallelism(top, s.warnings);
   s.simulation = read_simulation(top);
   s.collectives = read_collectives(top);
   s.stragglers = read_stragglers(top, s.world_size());
@@ -333,6 +335,12 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
                       fmt::format("symmetric simulates one representative node, but the fabric puts {} nodes under each leaf with {}:1 "
                                   "uplinks they share, which it would not see; expected full or auto",
                                   fabric.nodes_per_leaf, fabric.oversubscription));
+  }
+  check_parallelism(s);
+  if (s.simulation.mode == SimulationMode::symmetric && s.parallelism.tp > 1) {
+    throw ConfigError(s.simulation.mode_where, "simulation.mode",
+                      "symmetric mode is not built for tensor parallelism yet; expected full or auto (auto simulates every rank "
+                      "with tp > 1)");
   }
   if (top.has("calibration")) {
     const auto cal = top.file_path("calibration");
@@ -364,6 +372,7 @@ std::vector<std::pair<std::filesystem::path, std::string>> ScenarioConfig::input
 std::vector<Schema> scenario_schemas() {
   std::vector<Schema> out{kScenarioSchema, kClusterSchema, kModelSchema, kTrainingSchema};
   for (const auto& sc : fsdp_schemas()) out.push_back(sc);
+  for (const auto& sc : parallelism_schemas()) out.push_back(sc);
   out.push_back(kSimulationSchema);
   out.push_back(kCollectivesSchema);
   out.push_back(kCollectiveKindSchema);

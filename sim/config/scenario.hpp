@@ -166,6 +166,16 @@ struct CollectivesConfig {
   Choice protocol;  // auto | ll | ll128 | simple
 };
 
+// The device mesh (parallelism.cpp): tensor parallelism inside the data-parallel layout that
+// fsdp.sharding gives. Ranks are laid out innermost-first (graph/groups.hpp).
+struct ParallelismConfig {
+  int tp = 1;
+  bool sequence_parallel = true;
+  std::optional<Located<int>> dp_shard;  // as written, checked against fsdp.sharding
+  std::optional<Located<int>> dp_replicate;
+  Location where;  // of parallelism.tp (the section's when defaulted)
+};
+
 struct ScenarioConfig {
   std::string name;
   std::filesystem::path file;
@@ -173,6 +183,7 @@ struct ScenarioConfig {
   ModelConfig model;
   TrainingConfig training;
   FsdpConfig fsdp;
+  ParallelismConfig parallelism;
   SimulationConfig simulation;
   CollectivesConfig collectives;
   Stragglers stragglers;

@@ -44,4 +44,9 @@ inline const ConfigNode& section(const Reader& r, std::string_view key, ConfigNo
 [[nodiscard]] FsdpConfig read_fsdp(const Reader& top, std::vector<ConfigWarning>& warnings);
 [[nodiscard]] std::vector<Schema> fsdp_schemas();
 
+// parallelism.cpp: the section as written, then checked against the cluster and fsdp.sharding.
+[[nodiscard]] ParallelismConfig read_parallelism(const Reader& top, std::vector<ConfigWarning>& warnings);
+void check_parallelism(const ScenarioConfig& s);
+[[nodiscard]] std::vector<Schema> parallelism_schemas();
+
 }  // namespace shardsim::config

@@ -16,7 +16,7 @@
 #include <unordered_map>
 
 #include "core/error.hpp"
-#include "engine/groups.hpp"
+#include "graph/groups.hpp"
 #include "engine/network.hpp"
 #include "engine/platform.hpp"
 
@@ -405,7 +405,7 @@ class Simulator {
 
   const SimulationInput& in_;
   const graph::StepGraph& g_;
-  Groups groups_;
+  graph::Groups groups_;
   int world_;
   int simulated_;
   int jobs_;
@@ -450,7 +450,9 @@ bool symmetric_mode(const SimulationInput& in) {
   // NIC, or oversubscribed uplinks: sibling groups then contend on links rank 0's do not see).
   constexpr int kAutoSymmetricFrom = 512;
   const bool shared_links = in.topology.node.nics < in.topology.node.gpus || in.topology.fabric.oversubscription > 1;
-  return in.graph.info.world_size >= kAutoSymmetricFrom && !in.stragglers.any() && !shared_links && in.jobs == 1;
+  // Tensor-parallel groups are not folded onto the representative node yet: every rank is simulated.
+  return in.graph.info.world_size >= kAutoSymmetricFrom && !in.stragglers.any() && !shared_links && in.jobs == 1 &&
+         in.graph.info.tp_group == 1;
 }
 
 SimulationResult simulate(const SimulationInput& in) {

@@ -116,6 +116,21 @@ class Tracer {
   }
 
   void append(const model::Kernel& k, int unit, bool in_block, const std::string& path) {
+    if (k.kind == model::KernelKind::tp_comm) {
+      // A collective between compute segments: a segment of its own that takes no activations or
+      // parameters; the compute after it starts a new segment.
+      Segment s;
+      s.unit = unit;
+      s.in_block = in_block;
+      s.name = fmt::format("{} {}", path, k.name);
+      s.block = in_block ? block_ : -1;
+      s.tp_comm = true;
+      s.kernels.push_back(k);
+      plan_.segments.push_back(std::move(s));
+      plan_.forward.push_back(TraceEvent{TraceEvent::Kind::compute, unit, static_cast<int>(plan_.segments.size()) - 1});
+      current_ = -1;
+      return;
+    }
     if (current_ < 0 || plan_.segments[static_cast<std::size_t>(current_)].unit != unit ||
         plan_.segments[static_cast<std::size_t>(current_)].in_block != in_block) {
       Segment s;
@@ -215,14 +230,17 @@ Plan make_plan(const model::Model& model, const config::ScenarioConfig& scenario
   plan.world_size = static_cast<int>(scenario.world_size());
   plan.traits = sharding_traits(plan.world_size == 1 ? config::Sharding::no_shard : fsdp.sharding);
   const int gpus_per_node = scenario.cluster.topology.node.gpus;
+  // Data parallelism spans the ranks with the same tensor-parallel index (groups.hpp's layout).
+  plan.tp_group = scenario.parallelism.tp;
+  const int dp = plan.world_size / plan.tp_group;
   if (!plan.traits.shards_params) {
     plan.shard_group = 1;
-    plan.replicate_group = plan.world_size;
+    plan.replicate_group = dp;
   } else if (plan.traits.hybrid) {
-    plan.shard_group = std::min(gpus_per_node, plan.world_size);
-    plan.replicate_group = plan.world_size / plan.shard_group;
+    plan.shard_group = std::min(gpus_per_node / plan.tp_group, dp);
+    plan.replicate_group = dp / plan.shard_group;
   } else {
-    plan.shard_group = plan.world_size;
+    plan.shard_group = dp;
     plan.replicate_group = 1;
   }
   plan.master_bytes = config::dtype_bytes(scenario.training.dtype);

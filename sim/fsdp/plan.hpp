@@ -38,6 +38,7 @@ struct Segment {
   int block = -1;          // which block (0-based), -1 outside blocks
   std::int64_t numel = 0;  // parameters of the unit used by these kernels (their gradients appear here)
   bool is_loss = false;    // the loss: its buffers are reported as logits and loss memory
+  bool tp_comm = false;    // a tensor-parallel collective (its one kernel), not compute
   model::Activation activation;
 };
 
@@ -54,6 +55,7 @@ struct Plan {
   std::vector<TraceEvent> forward;  // enter/compute/exit in forward order
   ShardingTraits traits;
   int world_size = 1;
+  int tp_group = 1;         // tensor parallelism: ranks splitting each block (consecutive ranks)
   int shard_group = 1;      // ranks a parameter is sharded over
   int replicate_group = 1;  // ranks holding the same shard (hybrid: nodes)
   int reshard_group = 1;    // FSDP2 reshard_after_forward = d

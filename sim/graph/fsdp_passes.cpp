@@ -59,6 +59,10 @@ void FsdpStepBuilder::forward() {
         break;
       case TraceEvent::Kind::compute: {
         const fsdp::Segment& s = plan_.segments[static_cast<std::size_t>(e.segment)];
+        if (s.tp_comm) {
+          tp_collective(s, e.unit, Phase::forward);
+          break;
+        }
         Op op = make(OpKind::forward, Stream::compute, "FWD " + s.name, e.unit);
         op.work = forward_work(s, batch_);
         const double saved = activation_bytes(s.activation.saved, checkpoint_mode(s, cfg_.training), batch_);
@@ -133,6 +137,10 @@ void FsdpStepBuilder::backward() {
 }
 
 void FsdpStepBuilder::backward_compute(const fsdp::Segment& s, int u) {
+  if (s.tp_comm) {
+    tp_collective(s, u, Phase::backward);
+    return;
+  }
   Op op = make(OpKind::backward, Stream::compute, "BWD " + s.name, u);
   const model::AcMode mode = checkpoint_mode(s, cfg_.training);
   op.work = backward_work(s, batch_, mode);
@@ -276,9 +284,10 @@ void FsdpStepBuilder::fill_info() {
   info.shard_group = plan_.shard_group;
   info.replicate_group = plan_.replicate_group;
   info.reshard_group = plan_.reshard_group;
+  info.tp_group = plan_.tp_group;
   info.steps = steps_;
   info.micro_steps = static_cast<int>(cfg_.training.grad_accum);
-  info.tokens_per_micro_step = batch_.tokens();
+  info.tokens_per_micro_step = batch_.tokens() / plan_.tp_group;  // a TP group shares its micro-batch
   std::int64_t shard = 0;
   for (const auto& u : plan_.units) shard += plan_.traits.shards_params ? u.shard_numel : u.numel;
   const auto state = fsdp::model_state_bytes(static_cast<double>(shard), 1, plan_.master_bytes, cfg_.training.optimizer);

@@ -43,11 +43,11 @@ std::string_view to_string(OpKind k) {
   return names[static_cast<std::size_t>(k)];
 }
 std::string_view to_string(Stream s) {
-  constexpr std::array names{"compute", "nccl", "all_gather", "reduce_scatter", "all_reduce", "cpu", "h2d", "d2h"};
+  constexpr std::array names{"compute", "nccl", "all_gather", "reduce_scatter", "all_reduce", "cpu", "h2d", "d2h", "tp"};
   return names[static_cast<std::size_t>(s)];
 }
 std::string_view to_string(Group g) {
-  constexpr std::array names{"none", "shard", "replicate", "world", "reshard"};
+  constexpr std::array names{"none", "shard", "replicate", "world", "reshard", "tp"};
   return names[static_cast<std::size_t>(g)];
 }
 std::string_view to_string(EdgeKind e) {

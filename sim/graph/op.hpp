@@ -31,8 +31,9 @@ enum class Stream {
   cpu,             // the CPU thread
   h2d,             // CPU offload: host-to-device copies (FSDP1's pre-unshard stream)
   d2h,             // CPU offload: device-to-host copies of gradients
+  tp,              // tensor parallelism's process group (activations inside blocks)
 };
-inline constexpr int kStreams = 8;
+inline constexpr int kStreams = 9;
 
 // The ranks a collective spans, relative to one rank.
 enum class Group {
@@ -40,8 +41,10 @@ enum class Group {
   shard,      // the ranks a parameter is sharded over (world, or a node for hybrid sharding)
   replicate,  // ranks holding the same shard (hybrid: same local rank on every node)
   world,      // every rank (no_shard all-reduce)
-  reshard,    // FSDP2 reshard_after_forward = d: d consecutive ranks holding a 1/d copy
+  reshard,    // FSDP2 reshard_after_forward = d: d members of a shard group holding a 1/d copy
+  tp,         // tensor parallelism: the ranks splitting one block's matmuls (consecutive ranks)
 };
+inline constexpr int kGroups = 6;
 
 enum class EdgeKind {
   data,        // the consumer reads what the producer wrote

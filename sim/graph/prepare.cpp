@@ -7,6 +7,32 @@
 
 namespace shardsim::graph {
 
+namespace {
+
+// parallelism.tp as the model allows it: every split dimension divisible by the degree.
+model::TensorParallel tensor_parallel(const config::ScenarioConfig& s, const model::TransformerSpec& spec) {
+  const auto& p = s.parallelism;
+  model::TensorParallel tp{p.tp, p.sequence_parallel};
+  if (p.tp == 1) return tp;
+  const std::string model = spec.name.empty() ? std::string("the model") : spec.name;
+  const auto fail = [&](const std::string& what) { throw ConfigError(p.where, "parallelism.tp", what); };
+  if (spec.arch != model::Arch::llama) fail(fmt::format("tensor parallelism is modelled for llama-architecture models; {} is not one; expected tp: 1", model));
+  if (spec.tie_embeddings) fail(fmt::format("{} ties its output layer to its embedding, which tensor parallelism here does not model; expected tp: 1", model));
+  const auto divides = [&](std::int64_t n, const char* what) {
+    if (n % p.tp != 0) fail(fmt::format("{} does not divide {}'s {} {}; expected a divisor of {}", p.tp, model, n, what, n));
+  };
+  divides(spec.heads, "attention heads");
+  divides(spec.kv_heads, "key/value heads");
+  divides(spec.ffn_hidden, "MLP features (ffn_hidden)");
+  if (p.sequence_parallel) divides(s.training.seq_len, "tokens per sequence (sequence parallelism splits them)");
+  if (!p.sequence_parallel && (s.training.micro_batch * s.training.seq_len) % p.tp != 0) {
+    divides(s.training.micro_batch * s.training.seq_len, "tokens per micro-batch");
+  }
+  return tp;
+}
+
+}  // namespace
+
 Prepared prepare(config::ScenarioConfig scenario, const Deadline& deadline) {
   Prepared p;
   p.scenario = std::move(scenario);
@@ -24,9 +50,10 @@ Prepared prepare(config::ScenarioConfig scenario, const Deadline& deadline) {
                                   s.training.seq_len, spec.name.empty() ? std::string("the model") : spec.name, spec.max_positions,
                                   spec.max_positions));
   }
+  const model::TensorParallel tp = tensor_parallel(s, spec);
   const auto& mp = s.fsdp.mixed_precision;
   const int act_bytes = mp.enabled ? config::dtype_bytes(mp.param) : config::dtype_bytes(s.training.dtype);
-  p.model = model::build_model(spec, s.training.seq_len, act_bytes);
+  p.model = model::build_model(spec, s.training.seq_len, act_bytes, tp);
   deadline.check("while building the model");
   fsdp::WrapPolicyRegistry policies;
   fsdp::register_builtin_wrap_policies(policies);

@@ -133,6 +133,7 @@ json to_json(const StepGraph& g) {
            {{"scenario", info.scenario},
             {"world_size", info.world_size},
             {"gpus_per_node", info.gpus_per_node},
+            {"tp_group", info.tp_group},
             {"shard_group", info.shard_group},
             {"replicate_group", info.replicate_group},
             {"reshard_group", info.reshard_group},
@@ -163,6 +164,13 @@ StepGraph from_json(const json& j, const std::string& source) {
   g.info.shard_group = count("shard_group", 1, g.info.world_size);
   g.info.replicate_group = count("replicate_group", 1, g.info.world_size);
   g.info.reshard_group = info.contains("reshard_group") ? count("reshard_group", 1, g.info.world_size) : 1;
+  g.info.tp_group = info.contains("tp_group") ? count("tp_group", 1, g.info.world_size) : 1;
+  if (g.info.world_size % (g.info.tp_group * g.info.shard_group) != 0 ||
+      g.info.world_size / (g.info.tp_group * g.info.shard_group) != g.info.replicate_group || g.info.shard_group % g.info.reshard_group != 0) {
+    in.fail("info", fmt::format("groups that do not tile the world: world_size {} = tp_group x shard_group x replicate_group ({} x {} x {}) "
+                                "with reshard_group {} dividing shard_group expected",
+                                g.info.world_size, g.info.tp_group, g.info.shard_group, g.info.replicate_group, g.info.reshard_group));
+  }
   g.info.steps = count("steps", 1, 100);
   g.info.micro_steps = count("micro_steps", 1, 1 << 16);
   g.info.tokens_per_micro_step = in.integer(in.field(info, "tokens_per_micro_step", "info"), "info.tokens_per_micro_step", 1, kMaxDim);
@@ -183,7 +191,7 @@ StepGraph from_json(const json& j, const std::string& source) {
     op.unit = integer("unit", -1, 1 << 30);
     op.step = integer("step", 0, g.info.steps - 1);
     op.micro = integer("micro", 0, g.info.micro_steps - 1);
-    op.group = enum_from<Group, 5>(in, in.field(o, "group", p), json_path(p, "group"));
+    op.group = enum_from<Group, kGroups>(in, in.field(o, "group", p), json_path(p, "group"));
     op.bytes = in.number(in.field(o, "bytes", p), json_path(p, "bytes"), 0, kMaxBytes);
     op.memory = effects_from(in, in.field(o, "memory", p), json_path(p, "memory"));
     if (o.contains("work")) op.work = work_from(in, o["work"], json_path(p, "work"));

@@ -164,8 +164,42 @@ int FsdpStepBuilder::compute(Op op, int u) {
   const int avail = at(available_, u);
   const int id = issue(std::move(op));
   g_.add_edge(avail, id, EdgeKind::data);
+  g_.add_edge(tp_wait_, id, EdgeKind::data);
+  tp_wait_ = -1;
   at(last_compute_, u) = id;
   return id;
+}
+
+// A tensor-parallel collective of activations between two compute segments (model/kernels.hpp
+// tp_enter / tp_leave): on the critical path, after the compute before it and before the compute
+// after it. In backward, checkpointing reruns forward collectives: full checkpointing all of them;
+// per-op selective checkpointing the all-gathers only, since torchtitan's save list keeps
+// reduce_scatter_tensor outputs but not all-gather outputs.
+void FsdpStepBuilder::tp_collective(const fsdp::Segment& s, int u, Phase phase) {
+  const model::Kernel& k = s.kernels.front();
+  const auto one = [&](model::TpComm c, std::string_view note) {
+    if (c == model::TpComm::none) return;
+    const OpKind kind = c == model::TpComm::all_gather       ? OpKind::all_gather
+                        : c == model::TpComm::reduce_scatter ? OpKind::reduce_scatter
+                                                             : OpKind::all_reduce;
+    const std::string_view tag = kind == OpKind::all_gather ? "AG" : kind == OpKind::reduce_scatter ? "RS" : "AR";
+    Op op = make(kind, Stream::tp, fmt::format("TP {} {}{}", tag, s.name, note), u);
+    op.group = Group::tp;
+    op.bytes = k.bytes_per_token * static_cast<double>(batch_.tokens());
+    const int id = issue(std::move(op));
+    g_.add_edge(io_.last(Stream::compute), id, EdgeKind::data);
+    g_.add_edge(tp_wait_, id, EdgeKind::data);
+    tp_wait_ = id;
+  };
+  if (phase == Phase::forward) {
+    one(k.tp_forward, "");
+    return;
+  }
+  const model::AcMode mode = checkpoint_mode(s, cfg_.training);
+  if (mode == model::AcMode::full || (mode == model::AcMode::selective && k.tp_forward == model::TpComm::all_gather)) {
+    one(k.tp_forward, " (recompute)");
+  }
+  one(k.tp_backward, "");
 }
 
 void FsdpStepBuilder::prefetch(const std::vector<int>& targets, Phase phase, int trigger) {

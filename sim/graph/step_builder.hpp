@@ -36,6 +36,7 @@ class FsdpStepBuilder {
   void reshard(int u, Phase phase);
   int compute(Op op, int u);
   void prefetch(const std::vector<int>& targets, Phase phase, int trigger);
+  void tp_collective(const fsdp::Segment& s, int u, Phase phase);
 
   // ---- passes (fsdp_passes.cpp) ----
   void forward();
@@ -81,6 +82,7 @@ class FsdpStepBuilder {
   int deferred_buffer_free_ = -1;  // FSDP2 forward: all-gather buffer freed at the next copy-out
   int last_d2h_ = -1;
   int last_optimizer_ = -1;
+  int tp_wait_ = -1;                 // the tensor-parallel collective the next compute op waits for
   double bucket_numel_ = 0;          // no_shard: gradients waiting in the current DDP bucket
   std::deque<int> limiter_;          // FSDP1: reshard events, oldest first
   std::vector<int> available_;       // op after which unit u's parameters are usable, -1 if not

@@ -23,9 +23,11 @@ struct GraphInfo {
   std::string scenario;
   int world_size = 1;
   int gpus_per_node = 1;
-  int shard_group = 1;      // ranks per shard group (consecutive ranks)
-  int replicate_group = 1;  // ranks per replicate group (stride = shard_group)
-  int reshard_group = 1;    // FSDP2 reshard_after_forward = d: ranks per reshard group (consecutive)
+  // Groups of ranks (groups.hpp lays them out): innermost tensor parallel, then shard, then replicate.
+  int tp_group = 1;         // ranks per tensor-parallel group (consecutive ranks)
+  int shard_group = 1;      // ranks per shard group (stride tp_group)
+  int replicate_group = 1;  // ranks per replicate group (stride shard_group x tp_group)
+  int reshard_group = 1;    // FSDP2 reshard_after_forward = d: ranks per reshard group (stride tp_group)
   int steps = 1;
   int micro_steps = 1;
   std::int64_t tokens_per_micro_step = 0;  // per rank

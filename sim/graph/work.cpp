@@ -17,6 +17,8 @@ void add_forward(Work& w, const model::Kernel& k, const Batch& b) {
       w.memory_bytes += k.bytes_per_token * static_cast<double>(b.tokens());
       w.launches += k.launches;
       break;
+    case model::KernelKind::tp_comm:  // a collective, not compute (the builder issues it)
+      break;
   }
 }
 
@@ -34,6 +36,8 @@ void add_backward(Work& w, const model::Kernel& k, const Batch& b) {
     case model::KernelKind::memory:
       w.memory_bytes += k.bytes_per_token * k.backward_bytes_factor * static_cast<double>(b.tokens());
       w.launches += 2 * k.launches;
+      break;
+    case model::KernelKind::tp_comm:
       break;
   }
 }

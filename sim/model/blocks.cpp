@@ -14,29 +14,51 @@
 //   full (any):      the block input only                        = a h
 // While a block's backward runs, what the mode did not keep is recomputed and alive, plus
 // gradient buffers of about a(h + f).
+//
+// Tensor parallelism over t ranks (llama; Megatron-LM's column/row split as torchtitan applies
+// it): wq, wk, wv, w1, w3 hold 1/t of their output features, wo and w2 1/t of their input
+// features, each rank 1/t of the heads; norms are replicated. Entering attention and the MLP
+// all-gathers the sequence shards (sequence parallel) or does nothing; leaving them
+// reduce-scatters or all-reduces (kernels.hpp tp_enter / tp_leave). Per-token activations: what
+// is q-, d- or f-wide is 1/t; h-wide tensors are 1/t on sequence shards (sequence parallel) and
+// whole where a matmul keeps its all-gathered input or its unreduced output:
+//   none:      sp  a(2h/t + 2h + (5q + 4f)/t) + lse/t    (x, norm2 in sharded; both norm outputs whole)
+//              tp  a(4h + (5q + 4f)/t) + lse/t
+//   selective: sp  a(h/t + h + (2q + d + f)/t) + lse/t   (x sharded; w2's unreduced output whole)
+//              tp  a(2h + (2q + d + f)/t) + lse/t
+//   full:      sp  a h/t;  tp  a h
+//   backward gradient buffers: a(h + f/t)
 #include "model/blocks.hpp"
+
+#include <array>
+#include <stdexcept>
 
 #include "model/kernels.hpp"
 
 namespace shardsim::model {
 namespace {
 
-void set_activation(Module& block, double none, double selective, double a, double h, double f) {
-  block.activation.saved = {none, selective, a * h};
-  const double grads = a * (h + f);
-  for (std::size_t mode = 0; mode < 3; ++mode) {
-    block.activation.backward_transient[mode] = none - block.activation.saved[mode] + grads;
-  }
+void set_activation(Module& block, const std::array<double, 3>& saved, double grads) {
+  block.activation.saved = saved;
+  for (std::size_t mode = 0; mode < 3; ++mode) block.activation.backward_transient[mode] = saved[0] - saved[mode] + grads;
 }
 
-Module llama_block(const TransformerSpec& s, std::int64_t index, int act) {
+void set_activation(Module& block, double none, double selective, double a, double h, double f) {
+  set_activation(block, {none, selective, a * h}, a * (h + f));
+}
+
+Module llama_block(const TransformerSpec& s, std::int64_t index, int act, const TensorParallel& tp) {
   const double a = act;
+  const std::int64_t t = tp.degree;
+  const double ti = static_cast<double>(t);
+  const double seq_share = tp.sp() ? 1.0 / ti : 1.0;  // of the sequence a rank's norms and residuals see
   const auto h = static_cast<double>(s.hidden);
-  const std::int64_t q_dim = s.heads * s.head_dim;
-  const std::int64_t kv_dim = s.kv_heads * s.head_dim;
+  const std::int64_t q_dim = s.heads * s.head_dim / t;  // this rank's share of every wide dimension
+  const std::int64_t kv_dim = s.kv_heads * s.head_dim / t;
+  const std::int64_t ffn = s.ffn_hidden / t;
   const auto q = static_cast<double>(q_dim);
   const auto d = static_cast<double>(kv_dim);
-  const auto f = static_cast<double>(s.ffn_hidden);
+  const auto f = static_cast<double>(ffn);
 
   Module block;
   block.name = std::to_string(index);
@@ -46,6 +68,7 @@ Module llama_block(const TransformerSpec& s, std::int64_t index, int act) {
   Module attn;
   attn.name = "attention";
   attn.type = "Attention";
+  if (t > 1) add_kernel(attn, tp_enter("tp_enter", tp, a * h));
   add_child(attn, linear("wq", s.hidden, q_dim, false));
   add_child(attn, linear("wk", s.hidden, kv_dim, false));
   add_child(attn, linear("wv", s.hidden, kv_dim, false));
@@ -55,28 +78,42 @@ Module llama_block(const TransformerSpec& s, std::int64_t index, int act) {
     // repeat_kv materialises k and v for every query head: read d, write q, for each.
     add_kernel(attn, memory_kernel("repeat_kv", 2 * a * (d + q), 2));
   }
-  add_kernel(attn, attention_kernel("sdpa", static_cast<int>(s.heads), static_cast<int>(s.heads), static_cast<int>(s.head_dim), true));
+  const int heads = static_cast<int>(s.heads / t);
+  add_kernel(attn, attention_kernel("sdpa", heads, heads, static_cast<int>(s.head_dim), true));
   add_kernel(attn, memory_kernel("attn_out_contiguous", 2 * a * q, 1));
   add_child(attn, linear("wo", q_dim, s.hidden, false));
+  if (t > 1) add_kernel(attn, tp_leave("tp_leave", tp, a * h));
 
-  Module ffn;
-  ffn.name = "feed_forward";
-  ffn.type = "FeedForward";
-  add_child(ffn, linear("w1", s.hidden, s.ffn_hidden, false));
-  add_kernel(ffn, memory_kernel("silu", 2 * a * f, 1));
-  add_child(ffn, linear("w3", s.hidden, s.ffn_hidden, false));
-  add_kernel(ffn, memory_kernel("mul", 3 * a * f, 1));
-  add_child(ffn, linear("w2", s.ffn_hidden, s.hidden, false));
+  Module mlp;
+  mlp.name = "feed_forward";
+  mlp.type = "FeedForward";
+  if (t > 1) add_kernel(mlp, tp_enter("tp_enter", tp, a * h));
+  add_child(mlp, linear("w1", s.hidden, ffn, false));
+  add_kernel(mlp, memory_kernel("silu", 2 * a * f, 1));
+  add_child(mlp, linear("w3", s.hidden, ffn, false));
+  add_kernel(mlp, memory_kernel("mul", 3 * a * f, 1));
+  add_child(mlp, linear("w2", ffn, s.hidden, false));
+  if (t > 1) add_kernel(mlp, tp_leave("tp_leave", tp, a * h));
 
-  add_child(block, rms_norm("attention_norm", s.hidden, act));
+  Module norm1 = rms_norm("attention_norm", s.hidden, act);
+  Module norm2 = rms_norm("ffn_norm", s.hidden, act);
+  scale_memory_kernels(norm1, seq_share);
+  scale_memory_kernels(norm2, seq_share);
+  add_child(block, std::move(norm1));
   add_child(block, std::move(attn));
-  add_kernel(block, memory_kernel("residual_add", 3 * a * h, 1));
-  add_child(block, rms_norm("ffn_norm", s.hidden, act));
-  add_child(block, std::move(ffn));
-  add_kernel(block, memory_kernel("residual_add", 3 * a * h, 1));
+  add_kernel(block, memory_kernel("residual_add", 3 * a * h * seq_share, 1));
+  add_child(block, std::move(norm2));
+  add_child(block, std::move(mlp));
+  add_kernel(block, memory_kernel("residual_add", 3 * a * h * seq_share, 1));
 
-  const double lse = 4.0 * static_cast<double>(s.heads);
-  set_activation(block, a * (4 * h + 5 * q + 4 * f) + lse, a * (2 * h + 2 * q + d + f) + lse, a, h, f);
+  const double lse = 4.0 * static_cast<double>(heads);
+  if (t == 1) {
+    set_activation(block, a * (4 * h + 5 * q + 4 * f) + lse, a * (2 * h + 2 * q + d + f) + lse, a, h, f);
+  } else if (tp.sp()) {
+    set_activation(block, {a * (2 * h / ti + 2 * h + 5 * q + 4 * f) + lse, a * (h / ti + h + 2 * q + d + f) + lse, a * h / ti}, a * (h + f));
+  } else {
+    set_activation(block, {a * (4 * h + 5 * q + 4 * f) + lse, a * (2 * h + 2 * q + d + f) + lse, a * h}, a * (h + f));
+  }
   mark_selective_recompute(block);
   return block;
 }
@@ -212,10 +249,11 @@ Module torch_decoder_block(const TransformerSpec& s, std::int64_t index, int act
 
 }  // namespace
 
-Module build_block(const TransformerSpec& s, std::int64_t index, int act_bytes) {
+Module build_block(const TransformerSpec& s, std::int64_t index, int act_bytes, const TensorParallel& tp) {
+  if (tp.degree > 1 && s.arch != Arch::llama) throw std::invalid_argument("tensor parallelism is modelled for llama blocks only");
   switch (s.arch) {
     case Arch::llama:
-      return llama_block(s, index, act_bytes);
+      return llama_block(s, index, act_bytes, tp);
     case Arch::gpt:
       return gpt_block(s, index, act_bytes);
     case Arch::seed_block:
@@ -223,7 +261,7 @@ Module build_block(const TransformerSpec& s, std::int64_t index, int act_bytes) 
     case Arch::torch_decoder:
       return torch_decoder_block(s, index, act_bytes);
   }
-  return llama_block(s, index, act_bytes);
+  return llama_block(s, index, act_bytes, tp);
 }
 
 }  // namespace shardsim::model

@@ -1,4 +1,5 @@
-// One transformer block of the given architecture (see blocks.cpp for what each keeps).
+// One transformer block of the given architecture (see blocks.cpp for what each keeps), as one
+// rank of a tensor-parallel group holds it (llama blocks only; tp.degree 1 for the others).
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,6 @@
 
 namespace shardsim::model {
 
-[[nodiscard]] Module build_block(const TransformerSpec& spec, std::int64_t index, int act_bytes);
+[[nodiscard]] Module build_block(const TransformerSpec& spec, std::int64_t index, int act_bytes, const TensorParallel& tp = {});
 
 }  // namespace shardsim::model

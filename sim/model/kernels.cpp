@@ -32,6 +32,33 @@ Kernel attention_kernel(std::string name, int heads, int kv_heads, int head_dim,
   return x;
 }
 
+Kernel tp_comm_kernel(std::string name, TpComm forward, TpComm backward, double bytes_per_token) {
+  Kernel x;
+  x.name = std::move(name);
+  x.kind = KernelKind::tp_comm;
+  x.tp_forward = forward;
+  x.tp_backward = backward;
+  x.bytes_per_token = bytes_per_token;
+  x.launches = 0;
+  return x;
+}
+
+Kernel tp_enter(std::string name, const TensorParallel& tp, double bytes_per_token) {
+  return tp_comm_kernel(std::move(name), tp.sp() ? TpComm::all_gather : TpComm::none,
+                        tp.sp() ? TpComm::reduce_scatter : TpComm::all_reduce, bytes_per_token);
+}
+
+Kernel tp_leave(std::string name, const TensorParallel& tp, double bytes_per_token) {
+  return tp_comm_kernel(std::move(name), tp.sp() ? TpComm::reduce_scatter : TpComm::all_reduce,
+                        tp.sp() ? TpComm::all_gather : TpComm::none, bytes_per_token);
+}
+
+void scale_memory_kernels(Module& m, double factor) {
+  for (auto& item : m.program) {
+    if (item.child < 0 && item.kernel.kind == KernelKind::memory) item.kernel.bytes_per_token *= factor;
+  }
+}
+
 int add_child(Module& parent, Module child) {
   parent.children.push_back(std::move(child));
   const int index = static_cast<int>(parent.children.size()) - 1;

@@ -13,6 +13,16 @@ namespace shardsim::model {
 [[nodiscard]] Kernel matmul_kernel(std::string name, std::int64_t n, std::int64_t k);
 [[nodiscard]] Kernel memory_kernel(std::string name, double bytes_per_token, int launches, double backward_factor = 2.0);
 [[nodiscard]] Kernel attention_kernel(std::string name, int heads, int kv_heads, int head_dim, bool causal);
+// A tensor-parallel collective of an activation of `bytes_per_token` (unsharded) per token.
+[[nodiscard]] Kernel tp_comm_kernel(std::string name, TpComm forward, TpComm backward, double bytes_per_token);
+// Megatron's conjugate pair around a column-parallel ... row-parallel region, over an activation
+// of `bytes_per_token`: entering it all-gathers the sequence shards (sequence parallel; its
+// backward reduce-scatters) or does nothing (its backward all-reduces); leaving it reduce-scatters
+// (its backward all-gathers) or all-reduces (nothing in backward).
+[[nodiscard]] Kernel tp_enter(std::string name, const TensorParallel& tp, double bytes_per_token);
+[[nodiscard]] Kernel tp_leave(std::string name, const TensorParallel& tp, double bytes_per_token);
+// Scales the HBM traffic of a module's own memory kernels (a norm on 1/tp of the sequence).
+void scale_memory_kernels(Module& m, double factor);
 
 // nn.Linear(in, out[, bias]) with its matmul.
 [[nodiscard]] Module linear(std::string name, std::int64_t in, std::int64_t out, bool bias);

@@ -18,7 +18,21 @@ struct Param {
   [[nodiscard]] std::int64_t numel() const;
 };
 
-enum class KernelKind { matmul, attention, memory };
+enum class KernelKind { matmul, attention, memory, tp_comm };
+
+// A tensor-parallel collective of activations at a point of the forward program, and its mirror
+// in backward (Megatron's f and g operators; with sequence parallelism all-gather and
+// reduce-scatter instead of all-reduce).
+enum class TpComm : std::uint8_t { none, all_gather, reduce_scatter, all_reduce };
+
+// How the model is split over a tensor-parallel group: Megatron-style column- and row-parallel
+// linears (torchtitan's ColwiseParallel / RowwiseParallel), with or without sequence parallelism
+// for the norms and residual stream between them.
+struct TensorParallel {
+  int degree = 1;
+  bool sequence_parallel = true;
+  [[nodiscard]] bool sp() const { return degree > 1 && sequence_parallel; }
+};
 
 // One piece of compute done by a module itself (not by its children), per micro-batch of
 // `tokens` tokens. Matmuls are y[tokens, n] = x[tokens, k] W^T; attention is a fused
@@ -32,7 +46,10 @@ struct Kernel {
   int kv_heads = 0;
   int head_dim = 0;
   bool causal = true;
-  double bytes_per_token = 0;          // memory kernels: HBM traffic of the forward, per token
+  double bytes_per_token = 0;          // memory kernels: HBM traffic of the forward, per token;
+                                       // tp_comm: the whole (unsharded) activation, per token
+  TpComm tp_forward = TpComm::none;    // tp_comm: the collective in forward
+  TpComm tp_backward = TpComm::none;   // tp_comm: the collective in backward
   double backward_bytes_factor = 2.0;  // memory kernels: backward traffic / forward traffic
   int launches = 1;                    // kernels launched in the forward (eager PyTorch)
   // Per-op selective activation checkpointing (torchtitan's "op" SAC) recomputes this kernel in

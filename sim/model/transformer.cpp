@@ -1,20 +1,31 @@
 #include "model/transformer.hpp"
 
+#include <stdexcept>
+
 #include "model/blocks.hpp"
 #include "model/kernels.hpp"
 
 namespace shardsim::model {
 namespace {
 
+// Rows of the vocabulary one tensor-parallel rank holds (DTensor shards unevenly: ceil(V / t)).
+std::int64_t vocab_share(const TransformerSpec& s, const TensorParallel& tp) {
+  return (s.vocab + tp.degree - 1) / tp.degree;
+}
+
 // The loss as torchtitan computes it: cross_entropy(logits.float(), labels). Forward traffic per
 // token: upcast (a+4)V, log-softmax (three fp32 passes, 12V), nll (~4V) = about 22V with a = 2;
 // backward about 18V. Autograd keeps the fp32 log-softmax output (4V); its backward holds the
 // incoming and outgoing fp32 gradients (8V) on top (d1-hand-model.md: 3 x 7.83 GiB at the peak).
-Module loss_module(const TransformerSpec& s, int act) {
-  const auto v = static_cast<double>(s.vocab);
+//
+// Tensor parallel (torchtitan's loss_parallel): each rank holds 1/t of the vocabulary's logits,
+// and the softmax's max and sum over the vocabulary are all-reduced (two fp32 per token).
+Module loss_module(const TransformerSpec& s, int act, const TensorParallel& tp) {
+  const auto v = static_cast<double>(vocab_share(s, tp));
   Module m;
   m.name = "loss";
   m.type = "CrossEntropyLoss";
+  if (tp.degree > 1) add_kernel(m, tp_comm_kernel("loss_parallel", TpComm::all_reduce, TpComm::none, 8.0));
   const double fwd = (act + 4.0) * v + 12.0 * v + 4.0 * v;
   add_kernel(m, memory_kernel("cross_entropy", fwd, 4, 18.0 * v / fwd));
   m.activation.saved = {4 * v, 4 * v, 4 * v};
@@ -28,29 +39,63 @@ void keep_input(Module& m, double bytes_per_token, double backward_transient = 0
   m.activation.backward_transient = {backward_transient, backward_transient, backward_transient};
 }
 
-Module output_layer(const TransformerSpec& s, std::string name, int act) {
-  Module out = linear(std::move(name), s.hidden, s.vocab, s.head_bias);
+// Tensor parallel: ColwiseParallel over the vocabulary, its input all-gathered from sequence
+// shards (or its input gradient all-reduced), the logits left sharded for loss_parallel.
+Module output_layer(const TransformerSpec& s, std::string name, int act, const TensorParallel& tp) {
+  const double ah = static_cast<double>(act) * static_cast<double>(s.hidden);
+  Module out = linear(std::move(name), s.hidden, vocab_share(s, tp), s.head_bias);
   if (s.tie_embeddings) out.params.clear();  // the weight is the embedding's, counted once
+  if (tp.degree > 1) out.program.insert(out.program.begin(), ProgramItem{-1, tp_enter("tp_enter", tp, ah)});
   // Keeps its input; its backward holds the bf16 gradient of the logits.
-  keep_input(out, static_cast<double>(act) * static_cast<double>(s.hidden), static_cast<double>(act) * static_cast<double>(s.vocab));
+  keep_input(out, ah, static_cast<double>(act) * static_cast<double>(vocab_share(s, tp)));
   return out;
 }
 
-Module final_norm(const TransformerSpec& s, std::string name, int act) {
+Module final_norm(const TransformerSpec& s, std::string name, int act, const TensorParallel& tp) {
   Module n = s.arch == Arch::llama ? rms_norm(std::move(name), s.hidden, act) : layer_norm(std::move(name), s.hidden, act);
-  keep_input(n, static_cast<double>(act) * static_cast<double>(s.hidden));
+  const double seq_share = tp.sp() ? 1.0 / tp.degree : 1.0;
+  scale_memory_kernels(n, seq_share);
+  keep_input(n, static_cast<double>(act) * static_cast<double>(s.hidden) * seq_share);
   return n;
 }
 
-}  // namespace
+// Tensor parallel: RowwiseParallel over the vocabulary; the partial embeddings are
+// reduce-scattered to sequence shards (or all-reduced).
+Module token_embedding(const TransformerSpec& s, std::string name, int act, const TensorParallel& tp) {
+  Module e = embedding(std::move(name), vocab_share(s, tp), s.hidden, act);
+  if (tp.degree > 1) add_kernel(e, tp_leave("tp_leave", tp, static_cast<double>(act) * static_cast<double>(s.hidden)));
+  return e;
+}
 
-std::int64_t Model::embedding_params() const {
+Module build_root(const TransformerSpec& spec, int act_bytes, const TensorParallel& tp) {
+  Module root;
+  root.type = "Transformer";
+  const bool gpt = spec.arch == Arch::gpt;
+  add_child(root, token_embedding(spec, gpt ? "wte" : (spec.arch == Arch::llama ? "tok_embeddings" : "embedding"), act_bytes, tp));
+  if (spec.max_positions > 0) {
+    add_child(root, embedding("wpe", spec.max_positions, spec.hidden, act_bytes));
+    add_kernel(root, memory_kernel("add_positions", 3.0 * act_bytes * static_cast<double>(spec.hidden), 1));
+  }
+  Module layers;
+  layers.name = gpt ? "h" : "layers";
+  layers.type = "ModuleList";
+  for (std::int64_t i = 0; i < spec.layers; ++i) add_child(layers, build_block(spec, i, act_bytes, tp));
+  add_child(root, std::move(layers));
+  if (spec.final_norm) add_child(root, final_norm(spec, gpt ? "ln_f" : "norm", act_bytes, tp));
+  add_child(root, output_layer(spec, spec.arch == Arch::llama ? "output" : "lm_head", act_bytes, tp));
+  add_child(root, loss_module(spec, act_bytes, tp));
+  return root;
+}
+
+std::int64_t embedding_numel(const Module& root) {
   std::int64_t n = 0;
   for (const auto& c : root.children) {
     if (c.is_embedding) n += c.numel();
   }
   return n;
 }
+
+}  // namespace
 
 std::int64_t Model::block_params() const {
   std::int64_t n = 0;
@@ -65,28 +110,25 @@ double Model::mfu_flops_per_token() const {
   return 6.0 * n + 12.0 * static_cast<double>(spec.layers * spec.heads * spec.head_dim * seq_len);
 }
 
-Model build_model(const TransformerSpec& spec, std::int64_t seq_len, int act_bytes) {
+Model build_model(const TransformerSpec& spec, std::int64_t seq_len, int act_bytes, const TensorParallel& tp) {
+  if (tp.degree > 1 && (spec.arch != Arch::llama || spec.tie_embeddings)) {
+    throw std::invalid_argument("tensor parallelism is modelled for llama models without tied embeddings");
+  }
   Model model;
   model.spec = spec;
   model.seq_len = seq_len;
   model.act_bytes = act_bytes;
-  Module& root = model.root;
-  root.type = "Transformer";
-
-  const bool gpt = spec.arch == Arch::gpt;
-  add_child(root, embedding(gpt ? "wte" : (spec.arch == Arch::llama ? "tok_embeddings" : "embedding"), spec.vocab, spec.hidden, act_bytes));
-  if (spec.max_positions > 0) {
-    add_child(root, embedding("wpe", spec.max_positions, spec.hidden, act_bytes));
-    add_kernel(root, memory_kernel("add_positions", 3.0 * act_bytes * static_cast<double>(spec.hidden), 1));
+  model.tp = tp;
+  model.root = build_root(spec, act_bytes, tp);
+  if (tp.degree == 1) {
+    model.total_params_ = model.root.numel();
+    model.embedding_params_ = embedding_numel(model.root);
+  } else {
+    // The whole model: what every rank of the group holds together (norms once, not t times).
+    const Module whole = build_root(spec, act_bytes, {});
+    model.total_params_ = whole.numel();
+    model.embedding_params_ = embedding_numel(whole);
   }
-  Module layers;
-  layers.name = gpt ? "h" : "layers";
-  layers.type = "ModuleList";
-  for (std::int64_t i = 0; i < spec.layers; ++i) add_child(layers, build_block(spec, i, act_bytes));
-  add_child(root, std::move(layers));
-  if (spec.final_norm) add_child(root, final_norm(spec, gpt ? "ln_f" : "norm", act_bytes));
-  add_child(root, output_layer(spec, spec.arch == Arch::llama ? "output" : "lm_head", act_bytes));
-  add_child(root, loss_module(spec, act_bytes));
   return model;
 }
 

@@ -14,21 +14,31 @@ namespace shardsim::model {
 
 struct Model {
   TransformerSpec spec;
-  Module root;
+  Module root;  // as one rank holds it: with tensor parallelism, its 1/tp of each split weight
   std::int64_t seq_len = 0;
   int act_bytes = 2;  // bytes per activation element (the compute dtype)
+  TensorParallel tp;
 
-  [[nodiscard]] std::int64_t total_params() const { return root.numel(); }
-  [[nodiscard]] std::int64_t embedding_params() const;  // token and position embeddings
-  [[nodiscard]] std::int64_t block_params() const;      // one transformer block
+  // The whole model's parameters (every tensor-parallel rank's together), as a model card counts.
+  [[nodiscard]] std::int64_t total_params() const { return total_params_; }
+  [[nodiscard]] std::int64_t embedding_params() const { return embedding_params_; }  // token and position embeddings
+  [[nodiscard]] std::int64_t rank_params() const { return root.numel(); }  // what one rank holds
+  [[nodiscard]] std::int64_t block_params() const;  // one transformer block, as one rank holds it
 
   // Model FLOPs per token for MFU, in the convention of PaLM (appendix B) and torchtitan:
   // 6 x non-embedding parameters + 12 x layers x heads x head_dim x seq_len. Recompute is not
   // counted, and attention is counted as if it were not causal.
   [[nodiscard]] double mfu_flops_per_token() const;
+
+ private:
+  friend Model build_model(const TransformerSpec& spec, std::int64_t seq_len, int act_bytes, const TensorParallel& tp);
+  std::int64_t total_params_ = 0;
+  std::int64_t embedding_params_ = 0;
 };
 
-[[nodiscard]] Model build_model(const TransformerSpec& spec, std::int64_t seq_len, int act_bytes);
+// Throws std::invalid_argument for a tensor-parallel split the model does not allow (the caller
+// checks first, with the scenario's location: graph/prepare.cpp).
+[[nodiscard]] Model build_model(const TransformerSpec& spec, std::int64_t seq_len, int act_bytes, const TensorParallel& tp = {});
 
 // Visits modules in PyTorch's named_modules() order (pre-order), with dotted names.
 template <class F>

@@ -269,6 +269,7 @@ Summary summarize(const SummaryInput& in) {
     deadline.check(fmt::format("while summarising the communication of rank {}", r));
     std::vector<std::pair<double, double>> compute;
     std::vector<std::pair<double, double>> comm;
+    std::vector<std::pair<double, double>> tp_comm;
     for (std::size_t o = 0; o < g.size(); ++o) {
       const graph::Op& op = g.op(static_cast<int>(o));
       if (op.step != s.reported_step) continue;
@@ -276,6 +277,7 @@ Summary summarize(const SummaryInput& in) {
       if (iv.second <= iv.first) continue;
       if (op.is_collective()) {
         comm.push_back(iv);
+        if (op.group == graph::Group::tp) tp_comm.push_back(iv);
       } else if (on_compute_stream(op)) {
         compute.push_back(iv);
       }
@@ -286,6 +288,8 @@ Summary summarize(const SummaryInput& in) {
       s.exposed_rank = r;
       s.compute_s = union_length(compute);
       s.comm_s = union_length(comm);
+      s.tp_comm_s = union_length(tp_comm);
+      s.tp_exposed_comm_s = exposed_length(tp_comm, compute);
     }
   }
 

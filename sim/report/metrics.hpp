@@ -79,6 +79,8 @@ struct Summary {
   double compute_s = 0;       // time the compute stream is busy in the step (the exposed-comm rank)
   double comm_s = 0;          // time some collective runs in the step
   double exposed_comm_s = 0;  // collectives running while the compute stream is idle (max over ranks)
+  double tp_comm_s = 0;       // of comm_s: tensor-parallel collectives (the exposed-comm rank)
+  double tp_exposed_comm_s = 0;  // of exposed_comm_s: tensor-parallel collectives
   int exposed_rank = 0;
   double gpu_memory = 0;
   MemoryTimeline memory;        // of the rank with the highest peak reserved memory

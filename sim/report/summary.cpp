@@ -34,9 +34,15 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
                                    ? std::string("DeepSpeed ZeRO-3")
                                    : fmt::format("FSDP{} {}", scenario.fsdp.version, config::to_string(scenario.fsdp.sharding));
   const std::string per_job = scenario.cluster.jobs > 1 ? fmt::format(" per job, {} jobs", scenario.cluster.jobs) : std::string();
-  out += fmt::format("  {} GPUs ({} node{} x {} {}{}), {}, {} x {} tokens per GPU per step\n", s.world_size, scenario.cluster.nodes,
+  const int tp = scenario.parallelism.tp;
+  out += fmt::format("  {} GPUs ({} node{} x {} {}{}), {}, {} x {} tokens per {} per step\n", s.world_size, scenario.cluster.nodes,
                      scenario.cluster.nodes == 1 ? "" : "s", topo.node.gpus, topo.gpu.model, per_job, strategy,
-                     scenario.training.micro_batch * scenario.training.grad_accum, scenario.training.seq_len);
+                     scenario.training.micro_batch * scenario.training.grad_accum, scenario.training.seq_len,
+                     tp > 1 ? "data-parallel rank (a tensor-parallel group)" : "GPU");
+  if (tp > 1) {
+    out += fmt::format("  tensor parallel {}{} x data parallel {} (ranks r..r+{} split each block's matmuls)\n", tp,
+                       scenario.parallelism.sequence_parallel ? " with sequence parallelism" : "", s.world_size / tp, tp - 1);
+  }
   out += fmt::format("  model {}: {} parameters ({} without embeddings), {:.4g} FLOPs per token\n\n", s.model_name, grouped(s.params_total),
                      grouped(s.params_non_embedding), s.flops_per_token);
   if (!s.calibration.empty()) {
@@ -53,8 +59,10 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
   row("MFU", fmt::format("{:.1f} %", 100 * s.mfu));
   row("compute busy", fmt::format("{:.4f} s", s.compute_s));
   row("communication", fmt::format("{:.4f} s", s.comm_s));
+  if (tp > 1) row("  of which tensor parallel", fmt::format("{:.4f} s", s.tp_comm_s));
   row("exposed communication", fmt::format("{:.4f} s  ({:.1f} % of the step, rank {})", s.exposed_comm_s,
                                            s.step_time > 0 ? 100 * s.exposed_comm_s / s.step_time : 0.0, s.exposed_rank));
+  if (tp > 1) row("  of which tensor parallel", fmt::format("{:.4f} s  (on the critical path: compute waits for it)", s.tp_exposed_comm_s));
   out += "\n";
   const std::string verdict = s.oom ? std::string("OUT OF MEMORY")
                               : s.alloc_retries > 0
@@ -132,6 +140,8 @@ nlohmann::json summary_json(const Summary& s) {
       {"compute_s", s.compute_s},
       {"comm_s", s.comm_s},
       {"exposed_comm_s", s.exposed_comm_s},
+      {"tp_comm_s", s.tp_comm_s},
+      {"tp_exposed_comm_s", s.tp_exposed_comm_s},
       {"peak_memory_bytes", s.memory.peak_reserved},
       {"peak_allocated_bytes", s.memory.peak},
       {"reserved_by_pool", pools},

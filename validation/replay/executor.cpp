@@ -10,25 +10,13 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "graph/groups.hpp"
 
 namespace shardsim::replay {
 namespace {
 
 using graph::Group;
 using graph::OpKind;
-
-// Which instance of a group a rank belongs to (engine/simulator.cpp's rule): shard groups are
-// consecutive ranks, replicate groups stride over them.
-int color_of(Group g, int rank, const graph::GraphInfo& info) {
-  switch (g) {
-    case Group::shard:
-      return rank / info.shard_group;
-    case Group::replicate:
-      return rank % info.shard_group;
-    default:
-      return 0;
-  }
-}
 
 std::string describe(const graph::Op& op) {
   return fmt::format("op {} \"{}\" ({}, stream {})", op.id, op.name, graph::to_string(op.kind), graph::to_string(op.stream));
@@ -39,13 +27,14 @@ class Issuer {
  public:
   Issuer(const graph::StepGraph& g, Backend& b, Watchdog& w) : g_(g), b_(b), w_(w) {
     const std::size_t n = g.size();
+    const graph::Groups groups(g.info);
     // Streams and communicators, in graph order: the same order on every rank.
     for (std::size_t i = 0; i < n; ++i) {
       const graph::Op& op = g.op(static_cast<int>(i));
       if (op.kind == OpKind::cpu_wait) continue;
       if (streams_.count(op.stream) == 0) streams_[op.stream] = b.create_stream(std::string(graph::to_string(op.stream)));
       if (op.is_collective() && comms_.count({op.stream, op.group}) == 0) {
-        comms_[{op.stream, op.group}] = b.split_communicator(color_of(op.group, b.rank(), g.info), b.rank());
+        comms_[{op.stream, op.group}] = b.split_communicator(groups.instance_of(op.group, b.rank()), b.rank());
       }
     }
     if (streams_.count(graph::Stream::compute) == 0) streams_[graph::Stream::compute] = b.create_stream("compute");

@@ -7,7 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/reader.hpp"
-#include "engine/groups.hpp"
+#include "graph/groups.hpp"
 
 namespace shardsim::engine::collectives {
 namespace {
@@ -151,7 +151,7 @@ CollectivePlan Collectives::plan(graph::OpKind kind, std::span<const int> ranks,
 }
 
 void Collectives::check(const graph::StepGraph& graph) const {
-  const Groups groups(graph.info);
+  const graph::Groups groups(graph.info);
   std::vector<std::pair<graph::OpKind, graph::Group>> seen;
   for (std::size_t o = 0; o < graph.size(); ++o) {
     const graph::Op& op = graph.op(static_cast<int>(o));

@@ -1,0 +1,158 @@
+// Tensor parallelism beside FSDP, worked by hand on the tiny Llama of tests/data (4 blocks,
+// hidden h = 512, 8 heads of 64, MLP f = 1376, vocab 1000, 512 tokens per micro-step, bf16
+// activations a = 2) on one node of 8 GPUs with tp = 2: 4 data-parallel ranks.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <string>
+
+#include "fixtures/fixtures.hpp"
+#include "graph/groups.hpp"
+
+using namespace shardsim;
+using graph::Group;
+using graph::OpKind;
+
+namespace {
+
+constexpr double kS = 512.0 * 512 * 2;  // one block's activation: tokens x h x a = 524,288 bytes
+
+graph::Prepared tiny(const std::vector<std::string>& sets) {
+  std::vector<std::string> all{"fsdp.version=2", "parallelism.tp=2"};
+  all.insert(all.end(), sets.begin(), sets.end());
+  return test::prepared("tests/data/tiny_llama.yaml", all);
+}
+
+struct TpOps {
+  std::map<OpKind, int> count;
+  double wire_bytes = 0;  // per rank: (t-1)/t of S for AG and RS, 2 (t-1)/t for AR (nccl-tests' bus factor)
+};
+
+// The tensor-parallel collectives of block 1 in the first micro-step.
+TpOps block_tp_ops(const graph::Prepared& p) {
+  TpOps out;
+  for (std::size_t i = 0; i < p.graph.size(); ++i) {
+    const auto& op = p.graph.op(static_cast<int>(i));
+    if (op.group != Group::tp || op.step != 0 || op.micro != 0 || op.name.find("layers.1.") == std::string::npos) continue;
+    ++out.count[op.kind];
+    CHECK(op.bytes == kS);
+    CHECK(op.stream == graph::Stream::tp);
+    out.wire_bytes += op.bytes * (op.kind == OpKind::all_reduce ? 2.0 : 1.0) * 0.5;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("tensor parallel: ranks laid out TP innermost, data parallel over the rest") {
+  const auto p = tiny({});
+  CHECK(p.graph.info.tp_group == 2);
+  CHECK(p.graph.info.shard_group == 4);
+  CHECK(p.graph.info.replicate_group == 1);
+  // A TP group shares its micro-batch: 512 tokens over 2 GPUs.
+  CHECK(p.graph.info.tokens_per_micro_step == 256);
+  const graph::Groups groups(p.graph.info);
+  CHECK(groups.members(Group::tp, 0) == std::vector<int>{0, 1});
+  CHECK(groups.members(Group::tp, 3) == std::vector<int>{6, 7});
+  CHECK(groups.members(Group::shard, 0) == std::vector<int>{0, 2, 4, 6});
+  CHECK(groups.members(Group::shard, 1) == std::vector<int>{1, 3, 5, 7});
+  CHECK(groups.instance_of(Group::shard, 5) == 1);
+  CHECK(groups.instance_of(Group::tp, 5) == 2);
+
+  // Hybrid sharding over 2 nodes: shard groups of 8 / 2 = 4 per node, replicated over the nodes.
+  const auto h = tiny({"fsdp.sharding=hybrid_shard", "cluster.nodes=2"});
+  CHECK(h.graph.info.shard_group == 4);
+  CHECK(h.graph.info.replicate_group == 2);
+  const graph::Groups hg(h.graph.info);
+  CHECK(hg.members(Group::shard, 1) == std::vector<int>{1, 3, 5, 7});
+  CHECK(hg.members(Group::replicate, 1) == std::vector<int>{1, 9});
+  CHECK(hg.members(Group::replicate, 6) == std::vector<int>{6, 14});
+}
+
+TEST_CASE("tensor parallel: each rank holds and all-gathers 1/tp of a block's split weights, all of its norms") {
+  const auto p = tiny({});
+  const auto one = test::prepared("tests/data/tiny_llama.yaml", {"fsdp.version=2"});
+  // wq, wk, wv, wo: 4 h^2 = 1,048,576; w1, w2, w3: 3 h f = 2,113,536; split in 2; norms 2 h whole.
+  const std::int64_t block = (1'048'576 + 2'113'536) / 2 + 2 * 512;
+  for (const auto& u : p.plan.units) {
+    if (u.name == "layers.1") CHECK(u.numel == block);
+  }
+  // The whole model is still counted whole; one rank holds its share.
+  CHECK(p.model.total_params() == one.model.total_params());
+  // Root: embedding 500 x 512 and output 500 x 512 (vocab 1000 split), final norm 512.
+  CHECK(p.model.rank_params() == 4 * block + 2 * 500 * 512 + 512);
+  for (std::size_t i = 0; i < p.graph.size(); ++i) {
+    const auto& op = p.graph.op(static_cast<int>(i));
+    if (op.kind == OpKind::all_gather && op.group == Group::shard && op.name == "AG layers.1" && op.step == 0) {
+      CHECK(op.bytes == doctest::Approx(2.0 * block));  // bf16, FSDP2 pads dim 0 to the 4 ranks: no padding here
+    }
+  }
+}
+
+TEST_CASE("tensor parallel: per block and step, 8 S (t-1)/t bytes per rank with or without sequence parallelism") {
+  // With sequence parallelism (torchtitan's default): forward all-gathers before attention and the
+  // MLP and reduce-scatters after them; backward the mirror images.
+  auto sp = block_tp_ops(tiny({}));
+  CHECK(sp.count[OpKind::all_gather] == 4);
+  CHECK(sp.count[OpKind::reduce_scatter] == 4);
+  CHECK(sp.count[OpKind::all_reduce] == 0);
+  // Without: an all-reduce after attention and after the MLP forward, and at their inputs in backward.
+  auto ar = block_tp_ops(tiny({"parallelism.tp_sequence_parallel=false"}));
+  CHECK(ar.count[OpKind::all_reduce] == 4);
+  CHECK(ar.count[OpKind::all_gather] + ar.count[OpKind::reduce_scatter] == 0);
+  // 2 x 2 x b s h x 2 (t-1)/t  =  (4 AG + 4 RS) x b s h (t-1)/t  =  4 S with t = 2.
+  CHECK(sp.wire_bytes == doctest::Approx(4 * kS));
+  CHECK(ar.wire_bytes == doctest::Approx(4 * kS));
+}
+
+TEST_CASE("tensor parallel: checkpointing reruns forward collectives in backward") {
+  // Full: every forward collective again (4 more); per-op selective: the all-gathers only, since
+  // torchtitan's save list keeps reduce-scatter outputs.
+  auto full = block_tp_ops(tiny({"training.activation_checkpointing=full"}));
+  CHECK(full.count[OpKind::all_gather] == 6);
+  CHECK(full.count[OpKind::reduce_scatter] == 6);
+  auto selective = block_tp_ops(tiny({"training.activation_checkpointing=selective"}));
+  CHECK(selective.count[OpKind::all_gather] == 6);
+  CHECK(selective.count[OpKind::reduce_scatter] == 4);
+}
+
+TEST_CASE("tensor parallel: a block's saved activations, by hand") {
+  // Sequence parallel, no checkpointing (sim/model/blocks.cpp): q, f and heads are per rank
+  // (q = 256, f = 688, 4 heads): a (2h/t + 2h + 5q + 4f) + 4 x heads
+  // = 2 (512 + 1024 + 1280 + 2752) + 16 = 11,152 bytes per token, x 512 tokens.
+  const auto p = tiny({});
+  double saved = 0;
+  for (std::size_t i = 0; i < p.graph.size(); ++i) {
+    const auto& op = p.graph.op(static_cast<int>(i));
+    if (op.name != "FWD layers.1" || op.step != 0 || op.micro != 0) continue;
+    for (const auto& m : op.memory) {
+      if (m.category == graph::MemCategory::activations && m.bytes > 0) saved += m.bytes;
+    }
+  }
+  CHECK(saved == doctest::Approx(11'152.0 * 512));
+  // Without sequence parallelism the four h-wide tensors are whole: 2 (2048 + 1280 + 2752) + 16.
+  const auto q = tiny({"parallelism.tp_sequence_parallel=false"});
+  saved = 0;
+  for (std::size_t i = 0; i < q.graph.size(); ++i) {
+    const auto& op = q.graph.op(static_cast<int>(i));
+    if (op.name != "FWD layers.1" || op.step != 0 || op.micro != 0) continue;
+    for (const auto& m : op.memory) {
+      if (m.category == graph::MemCategory::activations && m.bytes > 0) saved += m.bytes;
+    }
+  }
+  CHECK(saved == doctest::Approx(12'176.0 * 512));
+}
+
+TEST_CASE("tensor parallel: a block's GEMMs and attention are 1/tp per rank") {
+  const auto p = tiny({});
+  const auto one = test::prepared("tests/data/tiny_llama.yaml", {"fsdp.version=2"});
+  const auto block_flops = [](const graph::Prepared& x) {
+    double f = 0;
+    for (std::size_t i = 0; i < x.graph.size(); ++i) {
+      const auto& op = x.graph.op(static_cast<int>(i));
+      if (op.name == "FWD layers.1" && op.step == 0 && op.micro == 0) f += op.work.gemm_flops() + op.work.attention_flops(false);
+    }
+    return f;
+  };
+  CHECK(block_flops(p) == doctest::Approx(block_flops(one) / 2));
+}
