@@ -14,7 +14,8 @@ model::TensorParallel tensor_parallel(const config::ScenarioConfig& s, const mod
   const auto& p = s.parallelism;
   model::TensorParallel tp{p.tp, p.sequence_parallel};
   if (p.tp == 1) return tp;
-  const std::string model = spec.name.empty() ? std::string("the model") : spec.name;
+  // "llama3.1-70b's 8 key/value heads"; a model written field by field is "the model".
+  const std::string model = spec.name.empty() || spec.name == "custom" ? std::string("the model") : spec.name;
   const auto fail = [&](const std::string& what) { throw ConfigError(p.where, "parallelism.tp", what); };
   if (spec.arch != model::Arch::llama) fail(fmt::format("tensor parallelism is modelled for llama-architecture models; {} is not one; expected tp: 1", model));
   if (spec.tie_embeddings) fail(fmt::format("{} ties its output layer to its embedding, which tensor parallelism here does not model; expected tp: 1", model));
@@ -24,9 +25,10 @@ model::TensorParallel tensor_parallel(const config::ScenarioConfig& s, const mod
   divides(spec.heads, "attention heads");
   divides(spec.kv_heads, "key/value heads");
   divides(spec.ffn_hidden, "MLP features (ffn_hidden)");
-  if (p.sequence_parallel) divides(s.training.seq_len, "tokens per sequence (sequence parallelism splits them)");
-  if (!p.sequence_parallel && (s.training.micro_batch * s.training.seq_len) % p.tp != 0) {
-    divides(s.training.micro_batch * s.training.seq_len, "tokens per micro-batch");
+  const std::int64_t tokens = p.sequence_parallel ? s.training.seq_len : s.training.micro_batch * s.training.seq_len;
+  if (tokens % p.tp != 0) {
+    fail(fmt::format("{} does not divide the {} tokens {} splits over the group; expected a divisor of {}", p.tp, tokens,
+                     p.sequence_parallel ? "of a sequence that sequence parallelism" : "of a micro-batch that tensor parallelism", tokens));
   }
   return tp;
 }

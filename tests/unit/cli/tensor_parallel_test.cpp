@@ -1,0 +1,63 @@
+// Tensor parallelism through the whole pipeline (scenario -> graph -> engine -> report): TP
+// collectives sit on the critical path, run over NVLink while the group fits in a node, and fall
+// off a cliff when it spans nodes.
+#include <doctest/doctest.h>
+
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+#include "cli/pipeline.hpp"
+#include "test_support.hpp"
+
+using namespace shardsim;
+
+namespace {
+
+struct TpRun {
+  double step = 0;
+  double tp_comm = 0;
+  double tp_exposed = 0;
+  double compute = 0;
+  double tokens_per_s_per_gpu = 0;
+};
+
+// The tiny Llama with 16 heads (so that 16 divides them) and 8,192-token sequences, so that a TP
+// collective moves 8,192 x 512 x 2 = 8 MiB, bandwidth-bound: FSDP2 on 2 DGX H100 nodes.
+TpRun run(int tp, int nics_per_node) {
+  return test::in_child([tp, nics_per_node] {
+    const std::vector<std::string> sets{"fsdp.version=2",
+                                        "cluster.nodes=2",
+                                        "model.heads=16",
+                                        "model.kv_heads=16",
+                                        "training.seq_len=8192",
+                                        fmt::format("parallelism.tp={}", tp),
+                                        fmt::format("cluster.overrides={{node.nics: {}}}", nics_per_node)};
+    const auto p = cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", sets);
+    const auto s = cli::simulate(p).summary;
+    return TpRun{s.step_time, s.tp_comm_s, s.tp_exposed_comm_s, s.compute_s, s.tokens_per_s_per_gpu};
+  });
+}
+
+}  // namespace
+
+TEST_CASE("tensor parallel across nodes: the TP collectives leave NVLink for the NICs") {
+  const TpRun in_node = run(8, 8);
+  const TpRun rails = run(16, 8);  // DGX H100: one 400 Gb/s NIC per GPU
+  const TpRun one_nic = run(16, 1);  // one 400 Gb/s NIC per node
+  INFO("tp 8: TP " << in_node.tp_comm << " s; tp 16, 8 NICs: " << rails.tp_comm << " s; 1 NIC: " << one_nic.tp_comm << " s");
+  // Without async TP the compute waits for every TP collective: all of it is exposed.
+  CHECK(in_node.tp_exposed == doctest::Approx(in_node.tp_comm).epsilon(0.01));
+  CHECK(one_nic.tp_exposed == doctest::Approx(one_nic.tp_comm).epsilon(0.01));
+  // Per rank a TP collective of S = 8 MiB moves (t-1)/t S: about the same bytes at 8 and 16.
+  // Inside a node they go over NVLink (about 360 GB/s of bus bandwidth per GPU, ~47 us each with
+  // NCCL's latency). Across two nodes every ring crosses the network: with a NIC per GPU NCCL's
+  // channels cross on all eight rails at once (8 x 47.5 GB/s, close to NVLink: a small loss,
+  // latency mostly); with one NIC per node everything crosses at 47.5 GB/s:
+  // 15/16 x 8.4 MB / 47.5 GB/s = 166 us plus latency, about 4x the in-node time.
+  CHECK(rails.tp_comm < 2 * in_node.tp_comm);
+  CHECK(one_nic.tp_comm > 3 * in_node.tp_comm);
+  CHECK(one_nic.compute < in_node.compute);  // each rank's matmuls halve
+  CHECK(one_nic.tokens_per_s_per_gpu < in_node.tokens_per_s_per_gpu);
+}
