@@ -80,6 +80,10 @@ int main() {
       {"V3", "validation/published/fms_llama2-13b_128xa100.yaml", "tokens/s", 1700, "fms-fsdp README, 13b HSDP (held out)"},
       {"V4", "validation/published/fms_llama2-34b_128xa100.yaml", "tokens/s", 772, "fms-fsdp README, 34b (held out)"},
       {"V5", "validation/published/fms_llama2-70b_128xa100.yaml", "tokens/s", 380, "fms-fsdp README, 70b (held out)"},
+      // FSDP x TP (shared/reference/published-runs-2.md); those runs used torch.compile, not modelled yet.
+      {"P1", "validation/published/p1_llama3-70b_256xh100_tp8.yaml", "tokens/s", 597.3, "torchtitan asyncTP benchmark, vanilla TP, compiled"},
+      {"P2", "validation/published/p2_llama3-8b_64xh100_tp8.yaml", "tokens/s", 4378, "torchtitan asyncTP benchmark, vanilla TP, compiled"},
+      {"P3", "validation/published/p3_llama3.1-405b_128xh100_tp8.yaml", "tokens/s", 109, "torchtitan docs/performance.md (2024-08), compiled"},
   };
   std::printf("Published runs: predicted vs measured\n");
   std::printf("  %-3s %-14s %10s %10s %8s  %s\n", "run", "metric", "predicted", "measured", "error", "source");
