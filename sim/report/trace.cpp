@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 
 #include "report/outputs.hpp"
 
@@ -11,10 +12,15 @@ std::string chrome_trace(const graph::StepGraph& g, const graph::Timeline& t, in
   // In symmetric mode the timeline holds only the simulated ranks, fewer than the world.
   const int ranks = std::min({max_ranks, g.info.world_size, t.world()});
   json events = json::array();
+  // Every stream the graph uses gets a named track (the first six always, as before).
+  std::array<bool, graph::kStreams> used{};
+  for (int s = 0; s <= static_cast<int>(graph::Stream::cpu); ++s) used[static_cast<std::size_t>(s)] = true;
+  for (std::size_t o = 0; o < g.size(); ++o) used[static_cast<std::size_t>(g.op(static_cast<int>(o)).stream)] = true;
   for (int r = 0; r < ranks; ++r) {
     events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", r}, {"args", {{"name", fmt::format("rank {}", r)}}}});
     events.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", r}, {"args", {{"sort_index", r}}}});
-    for (int s = 0; s <= static_cast<int>(graph::Stream::cpu); ++s) {
+    for (int s = 0; s < graph::kStreams; ++s) {
+      if (!used[static_cast<std::size_t>(s)]) continue;
       events.push_back({{"ph", "M"},
                         {"name", "thread_name"},
                         {"pid", r},

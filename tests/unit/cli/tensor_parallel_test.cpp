@@ -8,7 +8,10 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/pipeline.hpp"
+#include "report/outputs.hpp"
 #include "test_support.hpp"
 
 using namespace shardsim;
@@ -60,4 +63,20 @@ TEST_CASE("tensor parallel across nodes: the TP collectives leave NVLink for the
   CHECK(one_nic.tp_comm > 3 * in_node.tp_comm);
   CHECK(one_nic.compute < in_node.compute);  // each rank's matmuls halve
   CHECK(one_nic.tokens_per_s_per_gpu < in_node.tokens_per_s_per_gpu);
+}
+
+TEST_CASE("tensor parallel: the Perfetto trace shows the TP stream as a named track with its collectives") {
+  const auto p = cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", std::vector<std::string>{"fsdp.version=2", "parallelism.tp=2"});
+  const auto out = cli::simulate(p);
+  const auto trace = nlohmann::json::parse(report::chrome_trace(p.graph, out.result.timeline, 2));
+  const int tp_tid = static_cast<int>(graph::Stream::tp);
+  bool named = false;
+  int tp_events = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name" && e["tid"] == tp_tid && e["args"]["name"] == "tp") named = true;
+    if (e["ph"] == "X" && e["tid"] == tp_tid) ++tp_events;
+  }
+  CHECK(named);
+  // Per rank: 4 blocks x 8 + the embedding's 2 + the output's 2 + the loss's 1 = 37, on 2 ranks shown.
+  CHECK(tp_events == 2 * 37);
 }
