@@ -1,4 +1,4 @@
-// shardsim tune SCENARIO [--set KEY=VALUE]... [--memory-limit BYTES] [--batch N] [--finalists K]
+// shardsim tune SCENARIO [--set KEY=VALUE]... [--memory-limit BYTES] [--batch N] [--tp auto|N,...] [--finalists K]
 //                [-j N] [--out DIR]
 // Searches the settings of sweep/tune.hpp for the highest tokens/s per GPU that fits, and prints
 // what it searched and found as YAML comments followed by the settings to paste into the
@@ -14,6 +14,7 @@
 #include "cli/commands.hpp"
 #include "cli/sweep_workers.hpp"
 #include "config/scenario.hpp"
+#include "graph/prepare.hpp"
 #include "core/units.hpp"
 #include "core/atomic_file.hpp"
 #include "sweep/driver.hpp"
@@ -32,7 +33,9 @@ Args tune_args() {
   Args a("shardsim tune SCENARIO [--memory-limit 70GiB] [-j N] [--out DIR]");
   a.repeated("--set", "KEY=VALUE", "override a scenario key before tuning");
   a.value("--memory-limit", "BYTES", "peak memory allowed, e.g. 70GiB (default: the GPU's memory)");
-  a.value("--batch", "N", "sequences per GPU per optimizer step, kept fixed (default: micro_batch x grad_accum)");
+  a.value("--batch", "N", "sequences per data-parallel rank per optimizer step, kept fixed (default: micro_batch x grad_accum)");
+  a.value("--tp", "auto | N,N,...",
+          "also search tensor-parallel degrees (auto: those inside a node the model allows), keeping the global batch");
   a.value("--finalists", "K", "stage-1 configurations refined in stage 2 (FSDP1; default 4)");
   a.value("-j", "N", "worker processes; default: the CPUs available");
   a.value("--out", "DIR", "keep each stage's sweep (results, pictures) and recommended.yaml in DIR");
@@ -190,7 +193,21 @@ int cmd_tune(std::span<const std::string> argv) {
   o.jobs = parse_jobs(args.get("-j"), sweep::available_cpus());
   if (auto out = args.get("--out")) o.out = *out;
 
-  const sweep::TuneSpace space = sweep::tune_space(base, batch);
+  std::vector<int> tp_degrees;
+  if (auto tp = args.get("--tp")) {
+    if (*tp == "auto") {
+      tp_degrees = graph::tensor_parallel_degrees(base);
+    } else {
+      std::string_view rest = *tp;
+      while (!rest.empty()) {
+        const auto comma = rest.find(',');
+        const std::string item(rest.substr(0, comma));
+        tp_degrees.push_back(static_cast<int>(positive(item, "--tp", 1)));
+        rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+      }
+    }
+  }
+  const sweep::TuneSpace space = sweep::tune_space(base, batch, tp_degrees);
   sweep::check_axes(o.scenario, o.sets, space.stage1);
   const Search s = search(o, space);
   const std::string limit_text =

@@ -35,6 +35,24 @@ model::TensorParallel tensor_parallel(const config::ScenarioConfig& s, const mod
 
 }  // namespace
 
+std::vector<int> tensor_parallel_degrees(const config::ScenarioConfig& scenario) {
+  std::vector<int> out{1};
+  if (scenario.fsdp.sharding == config::Sharding::zero3) return out;
+  const auto spec = model::resolve_spec(scenario.model);
+  config::ScenarioConfig s = scenario;
+  for (int t = 2; t <= s.cluster.topology.node.gpus; ++t) {
+    if (s.cluster.topology.node.gpus % t != 0 || s.world_size() % t != 0) continue;
+    s.parallelism.tp = t;
+    try {
+      (void)tensor_parallel(s, spec);
+      out.push_back(t);
+    } catch (const ConfigError&) {
+      // not a degree this model allows
+    }
+  }
+  return out;
+}
+
 Prepared prepare(config::ScenarioConfig scenario, const Deadline& deadline) {
   Prepared p;
   p.scenario = std::move(scenario);

@@ -26,4 +26,8 @@ struct Prepared {
 // RuntimeError past `deadline` (simulation.max_wall_time).
 [[nodiscard]] Prepared prepare(config::ScenarioConfig scenario, const Deadline& deadline = {});
 
+// The tensor-parallel degrees that keep a TP group inside a node (divisors of the node's GPUs)
+// and that the scenario's model and sequence allow (prepare would accept them), ascending.
+[[nodiscard]] std::vector<int> tensor_parallel_degrees(const config::ScenarioConfig& scenario);
+
 }  // namespace shardsim::graph

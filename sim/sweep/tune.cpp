@@ -44,18 +44,35 @@ struct KeyTree {
 
 }  // namespace
 
-TuneSpace tune_space(const config::ScenarioConfig& base, std::optional<std::int64_t> batch) {
+TuneSpace tune_space(const config::ScenarioConfig& base, std::optional<std::int64_t> batch, const std::vector<int>& tp_degrees) {
   TuneSpace s;
   s.batch = batch.value_or(base.training.micro_batch * base.training.grad_accum);
   s.stage1.push_back(axis("training.activation_checkpointing", {"none", "selective", "full"}));
-  Axis micro = axis("training.micro_batch", {});
-  Axis accum = axis("training.grad_accum", {});
-  for (std::int64_t m = 1; m <= s.batch; ++m) {
-    if (s.batch % m != 0) continue;
-    micro.values.push_back({std::to_string(m)});
-    accum.values.push_back({std::to_string(s.batch / m)});
+  const int base_tp = base.parallelism.tp;
+  if (tp_degrees.empty() || tp_degrees == std::vector<int>{base_tp}) {
+    Axis micro = axis("training.micro_batch", {});
+    Axis accum = axis("training.grad_accum", {});
+    for (std::int64_t m = 1; m <= s.batch; ++m) {
+      if (s.batch % m != 0) continue;
+      micro.values.push_back({std::to_string(m)});
+      accum.values.push_back({std::to_string(s.batch / m)});
+    }
+    s.stage1.push_back(zip_axes({micro, accum}, micro.where));
+  } else {
+    // A TP group of t shares one data-parallel rank's batch: to keep the global batch, a rank's
+    // batch at t is the scenario's x t / its tp (degrees that make it fractional are left out).
+    Axis layout;
+    layout.keys = {"parallelism.tp", "training.micro_batch", "training.grad_accum"};
+    layout.where = Location{"shardsim tune", 0, 0};
+    for (const int t : tp_degrees) {
+      if ((s.batch * t) % base_tp != 0) continue;
+      const std::int64_t per_rank = s.batch * t / base_tp;
+      for (std::int64_t m = 1; m <= per_rank; ++m) {
+        if (per_rank % m == 0) layout.values.push_back({std::to_string(t), std::to_string(m), std::to_string(per_rank / m)});
+      }
+    }
+    s.stage1.push_back(std::move(layout));
   }
-  s.stage1.push_back(zip_axes({micro, accum}, micro.where));
   std::vector<std::string> sharding{"full_shard", "shard_grad_op", "no_shard"};
   if (base.cluster.nodes > 1) sharding.insert(sharding.end(), {"hybrid_shard", "hybrid_shard_zero2"});
   s.stage1.push_back(axis("fsdp.sharding", sharding));

@@ -9,7 +9,10 @@
 //   fsdp.sharding                       full_shard, shard_grad_op, no_shard; on more than one
 //                                       node also hybrid_shard, hybrid_shard_zero2
 //   fsdp.wrap                           module per 1, 2 or 4 blocks; size (min_params 1e8)
-// plus the scenario as written, to compare against.
+// plus the scenario as written, to compare against. With tensor-parallel degrees to search
+// (`shardsim tune --tp`), the batch axis becomes a layout axis: for each degree t, each divisor m
+// of the sequences per data-parallel rank at t (the global batch kept: the scenario's per-rank
+// batch x t / its own tp), parallelism.tp / training.micro_batch / training.grad_accum together.
 // Stage 2 (FSDP1 only), for the best `finalists` of stage 1 that fit:
 //   fsdp.backward_prefetch x fsdp.limit_all_gathers   pre, post, none x true, false
 // FSDP2 has neither knob: its backward prefetch is always BACKWARD_PRE and it has no rate
@@ -33,8 +36,10 @@ struct TuneSpace {
   std::int64_t batch = 1;    // sequences per GPU per optimizer step, kept fixed
 };
 
-// `batch`: sequences per GPU per step; default the scenario's micro_batch x grad_accum.
-[[nodiscard]] TuneSpace tune_space(const config::ScenarioConfig& base, std::optional<std::int64_t> batch);
+// `batch`: sequences per data-parallel rank per step at the scenario's tp; default its
+// micro_batch x grad_accum. `tp_degrees`: tensor-parallel degrees to search (empty: the scenario's).
+[[nodiscard]] TuneSpace tune_space(const config::ScenarioConfig& base, std::optional<std::int64_t> batch,
+                                   const std::vector<int>& tp_degrees = {});
 
 // Stage 1's points: the grid, then the scenario as written (no assignments) last, so that a grid
 // point that equals it ranks first.

@@ -156,3 +156,11 @@ TEST_CASE("tensor parallel: a block's GEMMs and attention are 1/tp per rank") {
   };
   CHECK(block_flops(p) == doctest::Approx(block_flops(one) / 2));
 }
+
+TEST_CASE("tensor parallel: the degrees tune searches are the node's divisors the model allows") {
+  // tiny Llama: 8 heads, 8 kv heads, MLP 1376 = 32 x 43, 512 tokens: every divisor of 8 GPUs.
+  CHECK(graph::tensor_parallel_degrees(test::scenario("tests/data/tiny_llama.yaml")) == std::vector<int>{1, 2, 4, 8});
+  // 4 kv heads rule out 8; a GPT model or ZeRO-3 any TP.
+  CHECK(graph::tensor_parallel_degrees(test::scenario("tests/data/tiny_llama.yaml", {"model.kv_heads=4"})) == std::vector<int>{1, 2, 4});
+  CHECK(graph::tensor_parallel_degrees(test::scenario("tests/data/tiny_llama.yaml", {"fsdp.sharding=zero3"})) == std::vector<int>{1});
+}

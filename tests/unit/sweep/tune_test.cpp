@@ -91,3 +91,17 @@ TEST_CASE("the recommended settings are a YAML block that reads back to the same
   CHECK(node.find("training")->find("grad_accum")->scalar == "4");
   CHECK(node.find("fsdp")->find("wrap")->find("blocks_per_unit")->scalar == "2");
 }
+
+TEST_CASE("tune --tp: one layout axis of TP degree, micro-batch and accumulation that keeps the global batch") {
+  // One sequence per GPU at tp 1; a TP group of t shares one data-parallel rank, so it takes t
+  // sequences per step: t = 2 -> 1 x 2 or 2 x 1, t = 4 -> 1 x 4, 2 x 2, 4 x 1.
+  const auto space = sweep::tune_space(tiny({}), std::nullopt, {1, 2, 4});
+  REQUIRE(space.stage1.size() == 4);
+  CHECK(space.stage1[1].label() == "parallelism.tp / training.micro_batch / training.grad_accum");
+  std::vector<std::string> layouts;
+  for (std::size_t i = 0; i < space.stage1[1].size(); ++i) layouts.push_back(space.stage1[1].value_label(i));
+  CHECK(layouts == std::vector<std::string>{"1 / 1 / 1", "2 / 1 / 2", "2 / 2 / 1", "4 / 1 / 4", "4 / 2 / 2", "4 / 4 / 1"});
+  CHECK(sweep::stage1_points(space).size() == 3 * 6 * 3 * 4 + 1);
+  // Only the scenario's own degree: the batch axis as before.
+  CHECK(sweep::tune_space(tiny({}), std::nullopt, {1}).stage1[1].label() == "training.micro_batch / training.grad_accum");
+}
