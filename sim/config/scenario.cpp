@@ -337,11 +337,6 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
                                   fabric.nodes_per_leaf, fabric.oversubscription));
   }
   check_parallelism(s);
-  if (s.simulation.mode == SimulationMode::symmetric && s.parallelism.tp > 1) {
-    throw ConfigError(s.simulation.mode_where, "simulation.mode",
-                      "symmetric mode is not built for tensor parallelism yet; expected full or auto (auto simulates every rank "
-                      "with tp > 1)");
-  }
   if (top.has("calibration")) {
     const auto cal = top.file_path("calibration");
     if (!std::filesystem::exists(cal)) top.fail("calibration", fmt::format("no such file: {}", cal.string()));

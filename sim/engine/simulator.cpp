@@ -450,9 +450,10 @@ bool symmetric_mode(const SimulationInput& in) {
   // NIC, or oversubscribed uplinks: sibling groups then contend on links rank 0's do not see).
   constexpr int kAutoSymmetricFrom = 512;
   const bool shared_links = in.topology.node.nics < in.topology.node.gpus || in.topology.fabric.oversubscription > 1;
-  // Tensor-parallel groups are not folded onto the representative node yet: every rank is simulated.
-  return in.graph.info.world_size >= kAutoSymmetricFrom && !in.stragglers.any() && !shared_links && in.jobs == 1 &&
-         in.graph.info.tp_group == 1;
+  // With tensor parallelism rank 0's TP and data-parallel collectives use its own ports; the other
+  // groups' instances use other GPUs' ports and NICs (one per GPU where links are not shared), so
+  // the representative sees what every rank sees (tests/unit/cli/tensor_parallel_test.cpp).
+  return in.graph.info.world_size >= kAutoSymmetricFrom && !in.stragglers.any() && !shared_links && in.jobs == 1;
 }
 
 SimulationResult simulate(const SimulationInput& in) {
