@@ -12,12 +12,16 @@ Network::Network(Platform& platform, config::FlowGranularity flows, bool symmetr
 std::vector<Hop> Network::folded(const Path& p) const {
   if (!symmetric_) return p.hops;
   const int g = platform_.gpus_per_node();
-  std::map<int, int> leaving;  // node -> hops from it
-  for (const Hop& h : p.hops) ++leaving[h.src / g];
+  std::vector<int> leaving;  // node -> hops from it
+  for (const Hop& h : p.hops) {
+    const auto node = static_cast<std::size_t>(h.src / g);
+    if (node >= leaving.size()) leaving.resize(node + 1, 0);
+    ++leaving[node];
+  }
   int busiest = 0;
   int most = -1;
-  for (const auto& [node, count] : leaving) {
-    if (count > most) busiest = node, most = count;
+  for (std::size_t node = 0; node < leaving.size(); ++node) {
+    if (leaving[node] > most) busiest = static_cast<int>(node), most = leaving[node];
   }
   std::vector<Hop> out;
   for (const Hop& h : p.hops) {
@@ -33,20 +37,32 @@ Network::Signature Network::signature(const std::vector<Hop>& hops) {
   return s;
 }
 
-void Network::add_routes(const CollectivePlan& plan) {
+Network::PathRefs Network::add_routes(const CollectivePlan& plan) {
+  PathRefs refs;
   if (granularity_ != config::FlowGranularity::path) {
     for (const Path& p : plan.paths) {
       for (const Hop& h : p.hops) platform_.add_hop_route(h);
     }
-    return;
+    return refs;
   }
   for (const Path& p : plan.paths) {
     std::vector<Hop> hops = folded(p);
     auto sig = signature(hops);
-    if (paths_.count(sig) > 0) continue;
-    paths_.emplace(std::move(sig), static_cast<int>(hops_.size()));
-    hops_.push_back(std::move(hops));
+    auto it = paths_.find(sig);
+    if (it == paths_.end()) {
+      it = paths_.emplace(std::move(sig), static_cast<int>(hops_.size())).first;
+      hops_.push_back(std::move(hops));
+    }
+    if (p.bytes > 0) refs.emplace_back(it->second, p.bytes);
   }
+  return refs;
+}
+
+Network::Routes Network::routes(const PathRefs& paths) const {
+  Routes out;
+  out.reserve(paths.size());
+  for (const auto& [path, bytes] : paths) out.emplace_back(routes_[static_cast<std::size_t>(path)], bytes);
+  return out;
 }
 
 void Network::build_routes() {
@@ -96,22 +112,38 @@ void Network::build_routes() {
   }
 }
 
-std::vector<sg4::CommPtr> Network::flows(const CollectivePlan& plan, void* tag) const {
+namespace {
+
+sg4::CommPtr flow(sg4::Host* src, sg4::Host* dst, double bytes, void* tag) {
+  sg4::CommPtr c = sg4::Comm::sendto_init(src, dst);
+  c->set_payload_size(bytes);
+  c->set_data(tag);
+  return c;
+}
+
+}  // namespace
+
+Network::Routes Network::routes(const CollectivePlan& plan) const {
+  Routes out;
+  for (const Path& p : plan.paths) {
+    if (p.bytes > 0) out.emplace_back(routes_[static_cast<std::size_t>(paths_.at(signature(folded(p))))], p.bytes);
+  }
+  return out;
+}
+
+std::vector<sg4::CommPtr> Network::flows(const Routes& routes, void* tag) const {
   std::vector<sg4::CommPtr> out;
-  auto add = [&](sg4::Host* src, sg4::Host* dst, double bytes) {
-    sg4::CommPtr c = sg4::Comm::sendto_init(src, dst);
-    c->set_payload_size(bytes);
-    c->set_data(tag);
-    out.push_back(c);
-  };
+  out.reserve(routes.size());
+  for (const auto& [route, bytes] : routes) out.push_back(flow(platform_.path_src(route), platform_.path_dst(route), bytes, tag));
+  return out;
+}
+
+std::vector<sg4::CommPtr> Network::flows(const CollectivePlan& plan, void* tag) const {
+  if (by_path()) return flows(routes(plan), tag);
+  std::vector<sg4::CommPtr> out;
   for (const Path& p : plan.paths) {
     if (p.bytes <= 0) continue;
-    if (granularity_ == config::FlowGranularity::path) {
-      const int route = routes_[static_cast<std::size_t>(paths_.at(signature(folded(p))))];
-      add(platform_.path_src(route), platform_.path_dst(route), p.bytes);
-    } else {
-      for (const Hop& h : p.hops) add(platform_.gpu(h.src), platform_.gpu(h.dst), p.bytes);
-    }
+    for (const Hop& h : p.hops) out.push_back(flow(platform_.gpu(h.src), platform_.gpu(h.dst), p.bytes, tag));
   }
   return out;
 }

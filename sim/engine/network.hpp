@@ -31,11 +31,23 @@ class Network {
   Network(Platform& platform, config::FlowGranularity flows, bool symmetric);
 
   // Before the platform is sealed: collect the paths `plan` will need (plans must be
-  // reproducible: the same plan is given to flows() later), then build the routes.
-  void add_routes(const CollectivePlan& plan);
+  // reproducible: the same plan is given to flows() later), then build the routes. Returns, for
+  // path flows, each path with bytes as (path index, bytes), which routes() turns into Routes
+  // once they are built.
+  using PathRefs = std::vector<std::pair<int, double>>;
+  PathRefs add_routes(const CollectivePlan& plan);
   void build_routes();
   // After sealing: creates (unstarted) flows for `plan`, each tagged with `tag`.
   [[nodiscard]] std::vector<simgrid::s4u::CommPtr> flows(const CollectivePlan& plan, void* tag) const;
+
+  // Path flows: a plan as the routes its flows take and the bytes of each, which the simulator
+  // keeps per distinct collective so that a repeated one (every block's all-gather) skips the
+  // plan's O(ranks) paths; then flows from them.
+  using Routes = std::vector<std::pair<int, double>>;  // (route id, bytes)
+  [[nodiscard]] bool by_path() const { return granularity_ == config::FlowGranularity::path; }
+  [[nodiscard]] Routes routes(const CollectivePlan& plan) const;
+  [[nodiscard]] Routes routes(const PathRefs& paths) const;
+  [[nodiscard]] std::vector<simgrid::s4u::CommPtr> flows(const Routes& routes, void* tag) const;
   [[nodiscard]] int link_classes() const { return classes_; }
 
  private:

@@ -8,6 +8,7 @@
 #include <csignal>
 #include <deque>
 #include <map>
+#include <tuple>
 #include <memory>
 #include <queue>
 #include <set>
@@ -131,10 +132,11 @@ class Simulator {
       const graph::Op& op = g_.op(static_cast<int>(o));
       if (!op.is_collective()) continue;
       if (over_budget(true)) throw RuntimeError(budget_message("while building routes"));
-      for (int inst = 0; inst < groups_.instances(op.group) * jobs_; ++inst) {
-        if (expected_arrivals(op.group, inst) == 0) continue;
+      for (int inst : simulated_instances(op.group)) {
         if (!seen.insert({static_cast<int>(op.kind), static_cast<int>(op.group), inst, op.bytes}).second) continue;
-        network.add_routes(in_.collective.plan(op.kind, physical_members(op.group, inst), op.bytes, cluster_));
+        const CollectivePlan plan = in_.collective.plan(op.kind, physical_members(op.group, inst), op.bytes, cluster_);
+        Network::PathRefs paths = network.add_routes(plan);
+        if (network.by_path()) planned_.emplace(PlanKey{static_cast<int>(op.kind), static_cast<int>(op.group), inst, op.bytes}, Planned{plan.latency, std::move(paths)});
       }
     }
   }
@@ -179,6 +181,15 @@ class Simulator {
     const int job = inst / groups_.instances(g);
     std::vector<int> out = groups_.members(g, inst % groups_.instances(g));
     for (int& r : out) r = physical_rank(in_, job, r);
+    return out;
+  }
+
+  // The instances of a group this simulation runs: every one of every job, or the representative
+  // rank 0's alone (symmetric mode: thousands of TP groups, one simulated).
+  [[nodiscard]] std::vector<int> simulated_instances(Group g) const {
+    if (simulated_ < world_) return {groups_.instance_of(g, 0)};
+    std::vector<int> out(static_cast<std::size_t>(groups_.instances(g) * jobs_));
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int>(i);
     return out;
   }
 
@@ -293,14 +304,22 @@ class Simulator {
       timeline_.at(op_id, r).start = now;
       collective_changes(r, +1, now);
     }
-    const CollectivePlan plan = in_.collective.plan(op.kind, physical_members(op.group, inst), op.bytes, cluster_);
     auto run = std::make_unique<Running>();
     run->op = op_id;
     run->instance = inst;
-    run->latency = plan.latency;
-    run->comms = network_->flows(plan, run.get());
+    if (network_->by_path()) {
+      // The same collective (kind, group instance, size) recurs in every block: plan it once.
+      // add_routes planned every collective a simulated rank takes part in.
+      const Planned& planned = planned_.at(PlanKey{static_cast<int>(op.kind), static_cast<int>(op.group), inst, op.bytes});
+      run->latency = planned.latency;
+      run->comms = network_->flows(network_->routes(planned.paths), run.get());
+    } else {
+      const CollectivePlan plan = in_.collective.plan(op.kind, physical_members(op.group, inst), op.bytes, cluster_);
+      run->latency = plan.latency;
+      run->comms = network_->flows(plan, run.get());
+    }
     if (run->comms.empty()) {
-      push_timer(now + plan.latency, op_id, -1 - inst);
+      push_timer(now + run->latency, op_id, -1 - inst);
       return;
     }
     run->flows_left = static_cast<int>(run->comms.size());
@@ -406,6 +425,13 @@ class Simulator {
   const SimulationInput& in_;
   const graph::StepGraph& g_;
   graph::Groups groups_;
+  // Path flows of each distinct collective, planned before the run: (kind, group, instance, bytes).
+  using PlanKey = std::tuple<int, int, int, double>;
+  struct Planned {
+    double latency = 0;
+    Network::PathRefs paths;
+  };
+  std::map<PlanKey, Planned> planned_;
   int world_;
   int simulated_;
   int jobs_;
