@@ -66,6 +66,9 @@ constexpr std::array kTrainingParams{
               "what the forward keeps for backward: selective = per-op (torchtitan), blocks = every k-th block in full", {}, kAcNames},
     ParamSpec{"checkpoint_every", "integer", "2", "with activation_checkpointing: blocks, checkpoint blocks 0, k, 2k, ...", Range{1, 1 << 20}},
     ParamSpec{"dtype", "fp32 | bf16", "fp32", "storage type of parameters, gradients and optimizer state; bf16 is pure-bf16 training", {}, kDTypeNames},
+    ParamSpec{"compile", "bool", "false",
+              "torch.compile per transformer block, as torchtitan applies it: the memory-bound kernels between matmuls fused "
+              "(llama blocks; README, sim/model/blocks.cpp)"},
 };
 constexpr std::array kSimulationParams{
     ParamSpec{"steps", "auto | integer", "auto",
@@ -203,6 +206,7 @@ TrainingConfig read_training(const Reader& top) {
   t.activation_checkpointing = pick<ActivationCheckpointing>(r, "activation_checkpointing");
   t.checkpoint_every = static_cast<int>(r.integer("checkpoint_every"));
   t.dtype = pick<DType>(r, "dtype");
+  t.compile = {r.boolean("compile"), r.where("compile")};
   if (t.dtype == DType::fp16) r.fail("dtype", "expected fp32 or bf16 (pure fp16 training is not modelled)");
   return t;
 }

@@ -71,6 +71,7 @@ struct TrainingConfig {
   ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::none;
   int checkpoint_every = 2;   // with blocks: checkpoint blocks 0, k, 2k, ...
   DType dtype = DType::fp32;  // how parameters, gradients and optimizer state are stored
+  Located<bool> compile;      // torch.compile per transformer block (model/blocks.cpp: what fuses)
 };
 
 struct MixedPrecision {

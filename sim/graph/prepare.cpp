@@ -73,7 +73,12 @@ Prepared prepare(config::ScenarioConfig scenario, const Deadline& deadline) {
   const model::TensorParallel tp = tensor_parallel(s, spec);
   const auto& mp = s.fsdp.mixed_precision;
   const int act_bytes = mp.enabled ? config::dtype_bytes(mp.param) : config::dtype_bytes(s.training.dtype);
-  p.model = model::build_model(spec, s.training.seq_len, act_bytes, tp);
+  if (s.training.compile.value && spec.arch != model::Arch::llama) {
+    throw ConfigError(s.training.compile.where, "training.compile",
+                      fmt::format("torch.compile's fusion is modelled for llama-architecture blocks; {} is not one; expected false",
+                                  spec.name.empty() || spec.name == "custom" ? std::string("the model") : spec.name));
+  }
+  p.model = model::build_model(spec, s.training.seq_len, act_bytes, model::BlockOptions{tp, s.training.compile.value});
   deadline.check("while building the model");
   fsdp::WrapPolicyRegistry policies;
   fsdp::register_builtin_wrap_policies(policies);

@@ -28,6 +28,20 @@
 //              tp  a(2h + (2q + d + f)/t) + lse/t
 //   full:      sp  a h/t;  tp  a h
 //   backward gradient buffers: a(h + f/t)
+//
+// torch.compile per block (training.compile, as torchtitan applies it): Inductor fuses the
+// memory-bound ops between the matmuls and SDPA (which stay library kernels) into one kernel
+// each, reading its inputs and writing its outputs once, in the activation dtype:
+//   attention_norm            RMSNorm: read x, write normed                    2ah    (eager 28h + 4ah, 7 kernels)
+//   rope                      q and k: read, rotate in registers, write         2a(q + d)  (eager (2a + 16)(q + d), 6)
+//   repeat_kv                 k and v in one kernel                              2a(d + q)  (same bytes, 2 kernels)
+//   residual_add + ffn_norm   read x and the attention output, write the sum
+//                             and its norm                                       4ah    (eager 3ah + 28h + 4ah, 8)
+//   silu + mul                read w1 and w3 outputs, write their product        3af    (eager 5af, 2)
+//   residual_add (last)       3ah, as eager (the next block is another compiled region)
+//   attn_out_contiguous       a copy, 2aq, as eager
+// Backward kernels keep eager's backward / forward traffic ratio. What the forward saves for
+// backward is left as eager counts it (Inductor's recompute choices would save somewhat less).
 #include "model/blocks.hpp"
 
 #include <array>
@@ -47,7 +61,9 @@ void set_activation(Module& block, double none, double selective, double a, doub
   set_activation(block, {none, selective, a * h}, a * (h + f));
 }
 
-Module llama_block(const TransformerSpec& s, std::int64_t index, int act, const TensorParallel& tp) {
+Module llama_block(const TransformerSpec& s, std::int64_t index, int act, const BlockOptions& options) {
+  const TensorParallel& tp = options.tp;
+  const bool fused = options.compiled;
   const double a = act;
   const std::int64_t t = tp.degree;
   const double ti = static_cast<double>(t);
@@ -73,10 +89,10 @@ Module llama_block(const TransformerSpec& s, std::int64_t index, int act, const 
   add_child(attn, linear("wk", s.hidden, kv_dim, false));
   add_child(attn, linear("wv", s.hidden, kv_dim, false));
   // RoPE on q and k in fp32 complex: upcast (a+4), complex mul (4+4), downcast (4+a).
-  add_kernel(attn, memory_kernel("rope", (2 * a + 16) * (q + d), 6));
+  add_kernel(attn, fused ? memory_kernel("rope", 2 * a * (q + d), 1) : memory_kernel("rope", (2 * a + 16) * (q + d), 6));
   if (s.kv_heads != s.heads) {
     // repeat_kv materialises k and v for every query head: read d, write q, for each.
-    add_kernel(attn, memory_kernel("repeat_kv", 2 * a * (d + q), 2));
+    add_kernel(attn, memory_kernel("repeat_kv", 2 * a * (d + q), fused ? 1 : 2));
   }
   const int heads = static_cast<int>(s.heads / t);
   add_kernel(attn, attention_kernel("sdpa", heads, heads, static_cast<int>(s.head_dim), true));
@@ -89,19 +105,23 @@ Module llama_block(const TransformerSpec& s, std::int64_t index, int act, const 
   mlp.type = "FeedForward";
   if (t > 1) add_kernel(mlp, tp_enter("tp_enter", tp, a * h));
   add_child(mlp, linear("w1", s.hidden, ffn, false));
-  add_kernel(mlp, memory_kernel("silu", 2 * a * f, 1));
+  if (!fused) add_kernel(mlp, memory_kernel("silu", 2 * a * f, 1));
   add_child(mlp, linear("w3", s.hidden, ffn, false));
-  add_kernel(mlp, memory_kernel("mul", 3 * a * f, 1));
+  add_kernel(mlp, memory_kernel(fused ? "silu_mul" : "mul", 3 * a * f, 1));
   add_child(mlp, linear("w2", ffn, s.hidden, false));
   if (t > 1) add_kernel(mlp, tp_leave("tp_leave", tp, a * h));
 
   Module norm1 = rms_norm("attention_norm", s.hidden, act);
   Module norm2 = rms_norm("ffn_norm", s.hidden, act);
+  if (fused) {
+    fuse_memory_kernels(norm1, 2 * a * h);
+    fuse_memory_kernels(norm2, 4 * a * h);  // with the residual add before it
+  }
   scale_memory_kernels(norm1, seq_share);
   scale_memory_kernels(norm2, seq_share);
   add_child(block, std::move(norm1));
   add_child(block, std::move(attn));
-  add_kernel(block, memory_kernel("residual_add", 3 * a * h * seq_share, 1));
+  if (!fused) add_kernel(block, memory_kernel("residual_add", 3 * a * h * seq_share, 1));
   add_child(block, std::move(norm2));
   add_child(block, std::move(mlp));
   add_kernel(block, memory_kernel("residual_add", 3 * a * h * seq_share, 1));
@@ -249,11 +269,13 @@ Module torch_decoder_block(const TransformerSpec& s, std::int64_t index, int act
 
 }  // namespace
 
-Module build_block(const TransformerSpec& s, std::int64_t index, int act_bytes, const TensorParallel& tp) {
-  if (tp.degree > 1 && s.arch != Arch::llama) throw std::invalid_argument("tensor parallelism is modelled for llama blocks only");
+Module build_block(const TransformerSpec& s, std::int64_t index, int act_bytes, const BlockOptions& options) {
+  if ((options.tp.degree > 1 || options.compiled) && s.arch != Arch::llama) {
+    throw std::invalid_argument("tensor parallelism and torch.compile are modelled for llama blocks only");
+  }
   switch (s.arch) {
     case Arch::llama:
-      return llama_block(s, index, act_bytes, tp);
+      return llama_block(s, index, act_bytes, options);
     case Arch::gpt:
       return gpt_block(s, index, act_bytes);
     case Arch::seed_block:
@@ -261,7 +283,7 @@ Module build_block(const TransformerSpec& s, std::int64_t index, int act_bytes, 
     case Arch::torch_decoder:
       return torch_decoder_block(s, index, act_bytes);
   }
-  return llama_block(s, index, act_bytes, tp);
+  return llama_block(s, index, act_bytes, options);
 }
 
 }  // namespace shardsim::model

@@ -9,6 +9,6 @@
 
 namespace shardsim::model {
 
-[[nodiscard]] Module build_block(const TransformerSpec& spec, std::int64_t index, int act_bytes, const TensorParallel& tp = {});
+[[nodiscard]] Module build_block(const TransformerSpec& spec, std::int64_t index, int act_bytes, const BlockOptions& options = {});
 
 }  // namespace shardsim::model

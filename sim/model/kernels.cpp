@@ -59,6 +59,22 @@ void scale_memory_kernels(Module& m, double factor) {
   }
 }
 
+void fuse_memory_kernels(Module& m, double bytes_per_token) {
+  bool first = true;
+  std::vector<ProgramItem> program;
+  for (auto& item : m.program) {
+    if (item.child >= 0 || item.kernel.kind != KernelKind::memory) {
+      program.push_back(std::move(item));
+    } else if (first) {
+      item.kernel.bytes_per_token = bytes_per_token;
+      item.kernel.launches = 1;
+      program.push_back(std::move(item));
+      first = false;
+    }
+  }
+  m.program = std::move(program);
+}
+
 int add_child(Module& parent, Module child) {
   parent.children.push_back(std::move(child));
   const int index = static_cast<int>(parent.children.size()) - 1;

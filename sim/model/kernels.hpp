@@ -23,6 +23,8 @@ namespace shardsim::model {
 [[nodiscard]] Kernel tp_leave(std::string name, const TensorParallel& tp, double bytes_per_token);
 // Scales the HBM traffic of a module's own memory kernels (a norm on 1/tp of the sequence).
 void scale_memory_kernels(Module& m, double factor);
+// Replaces a module's own memory kernels by one fused kernel of `bytes_per_token` (torch.compile).
+void fuse_memory_kernels(Module& m, double bytes_per_token);
 
 // nn.Linear(in, out[, bias]) with its matmul.
 [[nodiscard]] Module linear(std::string name, std::int64_t in, std::int64_t out, bool bias);

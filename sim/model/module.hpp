@@ -34,6 +34,13 @@ struct TensorParallel {
   [[nodiscard]] bool sp() const { return degree > 1 && sequence_parallel; }
 };
 
+// How each rank holds and runs a block: its tensor-parallel share, and whether torch.compile
+// fuses its memory-bound kernels (blocks.cpp says which fuse).
+struct BlockOptions {
+  TensorParallel tp;
+  bool compiled = false;
+};
+
 // One piece of compute done by a module itself (not by its children), per micro-batch of
 // `tokens` tokens. Matmuls are y[tokens, n] = x[tokens, k] W^T; attention is a fused
 // (FlashAttention-style) kernel; memory kernels are bandwidth-bound elementwise work.

@@ -67,7 +67,8 @@ Module token_embedding(const TransformerSpec& s, std::string name, int act, cons
   return e;
 }
 
-Module build_root(const TransformerSpec& spec, int act_bytes, const TensorParallel& tp) {
+Module build_root(const TransformerSpec& spec, int act_bytes, const BlockOptions& options) {
+  const TensorParallel& tp = options.tp;
   Module root;
   root.type = "Transformer";
   const bool gpt = spec.arch == Arch::gpt;
@@ -79,7 +80,7 @@ Module build_root(const TransformerSpec& spec, int act_bytes, const TensorParall
   Module layers;
   layers.name = gpt ? "h" : "layers";
   layers.type = "ModuleList";
-  for (std::int64_t i = 0; i < spec.layers; ++i) add_child(layers, build_block(spec, i, act_bytes, tp));
+  for (std::int64_t i = 0; i < spec.layers; ++i) add_child(layers, build_block(spec, i, act_bytes, options));
   add_child(root, std::move(layers));
   if (spec.final_norm) add_child(root, final_norm(spec, gpt ? "ln_f" : "norm", act_bytes, tp));
   add_child(root, output_layer(spec, spec.arch == Arch::llama ? "output" : "lm_head", act_bytes, tp));
@@ -110,7 +111,8 @@ double Model::mfu_flops_per_token() const {
   return 6.0 * n + 12.0 * static_cast<double>(spec.layers * spec.heads * spec.head_dim * seq_len);
 }
 
-Model build_model(const TransformerSpec& spec, std::int64_t seq_len, int act_bytes, const TensorParallel& tp) {
+Model build_model(const TransformerSpec& spec, std::int64_t seq_len, int act_bytes, const BlockOptions& options) {
+  const TensorParallel& tp = options.tp;
   if (tp.degree > 1 && (spec.arch != Arch::llama || spec.tie_embeddings)) {
     throw std::invalid_argument("tensor parallelism is modelled for llama models without tied embeddings");
   }
@@ -119,7 +121,8 @@ Model build_model(const TransformerSpec& spec, std::int64_t seq_len, int act_byt
   model.seq_len = seq_len;
   model.act_bytes = act_bytes;
   model.tp = tp;
-  model.root = build_root(spec, act_bytes, tp);
+  model.compiled = options.compiled;
+  model.root = build_root(spec, act_bytes, options);
   if (tp.degree == 1) {
     model.total_params_ = model.root.numel();
     model.embedding_params_ = embedding_numel(model.root);

@@ -18,6 +18,7 @@ struct Model {
   std::int64_t seq_len = 0;
   int act_bytes = 2;  // bytes per activation element (the compute dtype)
   TensorParallel tp;
+  bool compiled = false;  // torch.compile per block (training.compile)
 
   // The whole model's parameters (every tensor-parallel rank's together), as a model card counts.
   [[nodiscard]] std::int64_t total_params() const { return total_params_; }
@@ -31,14 +32,14 @@ struct Model {
   [[nodiscard]] double mfu_flops_per_token() const;
 
  private:
-  friend Model build_model(const TransformerSpec& spec, std::int64_t seq_len, int act_bytes, const TensorParallel& tp);
+  friend Model build_model(const TransformerSpec& spec, std::int64_t seq_len, int act_bytes, const BlockOptions& options);
   std::int64_t total_params_ = 0;
   std::int64_t embedding_params_ = 0;
 };
 
 // Throws std::invalid_argument for a tensor-parallel split the model does not allow (the caller
 // checks first, with the scenario's location: graph/prepare.cpp).
-[[nodiscard]] Model build_model(const TransformerSpec& spec, std::int64_t seq_len, int act_bytes, const TensorParallel& tp = {});
+[[nodiscard]] Model build_model(const TransformerSpec& spec, std::int64_t seq_len, int act_bytes, const BlockOptions& options = {});
 
 // Visits modules in PyTorch's named_modules() order (pre-order), with dotted names.
 template <class F>

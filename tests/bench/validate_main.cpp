@@ -85,10 +85,13 @@ int main(int argc, char** argv) {
       {"V3", "validation/published/fms_llama2-13b_128xa100.yaml", "tokens/s", 1700, "fms-fsdp README, 13b HSDP (held out)", 0.08},
       {"V4", "validation/published/fms_llama2-34b_128xa100.yaml", "tokens/s", 772, "fms-fsdp README, 34b (held out)", 0.05},
       {"V5", "validation/published/fms_llama2-70b_128xa100.yaml", "tokens/s", 380, "fms-fsdp README, 70b (held out)", 0.05},
-      // FSDP x TP (shared/reference/published-runs-2.md); those runs used torch.compile, not modelled yet.
-      {"P1", "validation/published/p1_llama3-70b_256xh100_tp8.yaml", "tokens/s", 597.3, "torchtitan asyncTP benchmark, vanilla TP, compiled", 0.1},
-      {"P2", "validation/published/p2_llama3-8b_64xh100_tp8.yaml", "tokens/s", 4378, "torchtitan asyncTP benchmark, vanilla TP, compiled", 0.05},
-      {"P3", "validation/published/p3_llama3.1-405b_128xh100_tp8.yaml", "tokens/s", 109, "torchtitan docs/performance.md (2024-08), compiled", 0.05},
+      // FSDP x TP (shared/reference/published-runs-2.md), compiled runs.
+      {"P1", "validation/published/p1_llama3-70b_256xh100_tp8.yaml", "tokens/s", 597.3, "torchtitan asyncTP benchmark, vanilla TP, compiled", 0.05},
+      {"P2", "validation/published/p2_llama3-8b_64xh100_tp8.yaml", "tokens/s", 4378, "torchtitan asyncTP benchmark, vanilla TP, compiled", 0.16},
+      {"P3", "validation/published/p3_llama3.1-405b_128xh100_tp8.yaml", "tokens/s", 109, "torchtitan docs/performance.md (2024-08), compiled", 0.06},
+      // torch.compile (published-runs-2.md F3): eager and compiled runs of one job.
+      {"F3", "validation/published/f3_llama3-8b_32xh100_p5_eager.yaml", "tokens/s", 6475, "AWS ML blog, torchtitan on p5, eager", 0.10},
+      {"F3", "validation/published/f3_llama3-8b_32xh100_p5_compile.yaml", "tokens/s", 7166, "same, + torch.compile", 0.15},
   };
   std::printf("Published runs: predicted vs measured\n");
   std::printf("  %-3s %-14s %10s %10s %8s  %s\n", "run", "metric", "predicted", "measured", "error", "source");
@@ -107,6 +110,10 @@ int main(int argc, char** argv) {
   }
 
   std::printf("\nQualitative effects (direction and size)\n");
+  const Figures eager = simulate("validation/published/f3_llama3-8b_32xh100_p5_eager.yaml", {});
+  const Figures compiled = simulate("validation/published/f3_llama3-8b_32xh100_p5_compile.yaml", {});
+  std::printf("  torch.compile vs eager, F3 Llama 3 8B on 32 H100 (published: +10.7%%): %+.1f%% tokens/s\n",
+              100 * (compiled.tokens_per_s / eager.tokens_per_s - 1));
   const auto d4 = "validation/published/d4_gpt3-175b_128xa100.yaml";
   const Figures pre = simulate(d4, {"fsdp.backward_prefetch=pre"});
   const Figures none = simulate(d4, {"fsdp.backward_prefetch=none"});
