@@ -34,6 +34,10 @@ struct Case {
 
 // Llama 3.1 405B on 16,384 H100s (2,048 DGX nodes), one 8,192-token sequence per GPU.
 const std::vector<std::string> k405b{"model.preset=llama3.1-405b", "cluster.nodes=2048"};
+// The same on 131,072 H100s (16,384 nodes): the scale issue's target.
+const std::vector<std::string> k405b_131k{"model.preset=llama3.1-405b", "cluster.nodes=16384"};
+// 405B as TP 8 (in each node) x FSDP over the rest, as the published P3 run, on 16,384 GPUs.
+const std::vector<std::string> k405b_tp8{"model.preset=llama3.1-405b", "cluster.nodes=2048", "parallelism.tp=8"};
 
 struct Result {
   double prepare_s = 0;
@@ -43,6 +47,7 @@ struct Result {
   double step_s = 0;
   int world = 0;
   int simulated = 0;
+  double peak_rss_mib = 0;  // of the case's process (filled in by run_isolated)
 };
 
 Result measure(const Case& c) {
@@ -87,7 +92,9 @@ bool run_isolated(const Case& c, Result& out) {
   const bool ok = read(fds[0], &out, sizeof out) == static_cast<ssize_t>(sizeof out);
   close(fds[0]);
   int status = 0;
-  waitpid(pid, &status, 0);
+  rusage usage{};
+  ::wait4(pid, &status, 0, &usage);
+  out.peak_rss_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux: KiB
   return ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
@@ -178,12 +185,17 @@ int main() {
       {"Llama 3.1 70B, 1,024 GPUs, symmetric", "scenarios/llama3.1-70b_1024xh100.yaml", {"simulation.mode=symmetric"}, 1.0},
       {"Llama 3.1 405B, 16,384 GPUs, full", "scenarios/llama3.1-70b_1024xh100.yaml", with(k405b, "simulation.mode=full"), 10.0},
       {"Llama 3.1 405B, 16,384 GPUs, symmetric", "scenarios/llama3.1-70b_1024xh100.yaml", with(k405b, "simulation.mode=symmetric"), 10.0},
+      // Targets of the scale issue: 131,072 GPUs, full under 10 s (and 2 GiB), symmetric under 1 s.
+      {"Llama 3.1 405B, 131,072 GPUs, full", "scenarios/llama3.1-70b_1024xh100.yaml", with(k405b_131k, "simulation.mode=full"), 10.0},
+      {"Llama 3.1 405B, 131,072 GPUs, symmetric", "scenarios/llama3.1-70b_1024xh100.yaml", with(k405b_131k, "simulation.mode=symmetric"), 1.0},
+      {"405B TP 8 x FSDP, 16,384 GPUs, full", "scenarios/llama3.1-70b_1024xh100.yaml", with(k405b_tp8, "simulation.mode=full"), 10.0},
+      {"405B TP 8 x FSDP, 16,384 GPUs, symmetric", "scenarios/llama3.1-70b_1024xh100.yaml", with(k405b_tp8, "simulation.mode=symmetric"), 1.0},
       // Target (issue "Nothing silently wrong"): within its wall-time limit, every phase counted.
       {"100,000 layers (tiny Llama, 8 GPUs), limit 60 s", "tests/data/tiny_llama.yaml",
        {"model.layers=100000", "simulation.max_wall_time=60s"}, 60.0},
   };
-  std::printf("%-48s %6s %9s %9s %10s %11s %9s %10s %14s %8s\n", "case", "GPUs", "ranks sim", "prepare s", "simulate s", "op inst/s",
-              "flows", "step s", "GPU-s / wall-s", "target");
+  std::printf("%-48s %7s %9s %9s %10s %8s %11s %9s %10s %14s %8s\n", "case", "GPUs", "ranks sim", "prepare s", "simulate s", "peak MiB",
+              "op inst/s", "flows", "step s", "GPU-s / wall-s", "target");
   int missed = 0;
   for (const auto& c : cases) {
     Result r;
@@ -196,8 +208,8 @@ int main() {
     const bool met = r.prepare_s + r.simulate_s <= c.target_s;
     missed += met ? 0 : 1;
     // Simulated GPU-seconds per wall-clock second: GPUs x simulated time / wall time.
-    std::printf("%-48s %6d %9d %9.3f %10.3f %11.0f %9.0f %10.3f %14.3g %5.2f s %s\n", c.label, r.world, r.simulated, r.prepare_s,
-                r.simulate_s, r.ops / r.simulate_s, r.flows, r.step_s, r.world * r.step_s / r.simulate_s, c.target_s,
+    std::printf("%-48s %7d %9d %9.3f %10.3f %8.0f %11.0f %9.0f %10.3f %14.3g %5.2f s %s\n", c.label, r.world, r.simulated, r.prepare_s,
+                r.simulate_s, r.peak_rss_mib, r.ops / r.simulate_s, r.flows, r.step_s, r.world * r.step_s / r.simulate_s, c.target_s,
                 met ? "met" : "MISSED");
   }
 
