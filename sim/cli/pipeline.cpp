@@ -85,7 +85,8 @@ Outcome simulate(const Prepared& p, Deadline::Clock::time_point started) {
   if (p.scenario.stragglers.any()) baseline.emplace(p, deadline);
   Outcome out{engine::simulate(p, deadline), {}};
   out.summary = report::summarize(
-      {p.scenario, p.model, p.graph, out.result.timeline, &out.result.waiting, &out.result.holding, &out.result.job_ends, &deadline});
+      {p.scenario, p.model, p.graph, out.result.timeline, &out.result.waiting, &out.result.holding, &out.result.job_ends, &deadline,
+       &out.result.compute_split});
   if (baseline) out.summary.step_time_without_stragglers = baseline->finish();
   return out;
 }

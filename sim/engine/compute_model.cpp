@@ -18,17 +18,15 @@ ComputeRates ComputeRates::nominal(const config::TopologyConfig& topo, bool low_
   return r;
 }
 
-double RooflineModel::duration(const graph::Op& op) const {
+graph::ComputeSplit RooflineModel::split(const graph::Op& op) const {
   const graph::Work& w = op.work;
-  double t = 0;
-  for (const graph::Gemm& gemm : w.gemms) t += (gemm.flops() + r_.gemm_half_flops) / r_.gemm;
-  t += w.attention_flops(false) / r_.attention_forward;
-  t += w.attention_flops(true) / r_.attention_backward;
-  t += w.memory_bytes / r_.memory;
-  t += w.launches * r_.kernel_launch;
-  t += w.pcie_bytes > 0 ? w.pcie_bytes / r_.pcie + r_.pcie_latency : 0.0;
-  t += w.host_bytes / r_.host_memory;
-  return t;
+  graph::ComputeSplit s;
+  for (const graph::Gemm& gemm : w.gemms) s.gemm += (gemm.flops() + r_.gemm_half_flops) / r_.gemm;
+  s.attention = w.attention_flops(false) / r_.attention_forward + w.attention_flops(true) / r_.attention_backward;
+  s.memory = w.memory_bytes / r_.memory;
+  s.launch = w.launches * r_.kernel_launch;
+  s.other = (w.pcie_bytes > 0 ? w.pcie_bytes / r_.pcie + r_.pcie_latency : 0.0) + w.host_bytes / r_.host_memory;
+  return s;
 }
 
 void register_builtin_compute_models(ComputeModelRegistry& registry) {

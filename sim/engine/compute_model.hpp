@@ -23,6 +23,12 @@ class ComputeModel {
   virtual ~ComputeModel() = default;
   // Seconds the op occupies its stream on one GPU. Must not depend on anything but the op.
   [[nodiscard]] virtual double duration(const graph::Op& op) const = 0;
+  // The same seconds by kind of work, for reports; a model that cannot tell puts all in `other`.
+  [[nodiscard]] virtual graph::ComputeSplit split(const graph::Op& op) const {
+    graph::ComputeSplit s;
+    s.other = duration(op);
+    return s;
+  }
   // Speed of compute-stream work while a collective runs on the same GPU, relative to alone.
   [[nodiscard]] virtual double speed_while_communicating() const = 0;
 };
@@ -48,7 +54,8 @@ class RooflineModel final : public ComputeModel {
   explicit RooflineModel(const ComputeRates& rates) : r_(rates) {}
   // `low_precision`: compute runs in bf16/fp16 (tensor-core peak), else fp32.
   RooflineModel(const config::TopologyConfig& topo, bool low_precision) : r_(ComputeRates::nominal(topo, low_precision)) {}
-  [[nodiscard]] double duration(const graph::Op& op) const override;
+  [[nodiscard]] double duration(const graph::Op& op) const override { return split(op).total(); }
+  [[nodiscard]] graph::ComputeSplit split(const graph::Op& op) const override;
   [[nodiscard]] double speed_while_communicating() const override { return 1.0 - r_.comm_interference; }
   [[nodiscard]] const ComputeRates& rates() const { return r_; }
 

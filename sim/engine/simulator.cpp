@@ -511,7 +511,13 @@ SimulationResult simulate(const SimulationInput& in) {
   sim.add_routes(network);
   network.build_routes();
   platform.seal();
-  return sim.run(network);
+  SimulationResult result = sim.run(network);
+  result.compute_split.resize(in.graph.size());
+  for (std::size_t o = 0; o < in.graph.size(); ++o) {
+    const graph::Op& op = in.graph.op(static_cast<int>(o));
+    if (!op.is_collective()) result.compute_split[o] = in.compute.split(op);
+  }
+  return result;
 }
 
 void check_topology(const config::TopologyConfig& topology) {

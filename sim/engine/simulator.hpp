@@ -61,6 +61,7 @@ struct SimulationResult {
   std::vector<std::vector<graph::Interval>> waiting;
   std::vector<std::vector<graph::Interval>> holding;
   std::vector<double> job_ends;  // per job (cluster.jobs): when its last op ended
+  std::vector<graph::ComputeSplit> compute_split;  // per op: the compute model's seconds by kind of work (0 for collectives)
 };
 
 // Whether `input` runs in symmetric mode (one representative rank).

@@ -37,6 +37,15 @@ Work& Work::operator+=(const Work& o) {
   return *this;
 }
 
+ComputeSplit& ComputeSplit::operator+=(const ComputeSplit& o) {
+  gemm += o.gemm;
+  attention += o.attention;
+  memory += o.memory;
+  launch += o.launch;
+  other += o.other;
+  return *this;
+}
+
 std::string_view to_string(OpKind k) {
   constexpr std::array names{"all_gather", "reduce_scatter", "all_reduce", "forward",  "backward",
                              "copy",       "optimizer",      "cpu_wait",   "host_copy"};

@@ -106,6 +106,18 @@ struct Work {
   Work& operator+=(const Work& o);
 };
 
+// Seconds of a compute op by kind of work, as the compute model prices it (engine/compute_model.hpp),
+// the op alone on its GPU.
+struct ComputeSplit {
+  double gemm = 0;
+  double attention = 0;
+  double memory = 0;  // bandwidth-bound kernels
+  double launch = 0;  // per-kernel launch cost
+  double other = 0;   // PCIe copies, host (CPU) work
+  [[nodiscard]] double total() const { return gemm + attention + memory + launch + other; }
+  ComputeSplit& operator+=(const ComputeSplit& o);
+};
+
 struct MemEffect {
   MemCategory category = MemCategory::activations;
   double bytes = 0;     // > 0 allocates, < 0 frees

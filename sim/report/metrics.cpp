@@ -253,6 +253,12 @@ Summary summarize(const SummaryInput& in) {
   }
   s.step_start = start;
   s.step_time = end - start;
+  if (in.compute_split != nullptr && in.compute_split->size() == g.size()) {
+    for (std::size_t o = 0; o < g.size(); ++o) {
+      const graph::Op& op = g.op(static_cast<int>(o));
+      if (op.step == s.reported_step && !op.is_collective() && on_compute_stream(op)) s.compute_split += (*in.compute_split)[o];
+    }
+  }
   s.tokens_per_step_per_gpu = static_cast<double>(g.info.tokens_per_micro_step) * g.info.micro_steps;
   s.tokens_per_s_per_gpu = s.step_time > 0 ? s.tokens_per_step_per_gpu / s.step_time : 0;
   const double flops = in.model.mfu_flops_per_token() * s.tokens_per_s_per_gpu;

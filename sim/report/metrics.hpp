@@ -81,6 +81,9 @@ struct Summary {
   double exposed_comm_s = 0;  // collectives running while the compute stream is idle (max over ranks)
   double tp_comm_s = 0;       // of comm_s: tensor-parallel collectives (the exposed-comm rank)
   double tp_exposed_comm_s = 0;  // of exposed_comm_s: tensor-parallel collectives
+  // The reported step's compute-stream work of one rank by kind, as the compute model prices it
+  // alone (without the slow-down collectives cause or stragglers); zero without the engine's split.
+  graph::ComputeSplit compute_split;
   int exposed_rank = 0;
   double gpu_memory = 0;
   MemoryTimeline memory;        // of the rank with the highest peak reserved memory
@@ -105,6 +108,7 @@ struct SummaryInput {
   const std::vector<std::vector<graph::Interval>>* holding = nullptr;
   const std::vector<double>* job_ends = nullptr;  // per job (engine), optional
   const Deadline* deadline = nullptr;             // simulation.max_wall_time, optional
+  const std::vector<graph::ComputeSplit>* compute_split = nullptr;  // per op (engine), optional
 };
 
 // The ranks summaries look at: all of them up to 256, else 256 spread evenly plus the stragglers.

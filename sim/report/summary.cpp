@@ -58,6 +58,11 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
   row("TFLOPS per GPU", fmt::format("{:.1f}  (model FLOPs: 6N + 12 l h q s per token)", s.tflops_per_gpu));
   row("MFU", fmt::format("{:.1f} %", 100 * s.mfu));
   row("compute busy", fmt::format("{:.4f} s", s.compute_s));
+  if (const auto& c = s.compute_split; c.total() > 0) {
+    row("  of which GEMM / attention", fmt::format("{:.4f} s / {:.4f} s  (the compute model's, alone on the GPU)", c.gemm, c.attention));
+    row("  memory-bound / launches", fmt::format("{:.4f} s / {:.4f} s{}", c.memory, c.launch,
+                                                 c.other > 0 ? fmt::format("  (and {:.4f} s of PCIe and host work)", c.other) : std::string()));
+  }
   row("communication", fmt::format("{:.4f} s", s.comm_s));
   if (tp > 1) row("  of which tensor parallel", fmt::format("{:.4f} s", s.tp_comm_s));
   row("exposed communication", fmt::format("{:.4f} s  ({:.1f} % of the step, rank {})", s.exposed_comm_s,
@@ -141,6 +146,12 @@ nlohmann::json summary_json(const Summary& s) {
       {"comm_s", s.comm_s},
       {"exposed_comm_s", s.exposed_comm_s},
       {"tp_comm_s", s.tp_comm_s},
+      {"compute_split_s",
+       {{"gemm", s.compute_split.gemm},
+        {"attention", s.compute_split.attention},
+        {"memory_bound", s.compute_split.memory},
+        {"launch", s.compute_split.launch},
+        {"other", s.compute_split.other}}},
       {"tp_exposed_comm_s", s.tp_exposed_comm_s},
       {"peak_memory_bytes", s.memory.peak_reserved},
       {"peak_allocated_bytes", s.memory.peak},

@@ -1,0 +1,40 @@
+// Where a step's compute time goes (summary "of which GEMM / attention", JSON compute_split_s),
+// checked against the roofline worked from the step's own work and the topology's figures.
+#include <doctest/doctest.h>
+
+#include "cli/pipeline.hpp"
+#include "test_support.hpp"
+
+using namespace shardsim;
+
+TEST_CASE("the step's compute splits into GEMM, attention, memory-bound and launches at the topology's rates") {
+  const auto p = cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", std::vector<std::string>{"fsdp.version=2"});
+  const auto s = cli::simulate(p).summary;
+  // The step's compute-stream work, summed from the graph.
+  double gemm_flops = 0;
+  double fwd_attention = 0;
+  double bwd_attention = 0;
+  double memory_bytes = 0;
+  int launches = 0;
+  for (std::size_t i = 0; i < p.graph.size(); ++i) {
+    const auto& op = p.graph.op(static_cast<int>(i));
+    if (op.step != s.reported_step || op.is_collective() || op.stream != graph::Stream::compute) continue;
+    gemm_flops += op.work.gemm_flops();
+    fwd_attention += op.work.attention_flops(false);
+    bwd_attention += op.work.attention_flops(true);
+    memory_bytes += op.work.memory_bytes;
+    launches += op.work.launches;
+  }
+  // Roofline (engine/compute_model.hpp): bf16 peak x the topology's efficiency per kind of work.
+  const auto& gpu = p.scenario.cluster.topology.gpu;
+  const double peak = gpu.peak_bf16.value();
+  CHECK(s.compute_split.gemm == doctest::Approx(gemm_flops / (peak * gpu.efficiency.matmul)));
+  CHECK(s.compute_split.attention == doctest::Approx(fwd_attention / (peak * gpu.efficiency.attention_forward) +
+                                                     bwd_attention / (peak * gpu.efficiency.attention_backward)));
+  CHECK(s.compute_split.memory == doctest::Approx(memory_bytes / (gpu.hbm_bandwidth.value() * gpu.efficiency.memory)));
+  CHECK(s.compute_split.launch == doctest::Approx(launches * gpu.kernel_launch.value()));
+  CHECK(s.compute_split.other == 0);
+  // Alone on the GPU the split is at most what the compute stream was busy (collectives slow it).
+  CHECK(s.compute_split.total() <= s.compute_s * (1 + 1e-9));
+  CHECK(s.compute_split.total() > 0.8 * s.compute_s);
+}
