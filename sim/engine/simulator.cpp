@@ -20,6 +20,7 @@
 #include "graph/groups.hpp"
 #include "engine/network.hpp"
 #include "engine/platform.hpp"
+#include "engine/rank_layout.hpp"
 
 namespace shardsim::engine {
 namespace sg4 = simgrid::s4u;
@@ -55,29 +56,6 @@ struct RankState {
   std::uint32_t version = 0;
   double slow = 1;  // stragglers.slow_gpus factor
 };
-
-// A deterministic standard normal draw for (seed, op, rank), independent of event order.
-double normal(std::uint64_t seed, int op, int rank) {
-  auto mix = [](std::uint64_t x) {  // splitmix64
-    x += 0x9E3779B97F4A7C15ULL;
-    x = (x ^ (x >> 30U)) * 0xBF58476D1CE4E5B9ULL;
-    x = (x ^ (x >> 27U)) * 0x94D049BB133111EBULL;
-    return x ^ (x >> 31U);
-  };
-  const std::uint64_t a = mix(seed ^ mix(static_cast<std::uint64_t>(op) * 0x100000001B3ULL ^ static_cast<std::uint64_t>(rank)));
-  const std::uint64_t b = mix(a);
-  const double u1 = (static_cast<double>(a >> 11U) + 0.5) / 9007199254740992.0;
-  const double u2 = static_cast<double>(b >> 11U) / 9007199254740992.0;
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);  // Box-Muller
-}
-
-// The GPU (platform rank) that rank `r` of job `job` runs on (cluster.placement): packed jobs
-// take consecutive nodes; interleaved, node n of job j is node n * jobs + j.
-int physical_rank(const SimulationInput& in, int job, int r) {
-  if (in.placement == config::Placement::packed) return job * in.graph.info.world_size + r;
-  const int g = in.topology.node.gpus;
-  return (r / g * in.jobs + job) * g + r % g;
-}
 
 class Simulator {
  public:
@@ -461,26 +439,6 @@ class Simulator {
 };
 
 }  // namespace
-
-bool symmetric_mode(const SimulationInput& in) {
-  switch (in.mode) {
-    case config::SimulationMode::full:
-      return false;
-    case config::SimulationMode::symmetric:
-      return true;
-    case config::SimulationMode::automatic:
-      break;
-  }
-  // Symmetric pays off at scale and is exact only when every rank does the same and no link is
-  // shared between collective instances that symmetric mode would not simulate (GPUs sharing a
-  // NIC, or oversubscribed uplinks: sibling groups then contend on links rank 0's do not see).
-  constexpr int kAutoSymmetricFrom = 512;
-  const bool shared_links = in.topology.node.nics < in.topology.node.gpus || in.topology.fabric.oversubscription > 1;
-  // With tensor parallelism rank 0's TP and data-parallel collectives use its own ports; the other
-  // groups' instances use other GPUs' ports and NICs (one per GPU where links are not shared), so
-  // the representative sees what every rank sees (tests/unit/cli/tensor_parallel_test.cpp).
-  return in.graph.info.world_size >= kAutoSymmetricFrom && !in.stragglers.any() && !shared_links && in.jobs == 1;
-}
 
 SimulationResult simulate(const SimulationInput& in) {
   int argc = 1;

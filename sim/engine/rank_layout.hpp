@@ -1,0 +1,19 @@
+// How the engine places and varies ranks (internal to the engine): which GPU of the platform
+// each rank of each job runs on, whether one representative rank stands for all (symmetric
+// mode), and the jitter draw that makes ranks differ reproducibly.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/simulator.hpp"
+
+namespace shardsim::engine {
+
+// The GPU (platform rank) that rank `r` of job `job` runs on (cluster.placement): packed jobs
+// take consecutive nodes; interleaved, node n of job j is node n * jobs + j.
+[[nodiscard]] int physical_rank(const SimulationInput& in, int job, int r);
+
+// A deterministic standard normal draw for (seed, op, rank), independent of event order.
+[[nodiscard]] double normal(std::uint64_t seed, int op, int rank);
+
+}  // namespace shardsim::engine
