@@ -9,13 +9,18 @@ namespace shardsim::graph {
 
 namespace {
 
+// How messages name the model: "llama3.1-70b's 8 key/value heads"; one written field by field is
+// "the model".
+std::string model_label(const model::TransformerSpec& spec) {
+  return spec.name.empty() || spec.name == "custom" ? std::string("the model") : spec.name;
+}
+
 // parallelism.tp as the model allows it: every split dimension divisible by the degree.
 model::TensorParallel tensor_parallel(const config::ScenarioConfig& s, const model::TransformerSpec& spec) {
   const auto& p = s.parallelism;
   model::TensorParallel tp{p.tp, p.sequence_parallel};
   if (p.tp == 1) return tp;
-  // "llama3.1-70b's 8 key/value heads"; a model written field by field is "the model".
-  const std::string model = spec.name.empty() || spec.name == "custom" ? std::string("the model") : spec.name;
+  const std::string model = model_label(spec);
   const auto fail = [&](const std::string& what) { throw ConfigError(p.where, "parallelism.tp", what); };
   if (spec.arch != model::Arch::llama) fail(fmt::format("tensor parallelism is modelled for llama-architecture models; {} is not one; expected tp: 1", model));
   if (spec.tie_embeddings) fail(fmt::format("{} ties its output layer to its embedding, which tensor parallelism here does not model; expected tp: 1", model));
@@ -67,7 +72,7 @@ Prepared prepare(config::ScenarioConfig scenario, const Deadline& deadline) {
     // A model with learned position embeddings has none past max_positions: the run would fail.
     throw ConfigError(s.training.seq_len_where, "training.seq_len",
                       fmt::format("{} tokens, but {} has learned position embeddings for {} positions only; expected at most {}",
-                                  s.training.seq_len, spec.name.empty() ? std::string("the model") : spec.name, spec.max_positions,
+                                  s.training.seq_len, model_label(spec), spec.max_positions,
                                   spec.max_positions));
   }
   const model::TensorParallel tp = tensor_parallel(s, spec);
@@ -76,7 +81,7 @@ Prepared prepare(config::ScenarioConfig scenario, const Deadline& deadline) {
   if (s.training.compile.value && spec.arch != model::Arch::llama) {
     throw ConfigError(s.training.compile.where, "training.compile",
                       fmt::format("torch.compile's fusion is modelled for llama-architecture blocks; {} is not one; expected false",
-                                  spec.name.empty() || spec.name == "custom" ? std::string("the model") : spec.name));
+                                  model_label(spec)));
   }
   p.model = model::build_model(spec, s.training.seq_len, act_bytes, model::BlockOptions{tp, s.training.compile.value});
   deadline.check("while building the model");
