@@ -69,6 +69,7 @@ constexpr std::array kTrainingParams{
     ParamSpec{"compile", "bool", "false",
               "torch.compile per transformer block, as torchtitan applies it: the memory-bound kernels between matmuls fused "
               "(llama blocks; README, sim/model/blocks.cpp)"},
+    ParamSpec{"float8", "mapping", "-", "float8 training of the linears, torchao's recipes (see training.float8)"},
 };
 constexpr std::array kSimulationParams{
     ParamSpec{"steps", "auto | integer", "auto",
@@ -207,6 +208,7 @@ TrainingConfig read_training(const Reader& top) {
   t.checkpoint_every = static_cast<int>(r.integer("checkpoint_every"));
   t.dtype = pick<DType>(r, "dtype");
   t.compile = {r.boolean("compile"), r.where("compile")};
+  t.float8 = read_float8(r);
   if (t.dtype == DType::fp16) r.fail("dtype", "expected fp32 or bf16 (pure fp16 training is not modelled)");
   return t;
 }
@@ -341,6 +343,7 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
                                   fabric.nodes_per_leaf, fabric.oversubscription));
   }
   check_parallelism(s);
+  check_float8(s);
   if (top.has("calibration")) {
     const auto cal = top.file_path("calibration");
     if (!std::filesystem::exists(cal)) top.fail("calibration", fmt::format("no such file: {}", cal.string()));
@@ -372,6 +375,7 @@ std::vector<Schema> scenario_schemas() {
   std::vector<Schema> out{kScenarioSchema, kClusterSchema, kModelSchema, kTrainingSchema};
   for (const auto& sc : fsdp_schemas()) out.push_back(sc);
   for (const auto& sc : parallelism_schemas()) out.push_back(sc);
+  for (const auto& sc : float8_schemas()) out.push_back(sc);
   out.push_back(kSimulationSchema);
   out.push_back(kCollectivesSchema);
   out.push_back(kCollectiveKindSchema);

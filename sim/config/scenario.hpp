@@ -61,6 +61,20 @@ struct ModelConfig {
   Location where;
 };
 
+// torchao float8 training (training.float8; model/float8.hpp says what each recipe does).
+enum class Float8RecipeName { tensorwise, rowwise, rowwise_with_gw_hp, mxfp8 };
+[[nodiscard]] std::string_view to_string(Float8RecipeName r);
+
+struct Float8Config {
+  bool enabled = false;  // the section is present
+  Located<Float8RecipeName> recipe;
+  Located<bool> fsdp_float8_all_gather;  // FSDP2 all-gathers converted weights in float8 (tensorwise)
+  Located<bool> precompute_scales;       // one amax all-reduce per step instead of one per weight per all-gather
+  std::vector<std::string> skip{"output"};  // module names containing any of these stay in high precision
+  Location skip_where;
+  Location where;
+};
+
 struct TrainingConfig {
   std::int64_t seq_len = 0;
   Location seq_len_where;
@@ -72,6 +86,7 @@ struct TrainingConfig {
   int checkpoint_every = 2;   // with blocks: checkpoint blocks 0, k, 2k, ...
   DType dtype = DType::fp32;  // how parameters, gradients and optimizer state are stored
   Located<bool> compile;      // torch.compile per transformer block (model/blocks.cpp: what fuses)
+  Float8Config float8;
 };
 
 struct MixedPrecision {

@@ -49,4 +49,9 @@ inline const ConfigNode& section(const Reader& r, std::string_view key, ConfigNo
 void check_parallelism(const ScenarioConfig& s);
 [[nodiscard]] std::vector<Schema> parallelism_schemas();
 
+// float8_settings.cpp: training.float8 as written, then checked against the GPU and FSDP.
+[[nodiscard]] Float8Config read_float8(const Reader& training);
+void check_float8(ScenarioConfig& s);
+[[nodiscard]] std::vector<Schema> float8_schemas();
+
 }  // namespace shardsim::config

@@ -34,7 +34,7 @@ constexpr std::array kGpuParams{
     ParamSpec{"arch", "", "hopper",
               "GPU generation: picks NCCL's per-generation constants (LL bandwidth caps, NVLS efficiency)", {}, kGpuArchNames},
     ParamSpec{"memory", "size", "", "device memory, e.g. 80GiB", Range{1 << 20, 1e15, Dimension::bytes}},
-    ParamSpec{"peak_flops", "mapping {bf16, fp32}", "", "dense peak compute per data type"},
+    ParamSpec{"peak_flops", "mapping {bf16, fp32, fp8, mxfp8}", "", "dense peak compute per data type"},
     ParamSpec{"hbm_bandwidth", "bandwidth", "", "peak device-memory bandwidth", kBandwidthRange},
     ParamSpec{"efficiency", "mapping", "{}", "achievable fractions of peak (see gpu.efficiency)"},
     ParamSpec{"compute_model", "roofline", "roofline", "how compute ops are priced (engine/compute_model.hpp; shardsim describe compute)"},
@@ -48,12 +48,18 @@ constexpr std::array kGpuParams{
 constexpr std::array kPeakParams{
     ParamSpec{"bf16", "compute rate", "", "dense bf16 tensor-core peak", kFlopRateRange},
     ParamSpec{"fp32", "compute rate", "", "fp32 peak (non-tensor-core)", kFlopRateRange},
+    ParamSpec{"fp8", "compute rate", "-", "dense fp8 (e4m3 / e5m2) tensor-core peak; absent: no fp8 GEMMs (training.float8 refused)", kFlopRateRange},
+    ParamSpec{"mxfp8", "compute rate", "-", "dense MXFP8 (block-scaled fp8) peak; absent: no MXFP8 (recipe mxfp8 refused)", kFlopRateRange},
 };
 constexpr std::array kEfficiencyParams{
     ParamSpec{"matmul", "fraction", "0.6", "large bf16 GEMMs, as a fraction of peak_flops", kFractionRange},
     ParamSpec{"attention_forward", "fraction", "0.35", "FlashAttention-2 forward, fraction of peak", kFractionRange},
     ParamSpec{"attention_backward", "fraction", "0.28", "FlashAttention-2 backward, fraction of peak", kFractionRange},
     ParamSpec{"memory", "fraction", "0.8", "memory-bound kernels, fraction of hbm_bandwidth", kFractionRange},
+    ParamSpec{"matmul_fp8", "fraction", "matmul",
+              "large fp8 GEMMs with tensorwise scales, fraction of peak_flops.fp8 (default: as bf16, torchao's float8 roofline)", kFractionRange},
+    ParamSpec{"matmul_fp8_rowwise", "fraction", "matmul_fp8", "fp8 GEMMs with rowwise scales, fraction of peak_flops.fp8", kFractionRange},
+    ParamSpec{"matmul_mxfp8", "fraction", "matmul_fp8", "MXFP8 GEMMs, fraction of peak_flops.mxfp8", kFractionRange},
 };
 constexpr std::array kNodeParams{
     ParamSpec{"gpus", "integer", "8", "GPUs per node", Range{1, 1024}},
@@ -130,6 +136,8 @@ GpuSpec read_gpu(const Reader& top) {
     p.finish();
     g.peak_bf16 = FlopRate(p.quantity("bf16", Dimension::flop_rate));
     g.peak_fp32 = FlopRate(p.quantity("fp32", Dimension::flop_rate));
+    g.peak_fp8 = FlopRate(p.opt_quantity("fp8", Dimension::flop_rate).value_or(0));
+    g.peak_mxfp8 = FlopRate(p.opt_quantity("mxfp8", Dimension::flop_rate).value_or(0));
   }
   g.hbm_bandwidth = ByteRate(r.quantity("hbm_bandwidth", Dimension::byte_rate));
   {
@@ -140,6 +148,9 @@ GpuSpec read_gpu(const Reader& top) {
     g.efficiency.attention_forward = e.number("attention_forward");
     g.efficiency.attention_backward = e.number("attention_backward");
     g.efficiency.memory = e.number("memory");
+    g.efficiency.matmul_fp8 = e.opt_number("matmul_fp8", kFractionRange.min, kFractionRange.max).value_or(-1);
+    g.efficiency.matmul_fp8_rowwise = e.opt_number("matmul_fp8_rowwise", kFractionRange.min, kFractionRange.max).value_or(-1);
+    g.efficiency.matmul_mxfp8 = e.opt_number("matmul_mxfp8", kFractionRange.min, kFractionRange.max).value_or(-1);
   }
   g.compute_model = Choice{r.text("compute_model"), "gpu.compute_model", r.where("compute_model"), ConfigNode{}};
   g.kernel_launch = Seconds(r.quantity("kernel_launch", Dimension::seconds));

@@ -22,6 +22,15 @@ struct GpuEfficiency {
   double attention_forward = 0.35;   // FlashAttention-2 forward, fraction of peak_flops
   double attention_backward = 0.28;  // FlashAttention-2 backward
   double memory = 0.8;               // memory-bound kernels, fraction of hbm_bandwidth
+  // Float8 GEMMs (training.float8), fractions of peak_fp8 / peak_mxfp8. Unset (< 0) they take
+  // `matmul`: the same achievable fraction as bf16, as torchao's float8 roofline assumes
+  // (torchao/testing/float8/roofline_utils.py, pct_achievable_gemm_tops).
+  double matmul_fp8 = -1;          // tensorwise scales (cuBLAS)
+  double matmul_fp8_rowwise = -1;  // rowwise scales (CUTLASS kernels in PyTorch); unset: matmul_fp8
+  double matmul_mxfp8 = -1;        // MXFP8 block scales (Blackwell); unset: matmul_fp8
+  [[nodiscard]] double fp8() const { return matmul_fp8 >= 0 ? matmul_fp8 : matmul; }
+  [[nodiscard]] double fp8_rowwise() const { return matmul_fp8_rowwise >= 0 ? matmul_fp8_rowwise : fp8(); }
+  [[nodiscard]] double mxfp8() const { return matmul_mxfp8 >= 0 ? matmul_mxfp8 : fp8(); }
 };
 
 // GPU generations, for the NCCL constants that depend on them (tuning.cc: LL bandwidth caps,
@@ -39,6 +48,8 @@ struct GpuSpec {
   Bytes memory;
   FlopRate peak_bf16;
   FlopRate peak_fp32;
+  FlopRate peak_fp8;    // dense fp8 tensor-core peak; 0: the GPU has no fp8 GEMMs
+  FlopRate peak_mxfp8;  // dense MXFP8 (block-scaled) peak; 0: none
   ByteRate hbm_bandwidth;
   GpuEfficiency efficiency;
   Choice compute_model;   // a name of the engine's compute model registry (roofline)

@@ -11,6 +11,7 @@ ComputeRates calibrated_rates(ComputeRates r, const config::CalibrationConfig& c
   r.attention_backward = c.attention_backward_rate.value_or(r.attention_backward);
   r.memory = c.memory_bandwidth.value_or(r.memory);
   r.kernel_launch = c.kernel_launch.value_or(r.kernel_launch);
+  // Float8 GEMM rates stay nominal: calibrations time bf16 / fp16 GEMMs only.
   return r;
 }
 

@@ -1,5 +1,9 @@
 #include "engine/compute_model.hpp"
 
+#include <stdexcept>
+
+#include <fmt/format.h>
+
 namespace shardsim::engine {
 
 ComputeRates ComputeRates::nominal(const config::TopologyConfig& topo, bool low_precision) {
@@ -7,6 +11,9 @@ ComputeRates ComputeRates::nominal(const config::TopologyConfig& topo, bool low_
   const double peak = low_precision ? g.peak_bf16.value() : g.peak_fp32.value();
   ComputeRates r;
   r.gemm = peak * g.efficiency.matmul;
+  r.gemm_fp8 = g.peak_fp8.value() * g.efficiency.fp8();
+  r.gemm_fp8_rowwise = g.peak_fp8.value() * g.efficiency.fp8_rowwise();
+  r.gemm_mxfp8 = g.peak_mxfp8.value() * g.efficiency.mxfp8();
   r.attention_forward = peak * g.efficiency.attention_forward;
   r.attention_backward = peak * g.efficiency.attention_backward;
   r.memory = g.hbm_bandwidth.value() * g.efficiency.memory;
@@ -18,10 +25,30 @@ ComputeRates ComputeRates::nominal(const config::TopologyConfig& topo, bool low_
   return r;
 }
 
+double RooflineModel::gemm_rate(graph::GemmType type) const {
+  double rate = r_.gemm;
+  switch (type) {
+    case graph::GemmType::high:
+      break;
+    case graph::GemmType::fp8:
+      rate = r_.gemm_fp8;
+      break;
+    case graph::GemmType::fp8_rowwise:
+      rate = r_.gemm_fp8_rowwise;
+      break;
+    case graph::GemmType::mxfp8:
+      rate = r_.gemm_mxfp8;
+      break;
+  }
+  // training.float8 is refused on a GPU without the type's peak (graph/prepare.cpp).
+  if (rate <= 0) throw std::logic_error(fmt::format("no rate for {} GEMMs on this GPU", graph::gemm_type_name(type)));
+  return rate;
+}
+
 graph::ComputeSplit RooflineModel::split(const graph::Op& op) const {
   const graph::Work& w = op.work;
   graph::ComputeSplit s;
-  for (const graph::Gemm& gemm : w.gemms) s.gemm += (gemm.flops() + r_.gemm_half_flops) / r_.gemm;
+  for (const graph::Gemm& gemm : w.gemms) s.gemm += (gemm.flops() + r_.gemm_half_flops) / gemm_rate(gemm.type);
   s.attention = w.attention_flops(false) / r_.attention_forward + w.attention_flops(true) / r_.attention_backward;
   s.memory = w.memory_bytes / r_.memory;
   s.launch = w.launches * r_.kernel_launch;

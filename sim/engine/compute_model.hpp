@@ -1,5 +1,5 @@
 // Prices compute ops. The default, `roofline`, adds up each kind of work at its achievable rate:
-//   t = sum over GEMMs (F + F_half) / R_gemm + attention FLOPs / R_attention (fwd, bwd)
+//   t = sum over GEMMs (F + F_half) / R_gemm(type) + attention FLOPs / R_attention (fwd, bwd)
 //     + memory-bound bytes / B_memory + kernels x launch cost
 //     + PCIe bytes / PCIe bandwidth (host copies) + host bytes / CPU memory bandwidth
 // Kernels of one op run one after another on the compute stream, so their times add. The rates
@@ -36,6 +36,10 @@ class ComputeModel {
 struct ComputeRates {
   double gemm = 1;             // FLOP/s of large GEMMs
   double gemm_half_flops = 0;  // the GEMM size that runs at half that rate (0: no size effect)
+  // Float8 GEMMs (training.float8): tensorwise, rowwise and MXFP8 scales; 0 where the GPU has none.
+  double gemm_fp8 = 0;
+  double gemm_fp8_rowwise = 0;
+  double gemm_mxfp8 = 0;
   double attention_forward = 1;
   double attention_backward = 1;
   double memory = 1;         // bytes/s of bandwidth-bound kernels
@@ -58,6 +62,7 @@ class RooflineModel final : public ComputeModel {
   [[nodiscard]] graph::ComputeSplit split(const graph::Op& op) const override;
   [[nodiscard]] double speed_while_communicating() const override { return 1.0 - r_.comm_interference; }
   [[nodiscard]] const ComputeRates& rates() const { return r_; }
+  [[nodiscard]] double gemm_rate(graph::GemmType type) const;
 
  private:
   ComputeRates r_;

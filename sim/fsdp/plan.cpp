@@ -39,6 +39,10 @@ class Assigner {
     for (const auto& p : m.params) {
       u.numel += p.numel();
       if (version_ == 2) u.padded_numel += dim0_padded_numel(p.shape, group_);
+      if (version_ == 2 && p.float8_all_gather) {
+        u.float8_padded_numel += dim0_padded_numel(p.shape, group_);
+        ++u.float8_weights;
+      }
       if (version_ == 3) {
         u.padded_numel += flat_padded_numel(p.numel(), group_);
         if (p.numel() < threshold_) u.persistent_numel += p.numel();

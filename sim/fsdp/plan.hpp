@@ -26,6 +26,10 @@ struct Unit {
   bool reshard_after_forward = true;
   int reshard_to = 0;                 // FSDP2 reshard_after_forward = d: keep a 1/d shard (0: free everything)
   std::int64_t persistent_numel = 0;  // ZeRO-3: parameters below the persistence threshold, never partitioned
+  // FSDP2 float8 all-gather (training.float8): of padded_numel, the weights gathered in float8
+  // (1 byte each), and how many weights those are (each has its own scale).
+  std::int64_t float8_padded_numel = 0;
+  int float8_weights = 0;
 };
 
 // A run of consecutive kernels that belong to one unit, with the activation memory of the

@@ -274,6 +274,7 @@ void FsdpStepBuilder::optimizer() {
     g_.add_edge(io_.last(s), id, EdgeKind::data);
   }
   last_optimizer_ = id;
+  precompute_float8_scales();
 }
 
 void FsdpStepBuilder::fill_info() {

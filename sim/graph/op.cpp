@@ -4,6 +4,19 @@
 
 namespace shardsim::graph {
 
+namespace {
+constexpr std::array<std::string_view, kGemmTypes> kGemmTypeNames{"high", "fp8", "fp8_rowwise", "mxfp8"};
+}  // namespace
+
+std::string_view gemm_type_name(GemmType t) { return kGemmTypeNames[static_cast<std::size_t>(t)]; }
+
+std::optional<GemmType> gemm_type_from_name(std::string_view name) {
+  for (std::size_t i = 0; i < kGemmTypeNames.size(); ++i) {
+    if (kGemmTypeNames[i] == name) return static_cast<GemmType>(i);
+  }
+  return std::nullopt;
+}
+
 double AttentionCall::flops() const {
   // QK^T and PV: 2 matmuls of 2 s^2 d per head; causal attention skips the masked half.
   const double s = static_cast<double>(seq);

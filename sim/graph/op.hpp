@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -72,11 +73,19 @@ inline constexpr int kMemCategories = 8;
 enum class Pool { compute, all_gather, reduce_scatter, all_reduce, host };
 inline constexpr int kPools = 5;
 
+// What a GEMM's inputs are: the compute dtype, or float8 with tensorwise, rowwise or MXFP8
+// block scales (training.float8; the compute model prices each at its own rate).
+enum class GemmType : std::uint8_t { high, fp8, fp8_rowwise, mxfp8 };
+inline constexpr int kGemmTypes = 4;
+[[nodiscard]] std::string_view gemm_type_name(GemmType t);  // "high", "fp8", "fp8_rowwise", "mxfp8"
+[[nodiscard]] std::optional<GemmType> gemm_type_from_name(std::string_view name);
+
 // A matmul of the op: y[m, n] = x[m, k] W^T (forward), or one of its two backward products.
 struct Gemm {
   std::int64_t m = 0;
   std::int64_t n = 0;
   std::int64_t k = 0;
+  GemmType type = GemmType::high;
   [[nodiscard]] double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k); }
 };
 

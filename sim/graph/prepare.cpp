@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <array>
+#include <numeric>
+
 #include "graph/builder.hpp"
 #include "model/transformer_spec.hpp"
 
@@ -58,6 +61,36 @@ std::vector<int> tensor_parallel_degrees(const config::ScenarioConfig& scenario)
   return out;
 }
 
+// training.float8: converts the model's linears (model/float8.hpp); a skip entry that keeps
+// nothing out is a warning, a conversion that converts nothing an error.
+static void apply_float8(Prepared& p, int act_bytes) {
+  const config::Float8Config& f = p.scenario.training.float8;
+  if (!f.enabled) return;
+  static constexpr std::array kRecipes{model::Float8Recipe::tensorwise, model::Float8Recipe::rowwise,
+                                       model::Float8Recipe::rowwise_with_gw_hp, model::Float8Recipe::mxfp8};
+  model::Float8Options o;
+  o.recipe = kRecipes[static_cast<std::size_t>(f.recipe.value)];
+  o.fsdp_all_gather = f.fsdp_float8_all_gather.value;
+  o.compiled = p.scenario.training.compile.value;
+  o.skip = f.skip;
+  o.act_bytes = act_bytes;
+  p.float8 = model::convert_to_float8(p.model.root, o);
+  for (std::size_t i = 0; i < f.skip.size(); ++i) {
+    if (p.float8.skip_matches[i] == 0) {
+      p.scenario.warnings.push_back({f.skip_where, "training.float8.skip",
+                                     fmt::format("\"{}\" names no linear of {}: it keeps nothing in high precision", f.skip[i],
+                                                 model_label(p.model.spec))});
+    }
+  }
+  if (p.float8.linears == 0) {
+    throw ConfigError(f.where, "training.float8",
+                      fmt::format("no linear of {} is converted ({} skipped by name, {} with features not multiples of 16); expected "
+                                  "a skip list that leaves some",
+                                  model_label(p.model.spec), std::accumulate(p.float8.skip_matches.begin(), p.float8.skip_matches.end(), 0),
+                                  p.float8.skipped_by_shape));
+  }
+}
+
 Prepared prepare(config::ScenarioConfig scenario, const Deadline& deadline) {
   Prepared p;
   p.scenario = std::move(scenario);
@@ -84,6 +117,7 @@ Prepared prepare(config::ScenarioConfig scenario, const Deadline& deadline) {
                                   model_label(spec)));
   }
   p.model = model::build_model(spec, s.training.seq_len, act_bytes, model::BlockOptions{tp, s.training.compile.value});
+  apply_float8(p, act_bytes);
   deadline.check("while building the model");
   fsdp::WrapPolicyRegistry policies;
   fsdp::register_builtin_wrap_policies(policies);

@@ -10,6 +10,7 @@
 #include "core/deadline.hpp"
 #include "fsdp/plan.hpp"
 #include "graph/step_graph.hpp"
+#include "model/float8.hpp"
 #include "model/transformer.hpp"
 
 namespace shardsim::graph {
@@ -19,6 +20,7 @@ struct Prepared {
   model::Model model;
   fsdp::Plan plan;
   StepGraph graph;
+  model::Float8Conversion float8;  // training.float8: what was converted
 };
 
 // Throws ConfigError for settings that cannot go together (e.g. CPU offload with gradient

@@ -30,7 +30,13 @@ constexpr double kMaxBytes = 1e18;
 
 json work_json(const Work& w) {
   json gemms = json::array();
-  for (const auto& g : w.gemms) gemms.push_back({g.m, g.n, g.k});
+  for (const auto& g : w.gemms) {
+    if (g.type == GemmType::high) {
+      gemms.push_back({g.m, g.n, g.k});
+    } else {
+      gemms.push_back({g.m, g.n, g.k, gemm_type_name(g.type)});
+    }
+  }
   json attn = json::array();
   for (const auto& a : w.attention) {
     attn.push_back({{"batch", a.batch},
@@ -52,9 +58,16 @@ Work work_from(const JsonFields& in, const json& j, const std::string& path) {
   for (std::size_t i = 0; i < g.size(); ++i) {
     const std::string p = fmt::format("{}[{}]", gemms, i);
     const json& shape = in.array(g[i], p);
-    if (shape.size() != 3) in.fail(p, fmt::format("expected [m, n, k]; got {}", shape.dump()));
+    if (shape.size() != 3 && shape.size() != 4) in.fail(p, fmt::format("expected [m, n, k] or [m, n, k, type]; got {}", shape.dump()));
+    GemmType type = GemmType::high;
+    if (shape.size() == 4) {
+      const std::string name = shape[3].is_string() ? shape[3].get<std::string>() : shape[3].dump();
+      const auto t = gemm_type_from_name(name);
+      if (!t || *t == GemmType::high) in.fail(p + "[3]", fmt::format("expected a GEMM type (fp8, fp8_rowwise, mxfp8); got {}", shape[3].dump()));
+      type = *t;
+    }
     w.gemms.push_back(Gemm{in.integer(shape[0], p + "[0]", 1, kMaxDim), in.integer(shape[1], p + "[1]", 1, kMaxDim),
-                           in.integer(shape[2], p + "[2]", 1, kMaxDim)});
+                           in.integer(shape[2], p + "[2]", 1, kMaxDim), type});
   }
   const std::string attention = json_path(path, "attention");
   const json& a = in.array(in.field(j, "attention", path), attention);

@@ -36,8 +36,10 @@ FsdpStepBuilder::FsdpStepBuilder(const fsdp::Plan& plan, const config::ScenarioC
   for (std::size_t i = post_forward_order_.size(); i-- > 0;) post_forward_position_[static_cast<std::size_t>(post_forward_order_[i])] = i;
 }
 
+// Float8 weights (FSDP2's float8 all-gather, training.float8) are gathered and held at 1 byte.
 double FsdpStepBuilder::unsharded_bytes(int u) const {
-  return static_cast<double>(unit(u).padded_numel) * plan_.param_bytes;
+  const fsdp::Unit& x = unit(u);
+  return static_cast<double>(x.padded_numel - x.float8_padded_numel) * plan_.param_bytes + static_cast<double>(x.float8_padded_numel);
 }
 
 // FSDP1 produces one flat (padded) gradient per unit; FSDP2 one tensor per parameter (unpadded).
@@ -91,6 +93,7 @@ void FsdpStepBuilder::unshard(int u, Phase phase, int prefetch_trigger) {
     copy.memory.push_back({MemCategory::sharded_params, shard_master_bytes(u), false, Pool::all_gather});
     h2d = issue(std::move(copy));
   }
+  amax_all_reduces(u);
   Op ag = make(OpKind::all_gather, ag_stream(), "AG " + name, u);
   ag.group = from_partial ? Group::reshard : Group::shard;
   ag.bytes = unsharded_bytes(u);
@@ -114,6 +117,41 @@ void FsdpStepBuilder::unshard(int u, Phase phase, int prefetch_trigger) {
     at(unsharded_pool_, u) = Pool::all_gather;
   }
   at(prefetched_, u) = prefetch_trigger >= 0;
+}
+
+// torchao's float8 all-gather without precomputed scales: fsdp_pre_all_gather computes each
+// float8 weight's scale from its amax all-reduced (MAX) over the shard group, one small blocking
+// all-reduce per weight, before the all-gather (on its stream, in this model).
+void FsdpStepBuilder::amax_all_reduces(int u) {
+  const int n = unit(u).float8_weights;
+  if (n == 0 || cfg_.training.float8.precompute_scales.value) return;
+  for (int i = 0; i < n; ++i) {
+    Op ar = make(OpKind::all_reduce, ag_stream(), fmt::format("amax AR {} ({}/{})", unit(u).name, i + 1, n), u);
+    ar.group = Group::shard;
+    ar.bytes = 4;  // one fp32 amax
+    (void)issue(std::move(ar));
+  }
+}
+
+// torchao's precompute_float8_dynamic_scale_for_fsdp after the optimizer step: the amax of every
+// float8 weight's shard in one foreach kernel, then one all-reduce of all of them (fp32 each).
+void FsdpStepBuilder::precompute_float8_scales() {
+  if (!cfg_.training.float8.precompute_scales.value) return;
+  std::int64_t shard = 0;
+  int weights = 0;
+  for (const auto& x : plan_.units) {
+    shard += x.float8_padded_numel / plan_.shard_group;
+    weights += x.float8_weights;
+  }
+  if (weights == 0) return;
+  Op amax = make(OpKind::optimizer, Stream::compute, fmt::format("float8 amax {}", step_), -1);
+  amax.work = memory_work(2.0 * static_cast<double>(shard), 1);
+  const int a = issue(std::move(amax));
+  Op ar = make(OpKind::all_reduce, ag_stream(), fmt::format("float8 scales AR {}", step_), -1);
+  ar.group = Group::shard;
+  ar.bytes = 4.0 * weights;
+  const int id = issue(std::move(ar));
+  g_.add_edge(a, id, EdgeKind::data);
 }
 
 // FSDP2's wait_for_unshard: the compute stream waits for the all-gather, then copies out into
@@ -185,7 +223,7 @@ void FsdpStepBuilder::tp_collective(const fsdp::Segment& s, int u, Phase phase) 
     const std::string_view tag = kind == OpKind::all_gather ? "AG" : kind == OpKind::reduce_scatter ? "RS" : "AR";
     Op op = make(kind, Stream::tp, fmt::format("TP {} {}{}", tag, s.name, note), u);
     op.group = Group::tp;
-    op.bytes = k.bytes_per_token * static_cast<double>(batch_.tokens());
+    op.bytes = k.bytes_per_token * static_cast<double>(batch_.tokens()) * (kind == OpKind::all_gather ? k.all_gather_share : 1.0);
     const int id = issue(std::move(op));
     g_.add_edge(io_.last(Stream::compute), id, EdgeKind::data);
     g_.add_edge(tp_wait_, id, EdgeKind::data);

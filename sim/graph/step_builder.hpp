@@ -45,6 +45,8 @@ class FsdpStepBuilder {
   void reduce(int u);
   void bucket_all_reduce(double numel, int producer, bool flush);
   void optimizer();
+  void amax_all_reduces(int u);     // training.float8 all-gather without precomputed scales
+  void precompute_float8_scales();  // ... with them, after the optimizer step
   void fill_info();
   [[nodiscard]] std::vector<fsdp::TraceEvent> backward_events() const;
   [[nodiscard]] std::vector<int> forward_prefetch_targets(std::size_t from) const;

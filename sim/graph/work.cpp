@@ -1,14 +1,38 @@
 #include "graph/work.hpp"
 
+#include "model/float8.hpp"
+
 namespace shardsim::graph {
 namespace {
 
+// The type of a Float8Linear's GEMMs by role (model/float8.hpp).
+enum class GemmRole { output, grad_input, grad_weight };
+GemmType gemm_type(const model::Kernel& k, GemmRole role) {
+  switch (k.float8) {
+    case model::Float8Recipe::none:
+      return GemmType::high;
+    case model::Float8Recipe::tensorwise:
+      return GemmType::fp8;
+    case model::Float8Recipe::rowwise:
+      return GemmType::fp8_rowwise;
+    case model::Float8Recipe::rowwise_with_gw_hp:
+      return role == GemmRole::grad_weight ? GemmType::high : GemmType::fp8_rowwise;
+    case model::Float8Recipe::mxfp8:
+      return GemmType::mxfp8;
+  }
+  return GemmType::high;
+}
+
 void add_forward(Work& w, const model::Kernel& k, const Batch& b) {
   switch (k.kind) {
-    case model::KernelKind::matmul:
-      w.gemms.push_back(Gemm{b.tokens(), k.n, k.k});
+    case model::KernelKind::matmul: {
+      w.gemms.push_back(Gemm{b.tokens(), k.n, k.k, gemm_type(k, GemmRole::output)});
       w.launches += 1;
+      const model::Float8Casts casts = model::float8_casts(k, b.tokens());
+      w.memory_bytes += casts.forward_bytes;
+      w.launches += casts.forward_launches;
       break;
+    }
     case model::KernelKind::attention:
       w.attention.push_back(AttentionCall{b.sequences, b.seq_len, k.heads, k.kv_heads, k.head_dim, k.causal, false});
       w.launches += 1;
@@ -24,11 +48,15 @@ void add_forward(Work& w, const model::Kernel& k, const Batch& b) {
 
 void add_backward(Work& w, const model::Kernel& k, const Batch& b) {
   switch (k.kind) {
-    case model::KernelKind::matmul:
-      w.gemms.push_back(Gemm{b.tokens(), k.k, k.n});  // dX = dY W
-      w.gemms.push_back(Gemm{k.n, k.k, b.tokens()});  // dW = dY^T X
+    case model::KernelKind::matmul: {
+      w.gemms.push_back(Gemm{b.tokens(), k.k, k.n, gemm_type(k, GemmRole::grad_input)});  // dX = dY W
+      w.gemms.push_back(Gemm{k.n, k.k, b.tokens(), gemm_type(k, GemmRole::grad_weight)});  // dW = dY^T X
       w.launches += 2;
+      const model::Float8Casts casts = model::float8_casts(k, b.tokens());
+      w.memory_bytes += casts.backward_bytes;
+      w.launches += casts.backward_launches;
       break;
+    }
     case model::KernelKind::attention:
       w.attention.push_back(AttentionCall{b.sequences, b.seq_len, k.heads, k.kv_heads, k.head_dim, k.causal, true});
       w.launches += 1;

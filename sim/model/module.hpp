@@ -14,11 +14,16 @@ namespace shardsim::model {
 struct Param {
   std::string name;                 // local name: "weight", "bias", "in_proj_weight"
   std::vector<std::int64_t> shape;  // dim 0 is the one FSDP2 shards
+  bool float8_all_gather = false;   // FSDP2 all-gathers it in float8 (torchao; model/float8.hpp)
 
   [[nodiscard]] std::int64_t numel() const;
 };
 
 enum class KernelKind { matmul, attention, memory, tp_comm };
+
+// torchao's float8 training recipes (Float8LinearConfig.from_recipe_name, and MXFP8): how a
+// converted nn.Linear's three GEMMs run and what casts they need (model/float8.hpp).
+enum class Float8Recipe : std::uint8_t { none, tensorwise, rowwise, rowwise_with_gw_hp, mxfp8 };
 
 // A tensor-parallel collective of activations at a point of the forward program, and its mirror
 // in backward (Megatron's f and g operators; with sequence parallelism all-gather and
@@ -59,6 +64,15 @@ struct Kernel {
   TpComm tp_backward = TpComm::none;   // tp_comm: the collective in backward
   double backward_bytes_factor = 2.0;  // memory kernels: backward traffic / forward traffic
   int launches = 1;                    // kernels launched in the forward (eager PyTorch)
+  // matmul of a Float8Linear (training.float8): its recipe, whether torch.compile fuses the
+  // input and grad_output casts into the kernels before them, and whether its weight arrives in
+  // float8 from FSDP2's all-gather (then cast before the all-gather, on the shard).
+  Float8Recipe float8 = Float8Recipe::none;
+  bool float8_fused_casts = false;
+  bool float8_weight_gathered = false;
+  // tp_comm: the share of `bytes_per_token` its all-gathers move: 1 / activation bytes where
+  // they gather float8 (torchao's Float8ColwiseParallel / Float8RowwiseParallel, tensorwise).
+  double all_gather_share = 1.0;
   // Per-op selective activation checkpointing (torchtitan's "op" SAC) recomputes this kernel in
   // backward: every memory kernel and every second matmul of a block.
   bool recomputed_by_selective = false;

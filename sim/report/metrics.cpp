@@ -259,6 +259,26 @@ Summary summarize(const SummaryInput& in) {
       if (op.step == s.reported_step && !op.is_collective() && on_compute_stream(op)) s.compute_split += (*in.compute_split)[o];
     }
   }
+  for (std::size_t o = 0; o < g.size(); ++o) {
+    const graph::Op& op = g.op(static_cast<int>(o));
+    if (op.step != s.reported_step) continue;
+    if (op.kind == OpKind::all_gather && op.group != graph::Group::tp) s.all_gather_bytes += op.bytes;
+    for (const auto& gemm : op.work.gemms) {
+      s.gemm_flops += gemm.flops();
+      if (gemm.type != graph::GemmType::high) s.gemm_flops_float8 += gemm.flops();
+    }
+  }
+  if (const auto& f8 = in.scenario.training.float8; f8.enabled) {
+    s.float8_recipe = config::to_string(f8.recipe.value);
+    s.float8_all_gather = f8.fsdp_float8_all_gather.value;
+  }
+  model::for_each_module(in.model.root, "", [&](const model::Module& m, const std::string&) {
+    for (const auto& item : m.program) {
+      if (item.child >= 0 || item.kernel.kind != model::KernelKind::matmul) continue;
+      ++s.linears;
+      if (item.kernel.float8 != model::Float8Recipe::none) ++s.float8_linears;
+    }
+  });
   s.tokens_per_step_per_gpu = static_cast<double>(g.info.tokens_per_micro_step) * g.info.micro_steps;
   s.tokens_per_s_per_gpu = s.step_time > 0 ? s.tokens_per_step_per_gpu / s.step_time : 0;
   const double flops = in.model.mfu_flops_per_token() * s.tokens_per_s_per_gpu;

@@ -84,6 +84,15 @@ struct Summary {
   // The reported step's compute-stream work of one rank by kind, as the compute model prices it
   // alone (without the slow-down collectives cause or stragglers); zero without the engine's split.
   graph::ComputeSplit compute_split;
+  // What float8 training changes, in the reported step on one rank: the bytes of the parameter
+  // all-gathers (FSDP / ZeRO-3, not tensor parallel) and the GEMM FLOPs, all and in float8.
+  double all_gather_bytes = 0;
+  double gemm_flops = 0;
+  double gemm_flops_float8 = 0;
+  int float8_linears = 0;  // linears converted (training.float8), of `linears`
+  int linears = 0;
+  std::string float8_recipe;  // training.float8's recipe, empty without
+  bool float8_all_gather = false;
   int exposed_rank = 0;
   double gpu_memory = 0;
   MemoryTimeline memory;        // of the rank with the highest peak reserved memory

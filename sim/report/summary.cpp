@@ -43,8 +43,14 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
     out += fmt::format("  tensor parallel {}{} x data parallel {} (ranks r..r+{} split each block's matmuls)\n", tp,
                        scenario.parallelism.sequence_parallel ? " with sequence parallelism" : "", s.world_size / tp, tp - 1);
   }
-  out += fmt::format("  model {}: {} parameters ({} without embeddings), {:.4g} FLOPs per token\n\n", s.model_name, grouped(s.params_total),
+  out += fmt::format("  model {}: {} parameters ({} without embeddings), {:.4g} FLOPs per token\n", s.model_name, grouped(s.params_total),
                      grouped(s.params_non_embedding), s.flops_per_token);
+  if (!s.float8_recipe.empty()) {
+    out += fmt::format("  float8 {} (torchao): {} of {} linears, {:.1f} % of the step's GEMM FLOPs; FSDP all-gathers {}\n", s.float8_recipe,
+                       s.float8_linears, s.linears, s.gemm_flops > 0 ? 100 * s.gemm_flops_float8 / s.gemm_flops : 0.0,
+                       s.float8_all_gather ? "converted weights in float8" : "in the parameter dtype");
+  }
+  out += "\n";
   if (!s.calibration.empty()) {
     out += fmt::format("  calibration in use: {} ({}): {}\n", s.calibration_name, s.calibration, s.calibration_covers);
     if (scenario.calibration && scenario.calibration->has_collectives()) {
@@ -64,6 +70,7 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
                                                  c.other > 0 ? fmt::format("  (and {:.4f} s of PCIe and host work)", c.other) : std::string()));
   }
   row("communication", fmt::format("{:.4f} s", s.comm_s));
+  if (!s.float8_recipe.empty()) row("  parameter all-gathers", fmt::format("{} per GPU per step", gib(s.all_gather_bytes)));
   if (tp > 1) row("  of which tensor parallel", fmt::format("{:.4f} s", s.tp_comm_s));
   row("exposed communication", fmt::format("{:.4f} s  ({:.1f} % of the step, rank {})", s.exposed_comm_s,
                                            s.step_time > 0 ? 100 * s.exposed_comm_s / s.step_time : 0.0, s.exposed_rank));
@@ -153,6 +160,14 @@ nlohmann::json summary_json(const Summary& s) {
         {"launch", s.compute_split.launch},
         {"other", s.compute_split.other}}},
       {"tp_exposed_comm_s", s.tp_exposed_comm_s},
+      {"all_gather_bytes", s.all_gather_bytes},
+      {"gemm_flops", s.gemm_flops},
+      {"gemm_flops_float8", s.gemm_flops_float8},
+      {"float8", s.float8_recipe.empty() ? nlohmann::json(nullptr)
+                                         : nlohmann::json{{"recipe", s.float8_recipe},
+                                                          {"linears", s.float8_linears},
+                                                          {"linears_total", s.linears},
+                                                          {"fsdp_float8_all_gather", s.float8_all_gather}}},
       {"peak_memory_bytes", s.memory.peak_reserved},
       {"peak_allocated_bytes", s.memory.peak},
       {"reserved_by_pool", pools},

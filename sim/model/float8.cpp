@@ -1,0 +1,133 @@
+#include "model/float8.hpp"
+
+#include <array>
+
+namespace shardsim::model {
+namespace {
+
+bool is_linear(const Module& m) { return m.type == "Linear"; }
+
+Kernel* matmul_of(Module& linear) {
+  for (auto& item : linear.program) {
+    if (item.child < 0 && item.kernel.kind == KernelKind::matmul) return &item.kernel;
+  }
+  return nullptr;
+}
+
+struct Walker {
+  const Float8Options& o;
+  Float8Conversion& out;
+
+  // Returns whether m is a converted linear.
+  bool convert_linear(Module& m, const std::string& fqn) {
+    Kernel* k = matmul_of(m);
+    if (k == nullptr) return false;
+    bool skipped = false;
+    for (std::size_t i = 0; i < o.skip.size(); ++i) {
+      if (!o.skip[i].empty() && fqn.find(o.skip[i]) != std::string::npos) {
+        ++out.skip_matches[i];
+        skipped = true;
+      }
+    }
+    if (skipped) return false;
+    if (k->n % 16 != 0 || k->k % 16 != 0) {
+      ++out.skipped_by_shape;
+      return false;
+    }
+    k->float8 = o.recipe;
+    k->float8_fused_casts = o.compiled;
+    k->float8_weight_gathered = o.fsdp_all_gather;
+    for (auto& p : m.params) {
+      if (p.name != "weight") continue;
+      p.float8_all_gather = o.fsdp_all_gather;
+      out.params += p.numel();
+    }
+    ++out.linears;
+    return true;
+  }
+
+  void walk(Module& m, const std::string& fqn) {
+    bool converted_here = is_linear(m) && convert_linear(m, fqn);
+    for (auto& c : m.children) {
+      const std::string child = fqn.empty() ? c.name : fqn + "." + c.name;
+      walk(c, child);
+      const Kernel* k = is_linear(c) ? matmul_of(c) : nullptr;
+      if (k != nullptr && k->float8 != Float8Recipe::none) converted_here = true;
+    }
+    // torchtitan's float8 TP plan (tensorwise only): the sequence-parallel all-gathers around
+    // converted linears move float8.
+    if (!converted_here || o.recipe != Float8Recipe::tensorwise) return;
+    for (auto& item : m.program) {
+      if (item.child < 0 && item.kernel.kind == KernelKind::tp_comm) item.kernel.all_gather_share = 1.0 / o.act_bytes;
+    }
+  }
+};
+
+}  // namespace
+
+Float8Conversion convert_to_float8(Module& root, const Float8Options& options) {
+  Float8Conversion out;
+  out.skip_matches.assign(options.skip.size(), 0);
+  if (options.recipe == Float8Recipe::none) return out;
+  Walker{options, out}.walk(root, "");
+  return out;
+}
+
+Float8Casts float8_casts(const Kernel& k, std::int64_t tokens) {
+  Float8Casts c;
+  if (k.kind != KernelKind::matmul || k.float8 == Float8Recipe::none) return c;
+  const double m = static_cast<double>(tokens);
+  const double x = m * static_cast<double>(k.k);
+  const double w = static_cast<double>(k.n) * static_cast<double>(k.k);
+  const double g = m * static_cast<double>(k.n);
+  const double fused_read = k.float8_fused_casts ? 0.0 : 2.0;  // the producer's kernel reads it
+  const int fused_launch = k.float8_fused_casts ? 0 : 1;
+  switch (k.float8) {
+    case Float8Recipe::none:
+      break;
+    case Float8Recipe::tensorwise:
+      // amax (two stages: a reduction over blocks, then over their results), then one cast kernel
+      // writing row- and column-major float8.
+      c.forward_bytes = (fused_read + 4.0) * x;
+      c.forward_launches = fused_launch + 2;
+      c.backward_bytes = (fused_read + 4.0) * g;
+      c.backward_launches = fused_launch + 2;
+      if (k.float8_weight_gathered) {
+        c.backward_bytes += 2.0 * w;  // transpose of the gathered float8 weight
+        c.backward_launches += 1;
+      } else {
+        c.forward_bytes += 5.0 * w;  // amax 2, cast 2 + 1
+        c.forward_launches += 3;
+        c.backward_bytes += 3.0 * w;
+        c.backward_launches += 1;
+      }
+      break;
+    case Float8Recipe::rowwise:
+      // Row-wise cast (with a bf16 transposed copy), then the column-wise cast of that copy.
+      c.forward_bytes = (fused_read + 3.0) * x + 3.0 * x + 3.0 * w;
+      c.forward_launches = 3;
+      c.backward_bytes = (fused_read + 3.0) * g + 3.0 * g + 7.0 * w;
+      c.backward_launches = 4;
+      break;
+    case Float8Recipe::rowwise_with_gw_hp:
+      c.forward_bytes = (fused_read + 1.0) * x + 3.0 * w;
+      c.forward_launches = fused_launch + 1;
+      c.backward_bytes = (fused_read + 1.0) * g + 3.0 * w;
+      c.backward_launches = fused_launch + 2;
+      break;
+    case Float8Recipe::mxfp8:
+      c.forward_bytes = (fused_read + 2.0) * x + 3.0 * w;
+      c.forward_launches = fused_launch + 1;
+      c.backward_bytes = (fused_read + 2.0) * g + 3.0 * w;
+      c.backward_launches = fused_launch + 1;
+      break;
+  }
+  return c;
+}
+
+std::string_view float8_recipe_name(Float8Recipe r) {
+  static constexpr std::array<std::string_view, 5> kNames{"none", "tensorwise", "rowwise", "rowwise_with_gw_hp", "mxfp8"};
+  return kNames[static_cast<std::size_t>(r)];
+}
+
+}  // namespace shardsim::model

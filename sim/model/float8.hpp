@@ -1,0 +1,65 @@
+// Float8 training as torchao applies it (training.float8): which nn.Linear modules become
+// Float8Linear, what their GEMMs run in, and the cast traffic each adds.
+//
+// convert_to_float8 follows torchtitan's converter: every Linear whose fully qualified name
+// contains none of `skip` (default: "output") and whose per-rank in/out features are multiples
+// of 16 (torch._scaled_mm's requirement) is converted.
+//
+// Cast traffic per converted linear and micro-batch, from torchao's own float8 roofline
+// (torchao/testing/float8/roofline_utils.py, get_tensor_memory_traffic_ovhd_s): with M tokens,
+// K input and N output features, X = M K input elements, W = N K weight elements, G = M N
+// grad_output elements, bytes (bf16 read 2, float8 write 1 each):
+//
+//   recipe               input X (forward)        weight W (fwd | bwd)     grad_output G (backward)
+//   tensorwise           amax 2 + cast 2+1+1      2+3 | 3                  amax 2 + cast 2+1+1
+//   rowwise              2+1+2, then 2+1          3 | 4 + 3                as input
+//   rowwise_with_gw_hp   2+1                      3 | 3                    2+1
+//   mxfp8                2+1+1                    3 | 3                    2+1+1
+//
+// Under torch.compile the first read of the input and of grad_output fuses into the kernel that
+// produced them (torchao's fuse_with_prev: amax of tensorwise, the first pass of the others):
+// 2 bytes per element less. A weight that FSDP2 all-gathers in float8 (fsdp_float8_all_gather,
+// tensorwise) is cast on its shard before the all-gather instead of on the compute stream; its
+// backward needs the transposed float8 copy: read 1, write 1.
+// GEMMs: tensorwise float8 in all three (output, grad_input, grad_weight); rowwise the same with
+// rowwise scales; rowwise_with_gw_hp keeps grad_weight in high precision; mxfp8 block-scaled.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/module.hpp"
+
+namespace shardsim::model {
+
+struct Float8Options {
+  Float8Recipe recipe = Float8Recipe::none;
+  bool fsdp_all_gather = false;              // FSDP2 all-gathers converted weights in float8
+  bool compiled = false;                     // torch.compile fuses the casts with their producers
+  std::vector<std::string> skip{"output"};   // module names containing any of these stay as they are
+  int act_bytes = 2;                         // bytes of an activation element (TP all-gathers)
+};
+
+struct Float8Conversion {
+  int linears = 0;                 // converted
+  int skipped_by_shape = 0;        // features not multiples of 16
+  std::int64_t params = 0;         // weights converted (one rank's)
+  std::vector<int> skip_matches;   // per `skip` entry, the linears it kept out
+};
+
+// Converts the model's linears in place (matmul kernels, weights, TP all-gathers next to them).
+Float8Conversion convert_to_float8(Module& root, const Float8Options& options);
+
+// What a converted matmul's casts add to one micro-batch of `tokens` tokens.
+struct Float8Casts {
+  double forward_bytes = 0;
+  int forward_launches = 0;
+  double backward_bytes = 0;
+  int backward_launches = 0;
+};
+[[nodiscard]] Float8Casts float8_casts(const Kernel& matmul, std::int64_t tokens);
+
+[[nodiscard]] std::string_view float8_recipe_name(Float8Recipe r);
+
+}  // namespace shardsim::model

@@ -1,0 +1,116 @@
+// Float8 training through the pipeline: GEMMs priced at the GPU's fp8 peak, the step's split and
+// all-gather bytes in the summary, and Llama-70B-shaped linears against torchao's measured
+// float8 speed-ups.
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cmath>
+
+#include "cli/pipeline.hpp"
+#include "engine/compute_model.hpp"
+#include "model/float8.hpp"
+#include "model/kernels.hpp"
+#include "test_support.hpp"
+
+using namespace shardsim;
+
+namespace {
+
+// One linear's forward and backward (three GEMMs and, in float8, its casts) priced alone.
+double linear_seconds(const engine::RooflineModel& m, std::int64_t tokens, std::int64_t in, std::int64_t out, model::Float8Recipe recipe) {
+  model::Kernel k = model::matmul_kernel("linear", out, in);
+  k.float8 = recipe;
+  k.float8_fused_casts = false;  // a microbenchmark's input comes from no producer to fuse with
+  const graph::GemmType t = recipe == model::Float8Recipe::none ? graph::GemmType::high : graph::GemmType::fp8;
+  graph::Op op;
+  op.work.gemms = {graph::Gemm{tokens, out, in, t}, graph::Gemm{tokens, in, out, t}, graph::Gemm{out, in, tokens, t}};
+  const model::Float8Casts c = model::float8_casts(k, tokens);
+  op.work.memory_bytes = c.forward_bytes + c.backward_bytes;
+  op.work.launches = 3 + c.forward_launches + c.backward_launches;
+  return m.duration(op);
+}
+
+}  // namespace
+
+TEST_CASE("float8 GEMMs run at the fp8 peak times the topology's fp8 efficiency") {
+  const auto p = cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", std::vector<std::string>{});
+  config::TopologyConfig topo = p.scenario.cluster.topology;
+  graph::Op op;
+  op.work.gemms = {graph::Gemm{8192, 8192, 8192, graph::GemmType::fp8}};
+  const double flops = 2.0 * 8192 * 8192 * 8192;
+  // h100_sxm_8x_ib400: 1,979 TFLOPS dense fp8; matmul_fp8 unset, so bf16's 0.68.
+  CHECK(engine::RooflineModel(topo, true).duration(op) == doctest::Approx(flops / (1979e12 * 0.68)));
+  topo.gpu.efficiency.matmul_fp8 = 0.5;
+  CHECK(engine::RooflineModel(topo, true).duration(op) == doctest::Approx(flops / (1979e12 * 0.5)));
+  // rowwise and MXFP8 default to the tensorwise fraction; MXFP8 needs its own peak.
+  op.work.gemms[0].type = graph::GemmType::fp8_rowwise;
+  CHECK(engine::RooflineModel(topo, true).duration(op) == doctest::Approx(flops / (1979e12 * 0.5)));
+  op.work.gemms[0].type = graph::GemmType::mxfp8;
+  CHECK_THROWS_AS((void)engine::RooflineModel(topo, true).duration(op), std::logic_error);
+}
+
+TEST_CASE("Llama-70B-shaped linears: float8 speed-ups near torchao's microbenchmark") {
+  // pytorch/ao#2185 (2025-05, H100, compiled, tensorwise, fast accumulation): fwd + bwd of one linear, bf16 time /
+  // float8 time: attn.wqkv (M 16,384, K 8,192, N 1,280) 1.11, attn.w0 (16,384, 1,024, 8,192)
+  // 1.43, ffn.w13 (16,384, 8,192, 7,168) 1.73, ffn.w2 (16,384, 3,584, 8,192) 1.71. The model:
+  // the three GEMMs at bf16 or fp8 rate (same achievable fraction) plus the roofline's cast bytes.
+  const auto p = cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", std::vector<std::string>{});
+  const engine::RooflineModel m(p.scenario.cluster.topology, true);
+  struct Shape {
+    std::int64_t m, k, n;
+    double measured;
+  };
+  constexpr std::array shapes{Shape{16'384, 8'192, 1'280, 1.11}, Shape{16'384, 1'024, 8'192, 1.43},
+                              Shape{16'384, 8'192, 7'168, 1.73}, Shape{16'384, 3'584, 8'192, 1.71}};
+  for (const Shape& s : shapes) {
+    const double speedup = linear_seconds(m, s.m, s.k, s.n, model::Float8Recipe::none) /
+                           linear_seconds(m, s.m, s.k, s.n, model::Float8Recipe::tensorwise);
+    CAPTURE(s.k);
+    CAPTURE(s.n);
+    CAPTURE(speedup);
+    // Model: w13 1.70, w2 1.60 (within 8 %); w0 1.22 and wqkv 1.30 (within 20 %): on the small-K
+    // w0 real bf16 GEMMs run below the large-GEMM rate (1.70 ms measured, 1.23 ms modelled), on
+    // the small-N wqkv the casts cost more than the memory roofline says (docs/float8.md).
+    const bool large = s.k >= 3'584 && s.n >= 7'168;
+    CHECK(std::abs(speedup / s.measured - 1) < (large ? 0.08 : 0.20));
+    CHECK(speedup > 1.0);
+  }
+}
+
+// What a run reports (run in a child: SimGrid initialises once per process).
+struct Run {
+  double gemm_flops = 0;
+  double gemm_flops_float8 = 0;
+  double gemm_s = 0;
+  double memory_s = 0;
+  double all_gather_bytes = 0;
+  int float8_linears = 0;
+  int linears = 0;
+  bool float8 = false;
+};
+
+Run run(bool float8) {
+  return test::in_child([float8] {
+    std::vector<std::string> sets{"fsdp.version=2", "training.compile=true", "training.seq_len=4096"};
+    if (float8) sets.emplace_back("training.float8={recipe: tensorwise, fsdp_float8_all_gather: true, precompute_scales: true}");
+    const auto s = cli::simulate(cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", sets)).summary;
+    return Run{s.gemm_flops, s.gemm_flops_float8, s.compute_split.gemm, s.compute_split.memory, s.all_gather_bytes,
+               s.float8_linears, s.linears, !s.float8_recipe.empty()};
+  });
+}
+
+TEST_CASE("a float8 step: less GEMM time, more memory-bound time, float8 all-gathers in the summary") {
+  const Run a = run(false);
+  const Run b = run(true);
+  CHECK(b.float8);
+  CHECK_FALSE(a.float8);
+  CHECK(b.float8_linears == 28);
+  CHECK(b.linears == 29);
+  CHECK(b.gemm_flops == doctest::Approx(a.gemm_flops));
+  CHECK(b.gemm_flops_float8 > 0.8 * b.gemm_flops);  // all but the output layer
+  CHECK(b.gemm_s < a.gemm_s);
+  CHECK(b.memory_s > a.memory_s);
+  // The blocks' all-gathers at about half the bytes; embeddings, norms and output stay bf16.
+  CHECK(b.all_gather_bytes < 0.75 * a.all_gather_bytes);
+  CHECK(b.all_gather_bytes > 0.5 * a.all_gather_bytes);
+}

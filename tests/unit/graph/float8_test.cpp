@@ -1,0 +1,140 @@
+// Float8 training (training.float8), worked by hand: the cast traffic torchao's float8 roofline
+// gives each recipe (sim/model/float8.hpp), which linears convert, and what FSDP2's float8
+// all-gather moves, on the tiny Llama of tests/data (h = 512, no GQA, f = 1376, 4 blocks,
+// vocabulary 1,000, 512 tokens per micro-step).
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "fixtures/fixtures.hpp"
+#include "model/float8.hpp"
+#include "model/kernels.hpp"
+
+using namespace shardsim;
+
+namespace {
+
+// Llama 3 8B's w1 at 8,192 tokens: M = 8,192, K = 4,096, N = 14,336, so X = M K = 33,554,432,
+// W = N K = 58,720,256 and G = M N = 117,440,512 elements.
+model::Float8Casts casts(model::Float8Recipe recipe, bool fused, bool gathered = false) {
+  model::Kernel k = model::matmul_kernel("w1", 14'336, 4'096);
+  k.float8 = recipe;
+  k.float8_fused_casts = fused;
+  k.float8_weight_gathered = gathered;
+  return model::float8_casts(k, 8'192);
+}
+
+const graph::Op& op_named(const graph::StepGraph& g, const std::string& name) {
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    if (g.op(static_cast<int>(i)).name == name) return g.op(static_cast<int>(i));
+  }
+  FAIL("no op " << name);
+  return g.op(0);
+}
+
+int ops_starting(const graph::StepGraph& g, const std::string& prefix) {
+  int n = 0;
+  for (std::size_t i = 0; i < g.size(); ++i) n += g.op(static_cast<int>(i)).name.rfind(prefix, 0) == 0 ? 1 : 0;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("float8 cast traffic of one linear per recipe, from torchao's roofline") {
+  // tensorwise, eager: input amax 2X + cast 2X + 2 x 1X (two layouts) = 6X; weight amax 2W and
+  // cast 3W in forward, 3W in backward; grad_output 6G.
+  auto c = casts(model::Float8Recipe::tensorwise, false);
+  CHECK(c.forward_bytes == 494'927'872.0);   // 6 x 33,554,432 + 5 x 58,720,256
+  CHECK(c.backward_bytes == 880'803'840.0);  // 6 x 117,440,512 + 3 x 58,720,256
+  CHECK(c.forward_launches == 6);
+  // Compiled: the amax reads of input and grad_output fuse into their producers (-2X, -2G).
+  c = casts(model::Float8Recipe::tensorwise, true);
+  CHECK(c.forward_bytes == 427'819'008.0);   // 4X + 5W
+  CHECK(c.backward_bytes == 645'922'816.0);  // 4G + 3W
+  // ... which is the roofline's total 4X + 8W + 4G = 1,073,741,824.
+  CHECK(c.forward_bytes + c.backward_bytes == 1'073'741'824.0);
+  // The weight arrives in float8 from FSDP2's all-gather: only its float8 transpose in backward.
+  c = casts(model::Float8Recipe::tensorwise, true, true);
+  CHECK(c.forward_bytes == 134'217'728.0);   // 4X
+  CHECK(c.backward_bytes == 587'202'560.0);  // 4G + 2W
+  // rowwise: input 1X + 2X (fused first pass) + 3X; weight 3W | 4W + 3W; grad_output as input.
+  c = casts(model::Float8Recipe::rowwise, true);
+  CHECK(c.forward_bytes == 377'487'360.0);     // 6X + 3W
+  CHECK(c.backward_bytes == 1'115'684'864.0);  // 6G + 7W
+  // rowwise_with_gw_hp: one float8 layout of input and grad_output; weight 3W each way.
+  c = casts(model::Float8Recipe::rowwise_with_gw_hp, true);
+  CHECK(c.forward_bytes == 209'715'200.0);   // X + 3W
+  CHECK(c.backward_bytes == 293'601'280.0);  // G + 3W
+  // mxfp8: both layouts in one kernel (2X), weight 3W each way.
+  c = casts(model::Float8Recipe::mxfp8, true);
+  CHECK(c.forward_bytes == 243'269'632.0);   // 2X + 3W
+  CHECK(c.backward_bytes == 411'041'792.0);  // 2G + 3W
+}
+
+TEST_CASE("float8 converts every block linear; the output layer stays by name or by shape") {
+  auto p = test::prepared("tests/data/tiny_llama.yaml", {"training.float8={recipe: tensorwise}"});
+  CHECK(p.float8.linears == 28);  // 4 blocks x 7
+  REQUIRE(p.float8.skip_matches.size() == 1);
+  CHECK(p.float8.skip_matches[0] == 1);  // "output"
+  CHECK(p.float8.skipped_by_shape == 0);
+  // Weights converted: per block 4 x 512 x 512 + 3 x 1,376 x 512 = 3,162,112.
+  CHECK(p.float8.params == 4 * 3'162'112);
+  // With nothing skipped by name the output layer (1,000 rows, not a multiple of 16) stays anyway.
+  p = test::prepared("tests/data/tiny_llama.yaml", {"training.float8={recipe: tensorwise, skip: []}"});
+  CHECK(p.float8.linears == 28);
+  CHECK(p.float8.skipped_by_shape == 1);
+  // Not compiled: a warning that the casts run unfused.
+  bool warned = false;
+  for (const auto& w : p.scenario.warnings) warned = warned || w.key_path == "training.float8";
+  CHECK(warned);
+}
+
+TEST_CASE("a block's forward under float8: GEMMs in float8, FLOPs unchanged, the casts' bytes added") {
+  const auto bf16 = test::prepared("tests/data/tiny_llama.yaml");
+  const auto f8 = test::prepared("tests/data/tiny_llama.yaml", {"training.float8={recipe: tensorwise}"});
+  const graph::Op& a = op_named(bf16.graph, "FWD layers.1");
+  const graph::Op& b = op_named(f8.graph, "FWD layers.1");
+  CHECK(a.work.gemm_flops() == b.work.gemm_flops());
+  for (const auto& g : b.work.gemms) CHECK(g.type == graph::GemmType::fp8);
+  // Eager casts, 6X + 5W per linear at 512 tokens: wq, wk, wv, wo 4 x 11 x 262,144; w1, w3
+  // 2 x (6 x 262,144 + 5 x 704,512); w2 11 x 704,512: 29,474,816 bytes, 6 kernels each.
+  CHECK(b.work.memory_bytes - a.work.memory_bytes == doctest::Approx(29'474'816.0));
+  CHECK(b.work.launches - a.work.launches == 42);
+}
+
+TEST_CASE("FSDP2's float8 all-gather moves the converted weights at 1 byte, with their amax all-reduces") {
+  const std::vector<std::string> f8ag{"fsdp.version=2", "training.compile=true",
+                                      "training.float8={recipe: tensorwise, fsdp_float8_all_gather: true}"};
+  const auto bf16 = test::prepared("tests/data/tiny_llama.yaml", {"fsdp.version=2"});
+  const auto f8 = test::prepared("tests/data/tiny_llama.yaml", f8ag);
+  // A block: 3,162,112 linear weights and 2 x 512 norm weights, no padding over 8 ranks.
+  CHECK(op_named(bf16.graph, "AG layers.1").bytes == 2.0 * 3'163'136);
+  CHECK(op_named(f8.graph, "AG layers.1").bytes == 3'162'112.0 + 2.0 * 1'024);
+  // Without precomputed scales each of the block's 7 float8 weights has its amax all-reduced
+  // before each all-gather of the block (forward and backward).
+  CHECK(ops_starting(f8.graph, "amax AR layers.1 (") == 2 * 7);
+  CHECK(op_named(f8.graph, "amax AR layers.1 (1/7)").bytes == 4.0);
+  // With them, one all-reduce of every weight's amax after the optimizer step.
+  auto pre = f8ag;
+  pre.back() = "training.float8={recipe: tensorwise, fsdp_float8_all_gather: true, precompute_scales: true}";
+  const auto f8p = test::prepared("tests/data/tiny_llama.yaml", pre);
+  CHECK(ops_starting(f8p.graph, "amax AR") == 0);
+  CHECK(op_named(f8p.graph, "float8 scales AR 0").bytes == 4.0 * 28);
+}
+
+TEST_CASE("tensorwise float8 with tensor parallelism all-gathers the sequence shards in float8") {
+  const std::vector<std::string> tp{"fsdp.version=2", "parallelism.tp=2"};
+  auto with_f8 = tp;
+  with_f8.emplace_back("training.float8={recipe: tensorwise}");
+  const auto bf16 = test::prepared("tests/data/tiny_llama.yaml", tp);
+  const auto f8 = test::prepared("tests/data/tiny_llama.yaml", with_f8);
+  // Entering attention all-gathers the 512 x 512 activation: 524,288 bytes in bf16, half in float8
+  // (Float8ColwiseParallel); leaving it reduce-scatters in bf16 either way.
+  CHECK(op_named(bf16.graph, "TP AG layers.1.attention tp_enter").bytes == 524'288.0);
+  CHECK(op_named(f8.graph, "TP AG layers.1.attention tp_enter").bytes == 262'144.0);
+  CHECK(op_named(f8.graph, "TP RS layers.1.attention tp_leave").bytes == 524'288.0);
+  // rowwise keeps torchtitan's plain TP plan: bf16 all-gathers.
+  with_f8.back() = "training.float8={recipe: rowwise}";
+  CHECK(op_named(test::prepared("tests/data/tiny_llama.yaml", with_f8).graph, "TP AG layers.1.attention tp_enter").bytes == 524'288.0);
+}
