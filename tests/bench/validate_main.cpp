@@ -92,6 +92,19 @@ int main(int argc, char** argv) {
       // torch.compile (published-runs-2.md F3): eager and compiled runs of one job.
       {"F3", "validation/published/f3_llama3-8b_32xh100_p5_eager.yaml", "tokens/s", 6475, "AWS ML blog, torchtitan on p5, eager", 0.10},
       {"F3", "validation/published/f3_llama3-8b_32xh100_p5_compile.yaml", "tokens/s", 7166, "same, + torch.compile", 0.15},
+      // Float8 training (published-runs-2.md F1-F3, P1-P3 Float8 rows; torchao recipes).
+      {"F1", "validation/published/f1_llama3-8b_8xh100_bf16.yaml", "tokens/s", 6150, "torchao float8 README (2025-03), bf16", 0.03},
+      {"F1", "validation/published/f1_llama3-8b_8xh100_float8_tensorwise.yaml", "tokens/s", 7689.5, "same, tensorwise + float8 all-gather", 0.10},
+      {"F1", "validation/published/f1_llama3-8b_8xh100_float8_rowwise.yaml", "tokens/s", 6768, "same, rowwise + bf16 all-gather", 0.16},
+      {"F2", "validation/published/f1_llama3-8b_8xh100_float8_rowwise.yaml", "tokens/s", 7020, "torchao pretraining tutorial, rowwise", 0.12},
+      {"F2", "validation/published/f2_llama3-8b_8xh100_float8_tensorwise.yaml", "tokens/s", 7640, "same, tensorwise, bf16 all-gather", 0.05},
+      {"F3", "validation/published/f3_llama3-8b_32xh100_p5_float8.yaml", "tokens/s", 8624, "AWS ML blog, + Float8 linears", 0.22},
+      {"F3", "validation/published/f3_llama3-8b_32xh100_p5_float8_allgather.yaml", "tokens/s", 8950, "same, + float8 all-gather", 0.23},
+      {"P1", "validation/published/p1_llama3-70b_256xh100_tp8_float8_tensorwise.yaml", "tokens/s", 809.8, "torchtitan asyncTP benchmark, Float8 tensorwise", 0.05},
+      {"P1", "validation/published/p1_llama3-70b_256xh100_tp8_float8_rowwise.yaml", "tokens/s", 599.6, "same, Float8 rowwise", 0.26},
+      {"P2", "validation/published/p2_llama3-8b_64xh100_tp8_float8_tensorwise.yaml", "tokens/s", 5078.1, "same, Llama 3 8B, Float8 tensorwise", 0.24},
+      {"P2", "validation/published/p2_llama3-8b_64xh100_tp8_float8_rowwise.yaml", "tokens/s", 3708.5, "same, Float8 rowwise", 0.45},
+      {"P3", "validation/published/p3_llama3.1-405b_128xh100_tp8_float8.yaml", "tokens/s", 177, "torchtitan docs/performance.md (2024-08), Float8", 0.05},
   };
   std::printf("Published runs: predicted vs measured\n");
   std::printf("  %-3s %-14s %10s %10s %8s  %s\n", "run", "metric", "predicted", "measured", "error", "source");
@@ -114,6 +127,29 @@ int main(int argc, char** argv) {
   const Figures compiled = simulate("validation/published/f3_llama3-8b_32xh100_p5_compile.yaml", {});
   std::printf("  torch.compile vs eager, F3 Llama 3 8B on 32 H100 (published: +10.7%%): %+.1f%% tokens/s\n",
               100 * (compiled.tokens_per_s / eager.tokens_per_s - 1));
+  // Float8 over bf16 (or the float8 all-gather over float8 linears), each pair one job.
+  struct Speedup {
+    const char* what;
+    const char* base;
+    const char* with;
+    double published;  // percent
+  };
+  const std::vector<Speedup> speedups{
+      {"F1 tensorwise + float8 all-gather", "f1_llama3-8b_8xh100_bf16.yaml", "f1_llama3-8b_8xh100_float8_tensorwise.yaml", 25.03},
+      {"F1 rowwise", "f1_llama3-8b_8xh100_bf16.yaml", "f1_llama3-8b_8xh100_float8_rowwise.yaml", 10.05},
+      {"F3 Float8 linears over compile", "f3_llama3-8b_32xh100_p5_compile.yaml", "f3_llama3-8b_32xh100_p5_float8.yaml", 20.3},
+      {"F3 float8 all-gather over that", "f3_llama3-8b_32xh100_p5_float8.yaml", "f3_llama3-8b_32xh100_p5_float8_allgather.yaml", 3.8},
+      {"P1 tensorwise (70B, TP 8)", "p1_llama3-70b_256xh100_tp8.yaml", "p1_llama3-70b_256xh100_tp8_float8_tensorwise.yaml", 35.6},
+      {"P2 tensorwise (8B, TP 8)", "p2_llama3-8b_64xh100_tp8.yaml", "p2_llama3-8b_64xh100_tp8_float8_tensorwise.yaml", 16.0},
+      {"P3 tensorwise (405B, TP 8)", "p3_llama3.1-405b_128xh100_tp8.yaml", "p3_llama3.1-405b_128xh100_tp8_float8.yaml", 62.4},
+  };
+  for (const auto& sp : speedups) {
+    const std::string dir = "validation/published/";
+    const Figures a = simulate(dir + sp.base, {});
+    const Figures b = simulate(dir + sp.with, {});
+    std::printf("  float8 speed-up, %s (published: %+.1f%%): %+.1f%% tokens/s\n", sp.what, sp.published,
+                100 * (b.tokens_per_s / a.tokens_per_s - 1));
+  }
   const auto d4 = "validation/published/d4_gpt3-175b_128xa100.yaml";
   const Figures pre = simulate(d4, {"fsdp.backward_prefetch=pre"});
   const Figures none = simulate(d4, {"fsdp.backward_prefetch=none"});
