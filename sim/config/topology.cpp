@@ -56,10 +56,12 @@ constexpr std::array kEfficiencyParams{
     ParamSpec{"attention_forward", "fraction", "0.35", "FlashAttention-2 forward, fraction of peak", kFractionRange},
     ParamSpec{"attention_backward", "fraction", "0.28", "FlashAttention-2 backward, fraction of peak", kFractionRange},
     ParamSpec{"memory", "fraction", "0.8", "memory-bound kernels, fraction of hbm_bandwidth", kFractionRange},
-    ParamSpec{"matmul_fp8", "fraction", "matmul",
-              "large fp8 GEMMs with tensorwise scales, fraction of peak_flops.fp8 (default: as bf16, torchao's float8 roofline)", kFractionRange},
-    ParamSpec{"matmul_fp8_rowwise", "fraction", "matmul_fp8", "fp8 GEMMs with rowwise scales, fraction of peak_flops.fp8", kFractionRange},
-    ParamSpec{"matmul_mxfp8", "fraction", "matmul_fp8", "MXFP8 GEMMs, fraction of peak_flops.mxfp8", kFractionRange},
+    ParamSpec{"matmul_fp8", "fraction", "-",
+              "large fp8 GEMMs with tensorwise scales, fraction of peak_flops.fp8; unset: matmul's (torchao's float8 roofline "
+              "assumes the same fraction)", kFractionRange},
+    ParamSpec{"matmul_fp8_rowwise", "fraction", "-", "fp8 GEMMs with rowwise scales, fraction of peak_flops.fp8; unset: matmul_fp8's",
+              kFractionRange},
+    ParamSpec{"matmul_mxfp8", "fraction", "-", "MXFP8 GEMMs, fraction of peak_flops.mxfp8; unset: matmul_fp8's", kFractionRange},
 };
 constexpr std::array kNodeParams{
     ParamSpec{"gpus", "integer", "8", "GPUs per node", Range{1, 1024}},

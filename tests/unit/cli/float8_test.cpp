@@ -99,7 +99,7 @@ Run run(bool float8) {
   });
 }
 
-TEST_CASE("a float8 step: less GEMM time, more memory-bound time, float8 all-gathers in the summary") {
+TEST_CASE("a float8 step: less GEMM time but more memory-bound time and float8 all-gathers in the summary") {
   const Run a = run(false);
   const Run b = run(true);
   CHECK(b.float8);

@@ -41,7 +41,7 @@ int ops_starting(const graph::StepGraph& g, const std::string& prefix) {
 
 }  // namespace
 
-TEST_CASE("float8 cast traffic of one linear per recipe, from torchao's roofline") {
+TEST_CASE("float8 cast traffic of one linear per recipe (torchao's roofline)") {
   // tensorwise, eager: input amax 2X + cast 2X + 2 x 1X (two layouts) = 6X; weight amax 2W and
   // cast 3W in forward, 3W in backward; grad_output 6G.
   auto c = casts(model::Float8Recipe::tensorwise, false);
@@ -72,7 +72,7 @@ TEST_CASE("float8 cast traffic of one linear per recipe, from torchao's roofline
   CHECK(c.backward_bytes == 411'041'792.0);  // 2G + 3W
 }
 
-TEST_CASE("float8 converts every block linear; the output layer stays by name or by shape") {
+TEST_CASE("float8 converts every block linear - the output layer stays by name or by shape") {
   auto p = test::prepared("tests/data/tiny_llama.yaml", {"training.float8={recipe: tensorwise}"});
   CHECK(p.float8.linears == 28);  // 4 blocks x 7
   REQUIRE(p.float8.skip_matches.size() == 1);
@@ -90,7 +90,7 @@ TEST_CASE("float8 converts every block linear; the output layer stays by name or
   CHECK(warned);
 }
 
-TEST_CASE("a block's forward under float8: GEMMs in float8, FLOPs unchanged, the casts' bytes added") {
+TEST_CASE("a block's forward under float8: float8 GEMMs with unchanged FLOPs plus the casts' bytes") {
   const auto bf16 = test::prepared("tests/data/tiny_llama.yaml");
   const auto f8 = test::prepared("tests/data/tiny_llama.yaml", {"training.float8={recipe: tensorwise}"});
   const graph::Op& a = op_named(bf16.graph, "FWD layers.1");
@@ -103,7 +103,7 @@ TEST_CASE("a block's forward under float8: GEMMs in float8, FLOPs unchanged, the
   CHECK(b.work.launches - a.work.launches == 42);
 }
 
-TEST_CASE("FSDP2's float8 all-gather moves the converted weights at 1 byte, with their amax all-reduces") {
+TEST_CASE("FSDP2's float8 all-gather moves the converted weights at 1 byte with their amax all-reduces") {
   const std::vector<std::string> f8ag{"fsdp.version=2", "training.compile=true",
                                       "training.float8={recipe: tensorwise, fsdp_float8_all_gather: true}"};
   const auto bf16 = test::prepared("tests/data/tiny_llama.yaml", {"fsdp.version=2"});
