@@ -1,4 +1,5 @@
-// shardsim tune SCENARIO [--set KEY=VALUE]... [--memory-limit BYTES] [--batch N] [--tp auto|N,...] [--finalists K]
+// shardsim tune SCENARIO [--set KEY=VALUE]... [--memory-limit BYTES] [--batch N] [--tp auto|N,...] [--float8 auto|R,...]
+//                [--finalists K]
 //                [-j N] [--out DIR]
 // Searches the settings of sweep/tune.hpp for the highest tokens/s per GPU that fits, and prints
 // what it searched and found as YAML comments followed by the settings to paste into the
@@ -36,6 +37,9 @@ Args tune_args() {
   a.value("--batch", "N", "sequences per data-parallel rank per optimizer step, kept fixed (default: micro_batch x grad_accum)");
   a.value("--tp", "auto | N,N,...",
           "also search tensor-parallel degrees (auto: those inside a node the model allows), keeping the global batch");
+  a.value("--float8", "auto | RECIPE,RECIPE,...",
+          "also search training.float8.recipe (auto: none and every recipe the GPU has: tensorwise, rowwise, rowwise_with_gw_hp, "
+          "mxfp8)");
   a.value("--finalists", "K", "stage-1 configurations refined in stage 2 (FSDP1; default 4)");
   a.value("-j", "N", "worker processes; default: the CPUs available");
   a.value("--out", "DIR", "keep each stage's sweep (results, pictures) and recommended.yaml in DIR");
@@ -50,6 +54,32 @@ std::int64_t positive(const std::optional<std::string>& text, std::string_view o
     throw UsageError(fmt::format("{} expects a whole number from 1 to {}; got \"{}\"", option, 1 << 20, *text));
   }
   return n;
+}
+
+// --float8: training.float8.recipe as one more stage-1 axis.
+sweep::Axis float8_axis(const config::ScenarioConfig& base, const std::string& text) {
+  std::vector<std::string> recipes;
+  if (text == "auto") {
+    recipes.emplace_back("none");
+    const auto& gpu = base.cluster.topology.gpu;
+    if (gpu.peak_fp8.value() > 0) recipes.insert(recipes.end(), {"tensorwise", "rowwise", "rowwise_with_gw_hp"});
+    if (gpu.peak_mxfp8.value() > 0) recipes.emplace_back("mxfp8");
+  } else {
+    std::string_view rest = text;
+    while (!rest.empty()) {
+      const auto comma = rest.find(',');
+      recipes.emplace_back(rest.substr(0, comma));
+      rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    }
+  }
+  sweep::Axis axis;
+  axis.keys = {"training.float8.recipe"};
+  for (auto& r : recipes) {
+    if (r.empty()) throw UsageError(fmt::format("--float8 expects auto or recipe names separated by commas; got \"{}\"", text));
+    axis.values.push_back({r});
+  }
+  axis.where = Location{fmt::format("--float8 {}", text), 0, 0};
+  return axis;
 }
 
 std::string axes_text(const std::vector<sweep::Axis>& axes) {
@@ -207,7 +237,8 @@ int cmd_tune(std::span<const std::string> argv) {
       }
     }
   }
-  const sweep::TuneSpace space = sweep::tune_space(base, batch, tp_degrees);
+  sweep::TuneSpace space = sweep::tune_space(base, batch, tp_degrees);
+  if (auto f8 = args.get("--float8")) space.stage1.push_back(float8_axis(base, *f8));
   sweep::check_axes(o.scenario, o.sets, space.stage1);
   const Search s = search(o, space);
   const std::string limit_text =

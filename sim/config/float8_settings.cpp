@@ -10,9 +10,11 @@
 namespace shardsim::config {
 namespace {
 
-constexpr std::array<std::string_view, 4> kRecipeNames{"tensorwise", "rowwise", "rowwise_with_gw_hp", "mxfp8"};
+constexpr std::array<std::string_view, 5> kRecipeNames{"tensorwise", "rowwise", "rowwise_with_gw_hp", "mxfp8", "none"};
 constexpr std::array kFloat8Params{
-    ParamSpec{"recipe", "", "", "torchao's recipe: tensorwise | rowwise | rowwise_with_gw_hp scales, or mxfp8 (Blackwell)", {}, kRecipeNames},
+    ParamSpec{"recipe", "", "",
+              "torchao's recipe: tensorwise | rowwise | rowwise_with_gw_hp scales, or mxfp8 (Blackwell); none: bf16 linears (a sweep's "
+              "baseline)", {}, kRecipeNames},
     ParamSpec{"fsdp_float8_all_gather", "bool", "false",
               "FSDP2 casts converted weights to float8 on their shards and all-gathers 1 byte per parameter (tensorwise only)"},
     ParamSpec{"precompute_scales", "bool", "false",
@@ -35,8 +37,16 @@ Float8Config read_float8(const Reader& training) {
   r.finish();
   f.enabled = true;
   f.where = training.where("float8");
-  if (!r.has("recipe")) r.fail("recipe", "missing required key (expected tensorwise, rowwise, rowwise_with_gw_hp or mxfp8)");
+  if (!r.has("recipe")) r.fail("recipe", "missing required key (expected tensorwise, rowwise, rowwise_with_gw_hp, mxfp8 or none)");
   f.recipe = {pick<Float8RecipeName>(r, "recipe", kRecipeNames), r.where("recipe")};
+  if (f.recipe.value == Float8RecipeName::none) {
+    // No linear converted: the other keys would have nothing to act on.
+    for (std::string_view key : {"fsdp_float8_all_gather", "precompute_scales"}) {
+      if (r.boolean(key)) r.fail(key, "applies to float8 linears, but recipe is none; expected false");
+    }
+    f.enabled = false;
+    return f;
+  }
   f.fsdp_float8_all_gather = {r.boolean("fsdp_float8_all_gather"), r.where("fsdp_float8_all_gather")};
   f.precompute_scales = {r.boolean("precompute_scales"), r.where("precompute_scales")};
   if (!r.boolean("force_recompute_weight_in_backward")) {

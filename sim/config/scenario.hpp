@@ -62,7 +62,7 @@ struct ModelConfig {
 };
 
 // torchao float8 training (training.float8; model/float8.hpp says what each recipe does).
-enum class Float8RecipeName { tensorwise, rowwise, rowwise_with_gw_hp, mxfp8 };
+enum class Float8RecipeName { tensorwise, rowwise, rowwise_with_gw_hp, mxfp8, none };
 [[nodiscard]] std::string_view to_string(Float8RecipeName r);
 
 struct Float8Config {

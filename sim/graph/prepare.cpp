@@ -67,7 +67,7 @@ static void apply_float8(Prepared& p, int act_bytes) {
   const config::Float8Config& f = p.scenario.training.float8;
   if (!f.enabled) return;
   static constexpr std::array kRecipes{model::Float8Recipe::tensorwise, model::Float8Recipe::rowwise,
-                                       model::Float8Recipe::rowwise_with_gw_hp, model::Float8Recipe::mxfp8};
+                                       model::Float8Recipe::rowwise_with_gw_hp, model::Float8Recipe::mxfp8, model::Float8Recipe::none};
   model::Float8Options o;
   o.recipe = kRecipes[static_cast<std::size_t>(f.recipe.value)];
   o.fsdp_all_gather = f.fsdp_float8_all_gather.value;
