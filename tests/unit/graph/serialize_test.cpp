@@ -28,3 +28,30 @@ TEST_CASE("a graph from another program or version is refused") {
   CHECK_THROWS_AS((void)graph::from_json(nlohmann::json{{"format", "other"}}, "x.json"), ConfigError);
   CHECK_THROWS_AS((void)graph::from_json(nlohmann::json{{"format", "shardsim-graph"}, {"format_version", 99}}, "x.json"), ConfigError);
 }
+
+TEST_CASE("float8 GEMMs keep their type through export and a wrong type is refused") {
+  const auto p = test::prepared("tests/data/tiny_llama.yaml", {"training.float8={recipe: rowwise_with_gw_hp}"});
+  auto j = graph::to_json(p.graph);
+  const auto g = graph::from_json(j, "graph.json");
+  int fp8 = 0;
+  int high = 0;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const auto& a = g.op(static_cast<int>(i)).work.gemms;
+    const auto& b = p.graph.op(static_cast<int>(i)).work.gemms;
+    REQUIRE(a.size() == b.size());
+    for (std::size_t k = 0; k < a.size(); ++k) {
+      CHECK(a[k].type == b[k].type);
+      fp8 += a[k].type == graph::GemmType::fp8_rowwise ? 1 : 0;
+      high += a[k].type == graph::GemmType::high ? 1 : 0;
+    }
+  }
+  CHECK(fp8 > 0);
+  CHECK(high > 0);  // grad_weight stays bf16 in this recipe, and the output layer
+  for (auto& op : j["ops"]) {
+    if (!op.contains("work")) continue;
+    for (auto& gemm : op["work"]["gemms"]) {
+      if (gemm.size() == 4) gemm[3] = "fp4";
+    }
+  }
+  CHECK_THROWS_AS((void)graph::from_json(j, "graph.json"), ConfigError);
+}

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <stdexcept>
 #include <variant>
 
 using namespace shardsim;
@@ -51,4 +52,12 @@ TEST_CASE("a compute op runs its GEMMs, its attention, one copy, and empty kerne
   for (const auto& k : ks) f.add(k);
   CHECK(f.gemm_b == 1376 * 512);
   CHECK(f.copy_bytes == 2e6);
+}
+
+TEST_CASE("the replay refuses float8 GEMMs rather than timing them in bf16") {
+  graph::Work w;
+  w.gemms = {graph::Gemm{128, 256, 64, graph::GemmType::fp8}};
+  CHECK_THROWS_AS((void)replay::compute_kernels(w), std::invalid_argument);
+  w.gemms[0].type = graph::GemmType::high;
+  CHECK(replay::compute_kernels(w).size() == 1);
 }
