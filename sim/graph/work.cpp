@@ -23,14 +23,17 @@ GemmType gemm_type(const model::Kernel& k, GemmRole role) {
   return GemmType::high;
 }
 
-void add_forward(Work& w, const model::Kernel& k, const Batch& b) {
+// `casts`: a float8 matmul's input and weight casts run too (not when only its GEMM is redone).
+void add_forward(Work& w, const model::Kernel& k, const Batch& b, bool casts = true) {
   switch (k.kind) {
     case model::KernelKind::matmul: {
       w.gemms.push_back(Gemm{b.tokens(), k.n, k.k, gemm_type(k, GemmRole::output)});
       w.launches += 1;
-      const model::Float8Casts casts = model::float8_casts(k, b.tokens());
-      w.memory_bytes += casts.forward_bytes;
-      w.launches += casts.forward_launches;
+      if (casts) {
+        const model::Float8Casts c = model::float8_casts(k, b.tokens());
+        w.memory_bytes += c.forward_bytes;
+        w.launches += c.forward_launches;
+      }
       break;
     }
     case model::KernelKind::attention:
@@ -70,12 +73,16 @@ void add_backward(Work& w, const model::Kernel& k, const Batch& b) {
   }
 }
 
+// Per-op selective checkpointing (torchtitan's save list) saves every second aten.mm output; a
+// Float8Linear's matmul is aten._scaled_mm, which the list does not name, so all of them are
+// recomputed (torchtitan parallelize_llama.py _save_list, 2024-2025). Under torch.compile the
+// partitioner keeps their float8 inputs instead (pytorch/pytorch#128730), so only the GEMM reruns.
 bool recomputed(const model::Kernel& k, model::AcMode ac) {
   switch (ac) {
     case model::AcMode::none:
       return false;
     case model::AcMode::selective:
-      return k.recomputed_by_selective;
+      return k.recomputed_by_selective || (k.kind == model::KernelKind::matmul && k.float8 != model::Float8Recipe::none);
     case model::AcMode::full:
       return true;
   }
@@ -112,7 +119,8 @@ Work forward_work(const fsdp::Segment& s, const Batch& b) {
 Work backward_work(const fsdp::Segment& s, const Batch& b, model::AcMode ac) {
   Work w;
   for (const auto& k : s.kernels) {
-    if (recomputed(k, ac)) add_forward(w, k, b);
+    // Full checkpointing reruns the block's casts too; eager selective checkpointing recasts.
+    if (recomputed(k, ac)) add_forward(w, k, b, ac == model::AcMode::full || !k.float8_fused_casts);
   }
   for (auto it = s.kernels.rbegin(); it != s.kernels.rend(); ++it) add_backward(w, *it, b);
   return w;

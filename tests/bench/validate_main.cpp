@@ -94,16 +94,16 @@ int main(int argc, char** argv) {
       {"F3", "validation/published/f3_llama3-8b_32xh100_p5_compile.yaml", "tokens/s", 7166, "same, + torch.compile", 0.15},
       // Float8 training (published-runs-2.md F1-F3, P1-P3 Float8 rows; torchao recipes).
       {"F1", "validation/published/f1_llama3-8b_8xh100_bf16.yaml", "tokens/s", 6150, "torchao float8 README (2025-03), bf16", 0.03},
-      {"F1", "validation/published/f1_llama3-8b_8xh100_float8_tensorwise.yaml", "tokens/s", 7689.5, "same, tensorwise + float8 all-gather", 0.10},
-      {"F1", "validation/published/f1_llama3-8b_8xh100_float8_rowwise.yaml", "tokens/s", 6768, "same, rowwise + bf16 all-gather", 0.16},
-      {"F2", "validation/published/f1_llama3-8b_8xh100_float8_rowwise.yaml", "tokens/s", 7020, "torchao pretraining tutorial, rowwise", 0.12},
+      {"F1", "validation/published/f1_llama3-8b_8xh100_float8_tensorwise.yaml", "tokens/s", 7689.5, "same, tensorwise + float8 all-gather", 0.03},
+      {"F1", "validation/published/f1_llama3-8b_8xh100_float8_rowwise.yaml", "tokens/s", 6768, "same, rowwise + bf16 all-gather", 0.10},
+      {"F2", "validation/published/f1_llama3-8b_8xh100_float8_rowwise.yaml", "tokens/s", 7020, "torchao pretraining tutorial, rowwise", 0.06},
       {"F2", "validation/published/f2_llama3-8b_8xh100_float8_tensorwise.yaml", "tokens/s", 7640, "same, tensorwise, bf16 all-gather", 0.05},
-      {"F3", "validation/published/f3_llama3-8b_32xh100_p5_float8.yaml", "tokens/s", 8624, "AWS ML blog, + Float8 linears", 0.22},
-      {"F3", "validation/published/f3_llama3-8b_32xh100_p5_float8_allgather.yaml", "tokens/s", 8950, "same, + float8 all-gather", 0.23},
+      {"F3", "validation/published/f3_llama3-8b_32xh100_p5_float8.yaml", "tokens/s", 8624, "AWS ML blog, + Float8 linears", 0.16},
+      {"F3", "validation/published/f3_llama3-8b_32xh100_p5_float8_allgather.yaml", "tokens/s", 8950, "same, + float8 all-gather", 0.16},
       {"P1", "validation/published/p1_llama3-70b_256xh100_tp8_float8_tensorwise.yaml", "tokens/s", 809.8, "torchtitan asyncTP benchmark, Float8 tensorwise", 0.05},
       {"P1", "validation/published/p1_llama3-70b_256xh100_tp8_float8_rowwise.yaml", "tokens/s", 599.6, "same, Float8 rowwise", 0.26},
-      {"P2", "validation/published/p2_llama3-8b_64xh100_tp8_float8_tensorwise.yaml", "tokens/s", 5078.1, "same, Llama 3 8B, Float8 tensorwise", 0.24},
-      {"P2", "validation/published/p2_llama3-8b_64xh100_tp8_float8_rowwise.yaml", "tokens/s", 3708.5, "same, Float8 rowwise", 0.45},
+      {"P2", "validation/published/p2_llama3-8b_64xh100_tp8_float8_tensorwise.yaml", "tokens/s", 5078.1, "same, Llama 3 8B, Float8 tensorwise", 0.21},
+      {"P2", "validation/published/p2_llama3-8b_64xh100_tp8_float8_rowwise.yaml", "tokens/s", 3708.5, "same, Float8 rowwise", 0.43},
       {"P3", "validation/published/p3_llama3.1-405b_128xh100_tp8_float8.yaml", "tokens/s", 177, "torchtitan docs/performance.md (2024-08), Float8", 0.05},
   };
   std::printf("Published runs: predicted vs measured\n");

@@ -138,3 +138,29 @@ TEST_CASE("tensorwise float8 with tensor parallelism all-gathers the sequence sh
   with_f8.back() = "training.float8={recipe: rowwise}";
   CHECK(op_named(test::prepared("tests/data/tiny_llama.yaml", with_f8).graph, "TP AG layers.1.attention tp_enter").bytes == 524'288.0);
 }
+
+TEST_CASE("per-op selective checkpointing recomputes every float8 matmul and not its casts") {
+  // torchtitan's save list names aten.mm, not aten._scaled_mm: in bf16 every second matmul of a
+  // block is recomputed (wk, wo, w3), in float8 all seven; compiled, the float8 inputs are kept,
+  // so the recompute adds GEMMs only. The extra: the forward GEMMs of wq, wv (2 x 512 x 512 x 512
+  // each) and w1, w2 (2 x 512 x 1,376 x 512 each) = 1,979,711,488 FLOPs.
+  const std::vector<std::string> sac{"fsdp.version=2", "training.compile=true", "training.activation_checkpointing=selective"};
+  auto f8 = sac;
+  f8.emplace_back("training.float8={recipe: tensorwise}");
+  auto f8_none = sac;
+  f8_none.emplace_back("training.activation_checkpointing=none");
+  f8_none.emplace_back("training.float8={recipe: tensorwise}");
+  const auto a = test::prepared("tests/data/tiny_llama.yaml", sac);
+  const auto b = test::prepared("tests/data/tiny_llama.yaml", f8);
+  const auto c = test::prepared("tests/data/tiny_llama.yaml", f8_none);
+  const graph::Op& bf16_bwd = op_named(a.graph, "BWD layers.1");
+  const graph::Op& f8_bwd = op_named(b.graph, "BWD layers.1");
+  CHECK(f8_bwd.work.gemm_flops() - bf16_bwd.work.gemm_flops() == doctest::Approx(1'979'711'488.0));
+  // The float8 backward's cast bytes are those of no checkpointing (nothing recast); its memory
+  // kernels' recompute is the same as bf16's.
+  const graph::Op& plain_bwd = op_named(c.graph, "BWD layers.1");
+  CHECK(f8_bwd.work.memory_bytes - bf16_bwd.work.memory_bytes ==
+        doctest::Approx(plain_bwd.work.memory_bytes - op_named(test::prepared("tests/data/tiny_llama.yaml",
+                                                                               {"fsdp.version=2", "training.compile=true"}).graph,
+                                                               "BWD layers.1").work.memory_bytes));
+}
