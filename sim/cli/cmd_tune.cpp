@@ -56,6 +56,17 @@ std::int64_t positive(const std::optional<std::string>& text, std::string_view o
   return n;
 }
 
+// "a,b,c" -> {"a", "b", "c"} (an empty item stays, for the caller to refuse).
+std::vector<std::string> comma_list(std::string_view rest) {
+  std::vector<std::string> out;
+  while (!rest.empty()) {
+    const auto comma = rest.find(',');
+    out.emplace_back(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+  }
+  return out;
+}
+
 // --float8: training.float8.recipe as one more stage-1 axis.
 sweep::Axis float8_axis(const config::ScenarioConfig& base, const std::string& text) {
   std::vector<std::string> recipes;
@@ -65,12 +76,7 @@ sweep::Axis float8_axis(const config::ScenarioConfig& base, const std::string& t
     if (gpu.peak_fp8.value() > 0) recipes.insert(recipes.end(), {"tensorwise", "rowwise", "rowwise_with_gw_hp"});
     if (gpu.peak_mxfp8.value() > 0) recipes.emplace_back("mxfp8");
   } else {
-    std::string_view rest = text;
-    while (!rest.empty()) {
-      const auto comma = rest.find(',');
-      recipes.emplace_back(rest.substr(0, comma));
-      rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-    }
+    recipes = comma_list(text);
   }
   sweep::Axis axis;
   axis.keys = {"training.float8.recipe"};
@@ -228,13 +234,7 @@ int cmd_tune(std::span<const std::string> argv) {
     if (*tp == "auto") {
       tp_degrees = graph::tensor_parallel_degrees(base);
     } else {
-      std::string_view rest = *tp;
-      while (!rest.empty()) {
-        const auto comma = rest.find(',');
-        const std::string item(rest.substr(0, comma));
-        tp_degrees.push_back(static_cast<int>(positive(item, "--tp", 1)));
-        rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-      }
+      for (const auto& item : comma_list(*tp)) tp_degrees.push_back(static_cast<int>(positive(item, "--tp", 1)));
     }
   }
   sweep::TuneSpace space = sweep::tune_space(base, batch, tp_degrees);
