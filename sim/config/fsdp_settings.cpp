@@ -41,6 +41,7 @@ constexpr std::array kMixedPrecisionParams{
     ParamSpec{"param", "", "bf16", "dtype of unsharded parameters and compute", {}, kDTypeNames},
     ParamSpec{"reduce", "", "-", "dtype of gradient reduction (default: param)", {}, kDTypeNames},
 };
+constexpr std::array<std::string_view, 3> kOffloadNames{"none", "cpu", "nvme"};
 // DeepSpeed defaults (deepspeed/runtime/zero/config.py, shared/reference/fsdp-semantics.md section 8).
 constexpr std::array kZero3Params{
     ParamSpec{"prefetch_bucket_size", "integer", "50000000", "stage3_prefetch_bucket_size: parameters prefetched ahead (numel)", Range{0, kNumelMax}},
@@ -50,6 +51,14 @@ constexpr std::array kZero3Params{
               "stage3_param_persistence_threshold: smaller parameters are never partitioned", Range{0, kNumelMax}},
     ParamSpec{"reduce_bucket_size", "integer", "500000000", "reduce_bucket_size: gradients reduce-scattered per bucket (numel)", Range{1, kNumelMax}},
     ParamSpec{"overlap_comm", "bool", "true", "reduce on a separate stream, overlapping backward"},
+    ParamSpec{"offload_optimizer", "none | cpu | nvme", "none",
+              "ZeRO-Offload / ZeRO-Infinity: fp32 master weights, optimizer state and the optimizer step on the CPU, the state on "
+              "the node's NVMe (host.nvme) swapped in and out per sub-group", {}, kOffloadNames},
+    ParamSpec{"offload_param", "none | cpu | nvme", "none",
+              "ZeRO-Infinity: the 16-bit parameter partition in CPU memory or on NVMe, copied to the GPU before each all-gather",
+              {}, kOffloadNames},
+    ParamSpec{"sub_group_size", "integer", "1000000000", "sub_group_size: parameters the offloaded optimizer steps and swaps at a time",
+              Range{1, kNumelMax}},
 };
 
 constexpr Schema kFsdpSchema{"fsdp", "FSDP settings (PyTorch names)", kFsdpParams};
@@ -108,6 +117,9 @@ Zero3Config read_zero3(const Reader& fsdp) {
   z.param_persistence_threshold = r.integer("param_persistence_threshold");
   z.reduce_bucket_size = r.integer("reduce_bucket_size");
   z.overlap_comm = r.boolean("overlap_comm");
+  z.offload_optimizer = {pick<OffloadDevice>(r, "offload_optimizer"), r.where("offload_optimizer")};
+  z.offload_param = {pick<OffloadDevice>(r, "offload_param"), r.where("offload_param")};
+  z.sub_group_size = r.integer("sub_group_size");
   r.finish();
   return z;
 }
@@ -123,7 +135,7 @@ void check_applies(const Reader& r, const FsdpConfig& f, std::vector<ConfigWarni
   };
   if (f.sharding == Sharding::zero3) {
     if (r.has("cpu_offload") && f.cpu_offload) {
-      r.fail("cpu_offload", "ZeRO-3's offload (offload_optimizer / offload_param) is not modelled; expected false, or a PyTorch FSDP sharding");
+      r.fail("cpu_offload", "DeepSpeed ZeRO-3 offloads with fsdp.zero3.offload_optimizer / offload_param (cpu or nvme); expected false");
     }
     constexpr std::array kPyTorchOnly{"backward_prefetch", "backward_prefetch_depth", "forward_prefetch",      "limit_all_gathers",
                                       "max_inflight_all_gathers", "reshard_after_forward", "keep_last_unit_unsharded",
@@ -189,6 +201,19 @@ FsdpConfig read_fsdp(const Reader& top, std::vector<ConfigWarning>& warnings) {
 
 std::vector<Schema> fsdp_schemas() {
   return {kFsdpSchema, kMixedPrecisionSchema, kZero3Schema};
+}
+
+void check_offload(const ScenarioConfig& s) {
+  const Zero3Config& z = s.fsdp.zero3;
+  if (s.fsdp.sharding != Sharding::zero3) return;
+  const auto& t = s.cluster.topology;
+  for (const Located<OffloadDevice>* d : {&z.offload_optimizer, &z.offload_param}) {
+    if (d->value != OffloadDevice::nvme || t.host.nvme.read.value() > 0) continue;
+    throw ConfigError(d->where, d == &z.offload_optimizer ? "fsdp.zero3.offload_optimizer" : "fsdp.zero3.offload_param",
+                      fmt::format("the topology ({}) describes no NVMe drives (host.nvme: {{read, write, capacity}}); expected cpu or none, "
+                                  "or a topology with them",
+                                  t.name));
+  }
 }
 
 }  // namespace shardsim::config

@@ -344,6 +344,7 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
   }
   check_parallelism(s);
   check_float8(s);
+  check_offload(s);
   if (top.has("calibration")) {
     const auto cal = top.file_path("calibration");
     if (!std::filesystem::exists(cal)) top.fail("calibration", fmt::format("no such file: {}", cal.string()));

@@ -96,6 +96,9 @@ struct MixedPrecision {
 };
 
 // DeepSpeed ZeRO-3 knobs, in numel as DeepSpeed counts them.
+// Where ZeRO-Infinity keeps what it offloads (DeepSpeed's offload_optimizer / offload_param device).
+enum class OffloadDevice { none, cpu, nvme };
+
 struct Zero3Config {
   std::int64_t prefetch_bucket_size = 50'000'000;
   std::int64_t max_live_parameters = 1'000'000'000;
@@ -103,6 +106,11 @@ struct Zero3Config {
   std::int64_t param_persistence_threshold = 100'000;
   std::int64_t reduce_bucket_size = 500'000'000;
   bool overlap_comm = true;
+  // ZeRO-Infinity: fp32 master weights and optimizer state (and the step) on the CPU or NVMe;
+  // the 16-bit parameter partition on the CPU or NVMe, brought to the GPU for each all-gather.
+  Located<OffloadDevice> offload_optimizer;
+  Located<OffloadDevice> offload_param;
+  std::int64_t sub_group_size = 1'000'000'000;  // parameters the optimizer steps (and swaps) at a time
 };
 
 struct FsdpConfig {

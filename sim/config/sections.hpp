@@ -52,6 +52,8 @@ void check_parallelism(const ScenarioConfig& s);
 // float8_settings.cpp: training.float8 as written, then checked against the GPU and FSDP.
 [[nodiscard]] Float8Config read_float8(const Reader& training);
 void check_float8(ScenarioConfig& s);
+// fsdp_settings.cpp: ZeRO-Infinity's NVMe offload needs the topology's host.nvme.
+void check_offload(const ScenarioConfig& s);
 [[nodiscard]] std::vector<Schema> float8_schemas();
 
 }  // namespace shardsim::config

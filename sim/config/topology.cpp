@@ -89,6 +89,15 @@ constexpr std::array kFabricParams{
 constexpr std::array kHostParams{
     ParamSpec{"memory_bandwidth", "bandwidth", "100GB/s", "CPU DRAM bandwidth (CPU-offloaded optimizer)", kBandwidthRange},
     ParamSpec{"cpu", "", "intel", "CPU vendor: NCCL caps the LL protocol's multi-node bandwidth by it", {}, kCpuVendorNames},
+    ParamSpec{"memory", "size", "-", "CPU DRAM per node (checked against what offloading puts there); absent: not checked",
+              Range{1 << 20, 1e18, Dimension::bytes}},
+    ParamSpec{"nvme", "mapping {read, write, capacity}", "-",
+              "the node's NVMe drives together (ZeRO-Infinity offload): sequential read and write bandwidth, capacity"},
+};
+constexpr std::array kNvmeParams{
+    ParamSpec{"read", "bandwidth", "", "sequential read of all the node's drives together", kBandwidthRange},
+    ParamSpec{"write", "bandwidth", "", "sequential write of all the node's drives together", kBandwidthRange},
+    ParamSpec{"capacity", "size", "", "usable capacity of all the drives", Range{1 << 20, 1e18, Dimension::bytes}},
 };
 
 constexpr Schema kTopologySchema{"topology", "a cluster: GPUs, nodes and the fabric between them", kTopologyParams};
@@ -99,6 +108,7 @@ constexpr Schema kNodeSchema{"node", "one server", kNodeParams};
 constexpr Schema kLinkSchema{"link", "a point-to-point link", kLinkParams};
 constexpr Schema kFabricSchema{"fabric", "the network between nodes", kFabricParams};
 constexpr Schema kHostSchema{"host", "the CPU side of a node", kHostParams};
+constexpr Schema kNvmeSchema{"host.nvme", "a node's NVMe drives", kNvmeParams};
 
 const ConfigNode& child_or_default(const Reader& r, std::string_view key, ConfigNode& scratch) {
   if (const ConfigNode* n = r.node(key)) return *n;
@@ -252,6 +262,15 @@ TopologyConfig load_topology(const std::filesystem::path& file, const ConfigNode
     h.finish();
     t.host.memory_bandwidth = ByteRate(h.quantity("memory_bandwidth", Dimension::byte_rate));
     t.host.cpu = static_cast<CpuVendor>(h.choice_index("cpu"));
+    t.host.memory = Bytes(h.opt_quantity("memory", Dimension::bytes).value_or(0));
+    if (const ConfigNode* nvme = h.node("nvme")) {
+      if (!nvme->is_map()) h.fail("nvme", fmt::format("expected a mapping {{read, write, capacity}}; got {}", nvme->describe()));
+      Reader n(*nvme, "host.nvme", kNvmeSchema);
+      n.finish();
+      t.host.nvme.read = ByteRate(n.quantity("read", Dimension::byte_rate));
+      t.host.nvme.write = ByteRate(n.quantity("write", Dimension::byte_rate));
+      t.host.nvme.capacity = Bytes(n.quantity("capacity", Dimension::bytes));
+    }
   }
   if (t.node.nvls && (t.gpu.arch == GpuArch::volta || t.gpu.arch == GpuArch::ampere)) {
     Reader node(*root.find("node"), "node", kNodeSchema);
@@ -262,7 +281,7 @@ TopologyConfig load_topology(const std::filesystem::path& file, const ConfigNode
 }
 
 std::vector<Schema> topology_schemas() {
-  return {kTopologySchema, kGpuSchema, kPeakSchema, kEfficiencySchema, kNodeSchema, kLinkSchema, kFabricSchema, kHostSchema};
+  return {kTopologySchema, kGpuSchema, kPeakSchema, kEfficiencySchema, kNodeSchema, kLinkSchema, kFabricSchema, kHostSchema, kNvmeSchema};
 }
 
 }  // namespace shardsim::config

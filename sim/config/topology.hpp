@@ -84,9 +84,18 @@ struct FabricSpec {
   Seconds switch_latency;
 };
 
+// A node's NVMe drives, together (DeepSpeed ZeRO-Infinity offloads to them).
+struct NvmeSpec {
+  ByteRate read;   // sequential read, all the node's drives together; 0: no NVMe described
+  ByteRate write;  // sequential write
+  Bytes capacity;
+};
+
 struct HostSpec {
   ByteRate memory_bandwidth;  // CPU DRAM, used by the CPU-offload optimizer step
   CpuVendor cpu = CpuVendor::intel;
+  Bytes memory;  // CPU DRAM per node; 0: not given (host memory is then not checked)
+  NvmeSpec nvme;
 };
 
 struct TopologyConfig {

@@ -20,7 +20,11 @@ ComputeRates ComputeRates::nominal(const config::TopologyConfig& topo, bool low_
   r.kernel_launch = g.kernel_launch.value();
   r.pcie = topo.node.pcie.bandwidth.value();
   r.pcie_latency = topo.node.pcie.latency.value();
-  r.host_memory = topo.host.memory_bandwidth.value();
+  // The node's GPUs step their offloaded optimizers and swap at the same time in a data-parallel
+  // step: each rank's process gets an equal share of the node's DRAM and NVMe bandwidth.
+  r.host_memory = topo.host.memory_bandwidth.value() / topo.node.gpus;
+  r.nvme_read = topo.host.nvme.read.value() / topo.node.gpus;
+  r.nvme_write = topo.host.nvme.write.value() / topo.node.gpus;
   r.comm_interference = g.comm_interference;
   return r;
 }
@@ -53,6 +57,11 @@ graph::ComputeSplit RooflineModel::split(const graph::Op& op) const {
   s.memory = w.memory_bytes / r_.memory;
   s.launch = w.launches * r_.kernel_launch;
   s.other = (w.pcie_bytes > 0 ? w.pcie_bytes / r_.pcie + r_.pcie_latency : 0.0) + w.host_bytes / r_.host_memory;
+  if (w.nvme_read_bytes > 0 || w.nvme_write_bytes > 0) {
+    // NVMe offload is refused on a topology without drives (config/fsdp_settings.cpp).
+    if (r_.nvme_read <= 0 || r_.nvme_write <= 0) throw std::logic_error("NVMe traffic on a topology without NVMe drives");
+    s.nvme = w.nvme_read_bytes / r_.nvme_read + w.nvme_write_bytes / r_.nvme_write;
+  }
   return s;
 }
 

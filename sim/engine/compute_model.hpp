@@ -47,6 +47,8 @@ struct ComputeRates {
   double pcie = 1;           // bytes/s host <-> device
   double pcie_latency = 0;
   double host_memory = 1;  // bytes/s of CPU work
+  double nvme_read = 0;    // bytes/s of NVMe one GPU's process gets: the node's drives / its GPUs (0: none)
+  double nvme_write = 0;
   double comm_interference = 0;
 
   // The topology's figures: peak (bf16 or fp32) x gpu.efficiency.

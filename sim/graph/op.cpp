@@ -47,6 +47,8 @@ Work& Work::operator+=(const Work& o) {
   launches += o.launches;
   pcie_bytes += o.pcie_bytes;
   host_bytes += o.host_bytes;
+  nvme_read_bytes += o.nvme_read_bytes;
+  nvme_write_bytes += o.nvme_write_bytes;
   return *this;
 }
 
@@ -56,6 +58,7 @@ ComputeSplit& ComputeSplit::operator+=(const ComputeSplit& o) {
   memory += o.memory;
   launch += o.launch;
   other += o.other;
+  nvme += o.nvme;
   return *this;
 }
 
@@ -65,7 +68,7 @@ std::string_view to_string(OpKind k) {
   return names[static_cast<std::size_t>(k)];
 }
 std::string_view to_string(Stream s) {
-  constexpr std::array names{"compute", "nccl", "all_gather", "reduce_scatter", "all_reduce", "cpu", "h2d", "d2h", "tp"};
+  constexpr std::array names{"compute", "nccl", "all_gather", "reduce_scatter", "all_reduce", "cpu", "h2d", "d2h", "tp", "nvme"};
   return names[static_cast<std::size_t>(s)];
 }
 std::string_view to_string(Group g) {

@@ -33,8 +33,9 @@ enum class Stream {
   h2d,             // CPU offload: host-to-device copies (FSDP1's pre-unshard stream)
   d2h,             // CPU offload: device-to-host copies of gradients
   tp,              // tensor parallelism's process group (activations inside blocks)
+  nvme,            // ZeRO-Infinity: reads and writes of the node's NVMe drives (DeepSpeed's aio threads)
 };
-inline constexpr int kStreams = 9;
+inline constexpr int kStreams = 10;
 
 // The ranks a collective spans, relative to one rank.
 enum class Group {
@@ -109,6 +110,8 @@ struct Work {
   int launches = 0;         // kernels launched
   double pcie_bytes = 0;    // host_copy: bytes over PCIe
   double host_bytes = 0;    // CPU work (offloaded optimizer): CPU memory traffic
+  double nvme_read_bytes = 0;   // ZeRO-Infinity: bytes read from the node's NVMe drives
+  double nvme_write_bytes = 0;  // ... and written to them
 
   [[nodiscard]] double gemm_flops() const;
   [[nodiscard]] double attention_flops(bool backward) const;
@@ -123,7 +126,8 @@ struct ComputeSplit {
   double memory = 0;  // bandwidth-bound kernels
   double launch = 0;  // per-kernel launch cost
   double other = 0;   // PCIe copies, host (CPU) work
-  [[nodiscard]] double total() const { return gemm + attention + memory + launch + other; }
+  double nvme = 0;    // NVMe reads and writes
+  [[nodiscard]] double total() const { return gemm + attention + memory + launch + other + nvme; }
   ComputeSplit& operator+=(const ComputeSplit& o);
 };
 

@@ -32,6 +32,7 @@ struct GraphInfo {
   int micro_steps = 1;
   std::int64_t tokens_per_micro_step = 0;  // per rank
   std::vector<MemEffect> initial_memory;   // what each rank holds before the first step
+  double nvme_bytes = 0;                   // what each rank keeps on its node's NVMe drives (ZeRO-Infinity)
 };
 
 class StepGraph {

@@ -12,6 +12,15 @@
 //   reduce_bucket_size, on its own stream when overlap_comm, with at most two reductions pending;
 // - each rank keeps a 16-bit partition besides fp32 master weights, fp32 gradient partitions and
 //   optimizer state: 18 bytes per parameter (estimate_zero3_model_states_mem_needs).
+// ZeRO-Offload / ZeRO-Infinity (fsdp.zero3.offload_optimizer / offload_param, deepspeed/runtime/
+// zero/stage3.py and swap_tensor/): with the optimizer offloaded each reduced gradient partition
+// is copied to pinned CPU memory and the step runs on the CPU (fp32 master weights and state in
+// CPU memory, or on NVMe, swapped in and out one sub_group_size of parameters at a time, the
+// next sub-group read while the current one steps), after which the updated 16-bit partition is
+// copied back to the GPU (or stays on the CPU / is written to NVMe when parameters are
+// offloaded). With parameters offloaded each fetch first reads the partition from NVMe into a
+// pinned buffer and copies it to the GPU. NVMe traffic runs at the GPU's share of its node's
+// drives (host.nvme), PCIe copies at node.pcie.
 #include "graph/zero3_builder.hpp"
 
 #include <fmt/format.h>
@@ -76,15 +85,40 @@ class Zero3Builder {
       io_.cpu_wait(fetches_.front(), fmt::format("fetch wait ({})", g_.op(fetches_.front()).name));
       fetches_.pop_front();
     }
+    const int partition = bring_partition(u);
     Op ag = make_op(OpKind::all_gather, Stream::all_gather, "AG " + unit(u).name, u);
     ag.group = Group::shard;
     ag.bytes = gathered_bytes(u);
     ag.memory.push_back({MemCategory::unsharded_params, gathered_bytes(u), false, Pool::all_gather});
+    if (partition >= 0) ag.memory.push_back({MemCategory::sharded_params, -partition_bytes(u), true, Pool::all_gather});
     const int id = io_.issue(std::move(ag));
+    g_.add_edge(partition, id, EdgeKind::data);
     if (trigger >= 0) g_.add_edge(trigger, id, EdgeKind::prefetch);
     available_[static_cast<std::size_t>(u)] = id;
     live_numel_ += gathered_numel(u);
     fetches_.push_back(id);
+  }
+
+  // The rank's 16-bit partition of u, as an all-gather needs it.
+  [[nodiscard]] double partition_bytes(int u) const { return gathered_bytes(u) / plan_.shard_group; }
+  [[nodiscard]] bool offloads(config::OffloadDevice d) const { return d != config::OffloadDevice::none; }
+
+  // With parameters offloaded: the partition from NVMe to a pinned buffer, then to the GPU.
+  // Returns the copy the all-gather waits for, or -1.
+  int bring_partition(int u) {
+    if (!offloads(z_.offload_param.value)) return -1;
+    int read = -1;
+    if (z_.offload_param.value == config::OffloadDevice::nvme) {
+      Op r = make_op(OpKind::host_copy, Stream::nvme, "NVMe read " + unit(u).name, u);
+      r.work.nvme_read_bytes = partition_bytes(u);
+      read = io_.issue(std::move(r));
+    }
+    Op h2d = make_op(OpKind::host_copy, Stream::h2d, "H2D " + unit(u).name, u);
+    h2d.work.pcie_bytes = partition_bytes(u);
+    h2d.memory.push_back({MemCategory::sharded_params, partition_bytes(u), false, Pool::all_gather});
+    const int id = io_.issue(std::move(h2d));
+    g_.add_edge(read, id, EdgeKind::data);
+    return id;
   }
 
   // After fetching u, prefetch what the trace says comes next, within the two budgets.
@@ -206,32 +240,102 @@ class Zero3Builder {
       rs.group = Group::shard;
       rs.bytes = bucket_numel_ * plan_.reduce_bytes;
       const double shard = bucket_numel_ / plan_.shard_group * plan_.master_bytes;
-      if (io_.micro() == 0) {
-        rs.memory.push_back({MemCategory::grad_shards, shard, false, Pool::reduce_scatter});
-        shard_frees_.push_back({MemCategory::grad_shards, -shard, true, Pool::reduce_scatter});
-      }
+      const bool to_cpu = offloads(z_.offload_optimizer.value);
+      if (io_.micro() == 0 || to_cpu) rs.memory.push_back({MemCategory::grad_shards, shard, false, Pool::reduce_scatter});
+      if (io_.micro() == 0 && !to_cpu) shard_frees_.push_back({MemCategory::grad_shards, -shard, true, Pool::reduce_scatter});
       const int id = io_.issue(std::move(rs));
       g_.add_edge(producer, id, EdgeKind::data);
       reductions_.push_back(id);
+      if (to_cpu) {
+        // The reduced partition to the fp32 gradient buffer in pinned CPU memory (allocated once).
+        Op d2h = make_op(OpKind::host_copy, Stream::d2h, fmt::format("D2H bucket ({:.0f}M params)", bucket_numel_ / 1e6), -1);
+        d2h.work.pcie_bytes = bucket_numel_ / plan_.shard_group * plan_.reduce_bytes;
+        d2h.memory.push_back({MemCategory::grad_shards, -shard, true, Pool::reduce_scatter});
+        g_.add_edge(id, io_.issue(std::move(d2h)), EdgeKind::data);
+      }
     }
     bucket_numel_ = numel;
   }
 
-  void optimizer(int step) {
+  [[nodiscard]] std::int64_t shard_numel() const {
     std::int64_t shard = 0;
     for (const auto& u : plan_.units) shard += u.shard_numel;
-    // fp32 Adam on the partition, then the 16-bit partition is refreshed from it (read 4, write 2).
-    const double bytes = static_cast<double>(shard) *
-                         (fsdp::optimizer_bytes_per_param(cfg_.training.optimizer, plan_.master_bytes) + 4.0 + plan_.param_bytes);
-    Op op = make_op(OpKind::optimizer, Stream::compute, fmt::format("optimizer step {}", step), -1);
-    op.work = memory_work(bytes, 8 * static_cast<int>(plan_.units.size()));
-    op.memory = shard_frees_;
-    shard_frees_.clear();
-    const int id = io_.issue(std::move(op));
-    g_.add_edge(io_.last(Stream::reduce_scatter), id, EdgeKind::data);
-    last_optimizer_ = id;
+    return shard;
+  }
+  // fp32 master weights and optimizer state per parameter (Adam: 4 + 8), as the offloaded step
+  // reads and writes them.
+  [[nodiscard]] double state_bytes_per_param() const {
+    return static_cast<double>(plan_.master_bytes) * (1 + fsdp::optimizer_states(cfg_.training.optimizer));
+  }
+
+  void optimizer(int step) {
+    const std::int64_t shard = shard_numel();
+    if (offloads(z_.offload_optimizer.value)) {
+      offloaded_optimizer(step, shard);
+    } else {
+      // fp32 Adam on the partition, then the 16-bit partition is refreshed from it (read 4, write 2).
+      const double bytes = static_cast<double>(shard) *
+                           (fsdp::optimizer_bytes_per_param(cfg_.training.optimizer, plan_.master_bytes) + 4.0 + plan_.param_bytes);
+      Op op = make_op(OpKind::optimizer, Stream::compute, fmt::format("optimizer step {}", step), -1);
+      op.work = memory_work(bytes, 8 * static_cast<int>(plan_.units.size()));
+      op.memory = shard_frees_;
+      shard_frees_.clear();
+      const int id = io_.issue(std::move(op));
+      g_.add_edge(io_.last(Stream::reduce_scatter), id, EdgeKind::data);
+      last_optimizer_ = id;
+    }
     reductions_.clear();
     fetches_.clear();
+  }
+
+  // The step on the CPU (DeepSpeedCPUAdam over the fp32 state, the gradients read, the 16-bit
+  // partition written), one sub-group at a time; from NVMe, each sub-group's state is read before
+  // and written after its step, the next one's read overlapping it. Then the updated partition
+  // goes back to the GPU, or to NVMe when parameters live there.
+  void offloaded_optimizer(int step, std::int64_t shard) {
+    const bool nvme = z_.offload_optimizer.value == config::OffloadDevice::nvme;
+    const std::int64_t groups = std::max<std::int64_t>(1, (shard + z_.sub_group_size - 1) / z_.sub_group_size);
+    const auto group_numel = [&](std::int64_t i) {
+      return static_cast<double>(std::min(z_.sub_group_size, shard - i * z_.sub_group_size));
+    };
+    const int gradients_in = io_.last(Stream::d2h);
+    const auto read = [&](std::int64_t i) {
+      Op r = make_op(OpKind::host_copy, Stream::nvme, fmt::format("NVMe read optimizer state {}/{}", i + 1, groups), -1);
+      r.work.nvme_read_bytes = group_numel(i) * state_bytes_per_param();
+      return io_.issue(std::move(r));
+    };
+    int next_read = nvme ? read(0) : -1;
+    int last = -1;
+    for (std::int64_t i = 0; i < groups; ++i) {
+      const int this_read = next_read;
+      if (nvme && i + 1 < groups) next_read = read(i + 1);
+      Op op = make_op(OpKind::optimizer, Stream::cpu, fmt::format("optimizer step {} ({}/{})", step, i + 1, groups), -1);
+      // DeepSpeedCPUAdam's fused step: state read and written, the fp32 gradient read, the 16-bit
+      // parameter written (Adam: 2 x 12 + 4 + 2 = 30 bytes per parameter).
+      op.work.host_bytes = group_numel(i) * (2 * state_bytes_per_param() + plan_.master_bytes + plan_.param_bytes);
+      last = io_.issue(std::move(op));
+      g_.add_edge(gradients_in, last, EdgeKind::data);
+      g_.add_edge(io_.last(Stream::reduce_scatter), last, EdgeKind::data);
+      g_.add_edge(this_read, last, EdgeKind::data);
+      if (nvme) {
+        Op w = make_op(OpKind::host_copy, Stream::nvme, fmt::format("NVMe write optimizer state {}/{}", i + 1, groups), -1);
+        w.work.nvme_write_bytes = group_numel(i) * state_bytes_per_param();
+        g_.add_edge(last, io_.issue(std::move(w)), EdgeKind::data);
+      }
+    }
+    const double partition = static_cast<double>(shard) * plan_.param_bytes;
+    int updated = last;
+    if (z_.offload_param.value == config::OffloadDevice::none) {
+      Op h2d = make_op(OpKind::host_copy, Stream::h2d, fmt::format("H2D updated parameters {}", step), -1);
+      h2d.work.pcie_bytes = partition;
+      updated = io_.issue(std::move(h2d));
+    } else if (z_.offload_param.value == config::OffloadDevice::nvme) {
+      Op w = make_op(OpKind::host_copy, Stream::nvme, fmt::format("NVMe write parameters {}", step), -1);
+      w.work.nvme_write_bytes = partition;
+      updated = io_.issue(std::move(w));
+    }
+    g_.add_edge(last, updated, EdgeKind::data);
+    last_optimizer_ = updated;
   }
 
   void fill_info() {
@@ -254,11 +358,50 @@ class Zero3Builder {
     const double partition16 = static_cast<double>(shard) * plan_.param_bytes;
     // The reduction bucket (contiguous gradients), allocated once.
     const double bucket = static_cast<double>(z_.reduce_bucket_size) * plan_.grad_bytes;
-    info.initial_memory = {{MemCategory::sharded_params, state.params, false, Pool::compute},
-                           {MemCategory::sharded_params, partition16, false, Pool::compute},
-                           {MemCategory::unsharded_params, static_cast<double>(persistent) * plan_.param_bytes, false, Pool::compute},
-                           {MemCategory::optimizer_state, state.optimizer, false, Pool::compute},
-                           {MemCategory::reduce_buffers, bucket, false, Pool::compute}};
+    using config::OffloadDevice;
+    std::vector<MemEffect>& m = info.initial_memory;
+    m = {{MemCategory::unsharded_params, static_cast<double>(persistent) * plan_.param_bytes, false, Pool::compute},
+         {MemCategory::reduce_buffers, bucket, false, Pool::compute}};
+    switch (z_.offload_optimizer.value) {
+      case OffloadDevice::none:
+        m.push_back({MemCategory::sharded_params, state.params, false, Pool::compute});
+        m.push_back({MemCategory::optimizer_state, state.optimizer, false, Pool::compute});
+        break;
+      case OffloadDevice::cpu:
+        m.push_back({MemCategory::sharded_params, state.params, false, Pool::host});
+        m.push_back({MemCategory::optimizer_state, state.optimizer, false, Pool::host});
+        m.push_back({MemCategory::grad_shards, static_cast<double>(shard) * plan_.master_bytes, false, Pool::host});
+        break;
+      case OffloadDevice::nvme:
+        // On NVMe; in pinned CPU memory the fp32 gradients and the swap buffers of two sub-groups
+        // (the one stepping and the one being read).
+        m.push_back({MemCategory::grad_shards, static_cast<double>(shard) * plan_.master_bytes, false, Pool::host});
+        m.push_back({MemCategory::optimizer_state,
+                     static_cast<double>(std::min<std::int64_t>(shard, 2 * z_.sub_group_size)) * state_bytes_per_param(), false,
+                     Pool::host});
+        break;
+    }
+    switch (z_.offload_param.value) {
+      case OffloadDevice::none:
+        m.push_back({MemCategory::sharded_params, partition16, false, Pool::compute});
+        break;
+      case OffloadDevice::cpu:
+        m.push_back({MemCategory::sharded_params, partition16, false, Pool::host});
+        break;
+      case OffloadDevice::nvme:
+        // DeepSpeed's pinned parameter buffers: buffer_count 5 x buffer_size 1e8 elements.
+        m.push_back({MemCategory::sharded_params, 5 * 1e8 * plan_.param_bytes, false, Pool::host});
+        break;
+    }
+    info.nvme_bytes = nvme_bytes(static_cast<double>(shard), state_bytes_per_param(), partition16);
+  }
+
+  // What this rank keeps on its node's NVMe drives.
+  [[nodiscard]] double nvme_bytes(double shard, double state_per_param, double partition16) const {
+    double b = 0;
+    if (z_.offload_optimizer.value == config::OffloadDevice::nvme) b += shard * state_per_param;
+    if (z_.offload_param.value == config::OffloadDevice::nvme) b += partition16;
+    return b;
   }
 
   const fsdp::Plan& plan_;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numeric>
 
@@ -268,6 +269,11 @@ Summary summarize(const SummaryInput& in) {
       if (gemm.type != graph::GemmType::high) s.gemm_flops_float8 += gemm.flops();
     }
   }
+  const auto& topo = in.scenario.cluster.topology;
+  s.gpus_per_node = topo.node.gpus;
+  s.host_memory_capacity = topo.host.memory.value();
+  s.nvme_bytes_per_node = g.info.nvme_bytes * topo.node.gpus;
+  s.nvme_capacity = topo.host.nvme.capacity.value();
   if (const auto& f8 = in.scenario.training.float8; f8.enabled) {
     s.float8_recipe = config::to_string(f8.recipe.value);
     s.float8_all_gather = f8.fsdp_float8_all_gather.value;
@@ -296,9 +302,14 @@ Summary summarize(const SummaryInput& in) {
     std::vector<std::pair<double, double>> compute;
     std::vector<std::pair<double, double>> comm;
     std::vector<std::pair<double, double>> tp_comm;
+    std::array<std::vector<std::pair<double, double>>, 3> offload;  // PCIe, CPU, NVMe
     for (std::size_t o = 0; o < g.size(); ++o) {
       const graph::Op& op = g.op(static_cast<int>(o));
-      if (op.step != s.reported_step) continue;
+      // Offload streams count whatever runs in the step's window: the swap-out of the previous
+      // step's optimizer state overlaps this step.
+      const bool offload_stream = op.stream == graph::Stream::h2d || op.stream == graph::Stream::d2h ||
+                                  op.stream == graph::Stream::cpu || op.stream == graph::Stream::nvme;
+      if (op.step != s.reported_step && !offload_stream) continue;
       const auto iv = clip(t.at(op.id, r), start, end);
       if (iv.second <= iv.first) continue;
       if (op.is_collective()) {
@@ -306,6 +317,12 @@ Summary summarize(const SummaryInput& in) {
         if (op.group == graph::Group::tp) tp_comm.push_back(iv);
       } else if (on_compute_stream(op)) {
         compute.push_back(iv);
+      } else if (op.stream == graph::Stream::h2d || op.stream == graph::Stream::d2h) {
+        offload[0].push_back(iv);
+      } else if (op.stream == graph::Stream::cpu && op.kind != OpKind::cpu_wait) {
+        offload[1].push_back(iv);
+      } else if (op.stream == graph::Stream::nvme) {
+        offload[2].push_back(iv);
       }
     }
     const double exposed = exposed_length(comm, compute);
@@ -316,6 +333,9 @@ Summary summarize(const SummaryInput& in) {
       s.comm_s = union_length(comm);
       s.tp_comm_s = union_length(tp_comm);
       s.tp_exposed_comm_s = exposed_length(tp_comm, compute);
+      s.pcie_s = union_length(offload[0]);
+      s.cpu_s = union_length(offload[1]);
+      s.nvme_s = union_length(offload[2]);
     }
   }
 

@@ -93,6 +93,15 @@ struct Summary {
   int linears = 0;
   std::string float8_recipe;  // training.float8's recipe, empty without
   bool float8_all_gather = false;
+  // Offloading (FSDP CPU offload, ZeRO-Infinity): busy time of the PCIe copy streams, the CPU and
+  // the NVMe stream in the reported step (the exposed-comm rank), and what a node holds.
+  double pcie_s = 0;
+  double cpu_s = 0;
+  double nvme_s = 0;
+  int gpus_per_node = 1;
+  double host_memory_capacity = 0;  // per node (topology host.memory), 0: not given
+  double nvme_bytes_per_node = 0;
+  double nvme_capacity = 0;         // per node (topology host.nvme.capacity)
   int exposed_rank = 0;
   double gpu_memory = 0;
   MemoryTimeline memory;        // of the rank with the highest peak reserved memory

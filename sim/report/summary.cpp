@@ -72,6 +72,9 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
   row("communication", fmt::format("{:.4f} s", s.comm_s));
   if (!s.float8_recipe.empty()) row("  parameter all-gathers", fmt::format("{} per GPU per step", gib(s.all_gather_bytes)));
   if (tp > 1) row("  of which tensor parallel", fmt::format("{:.4f} s", s.tp_comm_s));
+  if (s.pcie_s > 0 || s.cpu_s > 0 || s.nvme_s > 0) {
+    row("offload: PCIe / CPU / NVMe busy", fmt::format("{:.4f} s / {:.4f} s / {:.4f} s", s.pcie_s, s.cpu_s, s.nvme_s));
+  }
   row("exposed communication", fmt::format("{:.4f} s  ({:.1f} % of the step, rank {})", s.exposed_comm_s,
                                            s.step_time > 0 ? 100 * s.exposed_comm_s / s.step_time : 0.0, s.exposed_rank));
   if (tp > 1) row("  of which tensor parallel", fmt::format("{:.4f} s  (on the critical path: compute waits for it)", s.tp_exposed_comm_s));
@@ -90,7 +93,19 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
   for (std::size_t c = 0; c < kCategoryLabels.size(); ++c) {
     row(fmt::format("  {}", kCategoryLabels[c]), gib(s.memory.at_peak[c]));
   }
-  if (s.memory.peak_host > 0) row("host memory (CPU offload)", gib(s.memory.peak_host));
+  if (s.memory.peak_host > 0) {
+    // Every rank of a node offloads alike: the node holds gpus x one rank's peak.
+    const double node = s.memory.peak_host * s.gpus_per_node;
+    row("host memory (offload)",
+        fmt::format("{} per GPU, {} per node{}", gib(s.memory.peak_host), gib(node),
+                    s.host_memory_capacity > 0 ? fmt::format(" of {}  ->  {}", gib(s.host_memory_capacity),
+                                                             node <= s.host_memory_capacity ? "fits" : "DOES NOT FIT")
+                                               : std::string("  (the topology gives no host.memory to check it against)")));
+  }
+  if (s.nvme_bytes_per_node > 0) {
+    row("NVMe (ZeRO-Infinity)", fmt::format("{} per node of {}  ->  {}", gib(s.nvme_bytes_per_node), gib(s.nvme_capacity),
+                                            s.nvme_bytes_per_node <= s.nvme_capacity ? "fits" : "DOES NOT FIT"));
+  }
   if (s.simulated_ranks < s.world_size) {
     out += fmt::format("\n  symmetric mode: rank 0 simulated for all {} ranks (every rank does the same)\n", s.world_size);
   }
@@ -158,7 +173,8 @@ nlohmann::json summary_json(const Summary& s) {
         {"attention", s.compute_split.attention},
         {"memory_bound", s.compute_split.memory},
         {"launch", s.compute_split.launch},
-        {"other", s.compute_split.other}}},
+        {"other", s.compute_split.other},
+        {"nvme", s.compute_split.nvme}}},
       {"tp_exposed_comm_s", s.tp_exposed_comm_s},
       {"all_gather_bytes", s.all_gather_bytes},
       {"gemm_flops", s.gemm_flops},
@@ -172,6 +188,9 @@ nlohmann::json summary_json(const Summary& s) {
       {"peak_allocated_bytes", s.memory.peak},
       {"reserved_by_pool", pools},
       {"peak_host_memory_bytes", s.memory.peak_host},
+      {"host_memory_per_node_bytes", s.memory.peak_host * s.gpus_per_node},
+      {"nvme_bytes_per_node", s.nvme_bytes_per_node},
+      {"offload_busy_s", {{"pcie", s.pcie_s}, {"cpu", s.cpu_s}, {"nvme", s.nvme_s}}},
       {"peak_memory_rank", s.memory.rank},
       {"peak_memory_op", s.memory.peak_op},
       {"gpu_memory_bytes", s.gpu_memory},

@@ -61,9 +61,9 @@ TEST_CASE("ZeRO-3 settings on PyTorch FSDP, FSDP settings on ZeRO-3, DDP buckets
             .rfind("s.yaml:7:29: warning: fsdp.max_inflight_all_gathers: the depth of the rate limiter", 0) == 0);
 }
 
-TEST_CASE("ZeRO-3 with cpu_offload is refused: its offload is not modelled") {
+TEST_CASE("ZeRO-3 with cpu_offload is refused: DeepSpeed offloads with its own keys") {
   CHECK_THROWS_WITH_AS((void)load("  sharding: zero3\n  cpu_offload: true\n"),
-                       "s.yaml:6:16: error: fsdp.cpu_offload: ZeRO-3's offload (offload_optimizer / offload_param) is not modelled; "
-                       "expected false, or a PyTorch FSDP sharding",
+                       "s.yaml:6:16: error: fsdp.cpu_offload: DeepSpeed ZeRO-3 offloads with fsdp.zero3.offload_optimizer / "
+                       "offload_param (cpu or nvme); expected false",
                        ConfigError);
 }

@@ -1,0 +1,131 @@
+// DeepSpeed ZeRO-Offload / ZeRO-Infinity (fsdp.zero3.offload_optimizer / offload_param), worked by
+// hand on the tiny Llama of tests/data as ZeRO-3 over one node of 8 GPUs, with NVMe drives added
+// to its topology: the ops and bytes of the offloaded step, memory moved off the GPU, and a step
+// bound by the drives taking what their bandwidth says.
+#include <doctest/doctest.h>
+
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+#include "cli/pipeline.hpp"
+#include "test_support.hpp"
+
+using namespace shardsim;
+
+namespace {
+
+// The node's drives: 80 MB/s read and 40 MB/s write in all, so that each of its 8 GPUs gets
+// 10 and 5 MB/s and the drives bound the step.
+const std::string kSlowNvme = "cluster.overrides={host: {memory: 1TiB, nvme: {read: 80MB/s, write: 40MB/s, capacity: 1TB}}}";
+
+std::vector<std::string> zero3(const std::string& optimizer, const std::string& param) {
+  return {"fsdp.sharding=zero3", kSlowNvme, "fsdp.zero3.offload_optimizer=" + optimizer, "fsdp.zero3.offload_param=" + param};
+}
+
+const graph::Op* op_named(const graph::StepGraph& g, const std::string& name) {
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    if (g.op(static_cast<int>(i)).name == name) return &g.op(static_cast<int>(i));
+  }
+  return nullptr;
+}
+
+bool has_edge(const graph::StepGraph& g, int from, int to) {
+  for (const auto& [id, kind] : g.successors(from)) {
+    if (id == to) return true;
+  }
+  return false;
+}
+
+double shard_numel(const graph::Prepared& p) {
+  double n = 0;
+  for (const auto& u : p.plan.units) n += static_cast<double>(u.shard_numel);
+  return n;
+}
+
+struct Run {
+  double step = 0;
+  double nvme_s = 0;
+  double gpu_peak = 0;
+  double host_peak = 0;
+  double nvme_per_node = 0;
+  double shard = 0;
+};
+
+Run run(const std::vector<std::string>& sets) {
+  return test::in_child([sets] {
+    const auto p = cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", sets);
+    const auto s = cli::simulate(p).summary;
+    return Run{s.step_time, s.nvme_s, s.memory.peak, s.memory.peak_host, s.nvme_bytes_per_node, shard_numel(p)};
+  });
+}
+
+}  // namespace
+
+TEST_CASE("ZeRO-Infinity's optimizer step: state swapped from NVMe per sub-group around DeepSpeedCPUAdam") {
+  const auto p = cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", zero3("nvme", "none"));
+  const double shard = shard_numel(p);
+  // Adam's fp32 master weights and two moments: 12 bytes per parameter read before the step and
+  // written after it; the fused CPU step moves 2 x 12 + 4 (fp32 gradient) + 2 (bf16 parameter).
+  const auto* read = op_named(p.graph, "NVMe read optimizer state 1/1");
+  const auto* step = op_named(p.graph, "optimizer step 0 (1/1)");
+  const auto* write = op_named(p.graph, "NVMe write optimizer state 1/1");
+  const auto* back = op_named(p.graph, "H2D updated parameters 0");
+  REQUIRE(read != nullptr);
+  REQUIRE(step != nullptr);
+  REQUIRE(write != nullptr);
+  REQUIRE(back != nullptr);
+  CHECK(read->work.nvme_read_bytes == doctest::Approx(12 * shard));
+  CHECK(step->stream == graph::Stream::cpu);
+  CHECK(step->work.host_bytes == doctest::Approx(30 * shard));
+  CHECK(write->work.nvme_write_bytes == doctest::Approx(12 * shard));
+  CHECK(back->work.pcie_bytes == doctest::Approx(2 * shard));  // the updated bf16 partition
+  // Sub-groups: the next one's read is issued before this one's write, so that it overlaps the step.
+  auto sets = zero3("nvme", "none");
+  sets.push_back(fmt::format("fsdp.zero3.sub_group_size={}", static_cast<std::int64_t>(shard / 3) + 1));
+  const auto q = cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", sets);
+  REQUIRE(op_named(q.graph, "NVMe read optimizer state 3/3") != nullptr);
+  CHECK(op_named(q.graph, "NVMe read optimizer state 2/3")->id < op_named(q.graph, "NVMe write optimizer state 1/3")->id);
+}
+
+TEST_CASE("ZeRO-Infinity's parameters: each fetch reads the partition from NVMe and copies it to the GPU") {
+  const auto p = cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", zero3("cpu", "nvme"));
+  const auto* read = op_named(p.graph, "NVMe read layers.1.attention.wq");
+  const auto* h2d = op_named(p.graph, "H2D layers.1.attention.wq");
+  const auto* ag = op_named(p.graph, "AG layers.1.attention.wq");
+  REQUIRE(read != nullptr);
+  REQUIRE(h2d != nullptr);
+  REQUIRE(ag != nullptr);
+  // wq: 512 x 512 bf16 over 8 ranks = 65,536 bytes per rank, gathered to 524,288.
+  CHECK(read->work.nvme_read_bytes == 65'536.0);
+  CHECK(h2d->work.pcie_bytes == 65'536.0);
+  CHECK(ag->bytes == 524'288.0);
+  CHECK(has_edge(p.graph, read->id, h2d->id));
+  CHECK(has_edge(p.graph, h2d->id, ag->id));
+  // The updated parameters go back to NVMe after the CPU step.
+  REQUIRE(op_named(p.graph, "NVMe write parameters 0") != nullptr);
+  CHECK(op_named(p.graph, "NVMe write parameters 0")->work.nvme_write_bytes == doctest::Approx(2 * shard_numel(p)));
+}
+
+TEST_CASE("a step bound by the NVMe drives takes the bytes over each GPU's share of their bandwidth") {
+  const Run r = run(zero3("nvme", "none"));
+  // 12 bytes per parameter read at 10 MB/s and written at 5 MB/s per GPU; compute, PCIe and the
+  // CPU step take milliseconds.
+  const double drives = 12 * r.shard / 10e6 + 12 * r.shard / 5e6;
+  CHECK(r.step == doctest::Approx(drives).epsilon(0.02));
+  CHECK(r.nvme_s == doctest::Approx(drives).epsilon(0.02));
+  CHECK(r.nvme_per_node == doctest::Approx(8 * 12 * r.shard));
+}
+
+TEST_CASE("offloading moves the optimizer state and the partition from GPU to host memory") {
+  const Run gpu = run(zero3("none", "none"));
+  const Run cpu = run(zero3("cpu", "none"));
+  const Run both = run(zero3("cpu", "cpu"));
+  // Off the GPU: fp32 master weights and two moments (12 bytes per parameter); on the host the
+  // same plus the fp32 gradient buffer (16), plus the bf16 partition with parameters offloaded (18).
+  CHECK(gpu.gpu_peak - cpu.gpu_peak == doctest::Approx(12 * gpu.shard).epsilon(0.01));
+  CHECK(cpu.host_peak == doctest::Approx(16 * cpu.shard).epsilon(1e-3));  // allocations round up to 512 bytes
+  CHECK(both.host_peak == doctest::Approx(18 * both.shard).epsilon(1e-3));
+  CHECK(gpu.host_peak == 0);
+}
