@@ -102,6 +102,12 @@ struct Summary {
   double host_memory_capacity = 0;  // per node (topology host.memory), 0: not given
   double nvme_bytes_per_node = 0;
   double nvme_capacity = 0;         // per node (topology host.nvme.capacity)
+  // How far off shardsim has been on published runs like this one (report/error_band.hpp): the
+  // 90% range of the measured value around this prediction; range_runs == 0: none.
+  double tokens_range_low = 0;
+  double tokens_range_high = 0;
+  int range_runs = 0;
+  std::string range_basis;
   int exposed_rank = 0;
   double gpu_memory = 0;
   MemoryTimeline memory;        // of the rank with the highest peak reserved memory

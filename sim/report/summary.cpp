@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "report/outputs.hpp"
 
@@ -61,6 +62,10 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
   auto row = [&](std::string_view k, const std::string& v) { out += fmt::format("  {:<34} {}\n", k, v); };
   row("step time", fmt::format("{:.4f} s  (step {} of {})", s.step_time, s.reported_step + 1, s.reported_step + 1));
   row("tokens/s per GPU", fmt::format("{:.0f}", s.tokens_per_s_per_gpu));
+  if (s.range_runs > 0) {
+    row("  90% range", fmt::format("{} - {}  (from the errors on {} published runs: {}; docs/fidelity.md)", grouped(std::llround(s.tokens_range_low)),
+                                   grouped(std::llround(s.tokens_range_high)), s.range_runs, s.range_basis));
+  }
   row("TFLOPS per GPU", fmt::format("{:.1f}  (model FLOPs: 6N + 12 l h q s per token)", s.tflops_per_gpu));
   row("MFU", fmt::format("{:.1f} %", 100 * s.mfu));
   row("compute busy", fmt::format("{:.4f} s", s.compute_s));
@@ -162,6 +167,11 @@ nlohmann::json summary_json(const Summary& s) {
       {"step_time_s", s.step_time},
       {"tokens_per_step_per_gpu", s.tokens_per_step_per_gpu},
       {"tokens_per_s_per_gpu", s.tokens_per_s_per_gpu},
+      {"tokens_per_s_per_gpu_range", s.range_runs > 0 ? nlohmann::json::array({s.tokens_range_low, s.tokens_range_high}) : nlohmann::json(nullptr)},
+      {"step_time_s_range", s.range_runs > 0 && s.tokens_range_low > 0
+                                ? nlohmann::json::array({s.tokens_per_step_per_gpu / s.tokens_range_high, s.tokens_per_step_per_gpu / s.tokens_range_low})
+                                : nlohmann::json(nullptr)},
+      {"range_basis", s.range_runs > 0 ? nlohmann::json{{"runs", s.range_runs}, {"regime", s.range_basis}} : nlohmann::json(nullptr)},
       {"tflops_per_gpu", s.tflops_per_gpu},
       {"mfu", s.mfu},
       {"compute_s", s.compute_s},

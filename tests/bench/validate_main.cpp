@@ -9,10 +9,14 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli/pipeline.hpp"
+#include "config/scenario.hpp"
+#include "report/error_band.hpp"
 
 namespace {
 
@@ -69,11 +73,20 @@ double pick(const Figures& f, const std::string& metric) {
   return f.reserved_gib;
 }
 
+// The regime a case belongs to for error bands (report/error_band.hpp): its GPU generation and
+// float8 recipe class.
+shardsim::report::Regime regime_of(const std::string& scenario) {
+  const auto s = shardsim::config::load_scenario(std::string(SHARDSIM_SOURCE_DIR) + "/" + scenario);
+  return shardsim::report::regime_of(s);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  // --check: only the table, and exit 1 when a case is outside its bound (ctest -L validation).
+  // --check: only the table, and exit 1 when a case is outside its bound (ctest -L validation)
+  // or validation/residuals.csv no longer holds today's errors. --residuals FILE: write them.
   const bool check = argc > 1 && std::string(argv[1]) == "--check";
+  const std::string residuals_out = argc > 2 && std::string(argv[1]) == "--residuals" ? argv[2] : "";
   const std::vector<Case> cases{
       {"D1", "scenarios/llama3.1-8b_8xh100.yaml", "tokens/s", 5762, "torchtitan docs/performance.md (2024-12)", 0.06},
       {"D1", "scenarios/llama3.1-8b_8xh100.yaml", "GiB reserved", 82.4, "same run, max reserved", 0.06},
@@ -109,17 +122,43 @@ int main(int argc, char** argv) {
   std::printf("Published runs: predicted vs measured\n");
   std::printf("  %-3s %-14s %10s %10s %8s  %s\n", "run", "metric", "predicted", "measured", "error", "source");
   int outside = 0;
+  std::vector<shardsim::report::Residual> residuals;
   for (const auto& c : cases) {
     const double predicted = pick(simulate(c.scenario, {}), c.metric);
     const double error = predicted / c.measured - 1;
+    if (std::string(c.metric) != "GiB reserved") residuals.push_back({c.id, c.metric, regime_of(c.scenario), error});
     const bool within = std::abs(error) <= c.bound;
     outside += within ? 0 : 1;
     std::printf("  %-3s %-14s %10.1f %10.1f %+7.1f%%  %s%s\n", c.id, c.metric, predicted, c.measured, 100 * error, c.source,
                 within ? "" : fmt::format("  OUTSIDE its bound of {:.0f}%", 100 * c.bound).c_str());
   }
+  // Leave-one-out: each case's 90% range from the others, and whether its measured value is in it.
+  int inside = 0;
+  for (std::size_t i = 0; i < residuals.size(); ++i) {
+    auto others = residuals;
+    others.erase(others.begin() + static_cast<std::ptrdiff_t>(i));
+    const auto band = shardsim::report::error_band(others, residuals[i].regime);
+    const double e = residuals[i].error;  // predicted = measured x (1 + e): inside when e within the band's errors
+    inside += e >= band.error_low && e <= band.error_high ? 1 : 0;
+  }
+  std::printf("leave-one-out: %d of %zu measured values inside the 90%% range the other runs give\n", inside, residuals.size());
+  const std::string csv = shardsim::report::residuals_csv(residuals);
+  if (!residuals_out.empty()) {
+    std::ofstream(residuals_out) << csv;
+    std::printf("wrote %s\n", residuals_out.c_str());
+  }
   if (check) {
     std::printf("%d of %zu cases outside their bounds\n", outside, cases.size());
-    return outside == 0 ? 0 : 1;
+    const auto stored = shardsim::report::builtin_residuals();
+    bool current = stored.size() == residuals.size();
+    for (std::size_t i = 0; current && i < stored.size(); ++i) {
+      current = stored[i].id == residuals[i].id && std::abs(stored[i].error - residuals[i].error) < 0.005;
+    }
+    if (!current) {
+      std::printf("validation/residuals.csv is stale (the error bands use it): regenerate it with shardsim_published --residuals "
+                  "validation/residuals.csv\n");
+    }
+    return outside == 0 && current ? 0 : 1;
   }
 
   std::printf("\nQualitative effects (direction and size)\n");

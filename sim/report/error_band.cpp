@@ -1,0 +1,113 @@
+#include "report/error_band.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+namespace shardsim::report {
+
+extern const char* const kResidualsCsv;  // residuals_data.cpp, generated from validation/residuals.csv
+
+namespace {
+
+constexpr int kMinRuns = 5;
+
+// Student's t, one-sided 95% (two-sided 90%), by degrees of freedom; past 30 the Cornish-Fisher
+// expansion z + (z^3 + z) / (4 df) with z = 1.6449.
+double t95(int df) {
+  static constexpr std::array<double, 30> kTable{6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812,
+                                                 1.796, 1.782, 1.771, 1.761, 1.753, 1.746, 1.740, 1.734, 1.729, 1.725,
+                                                 1.721, 1.717, 1.714, 1.711, 1.708, 1.706, 1.703, 1.701, 1.699, 1.697};
+  if (df >= 1 && df <= 30) return kTable[static_cast<std::size_t>(df - 1)];
+  constexpr double z = 1.6449;
+  return z + (z * z * z + z) / (4.0 * df);
+}
+
+std::string describe(const Regime& r, bool by_arch, bool by_float8) {
+  const std::string f8 = r.float8 == "none" ? "without float8" : fmt::format("with float8 {}", r.float8);
+  if (by_arch && by_float8) return fmt::format("{} GPUs {}", r.arch, f8);
+  if (by_float8) return fmt::format("runs {}", f8);
+  return "all runs";
+}
+
+}  // namespace
+
+Regime regime_of(const config::ScenarioConfig& s) {
+  Regime r;
+  r.arch = config::kGpuArchNames[static_cast<std::size_t>(s.cluster.topology.gpu.arch)];
+  r.float8 = "none";
+  if (s.training.float8.enabled) {
+    switch (s.training.float8.recipe.value) {
+      case config::Float8RecipeName::tensorwise:
+        r.float8 = "tensorwise";
+        break;
+      case config::Float8RecipeName::rowwise:
+      case config::Float8RecipeName::rowwise_with_gw_hp:
+        r.float8 = "rowwise";
+        break;
+      case config::Float8RecipeName::mxfp8:
+        r.float8 = "mxfp8";
+        break;
+      case config::Float8RecipeName::none:
+        break;
+    }
+  }
+  return r;
+}
+
+ErrorBand error_band(const std::vector<Residual>& residuals, const Regime& r) {
+  for (const auto& [by_arch, by_float8] : std::array<std::pair<bool, bool>, 3>{{{true, true}, {false, true}, {false, false}}}) {
+    std::vector<double> errors;
+    for (const auto& x : residuals) {
+      if ((by_arch && x.regime.arch != r.arch) || (by_float8 && x.regime.float8 != r.float8)) continue;
+      errors.push_back(x.error);
+    }
+    if (static_cast<int>(errors.size()) < kMinRuns && (by_arch || by_float8)) continue;
+    if (errors.size() < 2) return {};
+    // A 90% prediction interval for one more run's error: mean +- t(0.95, n-1) s sqrt(1 + 1/n).
+    const double n = static_cast<double>(errors.size());
+    double mean = 0;
+    for (double e : errors) mean += e / n;
+    double var = 0;
+    for (double e : errors) var += (e - mean) * (e - mean) / (n - 1);
+    const double half = t95(static_cast<int>(errors.size()) - 1) * std::sqrt(var * (1 + 1 / n));
+    return {std::max(mean - half, -0.9), mean + half, static_cast<int>(errors.size()), describe(r, by_arch, by_float8)};
+  }
+  return {};
+}
+
+std::vector<Residual> parse_residuals(std::string_view csv) {
+  std::vector<Residual> out;
+  std::istringstream in{std::string(csv)};
+  std::string line;
+  bool header = true;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    if (header) {
+      header = false;
+      continue;
+    }
+    std::array<std::string, 5> f;
+    std::istringstream row(line);
+    for (auto& field : f) std::getline(row, field, ',');
+    out.push_back({f[0], f[1], {f[2], f[3]}, std::stod(f[4])});
+  }
+  return out;
+}
+
+std::string residuals_csv(const std::vector<Residual>& residuals) {
+  std::string out = "case,metric,arch,float8,error\n";
+  for (const auto& r : residuals) out += fmt::format("{},{},{},{},{:.4f}\n", r.id, r.metric, r.regime.arch, r.regime.float8, r.error);
+  return out;
+}
+
+std::vector<Residual> builtin_residuals() {
+  static const std::vector<Residual> residuals = parse_residuals(kResidualsCsv);
+  return residuals;
+}
+
+}  // namespace shardsim::report
