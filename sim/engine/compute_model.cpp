@@ -1,5 +1,6 @@
 #include "engine/compute_model.hpp"
 
+#include <array>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -30,21 +31,9 @@ ComputeRates ComputeRates::nominal(const config::TopologyConfig& topo, bool low_
 }
 
 double RooflineModel::gemm_rate(graph::GemmType type) const {
-  double rate = r_.gemm;
-  switch (type) {
-    case graph::GemmType::high:
-      break;
-    case graph::GemmType::fp8:
-      rate = r_.gemm_fp8;
-      break;
-    case graph::GemmType::fp8_rowwise:
-      rate = r_.gemm_fp8_rowwise;
-      break;
-    case graph::GemmType::mxfp8:
-      rate = r_.gemm_mxfp8;
-      break;
-  }
-  // training.float8 is refused on a GPU without the type's peak (graph/prepare.cpp).
+  const std::array<double, graph::kGemmTypes> rates{r_.gemm, r_.gemm_fp8, r_.gemm_fp8_rowwise, r_.gemm_mxfp8};
+  const double rate = rates[static_cast<std::size_t>(type)];
+  // training.float8 is refused on a GPU without the type's peak (config/float8_settings.cpp).
   if (rate <= 0) throw std::logic_error(fmt::format("no rate for {} GEMMs on this GPU", graph::gemm_type_name(type)));
   return rate;
 }
@@ -60,7 +49,7 @@ graph::ComputeSplit RooflineModel::split(const graph::Op& op) const {
   if (w.nvme_read_bytes > 0 || w.nvme_write_bytes > 0) {
     // NVMe offload is refused on a topology without drives (config/fsdp_settings.cpp).
     if (r_.nvme_read <= 0 || r_.nvme_write <= 0) throw std::logic_error("NVMe traffic on a topology without NVMe drives");
-    s.nvme = w.nvme_read_bytes / r_.nvme_read + w.nvme_write_bytes / r_.nvme_write;
+    s.other += w.nvme_read_bytes / r_.nvme_read + w.nvme_write_bytes / r_.nvme_write;
   }
   return s;
 }

@@ -58,7 +58,6 @@ ComputeSplit& ComputeSplit::operator+=(const ComputeSplit& o) {
   memory += o.memory;
   launch += o.launch;
   other += o.other;
-  nvme += o.nvme;
   return *this;
 }
 

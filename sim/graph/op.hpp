@@ -125,9 +125,8 @@ struct ComputeSplit {
   double attention = 0;
   double memory = 0;  // bandwidth-bound kernels
   double launch = 0;  // per-kernel launch cost
-  double other = 0;   // PCIe copies, host (CPU) work
-  double nvme = 0;    // NVMe reads and writes
-  [[nodiscard]] double total() const { return gemm + attention + memory + launch + other + nvme; }
+  double other = 0;   // PCIe copies, host (CPU) work, NVMe reads and writes
+  [[nodiscard]] double total() const { return gemm + attention + memory + launch + other; }
   ComputeSplit& operator+=(const ComputeSplit& o);
 };
 

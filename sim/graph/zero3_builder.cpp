@@ -348,12 +348,9 @@ class Zero3Builder {
     info.steps = steps_;
     info.micro_steps = static_cast<int>(cfg_.training.grad_accum);
     info.tokens_per_micro_step = batch_.tokens();
-    std::int64_t shard = 0;
+    const std::int64_t shard = shard_numel();
     std::int64_t persistent = 0;
-    for (const auto& u : plan_.units) {
-      shard += u.shard_numel;
-      persistent += u.persistent_numel;
-    }
+    for (const auto& u : plan_.units) persistent += u.persistent_numel;
     const auto state = fsdp::model_state_bytes(static_cast<double>(shard), 1, plan_.master_bytes, cfg_.training.optimizer);
     const double partition16 = static_cast<double>(shard) * plan_.param_bytes;
     // The reduction bucket (contiguous gradients), allocated once.

@@ -46,20 +46,19 @@ struct Walker {
     return true;
   }
 
-  void walk(Module& m, const std::string& fqn) {
-    bool converted_here = is_linear(m) && convert_linear(m, fqn);
-    for (auto& c : m.children) {
-      const std::string child = fqn.empty() ? c.name : fqn + "." + c.name;
-      walk(c, child);
-      const Kernel* k = is_linear(c) ? matmul_of(c) : nullptr;
-      if (k != nullptr && k->float8 != Float8Recipe::none) converted_here = true;
-    }
+  // Converts m's subtree; returns whether m itself is a converted linear.
+  bool walk(Module& m, const std::string& fqn) {
+    const bool converted = is_linear(m) && convert_linear(m, fqn);
+    bool beside_converted = converted;
+    for (auto& c : m.children) beside_converted |= walk(c, fqn.empty() ? c.name : fqn + "." + c.name);
     // torchtitan's float8 TP plan (tensorwise only): the sequence-parallel all-gathers around
     // converted linears move float8.
-    if (!converted_here || o.recipe != Float8Recipe::tensorwise) return;
-    for (auto& item : m.program) {
-      if (item.child < 0 && item.kernel.kind == KernelKind::tp_comm) item.kernel.all_gather_share = 1.0 / o.act_bytes;
+    if (beside_converted && o.recipe == Float8Recipe::tensorwise) {
+      for (auto& item : m.program) {
+        if (item.child < 0 && item.kernel.kind == KernelKind::tp_comm) item.kernel.all_gather_share = 1.0 / o.act_bytes;
+      }
     }
+    return converted;
   }
 };
 
@@ -69,7 +68,7 @@ Float8Conversion convert_to_float8(Module& root, const Float8Options& options) {
   Float8Conversion out;
   out.skip_matches.assign(options.skip.size(), 0);
   if (options.recipe == Float8Recipe::none) return out;
-  Walker{options, out}.walk(root, "");
+  (void)Walker{options, out}.walk(root, "");
   return out;
 }
 

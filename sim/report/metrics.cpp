@@ -20,6 +20,21 @@ bool on_compute_stream(const graph::Op& op) {
   return op.stream == graph::Stream::compute;
 }
 
+// Offload work besides the GPU's: 0 PCIe copies, 1 CPU work (not the CPU's waits), 2 NVMe; -1 none.
+int offload_index(const graph::Op& op) {
+  switch (op.stream) {
+    case graph::Stream::h2d:
+    case graph::Stream::d2h:
+      return 0;
+    case graph::Stream::cpu:
+      return op.kind == OpKind::cpu_wait ? -1 : 1;
+    case graph::Stream::nvme:
+      return 2;
+    default:
+      return -1;
+  }
+}
+
 // Total length of the union of intervals.
 double union_length(std::vector<std::pair<double, double>>& v) {
   std::sort(v.begin(), v.end());
@@ -255,15 +270,11 @@ Summary summarize(const SummaryInput& in) {
   }
   s.step_start = start;
   s.step_time = end - start;
-  if (in.compute_split != nullptr && in.compute_split->size() == g.size()) {
-    for (std::size_t o = 0; o < g.size(); ++o) {
-      const graph::Op& op = g.op(static_cast<int>(o));
-      if (op.step == s.reported_step && !op.is_collective() && on_compute_stream(op)) s.compute_split += (*in.compute_split)[o];
-    }
-  }
+  const bool with_split = in.compute_split != nullptr && in.compute_split->size() == g.size();
   for (std::size_t o = 0; o < g.size(); ++o) {
     const graph::Op& op = g.op(static_cast<int>(o));
     if (op.step != s.reported_step) continue;
+    if (with_split && !op.is_collective() && on_compute_stream(op)) s.compute_split += (*in.compute_split)[o];
     if (op.kind == OpKind::all_gather && op.group != graph::Group::tp) s.all_gather_bytes += op.bytes;
     for (const auto& gemm : op.work.gemms) {
       s.gemm_flops += gemm.flops();
@@ -315,9 +326,8 @@ Summary summarize(const SummaryInput& in) {
       const graph::Op& op = g.op(static_cast<int>(o));
       // Offload streams count whatever runs in the step's window: the swap-out of the previous
       // step's optimizer state overlaps this step.
-      const bool offload_stream = op.stream == graph::Stream::h2d || op.stream == graph::Stream::d2h ||
-                                  op.stream == graph::Stream::cpu || op.stream == graph::Stream::nvme;
-      if (op.step != s.reported_step && !offload_stream) continue;
+      const int offload_kind = offload_index(op);
+      if (op.step != s.reported_step && offload_kind < 0) continue;
       const auto iv = clip(t.at(op.id, r), start, end);
       if (iv.second <= iv.first) continue;
       if (op.is_collective()) {
@@ -325,12 +335,8 @@ Summary summarize(const SummaryInput& in) {
         if (op.group == graph::Group::tp) tp_comm.push_back(iv);
       } else if (on_compute_stream(op)) {
         compute.push_back(iv);
-      } else if (op.stream == graph::Stream::h2d || op.stream == graph::Stream::d2h) {
-        offload[0].push_back(iv);
-      } else if (op.stream == graph::Stream::cpu && op.kind != OpKind::cpu_wait) {
-        offload[1].push_back(iv);
-      } else if (op.stream == graph::Stream::nvme) {
-        offload[2].push_back(iv);
+      } else if (offload_kind >= 0) {
+        offload[static_cast<std::size_t>(offload_kind)].push_back(iv);
       }
     }
     const double exposed = exposed_length(comm, compute);
