@@ -26,7 +26,7 @@ void check(const graph::Prepared& p) {
   make_collectives(p.scenario).check(p.graph);
 }
 
-SimulationResult simulate(const graph::Prepared& p, const Deadline& deadline) {
+SimulationResult simulate(const graph::Prepared& p, const Deadline& deadline, bool cohorts) {
   const auto& scenario = p.scenario;
   const auto& graph = p.graph;
   const auto& topo = scenario.cluster.topology;
@@ -50,7 +50,7 @@ SimulationResult simulate(const graph::Prepared& p, const Deadline& deadline) {
     calibrated_ring.emplace(*ring, *cal);
   }
   const CollectiveAlgorithm& collective = calibrated_ring ? static_cast<const CollectiveAlgorithm&>(*calibrated_ring) : nccl;
-  const SimulationInput input{graph,
+  SimulationInput input{graph,
                               topo,
                               static_cast<int>(scenario.cluster.nodes),
                               *compute,
@@ -61,7 +61,9 @@ SimulationResult simulate(const graph::Prepared& p, const Deadline& deadline) {
                               deadline,
                               scenario.cluster.jobs,
                               scenario.cluster.placement};
-  // simulation.max_op_instances: the engine keeps state per op and rank; past the limit it would
+  input.cohorts = cohorts;
+  // simulation.max_op_instances: the engine keeps state per op and cohort of alike ranks, and
+  // ranks can all come to differ (jitter, stragglers, contention); past the limit that could
   // exhaust memory before the wall-time budget could stop it.
   const auto& limit = scenario.simulation.max_op_instances;
   const std::int64_t ranks = symmetric_mode(input) ? 1 : std::int64_t{graph.info.world_size} * scenario.cluster.jobs;

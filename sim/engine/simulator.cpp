@@ -18,6 +18,7 @@
 
 #include "core/error.hpp"
 #include "graph/groups.hpp"
+#include "engine/cohorts.hpp"
 #include "engine/network.hpp"
 #include "engine/platform.hpp"
 #include "engine/rank_layout.hpp"
@@ -42,19 +43,23 @@ struct Timer {
   double time;
   std::uint64_t seq;  // ties resolve in creation order: deterministic
   int op;
-  int who;                    // rank (compute), or -1 - instance (collective)
-  std::uint32_t version = 0;  // compute: stale once the rank's op was rescheduled
+  int who;                    // cohort (an op on its streams), or -1 - ending (collective instances ending)
+  int generation = 0;         // cohorts when pushed: `who` then (CohortRef)
+  std::uint32_t version = 0;  // compute: stale once the cohort's op was rescheduled
   bool operator>(const Timer& o) const { return time != o.time ? time > o.time : seq > o.seq; }
 };
 
-// What one rank's compute stream is doing, so that its speed can change while a collective runs.
-struct RankState {
-  int collectives = 0;   // collectives running on this GPU
-  int op = -1;           // compute-stream op running, -1 if none
-  double remaining = 0;  // its work left, in seconds at full speed
-  double since = 0;      // when `remaining` was last brought up to date
-  std::uint32_t version = 0;
-  double slow = 1;  // stragglers.slow_gpus factor
+// A cohort that reached a collective instance, and when.
+struct Arrival {
+  CohortRef who;
+  double time = 0;
+};
+
+// Instances of one collective op that end at the same time: handled together, so that a cohort
+// whose ranks span them stays whole.
+struct Ending {
+  int op = 0;
+  std::vector<int> instances;
 };
 
 class Simulator {
@@ -67,18 +72,17 @@ class Simulator {
         simulated_(simulated),
         jobs_(in.jobs),
         total_(simulated * in.jobs),
-        timeline_(in.graph.size(), simulated * in.jobs),
+        cohorts_(simulated * in.jobs, [this](Group g, int rank) { return instance_of(g, rank); }),
         t0_(std::chrono::steady_clock::now()) {
     const std::size_t n = g_.size();
     successors_.resize(n);
-    remaining_.resize(n * static_cast<std::size_t>(total_));
     duration_.resize(n, 0.0);
     arrived_.resize(n);
+    std::vector<std::int32_t> preds(n);
     for (std::size_t o = 0; o < n; ++o) {
       const int id = static_cast<int>(o);
       for (const auto& [succ, kind] : g_.successors(id)) successors_[o].push_back(succ);
-      const auto preds = static_cast<std::int32_t>(g_.in_degree(id));
-      std::fill_n(remaining_.begin() + static_cast<std::ptrdiff_t>(o * static_cast<std::size_t>(total_)), total_, preds);
+      preds[o] = static_cast<std::int32_t>(g_.in_degree(id));
       const graph::Op& op = g_.op(id);
       if (op.is_collective()) {
         arrived_[o].assign(static_cast<std::size_t>(groups_.instances(op.group) * jobs_), 0);
@@ -93,11 +97,20 @@ class Simulator {
         }
       }
     }
-    ranks_.resize(static_cast<std::size_t>(total_));
+    // Ranks start in one cohort per slow-GPU factor; with jitter every rank draws its own times.
+    std::vector<double> slow(static_cast<std::size_t>(total_), 1.0);
     for (const auto& s : in.stragglers.slow_gpus) {
-      if (s.rank < simulated_) ranks_[static_cast<std::size_t>(s.rank)].slow = s.factor;
+      if (s.rank < simulated_) slow[static_cast<std::size_t>(s.rank)] = s.factor;
     }
-    waiting_.assign(static_cast<std::size_t>(total_), {});
+    std::map<double, std::vector<int>> by_factor;
+    for (int r = 0; r < total_; ++r) {
+      if (in.stragglers.jitter > 0 || !in.cohorts) {
+        cohorts_.add({r}, preds, n, slow[static_cast<std::size_t>(r)]);
+      } else {
+        by_factor[slow[static_cast<std::size_t>(r)]].push_back(r);
+      }
+    }
+    for (auto& [factor, members] : by_factor) cohorts_.add(std::move(members), preds, n, factor);
     holding_.assign(static_cast<std::size_t>(total_), {});
     slowed_ = in.compute.speed_while_communicating();
     cluster_ = cluster_view(in.topology);
@@ -125,7 +138,7 @@ class Simulator {
     sg4::Activity::on_completion_cb([this](sg4::Activity const& a) { on_completion(a); });
     for (std::size_t o = 0; o < g_.size(); ++o) {
       if (g_.in_degree(static_cast<int>(o)) == 0) {
-        for (int r = 0; r < total_; ++r) ready_.emplace_back(static_cast<int>(o), r);
+        for (int c = 0; c < cohorts_.count(); ++c) ready_.emplace_back(static_cast<int>(o), cohorts_.ref(c));
       }
     }
     drain(0.0);
@@ -142,16 +155,8 @@ class Simulator {
   // A simulated rank s is rank s % simulated_ of job s / simulated_ (several jobs only in full
   // mode). A collective instance numbers the instances of every job: job * instances + instance.
 
-  [[nodiscard]] int job_instance(Group g, int job, int inst) const { return job * groups_.instances(g) + inst; }
-
-  // The simulated ranks of a collective instance (those this simulation runs).
-  [[nodiscard]] std::vector<int> simulated_members(Group g, int inst) const {
-    const int job = inst / groups_.instances(g);
-    std::vector<int> out;
-    for (int r : groups_.members(g, inst % groups_.instances(g))) {
-      if (r < simulated_) out.push_back(job * simulated_ + r);
-    }
-    return out;
+  [[nodiscard]] int instance_of(Group g, int rank) const {
+    return (rank / simulated_) * groups_.instances(g) + groups_.instance_of(g, rank % simulated_);
   }
 
   // The GPUs of a collective instance, in ring order, for its plan.
@@ -177,28 +182,24 @@ class Simulator {
     return groups_.instance_of(g, 0) == inst ? 1 : 0;
   }
 
-  // Job 0's timeline and waits, and when each job ended.
+  // Job 0's timeline (one class per cohort) and waits, and when each job ended.
   SimulationResult result() {
     SimulationResult r;
     r.stats = stats_;
+    r.stats.cohorts = static_cast<std::size_t>(cohorts_.count());
     r.job_ends.assign(static_cast<std::size_t>(jobs_), 0.0);
-    for (std::size_t o = 0; o < g_.size(); ++o) {
-      for (int s = 0; s < total_; ++s) {
-        auto& end = r.job_ends[static_cast<std::size_t>(s / simulated_)];
-        end = std::max(end, timeline_.at(static_cast<int>(o), s).end);
+    for (int c = 0; c < cohorts_.count(); ++c) {
+      double end = 0;
+      for (const auto& i : cohorts_[c].timeline) end = std::max(end, i.end);
+      for (int m : cohorts_[c].members) {
+        auto& job_end = r.job_ends[static_cast<std::size_t>(m / simulated_)];
+        job_end = std::max(job_end, end);
       }
     }
-    if (jobs_ == 1) {
-      r.timeline = std::move(timeline_);
-    } else {
-      r.timeline = graph::Timeline(g_.size(), simulated_);
-      for (std::size_t o = 0; o < g_.size(); ++o) {
-        for (int s = 0; s < simulated_; ++s) r.timeline.at(static_cast<int>(o), s) = timeline_.at(static_cast<int>(o), s);
-      }
-    }
-    waiting_.resize(static_cast<std::size_t>(simulated_));
+    std::vector<int> cohort_of_class;
+    r.timeline = cohorts_.timeline(simulated_, g_.size(), cohort_of_class);
+    for (int c : cohort_of_class) r.waiting.push_back(std::move(cohorts_[c].waiting));
     holding_.resize(static_cast<std::size_t>(simulated_));
-    r.waiting = std::move(waiting_);
     r.holding = std::move(holding_);
     return r;
   }
@@ -207,81 +208,156 @@ class Simulator {
 
   void drain(double now) {
     while (!ready_.empty()) {
-      const auto [op, rank] = ready_.front();
+      const auto [op, who] = ready_.front();
       ready_.pop_front();
-      start(op, rank, now);
+      // Collected first: a cohort split off while starting `op` had already reached it.
+      const std::vector<int> cs = expanded(who);
+      for (int c : cs) start(op, c, now);
     }
   }
 
-  void start(int op_id, int rank, double now) {
+  // The cohort `r` names and those split off it since.
+  const std::vector<int>& expanded(CohortRef r) {
+    expand_buffer_.clear();
+    cohorts_.expand(r, [this](int c) { expand_buffer_.push_back(c); });
+    return expand_buffer_;
+  }
+
+  void start(int op_id, int c, double now) {
     const graph::Op& op = g_.op(op_id);
     if (op.is_collective()) {
-      const int inst = job_instance(op.group, rank / simulated_, groups_.instance_of(op.group, rank % simulated_));
-      arrivals_[{op_id, inst}].emplace_back(rank, now);
-      auto& count = arrived_[static_cast<std::size_t>(op_id)][static_cast<std::size_t>(inst)];
-      if (++count == expected_arrivals(op.group, inst)) launch(op_id, inst, now);
+      arrive(op_id, c, now);
       return;
     }
-    timeline_.at(op_id, rank).start = now;
+    Cohort& k = cohorts_[c];
+    k.timeline[static_cast<std::size_t>(op_id)].start = now;
     double d = duration_[static_cast<std::size_t>(op_id)];
     if (d <= 0) {
-      finish(op_id, rank, now);
+      finish(op_id, c, now);
       return;
     }
     if (op.stream != graph::Stream::compute) {
-      push_timer(now + d, op_id, rank);
+      push_timer(now + d, op_id, c, 0);
       return;
     }
-    RankState& rs = ranks_[static_cast<std::size_t>(rank)];
-    d *= rs.slow;
-    if (in_.stragglers.jitter > 0) d *= std::exp(in_.stragglers.jitter * normal(in_.stragglers.seed, op_id, rank));
-    rs.op = op_id;
-    rs.remaining = d;
-    rs.since = now;
-    timers_.push(Timer{now + d / speed(rs), seq_++, op_id, rank, ++rs.version});
+    StreamState& s = k.stream;
+    d *= s.slow;
+    if (in_.stragglers.jitter > 0) d *= std::exp(in_.stragglers.jitter * normal(in_.stragglers.seed, op_id, k.members.front()));
+    s.op = op_id;
+    s.remaining = d;
+    s.since = now;
+    push_timer(now + d / speed(s), op_id, c, ++s.version);
   }
 
-  [[nodiscard]] double speed(const RankState& rs) const { return rs.collectives > 0 ? slowed_ : 1.0; }
+  [[nodiscard]] double speed(const StreamState& s) const { return s.collectives > 0 ? slowed_ : 1.0; }
 
-  // A collective starts or ends on `rank`: its compute stream changes speed (NCCL takes SMs and
-  // HBM bandwidth), so the running compute op is rescheduled.
-  void collective_changes(int rank, int delta, double now) {
-    RankState& rs = ranks_[static_cast<std::size_t>(rank)];
-    const double before = speed(rs);
-    rs.collectives += delta;
-    const double after = speed(rs);
-    if (rs.op < 0 || before == after) return;
-    rs.remaining -= (now - rs.since) * before;
-    rs.since = now;
-    timers_.push(Timer{now + std::max(0.0, rs.remaining) / after, seq_++, rs.op, rank, ++rs.version});
+  // A collective starts or ends on a cohort's GPUs: their compute stream changes speed (NCCL takes
+  // SMs and HBM bandwidth), so the running compute op is rescheduled.
+  void collective_changes(int c, int delta, double now) {
+    StreamState& s = cohorts_[c].stream;
+    const double before = speed(s);
+    s.collectives += delta;
+    const double after = speed(s);
+    if (s.op < 0 || before == after) return;
+    s.remaining -= (now - s.since) * before;
+    s.since = now;
+    push_timer(now + std::max(0.0, s.remaining) / after, s.op, c, ++s.version);
   }
 
-  // Who waits for whom: every rank waits from its arrival to the launch; the last to arrive held
-  // the others up from the first arrival to the launch.
-  void account_waits(int op_id, int inst, double now) {
-    auto it = arrivals_.find({op_id, inst});
+  // A cohort reaches a collective: each instance its ranks take part in counts them, and those
+  // that every rank has now reached start.
+  void arrive(int op_id, int c, double now) {
+    const Group g = g_.op(op_id).group;
+    const CohortRef ref = cohorts_.ref(c);
+    auto& counts = arrived_[static_cast<std::size_t>(op_id)];
+    std::vector<int> full;
+    for (const auto& [inst, k] : cohorts_.instances(c, g)) {
+      arrivals_[key(op_id, inst)].push_back(Arrival{ref, now});
+      if ((counts[static_cast<std::size_t>(inst)] += k) == expected_arrivals(g, inst)) full.push_back(inst);
+    }
+    if (!full.empty()) launch(op_id, full, now);
+  }
+
+  // The cohorts `who` name, split so that each lies wholly inside `insts` (ascending) of group
+  // kind g or wholly outside; calls f(cohort, arrival time) for those inside.
+  template <class F>
+  void wholly_inside(const std::vector<Arrival>& who, Group g, const std::vector<int>& insts, F&& f) {
+    if (seen_.size() < static_cast<std::size_t>(cohorts_.count())) seen_.resize(static_cast<std::size_t>(cohorts_.count()) * 2, 0);
+    ++mark_;
+    std::vector<std::pair<int, double>> found;
+    for (const Arrival& a : who) {
+      for (int c : expanded(a.who)) {
+        if (seen_[static_cast<std::size_t>(c)] == mark_) continue;
+        seen_[static_cast<std::size_t>(c)] = mark_;
+        found.emplace_back(c, a.time);
+      }
+    }
+    for (const auto& [c, t] : found) {
+      const int inside = cohorts_.members_in(c, g, insts);
+      if (inside == 0) continue;
+      f(inside < cohorts_[c].size() ? cohorts_.split(c, g, insts) : c, t);
+    }
+  }
+
+  // Collective instances start once every rank of their groups has reached them.
+  void launch(int op_id, const std::vector<int>& insts, double now) {
+    const Group g = g_.op(op_id).group;
+    std::vector<Arrival> arrivals;
+    for (int inst : insts) {
+      std::vector<Arrival>& reached = arrivals_[key(op_id, inst)];
+      account_holding(g, inst, reached, now);
+      for (const Arrival& a : reached) arrivals.push_back(a);
+      arrivals_.erase(key(op_id, inst));
+    }
+    std::vector<CohortRef> launched;
+    wholly_inside(arrivals, g, insts, [&](int c, double t) {
+      Cohort& k = cohorts_[c];
+      if (t < now) k.waiting.push_back({t, now});  // every rank waits from its arrival to the launch
+      k.timeline[static_cast<std::size_t>(op_id)].start = now;
+      collective_changes(c, +1, now);
+      launched.push_back(cohorts_.ref(c));
+    });
+    const int id = static_cast<int>(launches_.size());
+    launches_.push_back(Launch{std::move(launched), static_cast<int>(insts.size())});
+    for (int inst : insts) {
+      launch_of_[key(op_id, inst)] = id;
+      start_flows(op_id, inst, now);
+    }
+  }
+
+  // Who held whom up: the last rank to reach an instance held the others from the first arrival
+  // to the launch (the highest rank of the last cohort stands for it).
+  void account_holding(Group g, int inst, const std::vector<Arrival>& arrivals, double now) {
+    if (std::none_of(arrivals.begin(), arrivals.end(), [now](const Arrival& a) { return a.time < now; })) return;
+    const std::vector<int> one{inst};
+    std::vector<std::tuple<int, double, int>> reached;  // cohort, when, its ranks in the instance
+    for (const Arrival& a : arrivals) {
+      const std::vector<int> cs = expanded(a.who);
+      for (int c : cs) {
+        if (const int n = cohorts_.members_in(c, g, one); n > 0) reached.emplace_back(c, a.time, n);
+      }
+    }
     int last = -1;
     double last_t = -1;
+    for (const auto& [c, t, n] : reached) {
+      if (t >= last_t) last = c, last_t = t;
+    }
     double first_t = now;
-    for (const auto& [rank, t] : it->second) {
-      if (t < now) waiting_[static_cast<std::size_t>(rank)].push_back({t, now});
-      if (t >= last_t) last = rank, last_t = t;
+    for (const auto& [c, t, n] : reached) {
+      if (c != last || n > 1) first_t = std::min(first_t, t);
     }
-    for (const auto& [rank, t] : it->second) {
-      if (rank != last) first_t = std::min(first_t, t);
+    if (last < 0 || first_t >= now) return;
+    const auto& members = cohorts_[last].members;
+    for (auto it = members.rbegin(); it != members.rend(); ++it) {
+      if (instance_of(g, *it) == inst) {
+        holding_[static_cast<std::size_t>(*it)].push_back({first_t, now});
+        return;
+      }
     }
-    if (last >= 0 && first_t < now) holding_[static_cast<std::size_t>(last)].push_back({first_t, now});
-    arrivals_.erase(it);
   }
 
-  // A collective starts once every rank of its group has reached it.
-  void launch(int op_id, int inst, double now) {
+  void start_flows(int op_id, int inst, double now) {
     const graph::Op& op = g_.op(op_id);
-    account_waits(op_id, inst, now);
-    for (int r : simulated_members(op.group, inst)) {
-      timeline_.at(op_id, r).start = now;
-      collective_changes(r, +1, now);
-    }
     auto run = std::make_unique<Running>();
     run->op = op_id;
     run->instance = inst;
@@ -297,7 +373,7 @@ class Simulator {
       run->comms = network_->flows(plan, run.get());
     }
     if (run->comms.empty()) {
-      push_timer(now + run->latency, op_id, -1 - inst);
+      schedule_end(op_id, inst, now + run->latency);
       return;
     }
     run->flows_left = static_cast<int>(run->comms.size());
@@ -307,12 +383,47 @@ class Simulator {
     for (auto& c : raw->comms) c->start();
   }
 
-  void finish(int op_id, int rank, double now) {
-    timeline_.at(op_id, rank).end = now;
-    ++stats_.op_instances;
+  // Instances of one op ending at one time end together (see Ending).
+  void schedule_end(int op, int inst, double time) {
+    const auto [it, fresh] = pending_endings_.try_emplace({op, time}, static_cast<int>(endings_.size()));
+    if (fresh) {
+      endings_.push_back(Ending{op, {}});
+      push_timer(time, op, -1 - it->second, 0);
+    }
+    endings_[static_cast<std::size_t>(it->second)].instances.push_back(inst);
+  }
+
+  // Collective instances end: the cohorts that launched them finish the op.
+  void end(int ending, double now) {
+    Ending e = std::move(endings_[static_cast<std::size_t>(ending)]);
+    pending_endings_.erase({e.op, now});
+    std::sort(e.instances.begin(), e.instances.end());
+    std::vector<int> ids;
+    for (int inst : e.instances) {
+      ids.push_back(launch_of_[key(e.op, inst)]);
+      launch_of_.erase(key(e.op, inst));
+    }
+    std::sort(ids.begin(), ids.end());
+    std::vector<Arrival> who;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      Launch& l = launches_[static_cast<std::size_t>(ids[i])];
+      if (i == 0 || ids[i] != ids[i - 1]) {
+        for (const CohortRef& r : l.cohorts) who.push_back(Arrival{r, now});
+      }
+      if (--l.running == 0) l.cohorts = {};  // all its instances ended
+    }
+    wholly_inside(who, g_.op(e.op).group, e.instances, [&](int c, double) {
+      collective_changes(c, -1, now);
+      finish(e.op, c, now);
+    });
+  }
+
+  void finish(int op_id, int c, double now) {
+    Cohort& k = cohorts_[c];
+    k.timeline[static_cast<std::size_t>(op_id)].end = now;
+    stats_.op_instances += k.members.size();
     for (int succ : successors_[static_cast<std::size_t>(op_id)]) {
-      auto& left = remaining_[static_cast<std::size_t>(succ) * static_cast<std::size_t>(total_) + static_cast<std::size_t>(rank)];
-      if (--left == 0) ready_.emplace_back(succ, rank);
+      if (--k.remaining[static_cast<std::size_t>(succ)] == 0) ready_.emplace_back(succ, cohorts_.ref(c));
     }
   }
 
@@ -323,7 +434,7 @@ class Simulator {
     if (over_budget(false)) return;  // start nothing more: SimGrid's run ends when the flows drain
     const double now = sg4::Engine::get_clock();
     // NCCL's model adds the latency term to the transfer time.
-    push_timer(now + run->latency, run->op, -1 - run->instance);
+    schedule_end(run->op, run->instance, now + run->latency);
     auto it = running_.find(run);
     graveyard_ = std::move(run->comms);
     running_.erase(it);
@@ -339,24 +450,26 @@ class Simulator {
       timers_.pop();
       ++stats_.timer_events;
       if (t.who >= 0) {
-        RankState& rs = ranks_[static_cast<std::size_t>(t.who)];
-        if (t.version != 0) {
-          if (t.version != rs.version || rs.op != t.op) continue;  // rescheduled since
-          rs.op = -1;
+        const std::vector<int> cs = expanded(CohortRef{t.who, t.generation});
+        for (int c : cs) {
+          StreamState& s = cohorts_[c].stream;
+          if (t.version != 0) {
+            if (t.version != s.version || s.op != t.op) continue;  // rescheduled since
+            s.op = -1;
+          }
+          finish(t.op, c, t.time);
         }
-        finish(t.op, t.who, t.time);
       } else {
-        for (int r : simulated_members(g_.op(t.op).group, -1 - t.who)) {
-          collective_changes(r, -1, t.time);
-          finish(t.op, r, t.time);
-        }
+        end(-1 - t.who, t.time);
       }
       drain(t.time);
     }
     arm();
   }
 
-  void push_timer(double time, int op, int who) { timers_.push(Timer{time, seq_++, op, who, 0}); }
+  void push_timer(double time, int op, int who, std::uint32_t version) {
+    timers_.push(Timer{time, seq_++, op, who, cohorts_.count(), version});
+  }
 
   // Keeps a SimGrid kernel timer set at the earliest pending event, so that SimGrid's clock
   // stops there; an earlier event arms another one (a stale timer finds nothing to do).
@@ -389,16 +502,27 @@ class Simulator {
   }
 
   void check_finished() const {
-    for (std::size_t o = 0; o < g_.size(); ++o) {
-      for (int r = 0; r < total_; ++r) {
-        if (timeline_.at(static_cast<int>(o), r).end < 0) {
-          throw RuntimeError(fmt::format("the simulation stalled: op \"{}\" never ran on rank {}{} (a dependency that is never met)",
-                                         g_.op(static_cast<int>(o)).name, r % simulated_,
-                                         jobs_ > 1 ? fmt::format(" of job {}", r / simulated_) : std::string()));
-        }
+    for (int c = 0; c < cohorts_.count(); ++c) {
+      const Cohort& k = cohorts_[c];
+      for (std::size_t o = 0; o < g_.size(); ++o) {
+        if (k.timeline[o].end >= 0) continue;
+        const int r = k.members.front();
+        throw RuntimeError(fmt::format("the simulation stalled: op \"{}\" never ran on rank {}{} (a dependency that is never met)",
+                                       g_.op(static_cast<int>(o)).name, r % simulated_,
+                                       jobs_ > 1 ? fmt::format(" of job {}", r / simulated_) : std::string()));
       }
     }
   }
+
+  [[nodiscard]] static std::uint64_t key(int op, int inst) {
+    return (static_cast<std::uint64_t>(op) << 32) | static_cast<std::uint32_t>(inst);
+  }
+
+  // The cohorts that launched collective instances, until the last of them ends.
+  struct Launch {
+    std::vector<CohortRef> cohorts;
+    int running = 0;
+  };
 
   const SimulationInput& in_;
   const graph::StepGraph& g_;
@@ -414,20 +538,24 @@ class Simulator {
   int simulated_;
   int jobs_;
   int total_;  // simulated ranks of all jobs
+  Cohorts cohorts_;
   const Network* network_ = nullptr;
   ClusterView cluster_;
-  graph::Timeline timeline_;
   EngineStats stats_;
   std::vector<std::vector<int>> successors_;
-  std::vector<std::int32_t> remaining_;
   std::vector<double> duration_;
-  std::vector<std::vector<int>> arrived_;
-  std::map<std::pair<int, int>, std::vector<std::pair<int, double>>> arrivals_;  // (op, instance) -> (rank, when)
-  std::vector<RankState> ranks_;
-  std::vector<std::vector<graph::Interval>> waiting_;
-  std::vector<std::vector<graph::Interval>> holding_;
+  std::vector<std::vector<int>> arrived_;                           // per collective op and instance: ranks arrived
+  std::unordered_map<std::uint64_t, std::vector<Arrival>> arrivals_;  // (op, instance): not launched yet
+  std::vector<Launch> launches_;
+  std::unordered_map<std::uint64_t, int> launch_of_;  // (op, instance) running: its launch
+  std::vector<Ending> endings_;
+  std::map<std::pair<int, double>, int> pending_endings_;  // (op, time) -> ending not handled yet
+  std::vector<std::vector<graph::Interval>> holding_;      // per simulated rank
+  std::vector<int> expand_buffer_;
+  std::vector<std::uint32_t> seen_;  // per cohort: mark_ when visited
+  std::uint32_t mark_ = 0;
   double slowed_ = 1.0;  // compute speed while a collective runs
-  std::deque<std::pair<int, int>> ready_;
+  std::deque<std::pair<int, CohortRef>> ready_;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
   std::uint64_t seq_ = 0;
   std::multiset<double> armed_;

@@ -23,6 +23,7 @@ struct EngineStats {
   std::size_t op_instances = 0;  // ops x ranks completed
   std::size_t flows = 0;         // network flows started
   std::size_t timer_events = 0;
+  std::size_t cohorts = 0;  // groups of ranks simulated as one (engine/cohorts.hpp), at the end
 };
 
 
@@ -49,15 +50,20 @@ struct SimulationInput {
   // `placement`; job 0 is the one reported. Stragglers name job 0's ranks.
   int jobs = 1;
   config::Placement placement = config::Placement::packed;
+  // Simulate ranks that run alike as one cohort (engine/cohorts.hpp). False runs every rank on
+  // its own, as the engine did before cohorts: tests check that both give the same timeline.
+  bool cohorts = true;
 };
 
 struct SimulationResult {
-  graph::Timeline timeline;  // of job 0's simulated ranks: all, or the representative rank 0 (symmetric mode)
+  // Of job 0's simulated ranks: all, or the representative rank 0 (symmetric mode). Ranks that
+  // ran every op at the same times share a class (the engine's cohorts).
+  graph::Timeline timeline;
   EngineStats stats;
-  // Who waits for whom, per simulated rank: when it waited at a collective for the group's last
-  // rank (arrival to launch), and when it held others up by arriving last (the first other
-  // arrival to the launch). Intervals, not sums: waits on concurrent streams overlap, and the
-  // report measures their union within the step.
+  // Who waits for whom: per timeline class, when its ranks waited at a collective for the
+  // group's last rank (arrival to launch); per simulated rank, when it held others up by arriving
+  // last (the first other arrival to the launch). Intervals, not sums: waits on concurrent
+  // streams overlap, and the report measures their union within the step.
   std::vector<std::vector<graph::Interval>> waiting;
   std::vector<std::vector<graph::Interval>> holding;
   std::vector<double> job_ends;  // per job (cluster.jobs): when its last op ended

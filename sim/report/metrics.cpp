@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <numeric>
+#include <utility>
 
 #include "report/caching_allocator.hpp"
 #include "report/error_band.hpp"
@@ -209,29 +210,36 @@ double overlap(const std::vector<std::pair<double, double>>& a, const std::vecto
 
 }  // namespace
 
-std::vector<RankWait> rank_waits(const std::vector<std::vector<graph::Interval>>& waiting,
+std::vector<RankWait> rank_waits(const graph::Timeline& t, const std::vector<std::vector<graph::Interval>>& waiting,
                                  const std::vector<std::vector<graph::Interval>>& holding, double start, double end) {
   std::vector<RankWait> out;
   for (std::size_t r = 0; r < holding.size(); ++r) {
     const double held = length(merged(holding[r], start, end));
-    if (held > 0) out.push_back(RankWait{static_cast<int>(r), length(merged(waiting[r], start, end)), held, 0, 0});
+    if (held > 0) {
+      const auto cls = static_cast<std::size_t>(t.class_of(static_cast<int>(r)));
+      out.push_back(RankWait{static_cast<int>(r), length(merged(waiting[cls], start, end)), held, 0, 0});
+    }
   }
   std::sort(out.begin(), out.end(), [](const RankWait& a, const RankWait& b) { return a.caused_s != b.caused_s ? a.caused_s > b.caused_s : a.rank < b.rank; });
   if (out.size() > 5) out.resize(5);
   // How long each other rank waited while this one held collectives up: the part of its waiting
-  // that falls in the times this one held them.
+  // that falls in the times this one held them; a class's ranks waited alike.
   std::vector<std::vector<std::pair<double, double>>> waits(waiting.size());
-  for (std::size_t o = 0; o < waiting.size(); ++o) waits[o] = merged(waiting[o], start, end);
+  for (std::size_t c = 0; c < waiting.size(); ++c) waits[c] = merged(waiting[c], start, end);
+  std::vector<int> class_size(waiting.size(), 0);
+  for (int r = 0; r < t.world(); ++r) ++class_size[static_cast<std::size_t>(t.class_of(r))];
   for (auto& w : out) {
     const auto held = merged(holding[static_cast<std::size_t>(w.rank)], start, end);
+    const int own = t.class_of(w.rank);
     double sum = 0;
-    for (std::size_t o = 0; o < waits.size(); ++o) {
-      if (static_cast<int>(o) == w.rank) continue;
-      const double t = overlap(waits[o], held);
-      sum += t;
-      w.others_waited_max_s = std::max(w.others_waited_max_s, t);
+    for (std::size_t c = 0; c < waits.size(); ++c) {
+      const int others = class_size[c] - (static_cast<int>(c) == own ? 1 : 0);
+      if (others == 0) continue;
+      const double o = overlap(waits[c], held);
+      sum += o * others;
+      w.others_waited_max_s = std::max(w.others_waited_max_s, o);
     }
-    w.others_waited_mean_s = waits.size() > 1 ? sum / static_cast<double>(waits.size() - 1) : 0;
+    w.others_waited_mean_s = t.world() > 1 ? sum / static_cast<double>(t.world() - 1) : 0;
   }
   return out;
 }
@@ -247,7 +255,14 @@ Summary summarize(const SummaryInput& in) {
   s.flops_per_token = in.model.mfu_flops_per_token();
   s.world_size = g.info.world_size;
   s.simulated_ranks = t.world();
-  const std::vector<int> ranks = sampled_ranks(t.world(), in.scenario.stragglers);
+  // Ranks whose timelines are alike give alike figures: one of each is enough.
+  std::vector<int> ranks;
+  {
+    std::vector<char> seen(static_cast<std::size_t>(t.classes()), 0);
+    for (int r : sampled_ranks(t.world(), in.scenario.stragglers)) {
+      if (std::exchange(seen[static_cast<std::size_t>(t.class_of(r))], 1) == 0) ranks.push_back(r);
+    }
+  }
   s.reported_step = g.info.steps - 1;
   s.gpu_memory = in.scenario.cluster.topology.gpu.memory.value();
   if (const auto& cal = in.scenario.calibration) {
@@ -262,8 +277,8 @@ Summary summarize(const SummaryInput& in) {
   for (std::size_t o = 0; o < g.size(); ++o) {
     const graph::Op& op = g.op(static_cast<int>(o));
     if (op.kind != OpKind::optimizer) continue;
-    for (int r = 0; r < t.world(); ++r) {
-      const double e = t.at(op.id, r).end;
+    for (int c = 0; c < t.classes(); ++c) {
+      const double e = t.at_class(op.id, c).end;
       if (op.step == s.reported_step - 1) start = std::max(start, e);
       if (op.step == s.reported_step) end = std::max(end, e);
     }
@@ -359,7 +374,7 @@ Summary summarize(const SummaryInput& in) {
     s.alloc_retries = std::max(s.alloc_retries, m.alloc_retries);
     if (r == 0 || m.peak_reserved > s.memory.peak_reserved) s.memory = std::move(m);
   }
-  if (in.waiting != nullptr && in.holding != nullptr) s.waits = rank_waits(*in.waiting, *in.holding, start, end);
+  if (in.waiting != nullptr && in.holding != nullptr) s.waits = rank_waits(t, *in.waiting, *in.holding, start, end);
   if (in.job_ends != nullptr && in.job_ends->size() > 1) s.job_ends = *in.job_ends;
   for (const auto& w : in.scenario.warnings) s.warnings.push_back(w.str());
   return s;

@@ -127,7 +127,8 @@ struct SummaryInput {
   const model::Model& model;
   const graph::StepGraph& graph;
   const graph::Timeline& timeline;
-  // Per simulated rank (engine/simulator.hpp, SimulationResult), optional.
+  // Per timeline class (waiting) and per simulated rank (holding), as SimulationResult has
+  // them (engine/simulator.hpp); optional.
   const std::vector<std::vector<graph::Interval>>* waiting = nullptr;
   const std::vector<std::vector<graph::Interval>>* holding = nullptr;
   const std::vector<double>* job_ends = nullptr;  // per job (engine), optional
@@ -138,8 +139,9 @@ struct SummaryInput {
 // The ranks summaries look at: all of them up to 256, else 256 spread evenly plus the stragglers.
 [[nodiscard]] std::vector<int> sampled_ranks(int simulated, const config::Stragglers& stragglers);
 
-// The ranks that held collectives up in [start, end], most first (at most 5).
-[[nodiscard]] std::vector<RankWait> rank_waits(const std::vector<std::vector<graph::Interval>>& waiting,
+// The ranks that held collectives up in [start, end], most first (at most 5). `waiting` is per
+// class of `t` (ranks of a class waited alike), `holding` per rank.
+[[nodiscard]] std::vector<RankWait> rank_waits(const graph::Timeline& t, const std::vector<std::vector<graph::Interval>>& waiting,
                                                const std::vector<std::vector<graph::Interval>>& holding, double start, double end);
 
 [[nodiscard]] Summary summarize(const SummaryInput& in);

@@ -150,7 +150,7 @@ TEST_CASE("who waits for whom: lengths of time within the step, never sums of co
   using graph::Interval;
   const std::vector<std::vector<Interval>> waiting{{{1.0, 2.0}, {1.5, 2.0}}, {{1.2, 2.0}, {1.5, 2.0}}, {}};
   const std::vector<std::vector<Interval>> holding{{}, {}, {{1.0, 2.0}, {1.5, 2.0}}};
-  auto w = report::rank_waits(waiting, holding, 0.0, 3.0);
+  auto w = report::rank_waits(graph::Timeline(0, 3), waiting, holding, 0.0, 3.0);
   REQUIRE(w.size() == 1);
   CHECK(w[0].rank == 2);
   CHECK(w[0].caused_s == doctest::Approx(1.0));
@@ -159,7 +159,7 @@ TEST_CASE("who waits for whom: lengths of time within the step, never sums of co
   CHECK(w[0].others_waited_max_s == doctest::Approx(1.0));
   // Only what falls in the reported step counts: [0, 1.5] keeps 0.5 s of holding, rank 0's
   // 0.5 s and rank 1's 0.3 s of waiting.
-  w = report::rank_waits(waiting, holding, 0.0, 1.5);
+  w = report::rank_waits(graph::Timeline(0, 3), waiting, holding, 0.0, 1.5);
   REQUIRE(w.size() == 1);
   CHECK(w[0].caused_s == doctest::Approx(0.5));
   CHECK(w[0].others_waited_mean_s == doctest::Approx(0.4));

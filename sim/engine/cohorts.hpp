@@ -1,0 +1,96 @@
+// Cohorts: simulated ranks that have, so far, run every op at the same times (internal to the
+// engine). A cohort's ranks share one timeline, one count of unfinished predecessors per op and
+// one compute-stream state, so the engine's work per step follows the number of distinct ranks,
+// not the number of GPUs: 131,072 ranks of an FSDP job on a uniform fabric are one cohort.
+//
+// A cohort splits when its ranks stop agreeing: a collective launches or ends for some of its
+// ranks and not the others (different group instances), or a setting tells them apart from the
+// start (a slow GPU, jitter). The part that leaves gets a copy of everything the cohort held and
+// becomes a new cohort; cohorts never merge. Events recorded before a split name the cohort as it
+// was then (CohortRef): expand() visits it and every cohort split off it since.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "graph/op.hpp"
+#include "graph/timeline.hpp"
+
+namespace shardsim::engine {
+
+// What one cohort's compute stream is doing, so that its speed can change while a collective runs.
+struct StreamState {
+  int collectives = 0;   // collectives running on these GPUs
+  int op = -1;           // compute-stream op running, -1 if none
+  double remaining = 0;  // its work left, in seconds at full speed
+  double since = 0;      // when `remaining` was last brought up to date
+  std::uint32_t version = 0;
+  double slow = 1;  // stragglers.slow_gpus factor
+};
+
+struct Cohort {
+  std::vector<int> members;               // simulated ranks, ascending
+  std::vector<graph::Interval> timeline;  // per op
+  std::vector<std::int32_t> remaining;    // per op: predecessors still to finish
+  StreamState stream;
+  std::vector<graph::Interval> waiting;  // at collectives, for the group's last rank
+  std::vector<int> children;             // cohorts split off this one, in creation order
+  // Per group kind, (instance, members in it) by ascending instance; filled when first asked.
+  std::array<std::vector<std::pair<int, int>>, graph::kGroups> instances;
+  [[nodiscard]] int size() const { return static_cast<int>(members.size()); }
+};
+
+// A cohort as it was when an event was recorded: `generation` is the number of cohorts then.
+struct CohortRef {
+  int id = 0;
+  int generation = 0;
+};
+
+class Cohorts {
+ public:
+  // The collective instance a simulated rank takes part in for a group kind.
+  using InstanceOf = std::function<int(graph::Group, int rank)>;
+  Cohorts(int ranks, InstanceOf instance_of) : of_(static_cast<std::size_t>(ranks), -1), instance_of_(std::move(instance_of)) {}
+
+  // A cohort of `members` (ascending, in no other cohort) with the given per-op state.
+  int add(std::vector<int> members, const std::vector<std::int32_t>& remaining, std::size_t ops, double slow);
+
+  [[nodiscard]] int count() const { return static_cast<int>(cohorts_.size()); }
+  [[nodiscard]] Cohort& operator[](int id) { return cohorts_[static_cast<std::size_t>(id)]; }
+  [[nodiscard]] const Cohort& operator[](int id) const { return cohorts_[static_cast<std::size_t>(id)]; }
+  [[nodiscard]] int of(int rank) const { return of_[static_cast<std::size_t>(rank)]; }
+  [[nodiscard]] CohortRef ref(int id) const { return {id, count()}; }
+
+  // Calls f(id) for the cohort `r` names and every cohort split off it after `r` was taken.
+  template <class F>
+  void expand(CohortRef r, F&& f) const {
+    f(r.id);
+    for (int child : (*this)[r.id].children) {
+      if (child >= r.generation) expand(CohortRef{child, r.generation}, f);
+    }
+  }
+
+  // The instances of group kind g that cohort `id`'s ranks take part in, with how many of them.
+  const std::vector<std::pair<int, int>>& instances(int id, graph::Group g);
+  // How many of cohort `id`'s ranks take part in one of `sorted_instances` of g.
+  int members_in(int id, graph::Group g, const std::vector<int>& sorted_instances);
+
+  // Moves the ranks of cohort `id` that take part in one of `sorted_instances` of g into a new
+  // cohort, which starts as a copy of `id`, and returns it. Both keep at least one rank.
+  int split(int id, graph::Group g, const std::vector<int>& sorted_instances);
+
+  // The timeline of the ranks below `ranks` (job 0's), one class per cohort holding one of them,
+  // and each class's cohort.
+  [[nodiscard]] graph::Timeline timeline(int ranks, std::size_t ops, std::vector<int>& cohort_of_class) const;
+
+ private:
+  std::deque<Cohort> cohorts_;  // stable references while cohorts are added
+  std::vector<int> of_;         // per simulated rank
+  InstanceOf instance_of_;
+};
+
+}  // namespace shardsim::engine
