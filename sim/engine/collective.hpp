@@ -56,6 +56,8 @@ struct ClusterView {
   bool nvls = false;      // NVLink SHARP (node.nvls)
   config::GpuArch arch = config::GpuArch::hopper;
   config::CpuVendor cpu = config::CpuVendor::intel;
+  // Symmetric mode: plans keep, of each path, only the hops leaving its busiest node (patterns.hpp).
+  bool busiest_node_only = false;
 
   [[nodiscard]] int node_of(int rank) const { return rank / gpus_per_node; }
   [[nodiscard]] int nics() const { return nics_per_node > 0 ? nics_per_node : gpus_per_node; }

@@ -114,6 +114,7 @@ class Simulator {
     holding_.assign(static_cast<std::size_t>(total_), {});
     slowed_ = in.compute.speed_while_communicating();
     cluster_ = cluster_view(in.topology);
+    cluster_.busiest_node_only = simulated_ < world_;  // symmetric: the network folds paths so
   }
 
   // Routes for every collective a simulated rank takes part in (before the platform is sealed).

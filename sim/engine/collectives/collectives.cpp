@@ -138,14 +138,16 @@ Selection Collectives::select(graph::OpKind kind, std::span<const int> ranks, do
   return choose(kind, ranks, shape, bytes);
 }
 
-CollectivePlan Collectives::plan(graph::OpKind kind, std::span<const int> ranks, double bytes, const ClusterView& ignored) const {
-  assert(ignored.gpus_per_node == cluster_.gpus_per_node);
-  (void)ignored;
+CollectivePlan Collectives::plan(graph::OpKind kind, std::span<const int> ranks, double bytes, const ClusterView& cluster) const {
+  // The tuner's cluster is the one it was built for; the engine says only how to build paths.
+  assert(cluster.gpus_per_node == cluster_.gpus_per_node);
   CollectivePlan plan;
   const GroupShape shape = shape_of(ranks, cluster_);
   if (shape.ranks <= 1) return plan;
   const Selection s = choose(kind, ranks, shape, std::max(bytes, 0.0));
-  plan.paths = to_paths(s.traffic, ranks, shape, cluster_);
+  ClusterView paths_view = cluster_;
+  paths_view.busiest_node_only = cluster.busiest_node_only;
+  plan.paths = to_paths(s.traffic, ranks, shape, paths_view);
   plan.latency = s.latency;
   return plan;
 }

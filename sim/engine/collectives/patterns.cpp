@@ -1,6 +1,7 @@
 #include "engine/collectives/patterns.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <map>
 
@@ -68,9 +69,12 @@ std::array<std::vector<int>, 2> double_tree_parents(int n) {
   return parents;
 }
 
-int double_tree_max_degree(int n) {
+namespace {
+
+// Edges of both trees at each of n ranks.
+std::vector<int> double_tree_degrees(const std::array<std::vector<int>, 2>& trees, int n) {
   std::vector<int> degree(static_cast<std::size_t>(std::max(n, 0)), 0);
-  for (const auto& tree : double_tree_parents(n)) {
+  for (const auto& tree : trees) {
     for (int r = 0; r < n; ++r) {
       const int p = tree[static_cast<std::size_t>(r)];
       if (p < 0) continue;
@@ -78,20 +82,53 @@ int double_tree_max_degree(int n) {
       ++degree[static_cast<std::size_t>(p)];
     }
   }
+  return degree;
+}
+
+}  // namespace
+
+int double_tree_max_degree(int n) {
+  const std::vector<int> degree = double_tree_degrees(double_tree_parents(n), n);
   return degree.empty() ? 0 : *std::max_element(degree.begin(), degree.end());
 }
+
+namespace {
+
+// The node (of a rank) that sends most hops, given each sender's count; the lowest-numbered of
+// equals, as Network::folded picks it.
+struct Busiest {
+  int node = -1;
+  int hops = -1;
+  void consider(int n, int count) {
+    if (count > hops || (count == hops && n < node)) node = n, hops = count;
+  }
+};
+
+}  // namespace
 
 std::vector<Path> to_paths(const Traffic& t, std::span<const int> ranks, const GroupShape& shape, const ClusterView& cluster) {
   std::vector<Path> paths;
   const int n = shape.ranks;
   if (n <= 1) return paths;
   auto at = [&](int i) { return ranks[static_cast<std::size_t>(i)]; };
+  const bool fold = cluster.busiest_node_only;
+  // Which node's hops a path keeps: all (-1), or the busiest's.
+  auto keep = [&](int node, int src) { return node < 0 || cluster.node_of(src) == node; };
   if (!shape.uniform) {
+    // One hop leaves every rank: the busiest node holds most ranks.
+    int only = -1;
+    if (fold) {
+      std::map<int, int> per_node;
+      for (int i = 0; i < n; ++i) ++per_node[cluster.node_of(at(i))];
+      Busiest b;
+      for (const auto& [node, count] : per_node) b.consider(node, count);
+      only = b.node;
+    }
     Path flat{{}, t.flat_ring};
     for (int i = 0; i < n; ++i) {
       const int a = at(i);
       const int b = at((i + 1) % n);
-      flat.hops.push_back(Hop{a, b, cluster.node_of(a) == cluster.node_of(b) ? Via::nvlink : Via::nic});
+      if (keep(only, a)) flat.hops.push_back(Hop{a, b, cluster.node_of(a) == cluster.node_of(b) ? Via::nvlink : Via::nic});
     }
     paths.push_back(std::move(flat));
     return paths;
@@ -99,25 +136,48 @@ std::vector<Path> to_paths(const Traffic& t, std::span<const int> ranks, const G
   assert(t.flat_ring == 0);
   const int g = shape.per_node;
   const int nodes = shape.nodes;
+  // Node k of the group (ranks k g ... k g + g - 1 in ring order) is cluster node node_of(at(k g)).
+  auto node_at = [&](int k) { return cluster.node_of(at(k * g)); };
+  // The intra-node pattern and the rails' ring send g hops from every node: the lowest one is busiest.
+  int lowest = -1;
+  if (fold) {
+    Busiest b;
+    for (int k = 0; k < nodes; ++k) b.consider(node_at(k), g);
+    lowest = b.node;
+  }
   if (g >= 2) {
     Path intra{{}, t.intra};
-    intra.hops.reserve(static_cast<std::size_t>(n));
-    for (int i = 0; i < n; ++i) intra.hops.push_back(Hop{at(i), at(i / g * g + (i % g + 1) % g), Via::nvlink});
+    intra.hops.reserve(static_cast<std::size_t>(fold ? g : n));
+    for (int i = 0; i < n; ++i) {
+      if (keep(lowest, at(i))) intra.hops.push_back(Hop{at(i), at(i / g * g + (i % g + 1) % g), Via::nvlink});
+    }
     paths.push_back(std::move(intra));
   }
   if (nodes >= 2) {
     Path ring{{}, t.rail_ring};
-    ring.hops.reserve(static_cast<std::size_t>(n));
-    for (int i = 0; i < n; ++i) ring.hops.push_back(Hop{at(i), at((i / g + 1) % nodes * g + i % g), Via::nic});
+    ring.hops.reserve(static_cast<std::size_t>(fold ? g : n));
+    for (int i = 0; i < n; ++i) {
+      if (keep(lowest, at(i))) ring.hops.push_back(Hop{at(i), at((i / g + 1) % nodes * g + i % g), Via::nic});
+    }
     paths.push_back(std::move(ring));
+    // The trees: a node sends g hops per tree edge it is on (up as the child, down as the parent).
+    const auto trees = double_tree_parents(nodes);
+    int busiest = -1;
+    if (fold) {
+      const std::vector<int> degree = double_tree_degrees(trees, nodes);
+      Busiest b;
+      for (int k = 0; k < nodes; ++k) b.consider(node_at(k), g * degree[static_cast<std::size_t>(k)]);
+      busiest = b.node;
+    }
     Path tree{{}, t.rail_tree};
-    for (const auto& parents : double_tree_parents(nodes)) {
+    for (const auto& parents : trees) {
       for (int k = 0; k < nodes; ++k) {
         const int p = parents[static_cast<std::size_t>(k)];
         if (p < 0) continue;
         for (int l = 0; l < g; ++l) {
-          tree.hops.push_back(Hop{at(k * g + l), at(p * g + l), Via::nic});  // reduce, up the tree
-          tree.hops.push_back(Hop{at(p * g + l), at(k * g + l), Via::nic});  // broadcast, down
+          // reduce, up the tree; broadcast, down
+          if (keep(busiest, at(k * g + l))) tree.hops.push_back(Hop{at(k * g + l), at(p * g + l), Via::nic});
+          if (keep(busiest, at(p * g + l))) tree.hops.push_back(Hop{at(p * g + l), at(k * g + l), Via::nic});
         }
       }
     }

@@ -44,7 +44,10 @@ struct Traffic {
 
 // The patterns a group of this shape has, in the order plan() returns their paths: flat_ring
 // alone for non-uniform groups; otherwise intra (2+ ranks per node), rail_ring and rail_tree
-// (2+ nodes). The same for every algorithm and size, as the engine's routes need.
+// (2+ nodes). The same for every algorithm and size, as the engine's routes need. With
+// cluster.busiest_node_only (symmetric mode), each path keeps only the hops leaving the node that
+// sends most of them (the lowest-numbered of equals): what the engine folds a path to, without
+// building the hops of every other node.
 [[nodiscard]] std::vector<Path> to_paths(const Traffic& t, std::span<const int> ranks, const GroupShape& shape, const ClusterView& cluster);
 
 // Seconds the traffic takes alone on the cluster: the most loaded NVLink port or NIC over its

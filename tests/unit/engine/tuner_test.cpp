@@ -232,3 +232,34 @@ TEST_CASE("a group spread unevenly over nodes runs a flat ring whose node crossi
   CHECK(crossings == 2);
   CHECK(plan.paths[0].bytes == doctest::Approx(share));
 }
+
+TEST_CASE("symmetric mode's plans keep only the hops leaving each path's busiest node") {
+  // 4 nodes x 8 GPUs. The intra-node pattern and the rails' ring send 8 hops from every node:
+  // node 0 (the lowest) keeps its 8. The double binary tree over 4 nodes (NCCL's, by hand):
+  // tree 0 parents {-, 2, 0, 2}, tree 1 (mirrored) {1, 3, 1, -}; edges per node 2, 4, 4, 2;
+  // node 1 is the busiest (the lower of 1 and 2): 8 hops per edge, 32 of the tree's 96.
+  const auto topo = test::topology("h100_sxm_8x_ib400.yaml");
+  const auto c = test::collectives(topo);
+  engine::ClusterView folded = engine::cluster_view(topo);
+  folded.busiest_node_only = true;
+  const auto all = c.plan(OpKind::all_reduce, iota(32), kGiB, engine::cluster_view(topo));
+  const auto some = c.plan(OpKind::all_reduce, iota(32), kGiB, folded);
+  REQUIRE(all.paths.size() == 3);
+  REQUIRE(some.paths.size() == 3);
+  CHECK(all.paths[0].hops.size() == 32);
+  CHECK(all.paths[2].hops.size() == 96);
+  const std::array<std::pair<std::size_t, int>, 3> expected{{{8, 0}, {8, 0}, {32, 1}}};
+  for (std::size_t p = 0; p < 3; ++p) {
+    CHECK(some.paths[p].hops.size() == expected[p].first);
+    CHECK(some.paths[p].bytes == all.paths[p].bytes);
+    for (const auto& h : some.paths[p].hops) CHECK(h.src / 8 == expected[p].second);
+    // The same hops, in the same order, as the full path's from that node.
+    std::vector<std::pair<int, int>> kept;
+    for (const auto& h : all.paths[p].hops) {
+      if (h.src / 8 == expected[p].second) kept.emplace_back(h.src, h.dst);
+    }
+    std::vector<std::pair<int, int>> got;
+    for (const auto& h : some.paths[p].hops) got.emplace_back(h.src, h.dst);
+    CHECK(got == kept);
+  }
+}
