@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <unordered_map>
 
 namespace shardsim::engine {
 namespace sg4 = simgrid::s4u;
@@ -67,31 +68,39 @@ Network::Routes Network::routes(const PathRefs& paths) const {
 
 void Network::build_routes() {
   if (granularity_ != config::FlowGranularity::path) return;
-  // Which paths cross each link direction, and how many times.
-  using Resource = std::pair<const void*, int>;  // (link, direction)
-  std::map<Resource, std::vector<std::pair<int, int>>> crossed_by;
-  std::map<Resource, double> bandwidth;
-  std::vector<std::vector<Resource>> path_resources(hops_.size());
+  // Which paths cross each link direction, and how many times. Paths are built one after the
+  // other, so a resource's users are appended in path order.
+  struct Resource {
+    std::vector<std::pair<int, int>> users;  // (path, times crossed)
+    double bandwidth = 0;
+  };
+  using Key = std::pair<const void*, int>;  // (link, direction)
+  struct KeyHash {
+    std::size_t operator()(const Key& k) const { return std::hash<const void*>()(k.first) * 31 + static_cast<std::size_t>(k.second); }
+  };
+  std::unordered_map<Key, int, KeyHash> index;
+  std::vector<Resource> resources;
+  std::vector<std::vector<int>> path_resources(hops_.size());
   for (std::size_t p = 0; p < hops_.size(); ++p) {
     for (const auto& l : platform_.links_of(hops_[p])) {
-      const Resource r{l.get_link(), static_cast<int>(l.get_direction())};
-      auto& users = crossed_by[r];
+      const auto [it, fresh] = index.try_emplace(Key{l.get_link(), static_cast<int>(l.get_direction())}, static_cast<int>(resources.size()));
+      if (fresh) resources.push_back(Resource{{}, l.get_link()->get_bandwidth()});
+      auto& users = resources[static_cast<std::size_t>(it->second)].users;
       if (!users.empty() && users.back().first == static_cast<int>(p)) {
         ++users.back().second;
       } else {
         users.emplace_back(static_cast<int>(p), 1);
-        path_resources[p].push_back(r);
+        path_resources[p].push_back(it->second);
       }
-      bandwidth[r] = l.get_link()->get_bandwidth();
     }
   }
   // One link per class of (bandwidth, crossing paths with multiplicities).
   std::map<std::pair<double, std::vector<std::pair<int, int>>>, sg4::Link*> class_link;
-  std::map<Resource, sg4::Link*> link_of;
-  for (const auto& [r, users] : crossed_by) {
-    auto key = std::make_pair(bandwidth[r], users);
+  std::vector<sg4::Link*> link_of(resources.size());
+  for (std::size_t r = 0; r < resources.size(); ++r) {
+    auto key = std::make_pair(resources[r].bandwidth, resources[r].users);
     auto it = class_link.find(key);
-    if (it == class_link.end()) it = class_link.emplace(std::move(key), platform_.add_class_link(bandwidth[r])).first;
+    if (it == class_link.end()) it = class_link.emplace(std::move(key), platform_.add_class_link(resources[r].bandwidth)).first;
     link_of[r] = it->second;
   }
   classes_ = static_cast<int>(class_link.size());
@@ -99,11 +108,11 @@ void Network::build_routes() {
   for (std::size_t p = 0; p < hops_.size(); ++p) {
     std::vector<sg4::Link*> route;
     std::set<sg4::Link*> added;
-    for (const Resource& r : path_resources[p]) {
-      sg4::Link* l = link_of[r];
+    for (int r : path_resources[p]) {
+      sg4::Link* l = link_of[static_cast<std::size_t>(r)];
       if (!added.insert(l).second) continue;
       int times = 0;
-      for (const auto& [path, n] : crossed_by[r]) {
+      for (const auto& [path, n] : resources[static_cast<std::size_t>(r)].users) {
         if (path == static_cast<int>(p)) times = n;
       }
       for (int i = 0; i < times; ++i) route.push_back(l);

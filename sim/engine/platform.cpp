@@ -40,7 +40,7 @@ void register_builtin_fabrics(FabricRegistry& registry) {
                 }});
 }
 
-Platform::Platform(const config::TopologyConfig& topo, int nodes, const FabricRegistry& fabrics, bool folded)
+Platform::Platform(const config::TopologyConfig& topo, int nodes, const FabricRegistry& fabrics, bool folded, bool gpu_routes)
     : gpus_per_node_(topo.node.gpus),
       nics_per_node_(topo.node.nics),
       nodes_per_leaf_(folded ? 1 : topo.fabric.nodes_per_leaf),
@@ -63,15 +63,16 @@ Platform::Platform(const config::TopologyConfig& topo, int nodes, const FabricRe
     }
     for (int local = 0; local < g; ++local) {
       const int rank = node * g + local;
-      auto* host = zone_->create_host(fmt::format("gpu{}", rank), 1.0);
       nvlink_.push_back(duplex(*zone_, fmt::format("nvlink{}", rank), effective(topo.node.nvlink)));
+      if (!gpu_routes) continue;
+      auto* host = zone_->create_host(fmt::format("gpu{}", rank), 1.0);
       std::vector<sg4::LinkInRoute> route{sg4::LinkInRoute(nic_of(rank), sg4::LinkInRoute::Direction::UP)};
       for (auto* up : uplinks_[static_cast<std::size_t>(node / nodes_per_leaf)]) route.emplace_back(up, sg4::LinkInRoute::Direction::UP);
       zone_->add_route(host->get_netpoint(), nullptr, nullptr, nullptr, route, true);
       gpus_.push_back(host);
     }
   }
-  for (int node = 0; node < nodes; ++node) {
+  for (int node = 0; node < nodes && gpu_routes; ++node) {
     for (int a = 0; a < g; ++a) {
       for (int b = 0; b < g; ++b) {
         if (a == b) continue;

@@ -59,7 +59,9 @@ class Platform {
   // routes, then seal() before simulating. `folded`: node 0 stands for every node (symmetric
   // mode): its hops through the NIC stand for traffic leaving it, which crosses an uplink
   // carrying the node's share of its leaf's.
-  Platform(const config::TopologyConfig& topo, int nodes, const FabricRegistry& fabrics, bool folded = false);
+  // `gpu_routes`: routes between GPU hosts, which only flows per hop (FlowGranularity::edge) use;
+  // flows per path cross their own endpoint hosts' routes, so without them only the links are built.
+  Platform(const config::TopologyConfig& topo, int nodes, const FabricRegistry& fabrics, bool folded = false, bool gpu_routes = true);
 
   // A route through every link of the hops (a link crossed k times counts k times); returns its id.
   int add_path_route(const std::vector<Hop>& hops);
@@ -78,7 +80,6 @@ class Platform {
   [[nodiscard]] simgrid::s4u::Host* gpu(int rank) const { return gpus_[static_cast<std::size_t>(rank)]; }
   [[nodiscard]] simgrid::s4u::Host* path_src(int route) const { return path_hosts_[static_cast<std::size_t>(2 * route)]; }
   [[nodiscard]] simgrid::s4u::Host* path_dst(int route) const { return path_hosts_[static_cast<std::size_t>(2 * route + 1)]; }
-  [[nodiscard]] int world() const { return static_cast<int>(gpus_.size()); }
   [[nodiscard]] int gpus_per_node() const { return gpus_per_node_; }
 
  private:

@@ -591,7 +591,8 @@ SimulationResult simulate(const SimulationInput& in) {
   if (symmetric && in.jobs > 1) throw RuntimeError("symmetric mode simulates one job; cluster.jobs > 1 needs full mode");
   FabricRegistry fabrics;
   register_builtin_fabrics(fabrics);
-  Platform platform(in.topology, symmetric ? 1 : in.nodes * in.jobs, fabrics, symmetric);
+  const bool per_hop = !symmetric && in.flows == FlowGranularity::edge;
+  Platform platform(in.topology, symmetric ? 1 : in.nodes * in.jobs, fabrics, symmetric, per_hop);
   for (const auto& d : in.stragglers.degraded_links) platform.degrade(physical_rank(in, 0, static_cast<int>(d.rank)), d.link, d.factor);
   Network network(platform, in.flows, symmetric);
   Simulator sim(in, symmetric ? 1 : in.graph.info.world_size);
