@@ -182,7 +182,7 @@ void FsdpStepBuilder::bucket_all_reduce(double numel, int producer, bool flush) 
   if (bucket_numel_ <= 0 || (!flush && bucket_numel_ < cap)) return;
   Op ar = make(OpKind::all_reduce, v2_ ? Stream::all_reduce : Stream::nccl,
                fmt::format("AR bucket ({:.0f} MB)", bucket_numel_ * plan_.reduce_bytes / 1e6), -1);
-  ar.group = Group::world;
+  ar.group = Group::replicate;  // the data-parallel ranks: every rank, or with TP those of one TP index
   ar.bytes = bucket_numel_ * plan_.reduce_bytes;
   const int id = issue(std::move(ar));
   g_.add_edge(producer, id, EdgeKind::data);

@@ -42,7 +42,7 @@ enum class Group {
   none,       // not a collective
   shard,      // the ranks a parameter is sharded over (world, or a node for hybrid sharding)
   replicate,  // ranks holding the same shard (hybrid: same local rank on every node)
-  world,      // every rank (no_shard all-reduce)
+  world,      // every rank
   reshard,    // FSDP2 reshard_after_forward = d: d members of a shard group holding a 1/d copy
   tp,         // tensor parallelism: the ranks splitting one block's matmuls (consecutive ranks)
 };

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/pipeline.hpp"
+#include "graph/groups.hpp"
 #include "report/outputs.hpp"
 #include "test_support.hpp"
 
@@ -109,4 +110,21 @@ TEST_CASE("tensor parallel: symmetric mode gives full mode's figures, TP inside 
     CHECK(sym.tp == doctest::Approx(full.tp).epsilon(1e-9));
     CHECK(sym.peak == full.peak);
   }
+}
+
+TEST_CASE("DDP x TP: gradient buckets are all-reduced over the ranks of one TP index") {
+  // 8 GPUs as TP 2 x DDP 4: ranks 1, 3, 5, 7 hold the same half of every TP-split weight and
+  // reduce its gradients together; an all-reduce over all 8 would mix the two halves.
+  const std::vector<std::string> sets{"fsdp.version=2", "fsdp.sharding=no_shard", "parallelism.tp=2"};
+  const auto p = cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", sets);
+  const graph::Groups groups(p.graph.info);
+  int buckets = 0;
+  for (std::size_t o = 0; o < p.graph.size(); ++o) {
+    const graph::Op& op = p.graph.op(static_cast<int>(o));
+    if (op.kind != graph::OpKind::all_reduce || op.group == graph::Group::tp) continue;
+    ++buckets;
+    CHECK(groups.size(op.group) == 4);
+    CHECK(groups.members(op.group, groups.instance_of(op.group, 3)) == std::vector<int>{1, 3, 5, 7});
+  }
+  CHECK(buckets > 0);
 }
