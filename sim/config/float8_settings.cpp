@@ -98,6 +98,8 @@ void check_float8(ScenarioConfig& s) {
       why = "the float8 all-gather is FSDP2's (fsdp_pre_all_gather); expected false or fsdp.version: 2";
     } else if (s.fsdp.sharding == Sharding::no_shard) {
       why = "no_shard does not all-gather parameters; expected false";
+    } else if (s.fsdp.sharding == Sharding::shard_optimizer) {
+      why = "shard_optimizer all-gathers the updated parameters in their own dtype; expected false";
     }
     if (why != nullptr) throw ConfigError(f.fsdp_float8_all_gather.where, "training.float8.fsdp_float8_all_gather", why);
   }

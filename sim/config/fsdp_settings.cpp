@@ -16,7 +16,10 @@ constexpr double kNumelMax = static_cast<double>(std::int64_t{1} << 50);
 constexpr std::array kFsdpParams{
     ParamSpec{"version", "integer", "2", "1 = FullyShardedDataParallel, 2 = fully_shard", Range{1, 2}},
     ParamSpec{"sharding", "", "full_shard",
-              "sharding strategy; zero3 = DeepSpeed ZeRO stage 3 (settings under fsdp.zero3)", {}, kShardingNames},
+              "sharding strategy; zero3 = DeepSpeed ZeRO stage 3 (settings under fsdp.zero3); shard_optimizer = ZeRO-1 / "
+              "Megatron's distributed optimizer (DDP with the optimizer state sharded)",
+              {},
+              kShardingNames},
     ParamSpec{"wrap", "mapping {policy: ...}", "{policy: module}", "how the model is cut into units (shardsim describe wrap)"},
     ParamSpec{"backward_prefetch", "", "pre", "FSDP1: when the next unit's all-gather is issued in backward", {}, kPrefetchNames},
     ParamSpec{"backward_prefetch_depth", "integer", "1",
@@ -32,7 +35,7 @@ constexpr std::array kFsdpParams{
               "do not reshard the last unit after forward (torchtitan: backward needs it first)"},
     ParamSpec{"backward_hook_order", "", "post_first",
               "FSDP1: whether unit k's post-backward fires before unit k-1's pre-backward (autograd order; unsure)", {}, kHookOrderNames},
-    ParamSpec{"bucket_size", "size", "25MB", "no_shard: DDP gradient bucket (bucket_cap_mb)", Range{1, 1e15, Dimension::bytes}},
+    ParamSpec{"bucket_size", "size", "25MB", "no_shard, shard_optimizer: DDP gradient bucket (bucket_cap_mb)", Range{1, 1e15, Dimension::bytes}},
     ParamSpec{"mixed_precision", "mapping {param, reduce} or none", "none", "dtypes of all-gathered parameters and of gradient reduction"},
     ParamSpec{"cpu_offload", "bool", "false", "keep parameter shards, gradients and optimizer on the CPU"},
     ParamSpec{"zero3", "mapping", "{}", "DeepSpeed ZeRO-3 settings (sharding: zero3)"},
@@ -156,8 +159,13 @@ void check_applies(const Reader& r, const FsdpConfig& f, std::vector<ConfigWarni
   if (f.version == 1 && !f.limit_all_gathers) {
     warn("max_inflight_all_gathers", "the depth of the rate limiter, which fsdp.limit_all_gathers: false turns off");
   }
-  if (f.sharding != Sharding::no_shard) {
-    warn("bucket_size", fmt::format("DDP's gradient bucket, used with fsdp.sharding: no_shard only, not {}", to_string(f.sharding)));
+  const bool ddp = f.sharding == Sharding::no_shard || f.sharding == Sharding::shard_optimizer;
+  if (!ddp) {
+    warn("bucket_size",
+         fmt::format("DDP's gradient bucket, used with fsdp.sharding: no_shard or shard_optimizer only, not {}", to_string(f.sharding)));
+  } else {
+    warn("reshard_after_forward", fmt::format("FSDP's resharding, which fsdp.sharding: {} (parameters never sharded) does not do",
+                                              to_string(f.sharding)));
   }
 }
 
@@ -194,6 +202,10 @@ FsdpConfig read_fsdp(const Reader& top, std::vector<ConfigWarning>& warnings) {
   f.mixed_precision = read_mixed_precision(r);
   f.cpu_offload = r.boolean("cpu_offload");
   f.zero3 = read_zero3(r);
+  if (f.sharding == Sharding::shard_optimizer && f.cpu_offload) {
+    r.fail("cpu_offload", "offloading with the sharded optimizer (ZeRO-1) is not modelled; expected false (or fsdp.sharding: zero3 "
+                          "with fsdp.zero3.offload_optimizer)");
+  }
   r.finish();
   check_applies(r, f, warnings);
   return f;

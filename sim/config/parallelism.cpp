@@ -21,7 +21,7 @@ constexpr std::array kParallelismParams{
     ParamSpec{"tp_async", "bool", "false", "async TP (collective matmul); not modelled yet, only false is accepted"},
     ParamSpec{"dp_shard", "integer", "-1",
               "ranks a parameter is sharded over; -1: what fsdp.sharding implies (all data-parallel ranks, a node's for "
-              "hybrid sharding, 1 for no_shard); another value must equal it",
+              "hybrid sharding, 1 for no_shard; shard_optimizer shards the optimizer state over all); another value must equal it",
               Range{-1, 1 << 20}},
     ParamSpec{"dp_replicate", "integer", "-1", "replicas of each shard (hybrid sharding's nodes, no_shard's ranks); -1: implied",
               Range{-1, 1 << 20}},

@@ -22,7 +22,9 @@ enum class Optimizer { adamw, adam, sgd };
 // selective: torchtitan's per-op SAC; blocks: full checkpointing of every k-th block only
 // (torchtitan selective_ac_option "k", fms-fsdp selective_checkpointing).
 enum class ActivationCheckpointing { none, selective, full, blocks };
-enum class Sharding { full_shard, shard_grad_op, no_shard, hybrid_shard, hybrid_shard_zero2, zero3 };
+// shard_optimizer: ZeRO-1 / Megatron-LM's distributed optimizer, DDP whose optimizer state is
+// sharded over the data-parallel ranks (gradients reduce-scattered, parameters all-gathered).
+enum class Sharding { full_shard, shard_grad_op, no_shard, hybrid_shard, hybrid_shard_zero2, zero3, shard_optimizer };
 enum class HookOrder { post_first, pre_first };
 enum class BackwardPrefetch { pre, post, none };
 

@@ -237,7 +237,10 @@ Plan make_plan(const model::Model& model, const config::ScenarioConfig& scenario
   // Data parallelism spans the ranks with the same tensor-parallel index (groups.hpp's layout).
   plan.tp_group = scenario.parallelism.tp;
   const int dp = plan.world_size / plan.tp_group;
-  if (!plan.traits.shards_params) {
+  if (plan.traits.shards_optimizer && !plan.traits.shards_params) {
+    plan.shard_group = dp;  // what the optimizer state is sharded over
+    plan.replicate_group = 1;
+  } else if (!plan.traits.shards_params) {
     plan.shard_group = 1;
     plan.replicate_group = dp;
   } else if (plan.traits.hybrid) {

@@ -10,7 +10,9 @@ ShardingTraits sharding_traits(config::Sharding s) {
     case Sharding::shard_grad_op:
       return {true, false, false, true};
     case Sharding::no_shard:
-      return {false, false, false, false};
+      return {false, false, false, false, false};
+    case Sharding::shard_optimizer:
+      return {false, false, false, true, true};
     case Sharding::hybrid_shard:
       return {true, true, true, true};
     case Sharding::hybrid_shard_zero2:

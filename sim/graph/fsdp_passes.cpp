@@ -126,14 +126,14 @@ void FsdpStepBuilder::backward() {
         at(backward_done_, e.unit) = true;
         // Parameters are freed unless no_sync keeps them for the next micro-step (SHARD_GRAD_OP).
         const bool keep = !syncing() && !unit(e.unit).reshard_after_forward;
-        if ((plan_.traits.shards_params || plan_.param_bytes != plan_.master_bytes) && !keep) reshard(e.unit, Phase::backward);
+        if ((plan_.traits.shards_params || casts_params()) && !keep) reshard(e.unit, Phase::backward);
         if (mode == config::BackwardPrefetch::post) prefetch(backward_prefetch_targets(e.unit), Phase::backward, at(gather_of_, e.unit));
         if (plan_.traits.shards_params) reduce(e.unit);
         break;
       }
     }
   }
-  if (!plan_.traits.shards_params) bucket_all_reduce(0, io_.last(Stream::compute), true);
+  if (!plan_.traits.shards_params) bucket_reduce(0, io_.last(Stream::compute), true);
 }
 
 void FsdpStepBuilder::backward_compute(const fsdp::Segment& s, int u) {
@@ -157,7 +157,9 @@ void FsdpStepBuilder::backward_compute(const fsdp::Segment& s, int u) {
   const bool first_micro_of_grads = !at(grads_alive_, u);
   if (s.numel > 0 && unit(u).numel > 0 && first_micro_of_grads) {
     if (!plan_.traits.shards_params) {
-      const double bytes = static_cast<double>(s.numel) * plan_.master_bytes;
+      // DDP's gradients in the parameters' dtype (the master one); the distributed optimizer's
+      // main gradients in the reduce dtype (Megatron's contiguous grad buffer).
+      const double bytes = static_cast<double>(s.numel) * (plan_.traits.shards_optimizer ? plan_.reduce_bytes : plan_.master_bytes);
       op.memory.push_back({MemCategory::grad_shards, bytes, false, Pool::compute});
       grad_shard_frees_.push_back({MemCategory::grad_shards, -bytes, true, Pool::compute});
     } else if (v2_) {
@@ -170,24 +172,43 @@ void FsdpStepBuilder::backward_compute(const fsdp::Segment& s, int u) {
     }
   }
   const int id = compute(std::move(op), u);
-  if (!plan_.traits.shards_params && s.numel > 0 && syncing()) bucket_all_reduce(static_cast<double>(s.numel), id, false);
+  if (!plan_.traits.shards_params && s.numel > 0 && syncing()) bucket_reduce(static_cast<double>(s.numel), id, false);
 }
 
 // DDP (no_shard): gradients fill buckets of fsdp.bucket_size in backward order; a full bucket is
-// all-reduced while backward goes on (DDP's Reducer, bucket_cap_mb = 25 by default).
-void FsdpStepBuilder::bucket_all_reduce(double numel, int producer, bool flush) {
+// all-reduced while backward goes on (DDP's Reducer, bucket_cap_mb = 25 by default). The sharded
+// optimizer (shard_optimizer) reduce-scatters each bucket instead: a rank keeps the reduced
+// gradients of the 1/dp it updates (Megatron's distributed optimizer, ZeRO-1).
+void FsdpStepBuilder::bucket_reduce(double numel, int producer, bool flush) {
   if (!syncing()) return;
   bucket_numel_ += numel;
   const double cap = fsdp_.bucket_size.value() / plan_.master_bytes;
   if (bucket_numel_ <= 0 || (!flush && bucket_numel_ < cap)) return;
-  Op ar = make(OpKind::all_reduce, v2_ ? Stream::all_reduce : Stream::nccl,
-               fmt::format("AR bucket ({:.0f} MB)", bucket_numel_ * plan_.reduce_bytes / 1e6), -1);
-  ar.group = Group::replicate;  // the data-parallel ranks: every rank, or with TP those of one TP index
-  ar.bytes = bucket_numel_ * plan_.reduce_bytes;
-  const int id = issue(std::move(ar));
+  const bool scatter = plan_.traits.shards_optimizer;
+  const std::string name = fmt::format("{} bucket ({:.0f} MB)", scatter ? "RS" : "AR", bucket_numel_ * plan_.reduce_bytes / 1e6);
+  Op op = scatter ? make(OpKind::reduce_scatter, rs_stream(), name, -1) : make(OpKind::all_reduce, v2_ ? Stream::all_reduce : Stream::nccl, name, -1);
+  // The data-parallel ranks: every rank, or with TP those of one TP index.
+  op.group = scatter ? Group::shard : Group::replicate;
+  op.bytes = bucket_numel_ * plan_.reduce_bytes;
+  const int id = issue(std::move(op));
   g_.add_edge(producer, id, EdgeKind::data);
   last_reduce_ = id;
   bucket_numel_ = 0;
+}
+
+// shard_optimizer: each rank updated 1/dp of the parameters; before a unit's first forward of
+// the step they are all-gathered in the compute dtype into the whole parameters every rank keeps
+// (no memory of their own), on the all-gather stream once the optimizer step is done. Per unit,
+// as FSDP unshards, which is how Megatron's overlap_param_gather overlaps them with the forward
+// (per bucket there).
+void FsdpStepBuilder::gather_updated(int u) {
+  Op ag = make(OpKind::all_gather, ag_stream(), "AG " + unit(u).name, u);
+  ag.group = Group::shard;
+  ag.bytes = unsharded_bytes(u);
+  const int id = issue(std::move(ag));
+  g_.add_edge(last_optimizer_, id, EdgeKind::data);
+  at(gather_of_, u) = id;
+  at(available_, u) = id;
 }
 
 // Reduce-scatter of unit u's gradients after its backward (and the inter-node all-reduce of
@@ -255,7 +276,7 @@ void FsdpStepBuilder::reduce(int u) {
 
 void FsdpStepBuilder::optimizer() {
   std::int64_t shard = 0;
-  for (const auto& u : plan_.units) shard += plan_.traits.shards_params ? u.shard_numel : u.numel;
+  for (const auto& u : plan_.units) shard += plan_.traits.shards_optimizer ? u.shard_numel : u.numel;
   const double bytes = static_cast<double>(shard) * fsdp::optimizer_bytes_per_param(cfg_.training.optimizer, plan_.master_bytes);
   // With offload the step runs on the CPU thread over host memory, after the final callback's
   // synchronize (fsdp-semantics.md section 5).
@@ -274,7 +295,22 @@ void FsdpStepBuilder::optimizer() {
     g_.add_edge(io_.last(s), id, EdgeKind::data);
   }
   last_optimizer_ = id;
+  // shard_optimizer: the next step starts from parameters updated in pieces (gather_updated).
+  if (shards_optimizer_only()) {
+    for (std::size_t u = 0; u < plan_.units.size(); ++u) at(available_, static_cast<int>(u)) = -1;
+  }
   precompute_float8_scales();
+}
+
+// Megatron's distributed optimizer keeps, for the 1/dp of the parameters a rank updates, the
+// optimizer's states and a master copy and main-gradient shard where the parameters' and the
+// gradients' dtypes are not the master one: with bf16 parameters, fp32 gradients and Adam,
+// 4 + 4 + 4 = 12 bytes, so 2 + 4 + 12/d per parameter in all (docs/api-guide/dist_optimizer.md).
+double FsdpStepBuilder::distributed_optimizer_bytes() const {
+  double bytes = static_cast<double>(plan_.master_bytes) * fsdp::optimizer_states(cfg_.training.optimizer);
+  if (plan_.param_bytes != plan_.master_bytes) bytes += plan_.master_bytes;
+  if (plan_.reduce_bytes != plan_.master_bytes) bytes += plan_.master_bytes;
+  return bytes;
 }
 
 void FsdpStepBuilder::fill_info() {
@@ -290,9 +326,18 @@ void FsdpStepBuilder::fill_info() {
   info.micro_steps = static_cast<int>(cfg_.training.grad_accum);
   info.tokens_per_micro_step = batch_.tokens() / plan_.tp_group;  // a TP group shares its micro-batch
   std::int64_t shard = 0;
-  for (const auto& u : plan_.units) shard += plan_.traits.shards_params ? u.shard_numel : u.numel;
+  std::int64_t whole = 0;
+  for (const auto& u : plan_.units) {
+    shard += plan_.traits.shards_params ? u.shard_numel : u.numel;
+    whole += u.padded_numel;
+  }
   const auto state = fsdp::model_state_bytes(static_cast<double>(shard), 1, plan_.master_bytes, cfg_.training.optimizer);
   const Pool pool = offload_ ? Pool::host : Pool::compute;
+  if (shards_optimizer_only()) {
+    info.initial_memory = {{MemCategory::sharded_params, static_cast<double>(whole) * plan_.param_bytes, false, pool},
+                           {MemCategory::optimizer_state, static_cast<double>(whole / plan_.shard_group) * distributed_optimizer_bytes(), false, pool}};
+    return;
+  }
   info.initial_memory = {{MemCategory::sharded_params, state.params, false, pool},
                          {MemCategory::optimizer_state, state.optimizer, false, pool}};
 }

@@ -73,8 +73,12 @@ void FsdpStepBuilder::rate_limit() {
 void FsdpStepBuilder::unshard(int u, Phase phase, int prefetch_trigger) {
   if (!has_params(u) || at(available_, u) >= 0 || at(pending_gather_, u) >= 0) return;
   const std::string& name = unit(u).name;
+  if (shards_optimizer_only()) {
+    gather_updated(u);
+    return;
+  }
   if (!plan_.traits.shards_params) {
-    if (plan_.param_bytes == plan_.master_bytes) return;
+    if (!casts_params()) return;
     const double master = static_cast<double>(unit(u).padded_numel) * plan_.master_bytes;
     Op cast = make(OpKind::copy, Stream::compute, "cast " + name, u);
     cast.work = memory_work(master + unsharded_bytes(u), 1);

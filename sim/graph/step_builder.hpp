@@ -43,11 +43,13 @@ class FsdpStepBuilder {
   void backward();
   void backward_compute(const fsdp::Segment& s, int u);
   void reduce(int u);
-  void bucket_all_reduce(double numel, int producer, bool flush);
+  void bucket_reduce(double numel, int producer, bool flush);
+  void gather_updated(int u);  // shard_optimizer: the updated parameters, before their first forward
   void optimizer();
   void amax_all_reduces(int u);     // training.float8 all-gather without precomputed scales
   void precompute_float8_scales();  // ... with them, after the optimizer step
   void fill_info();
+  [[nodiscard]] double distributed_optimizer_bytes() const;  // per parameter of a rank's 1/dp
   [[nodiscard]] std::vector<fsdp::TraceEvent> backward_events() const;
   [[nodiscard]] std::vector<int> forward_prefetch_targets(std::size_t from) const;
   [[nodiscard]] std::vector<int> backward_prefetch_targets(int u) const;
@@ -55,6 +57,12 @@ class FsdpStepBuilder {
   // ---- sizes and state ----
   [[nodiscard]] const fsdp::Unit& unit(int u) const { return plan_.units[static_cast<std::size_t>(u)]; }
   [[nodiscard]] bool has_params(int u) const { return unit(u).padded_numel > 0; }
+  // no_shard with mixed precision: parameters kept in the master dtype, cast for compute per unit.
+  [[nodiscard]] bool casts_params() const {
+    return !plan_.traits.shards_params && !plan_.traits.shards_optimizer && plan_.param_bytes != plan_.master_bytes;
+  }
+  // shard_optimizer (ZeRO-1): parameters whole, optimizer state sharded.
+  [[nodiscard]] bool shards_optimizer_only() const { return !plan_.traits.shards_params && plan_.traits.shards_optimizer; }
   [[nodiscard]] double unsharded_bytes(int u) const;
   [[nodiscard]] double grad_bytes(int u) const;
   [[nodiscard]] double reduce_buffer_bytes(int u) const;

@@ -74,7 +74,7 @@ TEST_CASE("errors name the file, line, column and key, and suggest the intended 
   TempFile scen("scenario.yaml", scenario_text("  sharding: ful_shard\n"));
   CHECK_THROWS_WITH_AS(config::load_scenario(scen.path()),
                        (scen.str() + ":12:13: error: fsdp.sharding: expected one of full_shard, shard_grad_op, no_shard, hybrid_shard, "
-                                     "hybrid_shard_zero2, zero3; got \"ful_shard\" (did you mean \"full_shard\"?)")
+                                     "hybrid_shard_zero2, zero3, shard_optimizer; got \"ful_shard\" (did you mean \"full_shard\"?)")
                            .c_str(),
                        ConfigError);
   TempFile typo("typo.yaml", scenario_text("  limit_allgathers: true\n"));
