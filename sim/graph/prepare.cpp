@@ -25,8 +25,9 @@ model::TensorParallel tensor_parallel(const config::ScenarioConfig& s, const mod
   if (p.tp == 1) return tp;
   const std::string model = model_label(spec);
   const auto fail = [&](const std::string& what) { throw ConfigError(p.where, "parallelism.tp", what); };
-  if (spec.arch != model::Arch::llama) fail(fmt::format("tensor parallelism is modelled for llama-architecture models; {} is not one; expected tp: 1", model));
-  if (spec.tie_embeddings) fail(fmt::format("{} ties its output layer to its embedding, which tensor parallelism here does not model; expected tp: 1", model));
+  if (spec.arch != model::Arch::llama && spec.arch != model::Arch::gpt) {
+    fail(fmt::format("tensor parallelism is modelled for llama and GPT models; {} is neither; expected tp: 1", model));
+  }
   const auto divides = [&](std::int64_t n, const char* what) {
     if (n % p.tp != 0) fail(fmt::format("{} does not divide {}'s {} {}; expected a divisor of {}", p.tp, model, n, what, n));
   };

@@ -15,8 +15,8 @@
 // While a block's backward runs, what the mode did not keep is recomputed and alive, plus
 // gradient buffers of about a(h + f).
 //
-// Tensor parallelism over t ranks (llama; Megatron-LM's column/row split as torchtitan applies
-// it): wq, wk, wv, w1, w3 hold 1/t of their output features, wo and w2 1/t of their input
+// Tensor parallelism over t ranks (llama and GPT; Megatron-LM's column/row split as torchtitan
+// applies it): wq, wk, wv, w1, w3 hold 1/t of their output features, wo and w2 1/t of their input
 // features, each rank 1/t of the heads; norms are replicated. Entering attention and the MLP
 // all-gathers the sequence shards (sequence parallel) or does nothing; leaving them
 // reduce-scatters or all-reduces (kernels.hpp tp_enter / tp_leave). Per-token activations: what
@@ -28,6 +28,9 @@
 //              tp  a(2h + (2q + d + f)/t) + lse/t
 //   full:      sp  a h/t;  tp  a h
 //   backward gradient buffers: a(h + f/t)
+// GPT the same way (c_attn and c_fc column-parallel, both c_proj row-parallel; w = h/t):
+//   none:      sp  a(2h/t + 2h + 5w + 2f/t) + lse/t;  tp  a(4h + 5w + 2f/t) + lse/t
+//   selective: sp  a(h/t + 4w + f/t) + lse/t;        tp  a(h + 4w + f/t) + lse/t
 //
 // torch.compile per block (training.compile, as torchtitan applies it): Inductor fuses the
 // memory-bound ops between the matmuls and SDPA (which stay library kernels) into one kernel
@@ -154,39 +157,62 @@ Module multihead_attention(std::string name, const TransformerSpec& s, int act, 
   return m;
 }
 
-Module gpt_block(const TransformerSpec& s, std::int64_t index, int act) {
+Module gpt_block(const TransformerSpec& s, std::int64_t index, int act, const TensorParallel& tp) {
   const double a = act;
+  const std::int64_t t = tp.degree;
+  const double ti = static_cast<double>(t);
+  const double seq_share = tp.sp() ? 1.0 / ti : 1.0;
   const auto h = static_cast<double>(s.hidden);
-  const auto f = static_cast<double>(s.ffn_hidden);
+  const std::int64_t width = s.heads * s.head_dim / t;  // this rank's share of the attention width
+  const std::int64_t ffn = s.ffn_hidden / t;
+  const auto w = static_cast<double>(width);
+  const auto f = static_cast<double>(ffn);
   Module block;
   block.name = std::to_string(index);
   block.type = "GPT2Block";
   block.is_block = true;
 
+  // Megatron-LM's split: c_attn and c_fc column-parallel (weight and bias), the c_proj layers
+  // row-parallel (their bias whole, added after the reduction).
   Module attn;
   attn.name = "attn";
   attn.type = "GPT2Attention";
-  add_child(attn, linear("c_attn", s.hidden, 3 * s.hidden, true));
-  add_kernel(attn, attention_kernel("sdpa", static_cast<int>(s.heads), static_cast<int>(s.heads), static_cast<int>(s.head_dim), true));
-  add_kernel(attn, memory_kernel("attn_out_contiguous", 2 * a * h, 1));
-  add_child(attn, linear("c_proj", s.hidden, s.hidden, true));
+  if (t > 1) add_kernel(attn, tp_enter("tp_enter", tp, a * h));
+  add_child(attn, linear("c_attn", s.hidden, 3 * width, true));
+  const int heads = static_cast<int>(s.heads / t);
+  add_kernel(attn, attention_kernel("sdpa", heads, heads, static_cast<int>(s.head_dim), true));
+  add_kernel(attn, memory_kernel("attn_out_contiguous", 2 * a * w, 1));
+  add_child(attn, linear("c_proj", width, s.hidden, true));
+  if (t > 1) add_kernel(attn, tp_leave("tp_leave", tp, a * h));
 
   Module mlp;
   mlp.name = "mlp";
   mlp.type = "GPT2MLP";
-  add_child(mlp, linear("c_fc", s.hidden, s.ffn_hidden, true));
+  if (t > 1) add_kernel(mlp, tp_enter("tp_enter", tp, a * h));
+  add_child(mlp, linear("c_fc", s.hidden, ffn, true));
   add_kernel(mlp, memory_kernel("gelu", 2 * a * f, 1));
-  add_child(mlp, linear("c_proj", s.ffn_hidden, s.hidden, true));
+  add_child(mlp, linear("c_proj", ffn, s.hidden, true));
+  if (t > 1) add_kernel(mlp, tp_leave("tp_leave", tp, a * h));
 
-  add_child(block, layer_norm("ln_1", s.hidden, act));
+  Module ln1 = layer_norm("ln_1", s.hidden, act);
+  Module ln2 = layer_norm("ln_2", s.hidden, act);
+  scale_memory_kernels(ln1, seq_share);
+  scale_memory_kernels(ln2, seq_share);
+  add_child(block, std::move(ln1));
   add_child(block, std::move(attn));
-  add_kernel(block, memory_kernel("residual_add", 3 * a * h, 1));
-  add_child(block, layer_norm("ln_2", s.hidden, act));
+  add_kernel(block, memory_kernel("residual_add", 3 * a * h * seq_share, 1));
+  add_child(block, std::move(ln2));
   add_child(block, std::move(mlp));
-  add_kernel(block, memory_kernel("residual_add", 3 * a * h, 1));
+  add_kernel(block, memory_kernel("residual_add", 3 * a * h * seq_share, 1));
 
-  const double lse = 4.0 * static_cast<double>(s.heads);
-  set_activation(block, a * (9 * h + 2 * f) + lse, a * (5 * h + f) + lse, a, h, f);
+  const double lse = 4.0 * static_cast<double>(heads);
+  if (t == 1) {
+    set_activation(block, a * (9 * h + 2 * f) + lse, a * (5 * h + f) + lse, a, h, f);
+  } else if (tp.sp()) {
+    set_activation(block, {a * (2 * h / ti + 2 * h + 5 * w + 2 * f) + lse, a * (h / ti + 4 * w + f) + lse, a * h / ti}, a * (h + f));
+  } else {
+    set_activation(block, {a * (4 * h + 5 * w + 2 * f) + lse, a * (h + 4 * w + f) + lse, a * h}, a * (h + f));
+  }
   mark_selective_recompute(block);
   return block;
 }
@@ -270,14 +296,15 @@ Module torch_decoder_block(const TransformerSpec& s, std::int64_t index, int act
 }  // namespace
 
 Module build_block(const TransformerSpec& s, std::int64_t index, int act_bytes, const BlockOptions& options) {
-  if ((options.tp.degree > 1 || options.compiled) && s.arch != Arch::llama) {
-    throw std::invalid_argument("tensor parallelism and torch.compile are modelled for llama blocks only");
+  if (options.tp.degree > 1 && s.arch != Arch::llama && s.arch != Arch::gpt) {
+    throw std::invalid_argument("tensor parallelism is modelled for llama and GPT blocks only");
   }
+  if (options.compiled && s.arch != Arch::llama) throw std::invalid_argument("torch.compile is modelled for llama blocks only");
   switch (s.arch) {
     case Arch::llama:
       return llama_block(s, index, act_bytes, options);
     case Arch::gpt:
-      return gpt_block(s, index, act_bytes);
+      return gpt_block(s, index, act_bytes, options.tp);
     case Arch::seed_block:
       return seed_block(s, index, act_bytes);
     case Arch::torch_decoder:

@@ -74,8 +74,10 @@ Module build_root(const TransformerSpec& spec, int act_bytes, const BlockOptions
   const bool gpt = spec.arch == Arch::gpt;
   add_child(root, token_embedding(spec, gpt ? "wte" : (spec.arch == Arch::llama ? "tok_embeddings" : "embedding"), act_bytes, tp));
   if (spec.max_positions > 0) {
+    // Position embeddings are whole on every TP rank, added to the (sequence-sharded) tokens.
+    const double seq_share = tp.sp() ? 1.0 / static_cast<double>(tp.degree) : 1.0;
     add_child(root, embedding("wpe", spec.max_positions, spec.hidden, act_bytes));
-    add_kernel(root, memory_kernel("add_positions", 3.0 * act_bytes * static_cast<double>(spec.hidden), 1));
+    add_kernel(root, memory_kernel("add_positions", 3.0 * act_bytes * static_cast<double>(spec.hidden) * seq_share, 1));
   }
   Module layers;
   layers.name = gpt ? "h" : "layers";
@@ -113,8 +115,8 @@ double Model::mfu_flops_per_token() const {
 
 Model build_model(const TransformerSpec& spec, std::int64_t seq_len, int act_bytes, const BlockOptions& options) {
   const TensorParallel& tp = options.tp;
-  if (tp.degree > 1 && (spec.arch != Arch::llama || spec.tie_embeddings)) {
-    throw std::invalid_argument("tensor parallelism is modelled for llama models without tied embeddings");
+  if (tp.degree > 1 && spec.arch != Arch::llama && spec.arch != Arch::gpt) {
+    throw std::invalid_argument("tensor parallelism is modelled for llama and GPT models");
   }
   Model model;
   model.spec = spec;

@@ -159,3 +159,64 @@ TEST_CASE("tensor parallel: the degrees tune searches are the node's divisors th
   CHECK(graph::tensor_parallel_degrees(test::scenario("tests/data/tiny_llama.yaml", {"model.kv_heads=4"})) == std::vector<int>{1, 2, 4});
   CHECK(graph::tensor_parallel_degrees(test::scenario("tests/data/tiny_llama.yaml", {"fsdp.sharding=zero3"})) == std::vector<int>{1});
 }
+
+// The same tiny model as a GPT (LayerNorm, c_attn / c_proj, GELU MLP of f = 1376, biases,
+// embedding tied to the output): Megatron-LM's split, c_attn and c_fc column-parallel with their
+// biases, the c_proj layers row-parallel with their biases whole.
+graph::Prepared tiny_gpt(const std::vector<std::string>& sets) {
+  std::vector<std::string> all{"model.arch=gpt"};
+  all.insert(all.end(), sets.begin(), sets.end());
+  return tiny(all);
+}
+
+TEST_CASE("tensor parallel GPT: a rank's block weights and activations by hand") {
+  const auto p = tiny_gpt({});
+  const auto one = test::prepared("tests/data/tiny_llama.yaml", {"fsdp.version=2", "model.arch=gpt"});
+  // c_attn 512 x 768 + 768, c_proj 256 x 512 + 512, c_fc 512 x 688 + 688, c_proj 688 x 512 + 512,
+  // two LayerNorms 2 x 1024: 393,984 + 131,584 + 352,944 + 352,768 + 2,048.
+  int found = 0;
+  for (const auto& u : p.plan.units) {
+    if (u.name != "h.1") continue;
+    CHECK(u.numel == 1'233'328);
+    ++found;
+  }
+  CHECK(found == 1);
+  CHECK(p.model.total_params() == one.model.total_params());
+  // Saved per token, no checkpointing, w = h/t = 256, f = 688, 4 heads (lse 16 bytes):
+  // sequence parallel a (2h/t + 2h + 5w + 2f) + 16 = 2 (512 + 1024 + 1280 + 1376) + 16 = 8,400;
+  // without it a (4h + 5w + 2f) + 16 = 2 (2048 + 1280 + 1376) + 16 = 9,424.
+  const auto saved = [](const graph::Prepared& x) {
+    double bytes = 0;
+    for (std::size_t i = 0; i < x.graph.size(); ++i) {
+      const auto& op = x.graph.op(static_cast<int>(i));
+      if (op.name != "FWD h.1" || op.step != 0 || op.micro != 0) continue;
+      for (const auto& m : op.memory) {
+        if (m.category == graph::MemCategory::activations && m.bytes > 0) bytes += m.bytes;
+      }
+    }
+    return bytes;
+  };
+  CHECK(saved(p) == doctest::Approx(8'400.0 * 512));
+  CHECK(saved(tiny_gpt({"parallelism.tp_sequence_parallel=false"})) == doctest::Approx(9'424.0 * 512));
+}
+
+TEST_CASE("tensor parallel GPT: the same collectives per block as llama and half the GEMM FLOPs") {
+  const auto p = tiny_gpt({});
+  int ag = 0;
+  int rs = 0;
+  double flops = 0;
+  for (std::size_t i = 0; i < p.graph.size(); ++i) {
+    const auto& op = p.graph.op(static_cast<int>(i));
+    if (op.step != 0 || op.micro != 0 || op.name.find("h.1") == std::string::npos) continue;
+    if (op.group == Group::tp) {
+      CHECK(op.bytes == kS);
+      ag += op.kind == OpKind::all_gather ? 1 : 0;
+      rs += op.kind == OpKind::reduce_scatter ? 1 : 0;
+    }
+    if (op.name == "FWD h.1") flops += op.work.gemm_flops();
+  }
+  CHECK(ag == 4);
+  CHECK(rs == 4);
+  // 2 x 512 tokens x (512 x 1536 + 512 x 512 + 2 x 512 x 1376) / 2.
+  CHECK(flops == doctest::Approx(2.0 * 512 * (512.0 * 1536 + 512.0 * 512 + 2 * 512.0 * 1376) / 2));
+}
