@@ -73,7 +73,7 @@ TuneSpace tune_space(const config::ScenarioConfig& base, std::optional<std::int6
     }
     s.stage1.push_back(std::move(layout));
   }
-  std::vector<std::string> sharding{"full_shard", "shard_grad_op", "no_shard"};
+  std::vector<std::string> sharding{"full_shard", "shard_grad_op", "no_shard", "shard_optimizer"};
   if (base.cluster.nodes > 1) sharding.insert(sharding.end(), {"hybrid_shard", "hybrid_shard_zero2"});
   s.stage1.push_back(axis("fsdp.sharding", sharding));
   s.stage1.push_back(

@@ -6,7 +6,7 @@
 //   training.micro_batch / grad_accum   each divisor m of the batch per GPU per step B, with
 //                                       grad_accum = B / m (the batch an optimizer step sees is
 //                                       a training choice, so it is kept)
-//   fsdp.sharding                       full_shard, shard_grad_op, no_shard; on more than one
+//   fsdp.sharding                       full_shard, shard_grad_op, no_shard, shard_optimizer; on more than one
 //                                       node also hybrid_shard, hybrid_shard_zero2
 //   fsdp.wrap                           module per 1, 2 or 4 blocks; size (min_params 1e8)
 // plus the scenario as written, to compare against. With tensor-parallel degrees to search

@@ -30,8 +30,8 @@ TEST_CASE("tune searches 3 checkpointing x batch divisors x sharding x 4 wraps a
   const auto one_node = sweep::tune_space(tiny({}), std::nullopt);
   REQUIRE(one_node.stage1.size() == 4);
   CHECK(one_node.stage1[1].size() == 1);  // batch 1: micro_batch 1 only
-  CHECK(one_node.stage1[2].size() == 3);  // hybrid sharding needs more than one node
-  CHECK(sweep::stage1_points(one_node).size() == 3 * 1 * 3 * 4 + 1);
+  CHECK(one_node.stage1[2].size() == 4);  // hybrid sharding needs more than one node
+  CHECK(sweep::stage1_points(one_node).size() == 3 * 1 * 4 * 4 + 1);
   CHECK(one_node.stage2.size() == 2);
 
   // Two nodes and 12 sequences per GPU per step: micro-batches 1, 2, 3, 4, 6, 12 with grad_accum 12 / m.
@@ -40,8 +40,8 @@ TEST_CASE("tune searches 3 checkpointing x batch divisors x sharding x 4 wraps a
   std::vector<std::string> pairs;
   for (std::size_t i = 0; i < two.stage1[1].size(); ++i) pairs.push_back(two.stage1[1].value_label(i));
   CHECK(pairs == std::vector<std::string>{"1 / 12", "2 / 6", "3 / 4", "4 / 3", "6 / 2", "12 / 1"});
-  CHECK(two.stage1[2].size() == 5);
-  CHECK(sweep::stage1_points(two).size() == 3 * 6 * 5 * 4 + 1);
+  CHECK(two.stage1[2].size() == 6);
+  CHECK(sweep::stage1_points(two).size() == 3 * 6 * 6 * 4 + 1);
   CHECK(sweep::stage1_points(two).back().assignments.empty());  // the scenario as written, last
 
   const auto v2 = sweep::tune_space(tiny({"fsdp.version=2"}), std::nullopt);
@@ -101,7 +101,7 @@ TEST_CASE("tune --tp: one layout axis of TP degree, micro-batch and accumulation
   std::vector<std::string> layouts;
   for (std::size_t i = 0; i < space.stage1[1].size(); ++i) layouts.push_back(space.stage1[1].value_label(i));
   CHECK(layouts == std::vector<std::string>{"1 / 1 / 1", "2 / 1 / 2", "2 / 2 / 1", "4 / 1 / 4", "4 / 2 / 2", "4 / 4 / 1"});
-  CHECK(sweep::stage1_points(space).size() == 3 * 6 * 3 * 4 + 1);
+  CHECK(sweep::stage1_points(space).size() == 3 * 6 * 4 * 4 + 1);
   // Only the scenario's own degree: the batch axis as before.
   CHECK(sweep::tune_space(tiny({}), std::nullopt, {1}).stage1[1].label() == "training.micro_batch / training.grad_accum");
 }
