@@ -4,14 +4,44 @@
 
 namespace shardsim::engine {
 
-int Cohorts::add(std::vector<int> members, const std::vector<std::int32_t>& remaining, std::size_t ops, double slow) {
+Cohorts::Cohorts(int ranks, std::vector<std::int32_t> preds, int expected, InstanceOf instance_of)
+    : ops_(preds.size()),
+      preds_(std::move(preds)),
+      capacity_(std::max(expected, 1)),
+      intervals_(ops_ * static_cast<std::size_t>(capacity_)),
+      remaining_(ops_ * static_cast<std::size_t>(capacity_)),
+      of_(static_cast<std::size_t>(ranks), -1),
+      instance_of_(std::move(instance_of)) {}
+
+void Cohorts::room_for(int id) {
+  if (id < capacity_) return;
+  const int wider = std::max(2 * capacity_, id + 1);
+  std::vector<graph::Interval> intervals(ops_ * static_cast<std::size_t>(wider));
+  std::vector<std::int32_t> remaining(ops_ * static_cast<std::size_t>(wider));
+  for (std::size_t o = 0; o < ops_; ++o) {
+    const auto from = o * static_cast<std::size_t>(capacity_);
+    const auto to = o * static_cast<std::size_t>(wider);
+    std::copy_n(intervals_.begin() + static_cast<std::ptrdiff_t>(from), capacity_, intervals.begin() + static_cast<std::ptrdiff_t>(to));
+    std::copy_n(remaining_.begin() + static_cast<std::ptrdiff_t>(from), capacity_, remaining.begin() + static_cast<std::ptrdiff_t>(to));
+  }
+  intervals_ = std::move(intervals);
+  remaining_ = std::move(remaining);
+  capacity_ = wider;
+}
+
+int Cohorts::add(std::vector<int> members, double slow) {
   const int id = count();
+  room_for(id);
   Cohort& c = cohorts_.emplace_back();
+  last_child_.push_back(-1);
   for (int r : members) of_[static_cast<std::size_t>(r)] = id;
   c.members = std::move(members);
-  c.timeline.assign(ops, graph::Interval{});
-  c.remaining = remaining;
-  c.stream.slow = slow;
+  for (std::size_t o = 0; o < ops_; ++o) {
+    interval(id, static_cast<int>(o)) = graph::Interval{};
+    remaining(id, static_cast<int>(o)) = preds_[o];
+  }
+  streams_.push_back(StreamState{});
+  streams_.back().slow = slow;
   return id;
 }
 
@@ -52,7 +82,10 @@ int Cohorts::members_in(int id, graph::Group g, const std::vector<int>& sorted_i
 
 int Cohorts::split(int id, graph::Group g, const std::vector<int>& sorted_instances) {
   const int child = count();
+  room_for(child);
   Cohort& to = cohorts_.emplace_back();
+  last_child_.push_back(-1);
+  last_child_[static_cast<std::size_t>(id)] = child;
   Cohort& from = (*this)[id];
   std::vector<int> stay;
   for (int r : from.members) {
@@ -64,16 +97,18 @@ int Cohorts::split(int id, graph::Group g, const std::vector<int>& sorted_instan
     }
   }
   from.members = std::move(stay);
-  to.timeline = from.timeline;
-  to.remaining = from.remaining;
-  to.stream = from.stream;
+  for (std::size_t o = 0; o < ops_; ++o) {
+    interval(child, static_cast<int>(o)) = interval(id, static_cast<int>(o));
+    remaining(child, static_cast<int>(o)) = remaining(id, static_cast<int>(o));
+  }
+  streams_.push_back(streams_[static_cast<std::size_t>(id)]);
   to.waiting = from.waiting;
   for (auto& v : from.instances) v.clear();
   from.children.push_back(child);
   return child;
 }
 
-graph::Timeline Cohorts::timeline(int ranks, std::size_t ops, std::vector<int>& cohort_of_class) const {
+graph::Timeline Cohorts::take_timeline(int ranks, std::vector<int>& cohort_of_class) {
   std::vector<int> class_of(static_cast<std::size_t>(ranks));
   std::vector<int> class_of_cohort(cohorts_.size(), -1);
   cohort_of_class.clear();
@@ -85,12 +120,19 @@ graph::Timeline Cohorts::timeline(int ranks, std::size_t ops, std::vector<int>& 
     }
     class_of[static_cast<std::size_t>(r)] = cls;
   }
-  graph::Timeline t(ops, std::move(class_of), static_cast<int>(cohort_of_class.size()));
-  for (std::size_t cls = 0; cls < cohort_of_class.size(); ++cls) {
-    const auto& src = (*this)[cohort_of_class[cls]].timeline;
-    for (std::size_t o = 0; o < ops; ++o) t.at_class(static_cast<int>(o), static_cast<int>(cls)) = src[o];
+  std::vector<std::int32_t>().swap(remaining_);
+  const int classes = static_cast<int>(cohort_of_class.size());
+  bool in_place = classes == capacity_;
+  for (int cls = 0; cls < classes && in_place; ++cls) in_place = cohort_of_class[static_cast<std::size_t>(cls)] == cls;
+  if (in_place) return graph::Timeline(ops_, std::move(class_of), classes, std::move(intervals_));
+  std::vector<graph::Interval> intervals(ops_ * static_cast<std::size_t>(classes));
+  for (std::size_t o = 0; o < ops_; ++o) {
+    for (int cls = 0; cls < classes; ++cls) {
+      intervals[o * static_cast<std::size_t>(classes) + static_cast<std::size_t>(cls)] = interval(cohort_of_class[static_cast<std::size_t>(cls)], static_cast<int>(o));
+    }
   }
-  return t;
+  std::vector<graph::Interval>().swap(intervals_);
+  return graph::Timeline(ops_, std::move(class_of), classes, std::move(intervals));
 }
 
 }  // namespace shardsim::engine

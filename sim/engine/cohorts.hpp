@@ -34,9 +34,6 @@ struct StreamState {
 
 struct Cohort {
   std::vector<int> members;               // simulated ranks, ascending
-  std::vector<graph::Interval> timeline;  // per op
-  std::vector<std::int32_t> remaining;    // per op: predecessors still to finish
-  StreamState stream;
   std::vector<graph::Interval> waiting;  // at collectives, for the group's last rank
   std::vector<int> children;             // cohorts split off this one, in creation order
   // Per group kind, (instance, members in it) by ascending instance; filled when first asked.
@@ -54,21 +51,35 @@ class Cohorts {
  public:
   // The collective instance a simulated rank takes part in for a group kind.
   using InstanceOf = std::function<int(graph::Group, int rank)>;
-  Cohorts(int ranks, InstanceOf instance_of) : of_(static_cast<std::size_t>(ranks), -1), instance_of_(std::move(instance_of)) {}
+  // `preds`: each op's predecessors, what every cohort starts waiting for; `expected`: how many
+  // cohorts to make room for at first.
+  Cohorts(int ranks, std::vector<std::int32_t> preds, int expected, InstanceOf instance_of);
 
-  // A cohort of `members` (ascending, in no other cohort) with the given per-op state.
-  int add(std::vector<int> members, const std::vector<std::int32_t>& remaining, std::size_t ops, double slow);
+  // A cohort of `members` (ascending, in no other cohort), its GPUs slowed by `slow`.
+  int add(std::vector<int> members, double slow);
 
   [[nodiscard]] int count() const { return static_cast<int>(cohorts_.size()); }
   [[nodiscard]] Cohort& operator[](int id) { return cohorts_[static_cast<std::size_t>(id)]; }
   [[nodiscard]] const Cohort& operator[](int id) const { return cohorts_[static_cast<std::size_t>(id)]; }
   [[nodiscard]] int of(int rank) const { return of_[static_cast<std::size_t>(rank)]; }
+  // When op `op` ran on cohort `id`, and how many of its predecessors are still to finish there.
+  // Both are kept op after op for all cohorts, so that the cohorts finishing one op (often many
+  // together) touch neighbouring memory.
+  [[nodiscard]] graph::Interval& interval(int id, int op) { return intervals_[cell(id, op)]; }
+  [[nodiscard]] const graph::Interval& interval(int id, int op) const { return intervals_[cell(id, op)]; }
+  [[nodiscard]] std::int32_t& remaining(int id, int op) { return remaining_[cell(id, op)]; }
+  // The cohort's compute stream (kept apart from the rest: read at every timer event).
+  [[nodiscard]] StreamState& stream(int id) { return streams_[static_cast<std::size_t>(id)]; }
   [[nodiscard]] CohortRef ref(int id) const { return {id, count()}; }
+
+  // Whether `r` names its cohort alone: nothing split off it since `r` was taken.
+  [[nodiscard]] bool alone(CohortRef r) const { return last_child_[static_cast<std::size_t>(r.id)] < r.generation; }
 
   // Calls f(id) for the cohort `r` names and every cohort split off it after `r` was taken.
   template <class F>
   void expand(CohortRef r, F&& f) const {
     f(r.id);
+    if (alone(r)) return;
     for (int child : (*this)[r.id].children) {
       if (child >= r.generation) expand(CohortRef{child, r.generation}, f);
     }
@@ -84,11 +95,25 @@ class Cohorts {
   int split(int id, graph::Group g, const std::vector<int>& sorted_instances);
 
   // The timeline of the ranks below `ranks` (job 0's), one class per cohort holding one of them,
-  // and each class's cohort.
-  [[nodiscard]] graph::Timeline timeline(int ranks, std::size_t ops, std::vector<int>& cohort_of_class) const;
+  // and each class's cohort. Takes the cohorts' intervals and counts (the cohorts keep none
+  // after), so that they are not held twice.
+  [[nodiscard]] graph::Timeline take_timeline(int ranks, std::vector<int>& cohort_of_class);
 
  private:
+  [[nodiscard]] std::size_t cell(int id, int op) const {
+    return static_cast<std::size_t>(op) * static_cast<std::size_t>(capacity_) + static_cast<std::size_t>(id);
+  }
+  // Makes room for cohort `id` in the per-op pools (doubling their width).
+  void room_for(int id);
+
+  std::size_t ops_;
+  std::vector<std::int32_t> preds_;
+  int capacity_;                          // cohorts the pools have room for
+  std::vector<graph::Interval> intervals_;  // ops x capacity_
+  std::vector<std::int32_t> remaining_;     // ops x capacity_
   std::deque<Cohort> cohorts_;  // stable references while cohorts are added
+  std::vector<int> last_child_;  // per cohort: the last cohort split off it, -1 if none (kept apart: read per event)
+  std::vector<StreamState> streams_;  // per cohort
   std::vector<int> of_;         // per simulated rank
   InstanceOf instance_of_;
 };

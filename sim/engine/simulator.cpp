@@ -62,6 +62,13 @@ struct Ending {
   std::vector<int> instances;
 };
 
+// How many predecessors each op waits for.
+std::vector<std::int32_t> predecessor_counts(const graph::StepGraph& g) {
+  std::vector<std::int32_t> out(g.size());
+  for (std::size_t o = 0; o < g.size(); ++o) out[o] = static_cast<std::int32_t>(g.in_degree(static_cast<int>(o)));
+  return out;
+}
+
 class Simulator {
  public:
   Simulator(const SimulationInput& in, int simulated)
@@ -72,17 +79,16 @@ class Simulator {
         simulated_(simulated),
         jobs_(in.jobs),
         total_(simulated * in.jobs),
-        cohorts_(simulated * in.jobs, [this](Group g, int rank) { return instance_of(g, rank); }),
+        cohorts_(simulated * in.jobs, predecessor_counts(in.graph), in.stragglers.jitter > 0 || !in.cohorts ? simulated * in.jobs : 1,
+                 [this](Group g, int rank) { return instance_of(g, rank); }),
         t0_(std::chrono::steady_clock::now()) {
     const std::size_t n = g_.size();
     successors_.resize(n);
     duration_.resize(n, 0.0);
     arrived_.resize(n);
-    std::vector<std::int32_t> preds(n);
     for (std::size_t o = 0; o < n; ++o) {
       const int id = static_cast<int>(o);
       for (const auto& [succ, kind] : g_.successors(id)) successors_[o].push_back(succ);
-      preds[o] = static_cast<std::int32_t>(g_.in_degree(id));
       const graph::Op& op = g_.op(id);
       if (op.is_collective()) {
         arrived_[o].assign(static_cast<std::size_t>(groups_.instances(op.group) * jobs_), 0);
@@ -105,12 +111,12 @@ class Simulator {
     std::map<double, std::vector<int>> by_factor;
     for (int r = 0; r < total_; ++r) {
       if (in.stragglers.jitter > 0 || !in.cohorts) {
-        cohorts_.add({r}, preds, n, slow[static_cast<std::size_t>(r)]);
+        cohorts_.add({r}, slow[static_cast<std::size_t>(r)]);
       } else {
         by_factor[slow[static_cast<std::size_t>(r)]].push_back(r);
       }
     }
-    for (auto& [factor, members] : by_factor) cohorts_.add(std::move(members), preds, n, factor);
+    for (auto& [factor, members] : by_factor) cohorts_.add(std::move(members), factor);
     holding_.assign(static_cast<std::size_t>(total_), {});
     slowed_ = in.compute.speed_while_communicating();
     cluster_ = cluster_view(in.topology);
@@ -191,14 +197,14 @@ class Simulator {
     r.job_ends.assign(static_cast<std::size_t>(jobs_), 0.0);
     for (int c = 0; c < cohorts_.count(); ++c) {
       double end = 0;
-      for (const auto& i : cohorts_[c].timeline) end = std::max(end, i.end);
+      for (std::size_t o = 0; o < g_.size(); ++o) end = std::max(end, cohorts_.interval(c, static_cast<int>(o)).end);
       for (int m : cohorts_[c].members) {
         auto& job_end = r.job_ends[static_cast<std::size_t>(m / simulated_)];
         job_end = std::max(job_end, end);
       }
     }
     std::vector<int> cohort_of_class;
-    r.timeline = cohorts_.timeline(simulated_, g_.size(), cohort_of_class);
+    r.timeline = cohorts_.take_timeline(simulated_, cohort_of_class);
     for (int c : cohort_of_class) r.waiting.push_back(std::move(cohorts_[c].waiting));
     holding_.resize(static_cast<std::size_t>(simulated_));
     r.holding = std::move(holding_);
@@ -211,6 +217,10 @@ class Simulator {
     while (!ready_.empty()) {
       const auto [op, who] = ready_.front();
       ready_.pop_front();
+      if (cohorts_.alone(who)) {
+        start(op, who.id, now);
+        continue;
+      }
       // Collected first: a cohort split off while starting `op` had already reached it.
       const std::vector<int> cs = expanded(who);
       for (int c : cs) start(op, c, now);
@@ -230,8 +240,7 @@ class Simulator {
       arrive(op_id, c, now);
       return;
     }
-    Cohort& k = cohorts_[c];
-    k.timeline[static_cast<std::size_t>(op_id)].start = now;
+    cohorts_.interval(c, op_id).start = now;
     double d = duration_[static_cast<std::size_t>(op_id)];
     if (d <= 0) {
       finish(op_id, c, now);
@@ -241,9 +250,9 @@ class Simulator {
       push_timer(now + d, op_id, c, 0);
       return;
     }
-    StreamState& s = k.stream;
+    StreamState& s = cohorts_.stream(c);
     d *= s.slow;
-    if (in_.stragglers.jitter > 0) d *= std::exp(in_.stragglers.jitter * normal(in_.stragglers.seed, op_id, k.members.front()));
+    if (in_.stragglers.jitter > 0) d *= std::exp(in_.stragglers.jitter * normal(in_.stragglers.seed, op_id, cohorts_[c].members.front()));
     s.op = op_id;
     s.remaining = d;
     s.since = now;
@@ -255,7 +264,7 @@ class Simulator {
   // A collective starts or ends on a cohort's GPUs: their compute stream changes speed (NCCL takes
   // SMs and HBM bandwidth), so the running compute op is rescheduled.
   void collective_changes(int c, int delta, double now) {
-    StreamState& s = cohorts_[c].stream;
+    StreamState& s = cohorts_.stream(c);
     const double before = speed(s);
     s.collectives += delta;
     const double after = speed(s);
@@ -314,7 +323,7 @@ class Simulator {
     wholly_inside(arrivals, g, insts, [&](int c, double t) {
       Cohort& k = cohorts_[c];
       if (t < now) k.waiting.push_back({t, now});  // every rank waits from its arrival to the launch
-      k.timeline[static_cast<std::size_t>(op_id)].start = now;
+      cohorts_.interval(c, op_id).start = now;
       collective_changes(c, +1, now);
       launched.push_back(cohorts_.ref(c));
     });
@@ -333,10 +342,9 @@ class Simulator {
     const std::vector<int> one{inst};
     std::vector<std::tuple<int, double, int>> reached;  // cohort, when, its ranks in the instance
     for (const Arrival& a : arrivals) {
-      const std::vector<int> cs = expanded(a.who);
-      for (int c : cs) {
+      cohorts_.expand(a.who, [&](int c) {
         if (const int n = cohorts_.members_in(c, g, one); n > 0) reached.emplace_back(c, a.time, n);
-      }
+      });
     }
     int last = -1;
     double last_t = -1;
@@ -420,11 +428,10 @@ class Simulator {
   }
 
   void finish(int op_id, int c, double now) {
-    Cohort& k = cohorts_[c];
-    k.timeline[static_cast<std::size_t>(op_id)].end = now;
-    stats_.op_instances += k.members.size();
+    cohorts_.interval(c, op_id).end = now;
+    stats_.op_instances += cohorts_[c].members.size();
     for (int succ : successors_[static_cast<std::size_t>(op_id)]) {
-      if (--k.remaining[static_cast<std::size_t>(succ)] == 0) ready_.emplace_back(succ, cohorts_.ref(c));
+      if (--cohorts_.remaining(c, succ) == 0) ready_.emplace_back(succ, cohorts_.ref(c));
     }
   }
 
@@ -451,15 +458,18 @@ class Simulator {
       timers_.pop();
       ++stats_.timer_events;
       if (t.who >= 0) {
-        const std::vector<int> cs = expanded(CohortRef{t.who, t.generation});
-        for (int c : cs) {
-          StreamState& s = cohorts_[c].stream;
+        const CohortRef who{t.who, t.generation};
+        const std::vector<int> cs = cohorts_.alone(who) ? std::vector<int>{} : expanded(who);
+        const auto ended = [&](int c) {
+          StreamState& s = cohorts_.stream(c);
           if (t.version != 0) {
-            if (t.version != s.version || s.op != t.op) continue;  // rescheduled since
+            if (t.version != s.version || s.op != t.op) return;  // rescheduled since
             s.op = -1;
           }
           finish(t.op, c, t.time);
-        }
+        };
+        if (cs.empty()) ended(t.who);
+        for (int c : cs) ended(c);
       } else {
         end(-1 - t.who, t.time);
       }
@@ -506,7 +516,7 @@ class Simulator {
     for (int c = 0; c < cohorts_.count(); ++c) {
       const Cohort& k = cohorts_[c];
       for (std::size_t o = 0; o < g_.size(); ++o) {
-        if (k.timeline[o].end >= 0) continue;
+        if (cohorts_.interval(c, static_cast<int>(o)).end >= 0) continue;
         const int r = k.members.front();
         throw RuntimeError(fmt::format("the simulation stalled: op \"{}\" never ran on rank {}{} (a dependency that is never met)",
                                        g_.op(static_cast<int>(o)).name, r % simulated_,

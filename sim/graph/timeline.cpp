@@ -10,8 +10,10 @@ Timeline::Timeline(std::size_t ops, int world)
   std::iota(class_of_.begin(), class_of_.end(), 0);
 }
 
-Timeline::Timeline(std::size_t ops, std::vector<int> class_of, int classes)
-    : ops_(ops), classes_(classes), class_of_(std::move(class_of)), intervals_(ops * static_cast<std::size_t>(classes)) {}
+Timeline::Timeline(std::size_t ops, std::vector<int> class_of, int classes, std::vector<Interval> intervals)
+    : ops_(ops), classes_(classes), class_of_(std::move(class_of)), intervals_(std::move(intervals)) {
+  if (intervals_.empty()) intervals_.resize(ops * static_cast<std::size_t>(classes));
+}
 
 std::vector<int> Timeline::distinct_ranks() const {
   std::vector<char> seen(static_cast<std::size_t>(classes_), 0);

@@ -23,8 +23,9 @@ class Timeline {
   Timeline() = default;
   // One class per rank.
   Timeline(std::size_t ops, int world);
-  // class_of[rank] < classes for every rank.
-  Timeline(std::size_t ops, std::vector<int> class_of, int classes);
+  // class_of[rank] < classes for every rank; `intervals` (if given) holds ops x classes intervals,
+  // op after op: intervals[op * classes + class].
+  Timeline(std::size_t ops, std::vector<int> class_of, int classes, std::vector<Interval> intervals = {});
 
   [[nodiscard]] int world() const { return static_cast<int>(class_of_.size()); }
   [[nodiscard]] std::size_t ops() const { return ops_; }
@@ -41,7 +42,7 @@ class Timeline {
 
  private:
   [[nodiscard]] std::size_t index(int op, int cls) const {
-    return static_cast<std::size_t>(cls) * ops_ + static_cast<std::size_t>(op);
+    return static_cast<std::size_t>(op) * static_cast<std::size_t>(classes_) + static_cast<std::size_t>(cls);
   }
   std::size_t ops_ = 0;
   int classes_ = 0;

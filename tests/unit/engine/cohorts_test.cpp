@@ -16,10 +16,11 @@ using graph::Group;
 
 TEST_CASE("cohorts: instances counted per group kind - a split moves one instance's ranks and keeps both cohorts' state") {
   // 8 ranks, TP pairs {0 1} {2 3} {4 5} {6 7}: instance r / 2.
-  engine::Cohorts cohorts(8, [](Group, int rank) { return rank / 2; });
   const std::vector<std::int32_t> preds{0, 1, 2};
-  const int all = cohorts.add({0, 1, 2, 3, 4, 5, 6, 7}, preds, 3, 1.0);
-  cohorts[all].timeline[0] = {0.0, 1.0};
+  engine::Cohorts cohorts(8, preds, 1, [](Group, int rank) { return rank / 2; });
+  const int all = cohorts.add({0, 1, 2, 3, 4, 5, 6, 7}, 1.0);
+  cohorts.interval(all, 0) = {0.0, 1.0};
+  cohorts.remaining(all, 2) = 1;
   const auto& inst = cohorts.instances(all, Group::tp);
   REQUIRE(inst.size() == 4);
   CHECK(inst[1] == std::make_pair(1, 2));
@@ -32,8 +33,12 @@ TEST_CASE("cohorts: instances counted per group kind - a split moves one instanc
   CHECK(cohorts.of(3) == pair);
   CHECK(cohorts.of(4) == all);
   // The split-off cohort starts as a copy of everything the cohort held.
-  CHECK(cohorts[pair].timeline[0].end == 1.0);
-  CHECK(cohorts[pair].remaining == preds);
+  CHECK(cohorts.interval(pair, 0).end == 1.0);
+  CHECK(cohorts.remaining(pair, 1) == 1);
+  CHECK(cohorts.remaining(pair, 2) == 1);
+  // The pools grew to make room (capacity 1 at first) without losing the first cohort's state.
+  CHECK(cohorts.interval(all, 0).end == 1.0);
+  CHECK(cohorts.remaining(all, 2) == 1);
   CHECK(cohorts.members_in(all, Group::tp, {1}) == 0);
   // An event recorded before the split concerns both parts; one recorded after, only its cohort.
   std::vector<int> seen;
@@ -45,7 +50,7 @@ TEST_CASE("cohorts: instances counted per group kind - a split moves one instanc
 
   // Job 0's timeline: ranks 0-3 here, two classes.
   std::vector<int> cohort_of_class;
-  const graph::Timeline t = cohorts.timeline(4, 3, cohort_of_class);
+  const graph::Timeline t = cohorts.take_timeline(4, cohort_of_class);
   CHECK(t.classes() == 2);
   CHECK(t.class_of(0) == t.class_of(1));
   CHECK(t.class_of(2) == t.class_of(3));
