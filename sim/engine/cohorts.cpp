@@ -128,7 +128,8 @@ graph::Timeline Cohorts::take_timeline(int ranks, std::vector<int>& cohort_of_cl
   std::vector<graph::Interval> intervals(ops_ * static_cast<std::size_t>(classes));
   for (std::size_t o = 0; o < ops_; ++o) {
     for (int cls = 0; cls < classes; ++cls) {
-      intervals[o * static_cast<std::size_t>(classes) + static_cast<std::size_t>(cls)] = interval(cohort_of_class[static_cast<std::size_t>(cls)], static_cast<int>(o));
+      intervals[o * static_cast<std::size_t>(classes) + static_cast<std::size_t>(cls)] =
+          interval(cohort_of_class[static_cast<std::size_t>(cls)], static_cast<int>(o));
     }
   }
   std::vector<graph::Interval>().swap(intervals_);

@@ -33,7 +33,7 @@ struct StreamState {
 };
 
 struct Cohort {
-  std::vector<int> members;               // simulated ranks, ascending
+  std::vector<int> members;              // simulated ranks, ascending
   std::vector<graph::Interval> waiting;  // at collectives, for the group's last rank
   std::vector<int> children;             // cohorts split off this one, in creation order
   // Per group kind, (instance, members in it) by ascending instance; filled when first asked.
@@ -108,13 +108,13 @@ class Cohorts {
 
   std::size_t ops_;
   std::vector<std::int32_t> preds_;
-  int capacity_;                          // cohorts the pools have room for
+  int capacity_;                            // cohorts the pools have room for
   std::vector<graph::Interval> intervals_;  // ops x capacity_
   std::vector<std::int32_t> remaining_;     // ops x capacity_
-  std::deque<Cohort> cohorts_;  // stable references while cohorts are added
-  std::vector<int> last_child_;  // per cohort: the last cohort split off it, -1 if none (kept apart: read per event)
-  std::vector<StreamState> streams_;  // per cohort
-  std::vector<int> of_;         // per simulated rank
+  std::deque<Cohort> cohorts_;              // stable references while cohorts are added
+  std::vector<int> last_child_;             // per cohort: the last cohort split off it, -1 if none (kept apart: read per event)
+  std::vector<StreamState> streams_;        // per cohort
+  std::vector<int> of_;                     // per simulated rank
   InstanceOf instance_of_;
 };
 

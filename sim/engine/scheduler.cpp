@@ -1,0 +1,306 @@
+#include "engine/scheduler.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <simgrid/kernel/Timer.hpp>
+
+#include "core/error.hpp"
+#include "engine/rank_layout.hpp"
+
+namespace shardsim::engine {
+namespace sg4 = simgrid::s4u;
+using graph::Group;
+using graph::OpKind;
+
+// How many predecessors each op waits for.
+std::vector<std::int32_t> predecessor_counts(const graph::StepGraph& g) {
+  std::vector<std::int32_t> out(g.size());
+  for (std::size_t o = 0; o < g.size(); ++o) out[o] = static_cast<std::int32_t>(g.in_degree(static_cast<int>(o)));
+  return out;
+}
+
+Simulator::Simulator(const SimulationInput& in, int simulated)
+    : in_(in),
+      g_(in.graph),
+      groups_(in.graph.info),
+      world_(in.graph.info.world_size),
+      simulated_(simulated),
+      jobs_(in.jobs),
+      total_(simulated * in.jobs),
+      cohorts_(simulated * in.jobs, predecessor_counts(in.graph), in.stragglers.jitter > 0 || !in.cohorts ? simulated * in.jobs : 1,
+               [this](Group g, int rank) { return instance_of(g, rank); }),
+      t0_(std::chrono::steady_clock::now()) {
+  const std::size_t n = g_.size();
+  successors_.resize(n);
+  duration_.resize(n, 0.0);
+  arrived_.resize(n);
+  for (std::size_t o = 0; o < n; ++o) {
+    const int id = static_cast<int>(o);
+    for (const auto& [succ, kind] : g_.successors(id)) successors_[o].push_back(succ);
+    const graph::Op& op = g_.op(id);
+    if (op.is_collective()) {
+      arrived_[o].assign(static_cast<std::size_t>(groups_.instances(op.group) * jobs_), 0);
+    } else if (op.kind != OpKind::cpu_wait) {
+      duration_[o] = in.compute.duration(op);
+      // An infinite time would never fire and read as a stall; say where it comes from instead.
+      if (!std::isfinite(duration_[o]) || duration_[o] < 0) {
+        throw RuntimeError(
+            fmt::format("op \"{}\" would take {} s: the GPU's figures in the topology (peak_flops, hbm_bandwidth, "
+                        "efficiency, kernel_launch) are out of any usable range",
+                        op.name, duration_[o]));
+      }
+    }
+  }
+  // Ranks start in one cohort per slow-GPU factor; with jitter every rank draws its own times.
+  std::vector<double> slow(static_cast<std::size_t>(total_), 1.0);
+  for (const auto& s : in.stragglers.slow_gpus) {
+    if (s.rank < simulated_) slow[static_cast<std::size_t>(s.rank)] = s.factor;
+  }
+  std::map<double, std::vector<int>> by_factor;
+  for (int r = 0; r < total_; ++r) {
+    if (in.stragglers.jitter > 0 || !in.cohorts) {
+      cohorts_.add({r}, slow[static_cast<std::size_t>(r)]);
+    } else {
+      by_factor[slow[static_cast<std::size_t>(r)]].push_back(r);
+    }
+  }
+  for (auto& [factor, members] : by_factor) cohorts_.add(std::move(members), factor);
+  holding_.assign(static_cast<std::size_t>(total_), {});
+  slowed_ = in.compute.speed_while_communicating();
+  cluster_ = cluster_view(in.topology);
+  cluster_.busiest_node_only = simulated_ < world_;  // symmetric: the network folds paths so
+}
+
+void Simulator::add_routes(Network& network) {
+  std::set<std::tuple<int, int, int, double>> seen;
+  for (std::size_t o = 0; o < g_.size(); ++o) {
+    const graph::Op& op = g_.op(static_cast<int>(o));
+    if (!op.is_collective()) continue;
+    if (over_budget(true)) throw RuntimeError(budget_message("while building routes"));
+    for (int inst : simulated_instances(op.group)) {
+      if (!seen.insert({static_cast<int>(op.kind), static_cast<int>(op.group), inst, op.bytes}).second) continue;
+      const CollectivePlan plan = in_.collective.plan(op.kind, physical_members(op.group, inst), op.bytes, cluster_);
+      Network::PathRefs paths = network.add_routes(plan);
+      if (network.by_path())
+        planned_.emplace(PlanKey{static_cast<int>(op.kind), static_cast<int>(op.group), inst, op.bytes},
+                         Planned{plan.latency, std::move(paths)});
+    }
+  }
+}
+
+SimulationResult Simulator::run(const Network& network) {
+  network_ = &network;
+  const auto t0 = std::chrono::steady_clock::now();
+  sg4::Activity::on_completion_cb([this](sg4::Activity const& a) { on_completion(a); });
+  for (std::size_t o = 0; o < g_.size(); ++o) {
+    if (g_.in_degree(static_cast<int>(o)) == 0) {
+      for (int c = 0; c < cohorts_.count(); ++c) ready_.emplace_back(static_cast<int>(o), cohorts_.ref(c));
+    }
+  }
+  drain(0.0);
+  arm();
+  sg4::Engine::get_instance()->run();
+  if (stopped_) throw RuntimeError(budget_message(fmt::format("at simulated time {:.6g} s", sg4::Engine::get_clock())));
+  check_finished();
+  stats_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return result();
+}
+
+int Simulator::instance_of(Group g, int rank) const {
+  return (rank / simulated_) * groups_.instances(g) + groups_.instance_of(g, rank % simulated_);
+}
+
+std::vector<int> Simulator::physical_members(Group g, int inst) const {
+  const int job = inst / groups_.instances(g);
+  std::vector<int> out = groups_.members(g, inst % groups_.instances(g));
+  for (int& r : out) r = physical_rank(in_, job, r);
+  return out;
+}
+
+std::vector<int> Simulator::simulated_instances(Group g) const {
+  if (simulated_ < world_) return {groups_.instance_of(g, 0)};
+  std::vector<int> out(static_cast<std::size_t>(groups_.instances(g) * jobs_));
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int>(i);
+  return out;
+}
+
+int Simulator::expected_arrivals(Group g, int inst) const {
+  if (simulated_ == world_) return groups_.size(g);
+  return groups_.instance_of(g, 0) == inst ? 1 : 0;
+}
+
+SimulationResult Simulator::result() {
+  SimulationResult r;
+  r.stats = stats_;
+  r.stats.cohorts = static_cast<std::size_t>(cohorts_.count());
+  r.job_ends.assign(static_cast<std::size_t>(jobs_), 0.0);
+  for (int c = 0; c < cohorts_.count(); ++c) {
+    double end = 0;
+    for (std::size_t o = 0; o < g_.size(); ++o) end = std::max(end, cohorts_.interval(c, static_cast<int>(o)).end);
+    for (int m : cohorts_[c].members) {
+      auto& job_end = r.job_ends[static_cast<std::size_t>(m / simulated_)];
+      job_end = std::max(job_end, end);
+    }
+  }
+  std::vector<int> cohort_of_class;
+  r.timeline = cohorts_.take_timeline(simulated_, cohort_of_class);
+  for (int c : cohort_of_class) r.waiting.push_back(std::move(cohorts_[c].waiting));
+  holding_.resize(static_cast<std::size_t>(simulated_));
+  r.holding = std::move(holding_);
+  return r;
+}
+
+void Simulator::drain(double now) {
+  while (!ready_.empty()) {
+    const auto [op, who] = ready_.front();
+    ready_.pop_front();
+    if (cohorts_.alone(who)) {
+      start(op, who.id, now);
+      continue;
+    }
+    // Collected first: a cohort split off while starting `op` had already reached it.
+    const std::vector<int> cs = expanded(who);
+    for (int c : cs) start(op, c, now);
+  }
+}
+
+const std::vector<int>& Simulator::expanded(CohortRef r) {
+  expand_buffer_.clear();
+  cohorts_.expand(r, [this](int c) { expand_buffer_.push_back(c); });
+  return expand_buffer_;
+}
+
+void Simulator::start(int op_id, int c, double now) {
+  const graph::Op& op = g_.op(op_id);
+  if (op.is_collective()) {
+    arrive(op_id, c, now);
+    return;
+  }
+  cohorts_.interval(c, op_id).start = now;
+  double d = duration_[static_cast<std::size_t>(op_id)];
+  if (d <= 0) {
+    finish(op_id, c, now);
+    return;
+  }
+  if (op.stream != graph::Stream::compute) {
+    push_timer(now + d, op_id, c, 0);
+    return;
+  }
+  StreamState& s = cohorts_.stream(c);
+  d *= s.slow;
+  if (in_.stragglers.jitter > 0) d *= std::exp(in_.stragglers.jitter * normal(in_.stragglers.seed, op_id, cohorts_[c].members.front()));
+  s.op = op_id;
+  s.remaining = d;
+  s.since = now;
+  push_timer(now + d / speed(s), op_id, c, ++s.version);
+}
+
+void Simulator::collective_changes(int c, int delta, double now) {
+  StreamState& s = cohorts_.stream(c);
+  const double before = speed(s);
+  s.collectives += delta;
+  const double after = speed(s);
+  if (s.op < 0 || before == after) return;
+  s.remaining -= (now - s.since) * before;
+  s.since = now;
+  push_timer(now + std::max(0.0, s.remaining) / after, s.op, c, ++s.version);
+}
+
+void Simulator::finish(int op_id, int c, double now) {
+  cohorts_.interval(c, op_id).end = now;
+  stats_.op_instances += cohorts_[c].members.size();
+  for (int succ : successors_[static_cast<std::size_t>(op_id)]) {
+    if (--cohorts_.remaining(c, succ) == 0) ready_.emplace_back(succ, cohorts_.ref(c));
+  }
+}
+
+void Simulator::on_completion(sg4::Activity const& a) {
+  graveyard_.clear();  // activities finished in earlier callbacks can be released now
+  auto* run = a.get_data<Running>();
+  if (run == nullptr || --run->flows_left > 0) return;
+  if (over_budget(false)) return;  // start nothing more: SimGrid's run ends when the flows drain
+  const double now = sg4::Engine::get_clock();
+  // NCCL's model adds the latency term to the transfer time.
+  schedule_end(run->op, run->instance, now + run->latency);
+  auto it = running_.find(run);
+  graveyard_ = std::move(run->comms);
+  running_.erase(it);
+  arm();
+}
+
+void Simulator::on_timer() {
+  armed_.erase(armed_.begin());
+  const double now = sg4::Engine::get_clock();
+  while (!timers_.empty() && timers_.top().time <= now) {
+    if (over_budget(false)) return;  // arm no timer: SimGrid's run ends
+    const Timer t = timers_.top();
+    timers_.pop();
+    ++stats_.timer_events;
+    if (t.who >= 0) {
+      const CohortRef who{t.who, t.generation};
+      const std::vector<int> cs = cohorts_.alone(who) ? std::vector<int>{} : expanded(who);
+      const auto ended = [&](int c) {
+        StreamState& s = cohorts_.stream(c);
+        if (t.version != 0) {
+          if (t.version != s.version || s.op != t.op) return;  // rescheduled since
+          s.op = -1;
+        }
+        finish(t.op, c, t.time);
+      };
+      if (cs.empty()) ended(t.who);
+      for (int c : cs) ended(c);
+    } else {
+      end(-1 - t.who, t.time);
+    }
+    drain(t.time);
+  }
+  arm();
+}
+
+void Simulator::push_timer(double time, int op, int who, std::uint32_t version) {
+  timers_.push(Timer{time, seq_++, op, who, cohorts_.count(), version});
+}
+
+void Simulator::arm() {
+  if (timers_.empty()) return;
+  const double next = timers_.top().time;
+  if (!armed_.empty() && *armed_.begin() <= next) return;
+  armed_.insert(next);
+  simgrid::kernel::timer::Timer::set(next, [this] { on_timer(); });
+}
+
+bool Simulator::over_budget(bool now) {
+  constexpr int kCheckEvery = 256;
+  if (stopped_) return true;
+  if (!now && ++events_since_check_ < kCheckEvery) return false;
+  events_since_check_ = 0;
+  stopped_ = in_.deadline.passed();
+  return stopped_;
+}
+
+std::string Simulator::budget_message(const std::string& where) const {
+  const double total = static_cast<double>(g_.size()) * total_;
+  return in_.deadline.message(fmt::format("{}, with {} of {:.0f} op instances done ({:.1f} %)", where, stats_.op_instances, total,
+                                          total > 0 ? 100.0 * static_cast<double>(stats_.op_instances) / total : 0.0));
+}
+
+void Simulator::check_finished() const {
+  for (int c = 0; c < cohorts_.count(); ++c) {
+    const Cohort& k = cohorts_[c];
+    for (std::size_t o = 0; o < g_.size(); ++o) {
+      if (cohorts_.interval(c, static_cast<int>(o)).end >= 0) continue;
+      const int r = k.members.front();
+      throw RuntimeError(fmt::format("the simulation stalled: op \"{}\" never ran on rank {}{} (a dependency that is never met)",
+                                     g_.op(static_cast<int>(o)).name, r % simulated_,
+                                     jobs_ > 1 ? fmt::format(" of job {}", r / simulated_) : std::string()));
+    }
+  }
+}
+
+std::uint64_t Simulator::key(int op, int inst) {
+  return (static_cast<std::uint64_t>(op) << 32) | static_cast<std::uint32_t>(inst);
+}
+
+}  // namespace shardsim::engine

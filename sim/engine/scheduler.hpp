@@ -1,0 +1,207 @@
+// The scheduler behind engine::simulate() (internal to the engine): the step graph's ops run per
+// cohort of alike ranks (engine/cohorts.hpp) on the engine's own event queue, collectives as
+// SimGrid flows. scheduler.cpp holds the event loop and compute streams,
+// scheduler_collectives.cpp the collectives (arrivals, launches, ends, who waited for whom).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <queue>
+#include <set>
+#include <simgrid/s4u.hpp>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "engine/cohorts.hpp"
+#include "engine/network.hpp"
+#include "engine/simulator.hpp"
+#include "graph/groups.hpp"
+
+namespace shardsim::engine {
+
+// One running instance of a collective (one group of ranks).
+struct Running {
+  int op = 0;
+  int instance = 0;
+  int flows_left = 0;
+  double latency = 0;
+  std::vector<simgrid::s4u::CommPtr> comms;
+};
+
+struct Timer {
+  double time;
+  std::uint64_t seq;  // ties resolve in creation order: deterministic
+  int op;
+  int who;                    // cohort (an op on its streams), or -1 - ending (collective instances ending)
+  int generation = 0;         // cohorts when pushed: `who` then (CohortRef)
+  std::uint32_t version = 0;  // compute: stale once the cohort's op was rescheduled
+  bool operator>(const Timer& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+};
+
+// A cohort that reached a collective instance, and when.
+struct Arrival {
+  CohortRef who;
+  double time = 0;
+};
+
+// Instances of one collective op that end at the same time: handled together, so that a cohort
+// whose ranks span them stays whole.
+struct Ending {
+  int op = 0;
+  std::vector<int> instances;
+};
+
+// How many predecessors each op waits for.
+[[nodiscard]] std::vector<std::int32_t> predecessor_counts(const graph::StepGraph& g);
+
+// Runs a step graph (see simulator.hpp): one instance per simulate() call.
+class Simulator {
+ public:
+  using Group = graph::Group;
+
+  Simulator(const SimulationInput& in, int simulated);
+
+  // Routes for every collective a simulated rank takes part in (before the platform is sealed).
+  void add_routes(Network& network);
+
+  SimulationResult run(const Network& network);
+
+ private:
+  // ---- jobs (cluster.jobs) ---------------------------------------------------------------------
+  // A simulated rank s is rank s % simulated_ of job s / simulated_ (several jobs only in full
+  // mode). A collective instance numbers the instances of every job: job * instances + instance.
+
+  [[nodiscard]] int instance_of(Group g, int rank) const;
+
+  // The GPUs of a collective instance, in ring order, for its plan.
+  [[nodiscard]] std::vector<int> physical_members(Group g, int inst) const;
+
+  // The instances of a group this simulation runs: every one of every job, or the representative
+  // rank 0's alone (symmetric mode: thousands of TP groups, one simulated).
+  [[nodiscard]] std::vector<int> simulated_instances(Group g) const;
+
+  // Ranks of the instance that this simulation runs (all, or only the representative rank 0).
+  [[nodiscard]] int expected_arrivals(Group g, int inst) const;
+
+  // Job 0's timeline (one class per cohort) and waits, and when each job ended.
+  SimulationResult result();
+
+  // ---- event handling --------------------------------------------------------------------------
+
+  void drain(double now);
+
+  // The cohort `r` names and those split off it since.
+  const std::vector<int>& expanded(CohortRef r);
+
+  void start(int op_id, int c, double now);
+
+  [[nodiscard]] double speed(const StreamState& s) const { return s.collectives > 0 ? slowed_ : 1.0; }
+
+  // A collective starts or ends on a cohort's GPUs: their compute stream changes speed (NCCL takes
+  // SMs and HBM bandwidth), so the running compute op is rescheduled.
+  void collective_changes(int c, int delta, double now);
+
+  // A cohort reaches a collective: each instance its ranks take part in counts them, and those
+  // that every rank has now reached start.
+  void arrive(int op_id, int c, double now);
+
+  // The cohorts `who` name, split so that each lies wholly inside `insts` (ascending) of group
+  // kind g or wholly outside; calls f(cohort, arrival time) for those inside.
+  template <class F>
+  void wholly_inside(const std::vector<Arrival>& who, Group g, const std::vector<int>& insts, F&& f);
+
+  // Collective instances start once every rank of their groups has reached them.
+  void launch(int op_id, const std::vector<int>& insts, double now);
+
+  // Who held whom up: the last rank to reach an instance held the others from the first arrival
+  // to the launch (the highest rank of the last cohort stands for it).
+  void account_holding(Group g, int inst, const std::vector<Arrival>& arrivals, double now);
+
+  void start_flows(int op_id, int inst, double now);
+
+  // Instances of one op ending at one time end together (see Ending).
+  void schedule_end(int op, int inst, double time);
+
+  // Collective instances end: the cohorts that launched them finish the op.
+  void end(int ending, double now);
+
+  void finish(int op_id, int c, double now);
+
+  void on_completion(simgrid::s4u::Activity const& a);
+
+  void on_timer();
+
+  void push_timer(double time, int op, int who, std::uint32_t version);
+
+  // Keeps a SimGrid kernel timer set at the earliest pending event, so that SimGrid's clock
+  // stops there; an earlier event arms another one (a stale timer finds nothing to do).
+  void arm();
+
+  // ---- the wall-time budget -------------------------------------------------------------------
+
+  // True once the run is past max_wall_seconds. The clock is read every kCheckEvery events (or
+  // whenever `now` is set); stopping is sticky. Nothing is thrown from inside SimGrid's callbacks:
+  // the handlers stop starting work, SimGrid's run returns, and run() throws.
+  bool over_budget(bool now);
+
+  std::string budget_message(const std::string& where) const;
+
+  void check_finished() const;
+
+  [[nodiscard]] static std::uint64_t key(int op, int inst);
+
+  // The cohorts that launched collective instances, until the last of them ends.
+  struct Launch {
+    std::vector<CohortRef> cohorts;
+    int running = 0;
+  };
+
+  const SimulationInput& in_;
+  const graph::StepGraph& g_;
+  graph::Groups groups_;
+  // Path flows of each distinct collective, planned before the run: (kind, group, instance, bytes).
+  using PlanKey = std::tuple<int, int, int, double>;
+  struct Planned {
+    double latency = 0;
+    Network::PathRefs paths;
+  };
+  std::map<PlanKey, Planned> planned_;
+  int world_;
+  int simulated_;
+  int jobs_;
+  int total_;  // simulated ranks of all jobs
+  Cohorts cohorts_;
+  const Network* network_ = nullptr;
+  ClusterView cluster_;
+  EngineStats stats_;
+  std::vector<std::vector<int>> successors_;
+  std::vector<double> duration_;
+  std::vector<std::vector<int>> arrived_;                             // per collective op and instance: ranks arrived
+  std::unordered_map<std::uint64_t, std::vector<Arrival>> arrivals_;  // (op, instance): not launched yet
+  std::vector<Launch> launches_;
+  std::unordered_map<std::uint64_t, int> launch_of_;  // (op, instance) running: its launch
+  std::vector<Ending> endings_;
+  std::map<std::pair<int, double>, int> pending_endings_;  // (op, time) -> ending not handled yet
+  std::vector<std::vector<graph::Interval>> holding_;      // per simulated rank
+  std::vector<int> expand_buffer_;
+  std::vector<std::uint32_t> seen_;  // per cohort: mark_ when visited
+  std::uint32_t mark_ = 0;
+  double slowed_ = 1.0;  // compute speed while a collective runs
+  std::deque<std::pair<int, CohortRef>> ready_;
+  std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
+  std::uint64_t seq_ = 0;
+  std::multiset<double> armed_;
+  std::unordered_map<Running*, std::unique_ptr<Running>> running_;
+  std::vector<simgrid::s4u::CommPtr> graveyard_;
+  std::chrono::steady_clock::time_point t0_;
+  int events_since_check_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace shardsim::engine
