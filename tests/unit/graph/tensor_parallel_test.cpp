@@ -116,12 +116,12 @@ TEST_CASE("tensor parallel: checkpointing reruns forward collectives in backward
   CHECK(selective.count[OpKind::reduce_scatter] == 4);
 }
 
-// Activations block 1's forward saves for backward in the first micro-step.
-double block_saved(const graph::Prepared& p) {
+// Activations block 1's forward (op `forward`) saves for backward in the first micro-step.
+double block_saved(const graph::Prepared& p, const std::string& forward = "FWD layers.1") {
   double saved = 0;
   for (std::size_t i = 0; i < p.graph.size(); ++i) {
     const auto& op = p.graph.op(static_cast<int>(i));
-    if (op.name != "FWD layers.1" || op.step != 0 || op.micro != 0) continue;
+    if (op.name != forward || op.step != 0 || op.micro != 0) continue;
     for (const auto& m : op.memory) {
       if (m.category == graph::MemCategory::activations && m.bytes > 0) saved += m.bytes;
     }
@@ -185,19 +185,8 @@ TEST_CASE("tensor parallel GPT: a rank's block weights and activations by hand")
   // Saved per token, no checkpointing, w = h/t = 256, f = 688, 4 heads (lse 16 bytes):
   // sequence parallel a (2h/t + 2h + 5w + 2f) + 16 = 2 (512 + 1024 + 1280 + 1376) + 16 = 8,400;
   // without it a (4h + 5w + 2f) + 16 = 2 (2048 + 1280 + 1376) + 16 = 9,424.
-  const auto saved = [](const graph::Prepared& x) {
-    double bytes = 0;
-    for (std::size_t i = 0; i < x.graph.size(); ++i) {
-      const auto& op = x.graph.op(static_cast<int>(i));
-      if (op.name != "FWD h.1" || op.step != 0 || op.micro != 0) continue;
-      for (const auto& m : op.memory) {
-        if (m.category == graph::MemCategory::activations && m.bytes > 0) bytes += m.bytes;
-      }
-    }
-    return bytes;
-  };
-  CHECK(saved(p) == doctest::Approx(8'400.0 * 512));
-  CHECK(saved(tiny_gpt({"parallelism.tp_sequence_parallel=false"})) == doctest::Approx(9'424.0 * 512));
+  CHECK(block_saved(p, "FWD h.1") == doctest::Approx(8'400.0 * 512));
+  CHECK(block_saved(tiny_gpt({"parallelism.tp_sequence_parallel=false"}), "FWD h.1") == doctest::Approx(9'424.0 * 512));
 }
 
 TEST_CASE("tensor parallel GPT: the same collectives per block as llama and half the GEMM FLOPs") {
