@@ -1,6 +1,7 @@
-// The `parallelism` section: the device mesh in torchtitan's names. Tensor parallelism is
-// modelled; context and pipeline parallelism, async TP and explicit data-parallel degrees other
-// than what fsdp.sharding implies are refused rather than ignored.
+// The `parallelism` section: the device mesh in torchtitan's names. Tensor and pipeline
+// parallelism (GPipe, 1F1B) are modelled; context parallelism, async TP, the interleaved and
+// zero-bubble schedules and explicit data-parallel degrees other than what fsdp.sharding implies
+// are refused rather than ignored.
 #include <fmt/format.h>
 
 #include <array>
@@ -9,6 +10,8 @@
 
 namespace shardsim::config {
 namespace {
+
+constexpr std::array<std::string_view, 5> kScheduleNames{"gpipe", "1f1b", "interleaved_1f1b", "zbv", "interleaved_zb"};
 
 constexpr std::array kParallelismParams{
     ParamSpec{"tp", "integer", "1",
@@ -26,7 +29,24 @@ constexpr std::array kParallelismParams{
     ParamSpec{"dp_replicate", "integer", "-1", "replicas of each shard (hybrid sharding's nodes, no_shard's ranks); -1: implied",
               Range{-1, 1 << 20}},
     ParamSpec{"cp", "integer", "1", "context-parallel degree; not modelled yet, only 1 is accepted", Range{1, 1 << 16}},
-    ParamSpec{"pp", "integer", "1", "pipeline-parallel degree; not modelled yet, only 1 is accepted", Range{1, 1 << 16}},
+    ParamSpec{"pp", "integer", "1",
+              "pipeline stages: the blocks cut into pp consecutive stages (the first with the embeddings, the last with the "
+              "output and loss), outermost in the mesh (stage s holds ranks s x world/pp ..)",
+              Range{1, 1 << 16}},
+    ParamSpec{"pp_schedule",
+              "choice",
+              "1f1b",
+              "with pp: the schedule of micro-batches (torch.distributed.pipelining's); interleaved_1f1b, zbv and interleaved_zb "
+              "are not modelled yet",
+              {},
+              kScheduleNames},
+    ParamSpec{"pp_microbatches", "integer", "-1",
+              "with pp: the micro-batches training.micro_batch is split into; -1: one sequence each (torchtitan's default "
+              "pipeline_parallel_microbatch_size 1)",
+              Range{-1, 1 << 16}},
+    ParamSpec{"pp_split_points", "list of integers", "[]",
+              "with pp: the first layer of stages 1 .. pp-1, ascending (torchtitan's pipeline_parallel_split_points as layer "
+              "indices); empty: layers split evenly, earlier stages taking the remainder"},
 };
 constexpr Schema kParallelismSchema{"parallelism", "the device mesh: data, tensor, context and pipeline parallel degrees",
                                     kParallelismParams};
@@ -47,7 +67,36 @@ ParallelismConfig read_parallelism(const Reader& top, std::vector<ConfigWarning>
   }
   if (r.boolean("tp_async")) r.fail("tp_async", "async tensor parallelism (collective matmul) is not modelled yet; expected false");
   if (r.integer("cp") > 1) r.fail("cp", "context parallelism is not modelled yet; expected 1");
-  if (r.integer("pp") > 1) r.fail("pp", "pipeline parallelism is not modelled yet; expected 1");
+  p.pp = static_cast<int>(r.integer("pp"));
+  p.pp_where = r.where("pp");
+  const std::string schedule = r.choice("pp_schedule");
+  if (schedule != "gpipe" && schedule != "1f1b") {
+    r.fail("pp_schedule", fmt::format("{} is not modelled yet; expected gpipe or 1f1b", schedule));
+  }
+  p.pp_schedule = schedule == "gpipe" ? PpSchedule::gpipe : PpSchedule::one_f_one_b;
+  const std::int64_t mb = r.integer("pp_microbatches");
+  if (mb == 0) r.fail("pp_microbatches", "expected -1 (one sequence per micro-batch) or a count >= 1; got 0");
+  p.pp_microbatches = mb < 0 ? 0 : static_cast<int>(mb);
+  p.pp_microbatches_where = r.where("pp_microbatches");
+  p.pp_split_points_where = r.where("pp_split_points");
+  if (const ConfigNode* points = r.node("pp_split_points")) {
+    if (!points->is_sequence())
+      r.fail("pp_split_points", fmt::format("expected a list of layer indices, e.g. [16, 32, 48]; got {}", points->describe()));
+    for (std::size_t i = 0; i < points->items.size(); ++i) {
+      const std::string path = fmt::format("parallelism.pp_split_points[{}]", i);
+      p.pp_split_points.push_back(static_cast<int>(scalar_integer(points->items[i], path, 1, 1 << 20)));
+      if (i > 0 && p.pp_split_points[i] <= p.pp_split_points[i - 1]) {
+        throw ConfigError(points->items[i].where, path,
+                          fmt::format("{} after {}; expected ascending layer indices", p.pp_split_points[i], p.pp_split_points[i - 1]));
+      }
+    }
+  }
+  if (p.pp == 1) {
+    for (const char* key : {"pp_schedule", "pp_microbatches", "pp_split_points"}) {
+      if (r.has(key))
+        warnings.push_back({r.where(key), fmt::format("parallelism.{}", key), "applies with pipeline parallelism (pp > 1); it is ignored"});
+    }
+  }
   for (const char* key : {"dp_shard", "dp_replicate"}) {
     const std::int64_t v = r.integer(key);
     if (v == 0) r.fail(key, "expected -1 (implied by fsdp.sharding) or a degree >= 1; got 0");
@@ -56,16 +105,55 @@ ParallelismConfig read_parallelism(const Reader& top, std::vector<ConfigWarning>
   return p;
 }
 
+// What pipeline parallelism is modelled with (the rest is refused, not ignored).
+static void check_pipeline(const ScenarioConfig& s) {
+  const ParallelismConfig& p = s.parallelism;
+  const auto fail = [&](const Location& where, const std::string& key, const std::string& what) { throw ConfigError(where, key, what); };
+  if (p.pp_microbatches > 0 && s.training.micro_batch % p.pp_microbatches != 0) {
+    fail(p.pp_microbatches_where, "parallelism.pp_microbatches",
+         fmt::format("{} micro-batches do not split training.micro_batch {} evenly; expected a divisor of {}", p.pp_microbatches,
+                     s.training.micro_batch, s.training.micro_batch));
+  }
+  if (!p.pp_split_points.empty() && static_cast<int>(p.pp_split_points.size()) != p.pp - 1) {
+    fail(p.pp_split_points_where, "parallelism.pp_split_points",
+         fmt::format("{} split points for {} stages; expected {} (the first layer of each stage after the first)", p.pp_split_points.size(),
+                     p.pp, p.pp - 1));
+  }
+  if (s.fsdp.sharding == Sharding::zero3)
+    fail(p.pp_where, "parallelism.pp",
+         "pipeline parallelism with DeepSpeed ZeRO-3 is not modelled; expected pp: 1 or an fsdp.sharding of FSDP");
+  if (s.fsdp.cpu_offload)
+    fail(p.pp_where, "parallelism.pp",
+         "pipeline parallelism with fsdp.cpu_offload is not modelled yet; expected pp: 1 or cpu_offload: false");
+  if (s.training.grad_accum > 1) {
+    fail(p.pp_where, "parallelism.pp",
+         fmt::format("with pipeline parallelism the micro-batches are parallelism.pp_microbatches; training.grad_accum {} on top of them "
+                     "is not modelled yet; expected grad_accum 1",
+                     s.training.grad_accum));
+  }
+  if (s.simulation.mode == SimulationMode::symmetric) {
+    fail(s.simulation.mode_where, "simulation.mode",
+         "symmetric simulates one representative rank, but pipeline stages run different programs; expected full or auto");
+  }
+}
+
 void check_parallelism(const ScenarioConfig& s) {
   const ParallelismConfig& p = s.parallelism;
   const std::int64_t world = s.world_size();
   const int gpus = s.cluster.topology.node.gpus;
   if (world % p.tp != 0) {
-    throw ConfigError(p.where, "parallelism.tp", fmt::format("{} does not divide the {} GPUs; expected a divisor of the world size", p.tp, world));
+    throw ConfigError(p.where, "parallelism.tp",
+                      fmt::format("{} does not divide the {} GPUs; expected a divisor of the world size", p.tp, world));
   }
-  const std::int64_t dp = world / p.tp;
+  if (world % (static_cast<std::int64_t>(p.tp) * p.pp) != 0) {
+    throw ConfigError(p.pp_where, "parallelism.pp",
+                      fmt::format("tp {} x pp {} does not divide the {} GPUs; expected pp dividing {}", p.tp, p.pp, world, world / p.tp));
+  }
+  if (p.pp > 1) check_pipeline(s);
+  const std::int64_t dp = world / p.tp / p.pp;
   if (p.tp > 1 && s.fsdp.sharding == Sharding::zero3) {
-    throw ConfigError(p.where, "parallelism.tp", "tensor parallelism with DeepSpeed ZeRO-3 is not modelled; expected tp: 1 or an fsdp.sharding of FSDP");
+    throw ConfigError(p.where, "parallelism.tp",
+                      "tensor parallelism with DeepSpeed ZeRO-3 is not modelled; expected tp: 1 or an fsdp.sharding of FSDP");
   }
   const bool hybrid = s.fsdp.sharding == Sharding::hybrid_shard || s.fsdp.sharding == Sharding::hybrid_shard_zero2;
   if (hybrid && p.tp > 1 && gpus % p.tp != 0) {
@@ -82,9 +170,10 @@ void check_parallelism(const ScenarioConfig& s) {
   const auto check = [&](const std::optional<Located<int>>& given, const char* key, std::int64_t implied) {
     if (given && given->value != implied) {
       throw ConfigError(given->where, fmt::format("parallelism.{}", key),
-                        fmt::format("{}, but fsdp.sharding: {} over {} data-parallel ranks ({} GPUs / tp {}) gives {} = {}; expected -1 or {} "
-                                    "(change fsdp.sharding to change the data-parallel layout)",
-                                    given->value, to_string(s.fsdp.sharding), dp, world, p.tp, key, implied, implied));
+                        fmt::format("{}, but fsdp.sharding: {} over {} data-parallel ranks ({} GPUs / tp {}{}) gives {} = {}; expected -1 "
+                                    "or {} (change fsdp.sharding to change the data-parallel layout)",
+                                    given->value, to_string(s.fsdp.sharding), dp, world, p.tp,
+                                    p.pp > 1 ? fmt::format(" / pp {}", p.pp) : "", key, implied, implied));
     }
   };
   check(p.dp_shard, "dp_shard", shard);

@@ -70,8 +70,8 @@ enum class Float8RecipeName { tensorwise, rowwise, rowwise_with_gw_hp, mxfp8, no
 struct Float8Config {
   bool enabled = false;  // the section is present
   Located<Float8RecipeName> recipe;
-  Located<bool> fsdp_float8_all_gather;  // FSDP2 all-gathers converted weights in float8 (tensorwise)
-  Located<bool> precompute_scales;       // one amax all-reduce per step instead of one per weight per all-gather
+  Located<bool> fsdp_float8_all_gather;     // FSDP2 all-gathers converted weights in float8 (tensorwise)
+  Located<bool> precompute_scales;          // one amax all-reduce per step instead of one per weight per all-gather
   std::vector<std::string> skip{"output"};  // module names containing any of these stay in high precision
   Location skip_where;
   Location where;
@@ -194,9 +194,19 @@ struct CollectivesConfig {
 
 // The device mesh (parallelism.cpp): tensor parallelism inside the data-parallel layout that
 // fsdp.sharding gives. Ranks are laid out innermost-first (graph/groups.hpp).
+// Pipeline schedules (parallelism.pp_schedule), torchtitan's names.
+enum class PpSchedule { gpipe, one_f_one_b };
+
 struct ParallelismConfig {
   int tp = 1;
   bool sequence_parallel = true;
+  int pp = 1;  // pipeline stages (outermost in the mesh)
+  PpSchedule pp_schedule = PpSchedule::one_f_one_b;
+  int pp_microbatches = 0;           // micro-batches training.micro_batch is split into; 0: one sequence each
+  std::vector<int> pp_split_points;  // first layer of stages 1.. (empty: an even split)
+  Location pp_where;                 // of parallelism.pp
+  Location pp_microbatches_where;
+  Location pp_split_points_where;
   std::optional<Located<int>> dp_shard;  // as written, checked against fsdp.sharding
   std::optional<Located<int>> dp_replicate;
   Location where;  // of parallelism.tp (the section's when defaulted)

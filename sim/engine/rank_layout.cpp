@@ -41,7 +41,9 @@ bool symmetric_mode(const SimulationInput& in) {
   // With tensor parallelism rank 0's TP and data-parallel collectives use its own ports; the other
   // groups' instances use other GPUs' ports and NICs (one per GPU where links are not shared), so
   // the representative sees what every rank sees (tests/unit/cli/tensor_parallel_test.cpp).
-  return in.graph.info.world_size >= kAutoSymmetricFrom && !in.stragglers.any() && !shared_links && in.jobs == 1;
+  // Pipeline stages run different programs: no one rank stands for all.
+  return in.graph.info.world_size >= kAutoSymmetricFrom && !in.stragglers.any() && !shared_links && in.jobs == 1 &&
+         in.graph.info.pp_group == 1;
 }
 
 }  // namespace shardsim::engine

@@ -53,20 +53,21 @@ Simulator::Simulator(const SimulationInput& in, int simulated)
       }
     }
   }
-  // Ranks start in one cohort per slow-GPU factor; with jitter every rank draws its own times.
+  // Ranks start in one cohort per pipeline stage and slow-GPU factor; with jitter every rank draws
+  // its own times.
   std::vector<double> slow(static_cast<std::size_t>(total_), 1.0);
   for (const auto& s : in.stragglers.slow_gpus) {
     if (s.rank < simulated_) slow[static_cast<std::size_t>(s.rank)] = s.factor;
   }
-  std::map<double, std::vector<int>> by_factor;
+  std::map<std::pair<int, double>, std::vector<int>> alike;
   for (int r = 0; r < total_; ++r) {
     if (in.stragglers.jitter > 0 || !in.cohorts) {
       cohorts_.add({r}, slow[static_cast<std::size_t>(r)]);
     } else {
-      by_factor[slow[static_cast<std::size_t>(r)]].push_back(r);
+      alike[{g_.info.stage_of(r % simulated_), slow[static_cast<std::size_t>(r)]}].push_back(r);
     }
   }
-  for (auto& [factor, members] : by_factor) cohorts_.add(std::move(members), factor);
+  for (auto& [kind, members] : alike) cohorts_.add(std::move(members), kind.second);
   holding_.assign(static_cast<std::size_t>(total_), {});
   slowed_ = in.compute.speed_while_communicating();
   cluster_ = cluster_view(in.topology);
@@ -74,18 +75,17 @@ Simulator::Simulator(const SimulationInput& in, int simulated)
 }
 
 void Simulator::add_routes(Network& network) {
-  std::set<std::tuple<int, int, int, double>> seen;
+  std::set<PlanKey> seen;
   for (std::size_t o = 0; o < g_.size(); ++o) {
     const graph::Op& op = g_.op(static_cast<int>(o));
     if (!op.is_collective()) continue;
     if (over_budget(true)) throw RuntimeError(budget_message("while building routes"));
     for (int inst : simulated_instances(op.group)) {
-      if (!seen.insert({static_cast<int>(op.kind), static_cast<int>(op.group), inst, op.bytes}).second) continue;
-      const CollectivePlan plan = in_.collective.plan(op.kind, physical_members(op.group, inst), op.bytes, cluster_);
+      const PlanKey k = plan_key(op, inst);
+      if (!seen.insert(k).second) continue;
+      const CollectivePlan plan = in_.collective.plan(op.kind, physical_members(op, inst), op.bytes, cluster_);
       Network::PathRefs paths = network.add_routes(plan);
-      if (network.by_path())
-        planned_.emplace(PlanKey{static_cast<int>(op.kind), static_cast<int>(op.group), inst, op.bytes},
-                         Planned{plan.latency, std::move(paths)});
+      if (network.by_path()) planned_.emplace(k, Planned{plan.latency, std::move(paths)});
     }
   }
 }
@@ -112,9 +112,10 @@ int Simulator::instance_of(Group g, int rank) const {
   return (rank / simulated_) * groups_.instances(g) + groups_.instance_of(g, rank % simulated_);
 }
 
-std::vector<int> Simulator::physical_members(Group g, int inst) const {
+std::vector<int> Simulator::physical_members(const graph::Op& op, int inst) const {
+  const Group g = op.group;
   const int job = inst / groups_.instances(g);
-  std::vector<int> out = groups_.members(g, inst % groups_.instances(g));
+  std::vector<int> out = groups_.members(g, inst % groups_.instances(g), op.stage, op.peer_stage);
   for (int& r : out) r = physical_rank(in_, job, r);
   return out;
 }
@@ -174,6 +175,11 @@ const std::vector<int>& Simulator::expanded(CohortRef r) {
 
 void Simulator::start(int op_id, int c, double now) {
   const graph::Op& op = g_.op(op_id);
+  if (op.stage >= 0 && !op.runs_on_stage(stage_of(c))) {  // another pipeline stage's: skipped here
+    cohorts_.interval(c, op_id).start = now;
+    finish(op_id, c, now);
+    return;
+  }
   if (op.is_collective()) {
     arrive(op_id, c, now);
     return;

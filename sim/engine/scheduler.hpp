@@ -79,8 +79,11 @@ class Simulator {
 
   [[nodiscard]] int instance_of(Group g, int rank) const;
 
-  // The GPUs of a collective instance, in ring order, for its plan.
-  [[nodiscard]] std::vector<int> physical_members(Group g, int inst) const;
+  // The GPUs of an instance of a collective op, in ring order (a send: sender, receiver), for its plan.
+  [[nodiscard]] std::vector<int> physical_members(const graph::Op& op, int inst) const;
+
+  // The pipeline stage of a cohort's ranks (cohorts never span stages).
+  [[nodiscard]] int stage_of(int cohort) const { return g_.info.stage_of(cohorts_[cohort].members.front() % simulated_); }
 
   // The instances of a group this simulation runs: every one of every job, or the representative
   // rank 0's alone (symmetric mode: thousands of TP groups, one simulated).
@@ -165,8 +168,12 @@ class Simulator {
   const SimulationInput& in_;
   const graph::StepGraph& g_;
   graph::Groups groups_;
-  // Path flows of each distinct collective, planned before the run: (kind, group, instance, bytes).
-  using PlanKey = std::tuple<int, int, int, double>;
+  // Path flows of each distinct collective, planned before the run: (kind, group, instance, bytes,
+  // stages a send joins).
+  using PlanKey = std::tuple<int, int, int, double, int>;
+  [[nodiscard]] static PlanKey plan_key(const graph::Op& op, int inst) {
+    return {static_cast<int>(op.kind), static_cast<int>(op.group), inst, op.bytes, op.stage * 65536 + op.peer_stage};
+  }
   struct Planned {
     double latency = 0;
     Network::PathRefs paths;

@@ -41,17 +41,19 @@ void Simulator::arrive(int op_id, int c, double now) {
 
 void Simulator::launch(int op_id, const std::vector<int>& insts, double now) {
   const Group g = g_.op(op_id).group;
+  // A receiver waiting for its sender is the pipeline's bubble, not a wait for a slow rank.
+  const bool send = g_.op(op_id).kind == OpKind::send;
   std::vector<Arrival> arrivals;
   for (int inst : insts) {
     std::vector<Arrival>& reached = arrivals_[key(op_id, inst)];
-    account_holding(g, inst, reached, now);
+    if (!send) account_holding(g, inst, reached, now);
     for (const Arrival& a : reached) arrivals.push_back(a);
     arrivals_.erase(key(op_id, inst));
   }
   std::vector<CohortRef> launched;
   wholly_inside(arrivals, g, insts, [&](int c, double t) {
     Cohort& k = cohorts_[c];
-    if (t < now) k.waiting.push_back({t, now});  // every rank waits from its arrival to the launch
+    if (t < now && !send) k.waiting.push_back({t, now});  // every rank waits from its arrival to the launch
     cohorts_.interval(c, op_id).start = now;
     collective_changes(c, +1, now);
     launched.push_back(cohorts_.ref(c));
@@ -100,11 +102,11 @@ void Simulator::start_flows(int op_id, int inst, double now) {
   if (network_->by_path()) {
     // The same collective (kind, group instance, size) recurs in every block: plan it once.
     // add_routes planned every collective a simulated rank takes part in.
-    const Planned& planned = planned_.at(PlanKey{static_cast<int>(op.kind), static_cast<int>(op.group), inst, op.bytes});
+    const Planned& planned = planned_.at(plan_key(op, inst));
     run->latency = planned.latency;
     run->comms = network_->flows(network_->routes(planned.paths), run.get());
   } else {
-    const CollectivePlan plan = in_.collective.plan(op.kind, physical_members(op.group, inst), op.bytes, cluster_);
+    const CollectivePlan plan = in_.collective.plan(op.kind, physical_members(op, inst), op.bytes, cluster_);
     run->latency = plan.latency;
     run->comms = network_->flows(plan, run.get());
   }

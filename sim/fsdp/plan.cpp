@@ -170,8 +170,13 @@ class Tracer {
 };
 
 // FSDP2's reshard_after_forward (bool or int) and torchtitan's habit of keeping the last block
-// unsharded, on top of what the sharding strategy implies.
-void apply_reshard_settings(Plan& plan, const config::FsdpConfig& fsdp) {
+// unsharded, on top of what the sharding strategy implies. With pipeline parallelism torchtitan's
+// default keeps every unit unsharded after forward (reshard_after_forward = not pp_enabled), so
+// that the stage does not all-gather again for each micro-batch.
+void apply_reshard_settings(Plan& plan, const config::FsdpConfig& fsdp, int pp) {
+  if (!fsdp.reshard_after_forward && pp > 1 && fsdp.version == 2 && plan.traits.shards_params) {
+    for (auto& u : plan.units) u.reshard_after_forward = false;
+  }
   if (fsdp.reshard_after_forward && plan.traits.shards_params) {
     const int v = fsdp.reshard_after_forward->value;
     const Location& where = fsdp.reshard_after_forward->where;
@@ -236,7 +241,8 @@ Plan make_plan(const model::Model& model, const config::ScenarioConfig& scenario
   const int gpus_per_node = scenario.cluster.topology.node.gpus;
   // Data parallelism spans the ranks with the same tensor-parallel index (groups.hpp's layout).
   plan.tp_group = scenario.parallelism.tp;
-  const int dp = plan.world_size / plan.tp_group;
+  plan.pp_group = scenario.parallelism.pp;
+  const int dp = plan.world_size / plan.tp_group / plan.pp_group;
   if (plan.traits.shards_optimizer && !plan.traits.shards_params) {
     plan.shard_group = dp;  // what the optimizer state is sharded over
     plan.replicate_group = 1;
@@ -281,7 +287,7 @@ Plan make_plan(const model::Model& model, const config::ScenarioConfig& scenario
     u.shard_numel = u.padded_numel / plan.shard_group;
   }
   Tracer(plan, unit_of_module).run(model.root);
-  apply_reshard_settings(plan, fsdp);
+  apply_reshard_settings(plan, fsdp, plan.pp_group);
   return plan;
 }
 

@@ -60,6 +60,7 @@ struct Plan {
   ShardingTraits traits;
   int world_size = 1;
   int tp_group = 1;         // tensor parallelism: ranks splitting each block (consecutive ranks)
+  int pp_group = 1;         // pipeline stages (the plan is one stage's)
   int shard_group = 1;      // ranks a parameter is sharded over
   int replicate_group = 1;  // ranks holding the same shard (hybrid: nodes)
   int reshard_group = 1;    // FSDP2 reshard_after_forward = d

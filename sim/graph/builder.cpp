@@ -15,9 +15,11 @@ int steps_to_simulate(const config::ScenarioConfig& s) {
 
 void register_builtin_step_builders(StepBuilderRegistry& registry) {
   auto fsdp = [](const model::Model&, const fsdp::Plan& plan, const config::ScenarioConfig& s, int steps, const Deadline& deadline) {
-    FsdpStepBuilder builder(plan, s, steps);
+    StepGraph g;
+    FsdpStepBuilder builder(plan, s, steps, g);
     builder.set_deadline(deadline);
-    return builder.build();
+    builder.build();
+    return g;
   };
   registry.add({"fsdp1", "PyTorch FullyShardedDataParallel: flat parameters, one NCCL stream, the CPU rate limiter", fsdp});
   registry.add({"fsdp2", "PyTorch fully_shard: per-parameter sharding, all-gather and reduce-scatter streams, copy-in/out", fsdp});

@@ -11,20 +11,20 @@ namespace shardsim::graph {
 
 using fsdp::TraceEvent;
 
-StepGraph FsdpStepBuilder::build() {
+void FsdpStepBuilder::build() {
   fill_info();
   const auto too_many = [this] { throw_too_many_ops(cfg_, plan_.units.size(), steps_); };
   io_.set_limit(cfg_.simulation.max_ops.value, too_many);
   for (int step = 0; step < steps_; ++step) {
     step_ = step;
-    for (int micro = 0; micro < cfg_.training.grad_accum; ++micro) {
+    for (int micro = 0; micro < micro_steps_; ++micro) {
       micro_ = micro;
       io_.begin_micro_step(step, micro, micro == 0 ? last_optimizer_ : io_.last(Stream::compute));
       forward();
       backward();
       // Later micro-steps issue at least as many ops as the first: stop now rather than at the limit.
       if (step == 0 && micro == 0 &&
-          static_cast<double>(g_.size()) * static_cast<double>(cfg_.training.grad_accum) * steps_ >
+          static_cast<double>(g_.size()) * static_cast<double>(micro_steps_) * steps_ >
               static_cast<double>(cfg_.simulation.max_ops.value)) {
         too_many();
       }
@@ -32,7 +32,39 @@ StepGraph FsdpStepBuilder::build() {
     optimizer();
   }
   (void)g_.topological_order();  // asserts the schedule is a DAG
-  return std::move(g_);
+}
+
+// ---- a pipeline stage's program ---------------------------------------------------------------
+
+int FsdpStepBuilder::pipeline_forward(int step, int micro, int input) {
+  step_ = step;
+  micro_ = micro;
+  io_.begin_micro_step(step, micro, last_optimizer_);
+  tp_wait_ = input;  // the stage's first compute waits for its input as for a TP collective's
+  forward();
+  return stage_output();
+}
+
+int FsdpStepBuilder::pipeline_backward(int step, int micro, int grad_input) {
+  step_ = step;
+  micro_ = micro;
+  io_.begin_micro_step(step, micro, last_optimizer_);
+  tp_wait_ = grad_input;
+  backward();
+  return stage_output();
+}
+
+// What produced the stage's output: its last compute op, or a tensor-parallel collective after
+// it (sequence parallelism's reduce-scatter at a block's end).
+int FsdpStepBuilder::stage_output() {
+  const int out = tp_wait_ >= 0 ? tp_wait_ : last_compute_op_;
+  tp_wait_ = -1;
+  return out;
+}
+
+void FsdpStepBuilder::pipeline_optimizer(int step) {
+  step_ = step;
+  optimizer();
 }
 
 // ---- forward -------------------------------------------------------------------------------
@@ -186,7 +218,8 @@ void FsdpStepBuilder::bucket_reduce(double numel, int producer, bool flush) {
   if (bucket_numel_ <= 0 || (!flush && bucket_numel_ < cap)) return;
   const bool scatter = plan_.traits.shards_optimizer;
   const std::string name = fmt::format("{} bucket ({:.0f} MB)", scatter ? "RS" : "AR", bucket_numel_ * plan_.reduce_bytes / 1e6);
-  Op op = scatter ? make(OpKind::reduce_scatter, rs_stream(), name, -1) : make(OpKind::all_reduce, v2_ ? Stream::all_reduce : Stream::nccl, name, -1);
+  Op op = scatter ? make(OpKind::reduce_scatter, rs_stream(), name, -1)
+                  : make(OpKind::all_reduce, v2_ ? Stream::all_reduce : Stream::nccl, name, -1);
   // The data-parallel ranks: every rank, or with TP those of one TP index.
   op.group = scatter ? Group::shard : Group::replicate;
   op.bytes = bucket_numel_ * plan_.reduce_bytes;
@@ -222,7 +255,7 @@ void FsdpStepBuilder::reduce(int u) {
   at(grads_alive_, u) = false;
   const int last = at(last_compute_, u);
   const double buffer = reduce_buffer_bytes(u);
-  const bool first_micro = micro_ == 0 || cfg_.training.no_sync;
+  const bool first_micro = micro_ == 0 || accumulate_;
   int producer = last;
   Op rs = make(OpKind::reduce_scatter, rs_stream(), "RS " + unit(u).name, u);
   rs.group = Group::shard;
@@ -322,9 +355,11 @@ void FsdpStepBuilder::fill_info() {
   info.replicate_group = plan_.replicate_group;
   info.reshard_group = plan_.reshard_group;
   info.tp_group = plan_.tp_group;
+  info.pp_group = plan_.pp_group;
   info.steps = steps_;
-  info.micro_steps = static_cast<int>(cfg_.training.grad_accum);
-  info.tokens_per_micro_step = batch_.tokens() / plan_.tp_group;  // a TP group shares its micro-batch
+  info.micro_steps = micro_steps_;
+  // A TP group shares its micro-batch, and a pipeline's stages each run all of it.
+  info.tokens_per_micro_step = batch_.tokens() / plan_.tp_group / plan_.pp_group;
   std::int64_t shard = 0;
   std::int64_t whole = 0;
   for (const auto& u : plan_.units) {
@@ -334,8 +369,9 @@ void FsdpStepBuilder::fill_info() {
   const auto state = fsdp::model_state_bytes(static_cast<double>(shard), 1, plan_.master_bytes, cfg_.training.optimizer);
   const Pool pool = offload_ ? Pool::host : Pool::compute;
   if (shards_optimizer_only()) {
-    info.initial_memory = {{MemCategory::sharded_params, static_cast<double>(whole) * plan_.param_bytes, false, pool},
-                           {MemCategory::optimizer_state, static_cast<double>(whole / plan_.shard_group) * distributed_optimizer_bytes(), false, pool}};
+    info.initial_memory = {
+        {MemCategory::sharded_params, static_cast<double>(whole) * plan_.param_bytes, false, pool},
+        {MemCategory::optimizer_state, static_cast<double>(whole / plan_.shard_group) * distributed_optimizer_bytes(), false, pool}};
     return;
   }
   info.initial_memory = {{MemCategory::sharded_params, state.params, false, pool},

@@ -3,14 +3,16 @@
 namespace shardsim::graph {
 
 Groups::Groups(const GraphInfo& info)
-    : world_(info.world_size), tp_(info.tp_group), shard_(info.shard_group), reshard_(info.reshard_group) {}
+    : world_(info.world_size), pp_(info.pp_group), tp_(info.tp_group), shard_(info.shard_group), reshard_(info.reshard_group) {}
 
 int Groups::size(Group g) const {
   switch (g) {
     case Group::shard:
       return shard_;
     case Group::replicate:
-      return world_ / (shard_ * tp_);
+      return world_ / (pp_ * shard_ * tp_);
+    case Group::pp:
+      return 2;
     case Group::reshard:
       return reshard_;
     case Group::tp:
@@ -35,11 +37,13 @@ int Groups::stride(Group g) const {
 }
 
 int Groups::instance_of(Group g, int rank) const {
+  if (g == Group::pp) return rank % (world_ / pp_);
   const int span = size(g) * stride(g);  // ranks in one block of instances
   return rank / span * stride(g) + rank % stride(g);
 }
 
-std::vector<int> Groups::members(Group g, int instance) const {
+std::vector<int> Groups::members(Group g, int instance, int stage, int peer_stage) const {
+  if (g == Group::pp) return {stage * (world_ / pp_) + instance, peer_stage * (world_ / pp_) + instance};
   const int n = size(g);
   const int s = stride(g);
   const int base = instance / s * s * n + instance % s;

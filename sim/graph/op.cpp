@@ -63,15 +63,15 @@ ComputeSplit& ComputeSplit::operator+=(const ComputeSplit& o) {
 
 std::string_view to_string(OpKind k) {
   constexpr std::array names{"all_gather", "reduce_scatter", "all_reduce", "forward",  "backward",
-                             "copy",       "optimizer",      "cpu_wait",   "host_copy"};
+                             "copy",       "optimizer",      "cpu_wait",   "host_copy", "send"};
   return names[static_cast<std::size_t>(k)];
 }
 std::string_view to_string(Stream s) {
-  constexpr std::array names{"compute", "nccl", "all_gather", "reduce_scatter", "all_reduce", "cpu", "h2d", "d2h", "tp", "nvme"};
+  constexpr std::array names{"compute", "nccl", "all_gather", "reduce_scatter", "all_reduce", "cpu", "h2d", "d2h", "tp", "nvme", "pp"};
   return names[static_cast<std::size_t>(s)];
 }
 std::string_view to_string(Group g) {
-  constexpr std::array names{"none", "shard", "replicate", "world", "reshard", "tp"};
+  constexpr std::array names{"none", "shard", "replicate", "world", "reshard", "tp", "pp"};
   return names[static_cast<std::size_t>(g)];
 }
 std::string_view to_string(EdgeKind e) {

@@ -20,7 +20,9 @@ enum class OpKind {
   optimizer,       // compute: the optimizer step on the local shard (on the CPU with offload)
   cpu_wait,        // the CPU thread blocks on an event (FSDP1 rate limiter); takes no time itself
   host_copy,       // CPU offload: a copy over PCIe (host to device or back)
+  send,            // pipeline parallelism: point-to-point send/recv of activations or gradients between stages
 };
+inline constexpr int kOpKinds = 10;
 
 // Each rank runs one CUDA stream per role; ops on one stream run in issue order.
 enum class Stream {
@@ -34,8 +36,9 @@ enum class Stream {
   d2h,             // CPU offload: device-to-host copies of gradients
   tp,              // tensor parallelism's process group (activations inside blocks)
   nvme,            // ZeRO-Infinity: reads and writes of the node's NVMe drives (DeepSpeed's aio threads)
+  pp,              // pipeline parallelism's process group: sends and receives between stages
 };
-inline constexpr int kStreams = 10;
+inline constexpr int kStreams = 11;
 
 // The ranks a collective spans, relative to one rank.
 enum class Group {
@@ -45,8 +48,9 @@ enum class Group {
   world,      // every rank
   reshard,    // FSDP2 reshard_after_forward = d: d members of a shard group holding a 1/d copy
   tp,         // tensor parallelism: the ranks splitting one block's matmuls (consecutive ranks)
+  pp,         // pipeline parallelism: a rank of one stage and its peer in another (a send/recv pair)
 };
-inline constexpr int kGroups = 6;
+inline constexpr int kGroups = 7;
 
 enum class EdgeKind {
   data,        // the consumer reads what the producer wrote
@@ -106,10 +110,10 @@ struct AttentionCall {
 struct Work {
   std::vector<Gemm> gemms;
   std::vector<AttentionCall> attention;
-  double memory_bytes = 0;  // HBM traffic of bandwidth-bound kernels
-  int launches = 0;         // kernels launched
-  double pcie_bytes = 0;    // host_copy: bytes over PCIe
-  double host_bytes = 0;    // CPU work (offloaded optimizer): CPU memory traffic
+  double memory_bytes = 0;      // HBM traffic of bandwidth-bound kernels
+  int launches = 0;             // kernels launched
+  double pcie_bytes = 0;        // host_copy: bytes over PCIe
+  double host_bytes = 0;        // CPU work (offloaded optimizer): CPU memory traffic
   double nvme_read_bytes = 0;   // ZeRO-Infinity: bytes read from the node's NVMe drives
   double nvme_write_bytes = 0;  // ... and written to them
 
@@ -153,8 +157,13 @@ struct Op {
   Group group = Group::none;
   double bytes = 0;  // collectives: total buffer size S (all-gather output, reduce-scatter input)
   std::vector<MemEffect> memory;
+  // Pipeline parallelism: the stage whose ranks run the op (-1: every rank), and for a send the
+  // stage that receives it (the op joins a rank of `stage` and its peer in `peer_stage`).
+  int stage = -1;
+  int peer_stage = -1;
 
   [[nodiscard]] bool is_collective() const { return group != Group::none; }
+  [[nodiscard]] bool runs_on_stage(int s) const { return stage < 0 || stage == s || peer_stage == s; }
 };
 
 [[nodiscard]] std::string_view to_string(OpKind k);

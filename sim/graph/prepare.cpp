@@ -6,6 +6,8 @@
 #include <numeric>
 
 #include "graph/builder.hpp"
+#include "graph/pipeline_builder.hpp"
+#include "model/pipeline.hpp"
 #include "model/transformer_spec.hpp"
 
 namespace shardsim::graph {
@@ -78,9 +80,9 @@ static void apply_float8(Prepared& p, int act_bytes) {
   p.float8 = model::convert_to_float8(p.model.root, o);
   for (std::size_t i = 0; i < f.skip.size(); ++i) {
     if (p.float8.skip_matches[i] == 0) {
-      p.scenario.warnings.push_back({f.skip_where, "training.float8.skip",
-                                     fmt::format("\"{}\" names no linear of {}: it keeps nothing in high precision", f.skip[i],
-                                                 model_label(p.model.spec))});
+      p.scenario.warnings.push_back(
+          {f.skip_where, "training.float8.skip",
+           fmt::format("\"{}\" names no linear of {}: it keeps nothing in high precision", f.skip[i], model_label(p.model.spec))});
     }
   }
   if (p.float8.linears == 0) {
@@ -90,6 +92,39 @@ static void apply_float8(Prepared& p, int act_bytes) {
                                   model_label(p.model.spec), std::accumulate(p.float8.skip_matches.begin(), p.float8.skip_matches.end(), 0),
                                   p.float8.skipped_by_shape));
   }
+}
+
+// Pipeline parallelism: the model cut into stages (model/pipeline.hpp), FSDP applied to each
+// stage's part as torchtitan applies it per model chunk, and the schedule's graph.
+static void prepare_pipeline(Prepared& p, const fsdp::WrapPolicyRegistry& policies, const Deadline& deadline) {
+  const auto& s = p.scenario;
+  const auto& par = s.parallelism;
+  const std::string model = model_label(p.model.spec);
+  if (p.model.spec.tie_embeddings) {
+    throw ConfigError(par.pp_where, "parallelism.pp",
+                      fmt::format("{} ties its output layer to its token embedding, which pipeline stages would hold apart (and "
+                                  "all-reduce the gradients of); that is not modelled yet; expected pp: 1",
+                                  model));
+  }
+  const auto layers = static_cast<int>(p.model.spec.layers);
+  if (par.pp > layers) {
+    throw ConfigError(par.pp_where, "parallelism.pp",
+                      fmt::format("{} stages, but {} has {} layers; expected at most {} (a stage holds at least one block)", par.pp, model,
+                                  layers, layers));
+  }
+  std::string error;
+  const std::vector<model::StageSpan> spans = model::stage_spans(layers, par.pp, par.pp_split_points, error);
+  if (spans.empty()) {
+    throw ConfigError(par.pp_split_points_where, "parallelism.pp_split_points",
+                      fmt::format("{}; expected ascending first layers below {}", error, layers));
+  }
+  for (int st = 0; st < par.pp; ++st) {
+    const model::Model part = model::stage_model(p.model, st, par.pp, spans[static_cast<std::size_t>(st)]);
+    p.stage_plans.push_back(fsdp::make_plan(part, s, policies));
+    deadline.check("while wrapping the pipeline stages into FSDP units");
+  }
+  p.plan = p.stage_plans.front();
+  p.graph = build_pipeline_graph(p.model, p.stage_plans, s, steps_to_simulate(s), deadline);
 }
 
 Prepared prepare(config::ScenarioConfig scenario, const Deadline& deadline) {
@@ -106,22 +141,25 @@ Prepared prepare(config::ScenarioConfig scenario, const Deadline& deadline) {
     // A model with learned position embeddings has none past max_positions: the run would fail.
     throw ConfigError(s.training.seq_len_where, "training.seq_len",
                       fmt::format("{} tokens, but {} has learned position embeddings for {} positions only; expected at most {}",
-                                  s.training.seq_len, model_label(spec), spec.max_positions,
-                                  spec.max_positions));
+                                  s.training.seq_len, model_label(spec), spec.max_positions, spec.max_positions));
   }
   const model::TensorParallel tp = tensor_parallel(s, spec);
   const auto& mp = s.fsdp.mixed_precision;
   const int act_bytes = mp.enabled ? config::dtype_bytes(mp.param) : config::dtype_bytes(s.training.dtype);
   if (s.training.compile.value && spec.arch != model::Arch::llama) {
-    throw ConfigError(s.training.compile.where, "training.compile",
-                      fmt::format("torch.compile's fusion is modelled for llama-architecture blocks; {} is not one; expected false",
-                                  model_label(spec)));
+    throw ConfigError(
+        s.training.compile.where, "training.compile",
+        fmt::format("torch.compile's fusion is modelled for llama-architecture blocks; {} is not one; expected false", model_label(spec)));
   }
   p.model = model::build_model(spec, s.training.seq_len, act_bytes, model::BlockOptions{tp, s.training.compile.value});
   apply_float8(p, act_bytes);
   deadline.check("while building the model");
   fsdp::WrapPolicyRegistry policies;
   fsdp::register_builtin_wrap_policies(policies);
+  if (s.parallelism.pp > 1) {
+    prepare_pipeline(p, policies, deadline);
+    return p;
+  }
   p.plan = fsdp::make_plan(p.model, s, policies);
   deadline.check("while wrapping the model into FSDP units");
   p.graph = build_step_graph(p.model, p.plan, s, deadline);

@@ -18,7 +18,8 @@ namespace shardsim::graph {
 struct Prepared {
   config::ScenarioConfig scenario;
   model::Model model;
-  fsdp::Plan plan;
+  fsdp::Plan plan;                      // with pipeline stages, the first stage's
+  std::vector<fsdp::Plan> stage_plans;  // with pipeline stages (parallelism.pp), each stage's
   StepGraph graph;
   model::Float8Conversion float8;  // training.float8: what was converted
 };

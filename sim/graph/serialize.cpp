@@ -66,7 +66,8 @@ Work work_from(const JsonFields& in, const json& j, const std::string& path) {
     if (shape.size() == 4) {
       const std::string name = shape[3].is_string() ? shape[3].get<std::string>() : shape[3].dump();
       const auto t = gemm_type_from_name(name);
-      if (!t || *t == GemmType::high) in.fail(p + "[3]", fmt::format("expected a GEMM type (fp8, fp8_rowwise, mxfp8); got {}", shape[3].dump()));
+      if (!t || *t == GemmType::high)
+        in.fail(p + "[3]", fmt::format("expected a GEMM type (fp8, fp8_rowwise, mxfp8); got {}", shape[3].dump()));
       type = *t;
     }
     w.gemms.push_back(Gemm{in.integer(shape[0], p + "[0]", 1, kMaxDim), in.integer(shape[1], p + "[1]", 1, kMaxDim),
@@ -87,7 +88,8 @@ Work work_from(const JsonFields& in, const json& j, const std::string& path) {
   if (j.contains("pcie_bytes")) w.pcie_bytes = in.number(j["pcie_bytes"], json_path(path, "pcie_bytes"), 0, kMaxBytes);
   if (j.contains("host_bytes")) w.host_bytes = in.number(j["host_bytes"], json_path(path, "host_bytes"), 0, kMaxBytes);
   if (j.contains("nvme_read_bytes")) w.nvme_read_bytes = in.number(j["nvme_read_bytes"], json_path(path, "nvme_read_bytes"), 0, kMaxBytes);
-  if (j.contains("nvme_write_bytes")) w.nvme_write_bytes = in.number(j["nvme_write_bytes"], json_path(path, "nvme_write_bytes"), 0, kMaxBytes);
+  if (j.contains("nvme_write_bytes"))
+    w.nvme_write_bytes = in.number(j["nvme_write_bytes"], json_path(path, "nvme_write_bytes"), 0, kMaxBytes);
   return w;
 }
 
@@ -136,6 +138,8 @@ json to_json(const StepGraph& g) {
            {"bytes", op.bytes},
            {"memory", mem}};
     if (!op.is_collective()) o["work"] = work_json(op.work);
+    if (op.stage >= 0) o["stage"] = op.stage;
+    if (op.peer_stage >= 0) o["peer_stage"] = op.peer_stage;
     ops.push_back(std::move(o));
   }
   json edges = json::array();
@@ -152,6 +156,7 @@ json to_json(const StepGraph& g) {
             {"world_size", info.world_size},
             {"gpus_per_node", info.gpus_per_node},
             {"tp_group", info.tp_group},
+            {"pp_group", info.pp_group},
             {"shard_group", info.shard_group},
             {"replicate_group", info.replicate_group},
             {"reshard_group", info.reshard_group},
@@ -183,11 +188,14 @@ StepGraph from_json(const json& j, const std::string& source) {
   g.info.replicate_group = count("replicate_group", 1, g.info.world_size);
   g.info.reshard_group = info.contains("reshard_group") ? count("reshard_group", 1, g.info.world_size) : 1;
   g.info.tp_group = info.contains("tp_group") ? count("tp_group", 1, g.info.world_size) : 1;
-  if (g.info.world_size % (g.info.tp_group * g.info.shard_group) != 0 ||
-      g.info.world_size / (g.info.tp_group * g.info.shard_group) != g.info.replicate_group || g.info.shard_group % g.info.reshard_group != 0) {
-    in.fail("info", fmt::format("groups that do not tile the world: world_size {} = tp_group x shard_group x replicate_group ({} x {} x {}) "
-                                "with reshard_group {} dividing shard_group expected",
-                                g.info.world_size, g.info.tp_group, g.info.shard_group, g.info.replicate_group, g.info.reshard_group));
+  g.info.pp_group = info.contains("pp_group") ? count("pp_group", 1, g.info.world_size) : 1;
+  const int stage_ranks = g.info.pp_group * g.info.tp_group * g.info.shard_group;
+  if (g.info.world_size % stage_ranks != 0 || g.info.world_size / stage_ranks != g.info.replicate_group ||
+      g.info.shard_group % g.info.reshard_group != 0) {
+    in.fail("info", fmt::format("groups that do not tile the world: world_size {} = pp_group x tp_group x shard_group x replicate_group "
+                                "({} x {} x {} x {}) with reshard_group {} dividing shard_group expected",
+                                g.info.world_size, g.info.pp_group, g.info.tp_group, g.info.shard_group, g.info.replicate_group,
+                                g.info.reshard_group));
   }
   g.info.steps = count("steps", 1, 100);
   g.info.micro_steps = count("micro_steps", 1, 1 << 16);
@@ -201,9 +209,10 @@ StepGraph from_json(const json& j, const std::string& source) {
     const auto integer = [&](const char* key, std::int64_t min, std::int64_t max) {
       return static_cast<int>(in.integer(in.field(o, key, p), json_path(p, key), min, max));
     };
-    if (integer("id", 0, std::numeric_limits<int>::max()) != static_cast<int>(i)) in.fail(json_path(p, "id"), fmt::format("expected {} (op ids are 0, 1, 2, ... in order)", i));
+    if (integer("id", 0, std::numeric_limits<int>::max()) != static_cast<int>(i))
+      in.fail(json_path(p, "id"), fmt::format("expected {} (op ids are 0, 1, 2, ... in order)", i));
     Op op;
-    op.kind = enum_from<OpKind, 9>(in, in.field(o, "kind", p), json_path(p, "kind"));
+    op.kind = enum_from<OpKind, kOpKinds>(in, in.field(o, "kind", p), json_path(p, "kind"));
     op.stream = enum_from<Stream, kStreams>(in, in.field(o, "stream", p), json_path(p, "stream"));
     op.name = in.text(in.field(o, "name", p), json_path(p, "name"));
     op.unit = integer("unit", -1, 1 << 30);
@@ -213,6 +222,11 @@ StepGraph from_json(const json& j, const std::string& source) {
     op.bytes = in.number(in.field(o, "bytes", p), json_path(p, "bytes"), 0, kMaxBytes);
     op.memory = effects_from(in, in.field(o, "memory", p), json_path(p, "memory"));
     if (o.contains("work")) op.work = work_from(in, o["work"], json_path(p, "work"));
+    if (o.contains("stage")) op.stage = integer("stage", 0, g.info.pp_group - 1);
+    if (o.contains("peer_stage")) op.peer_stage = integer("peer_stage", 0, g.info.pp_group - 1);
+    if ((op.kind == OpKind::send) != (op.group == Group::pp) || (op.kind == OpKind::send && (op.stage < 0 || op.peer_stage < 0))) {
+      in.fail(p, "a send (kind \"send\") is a collective of group \"pp\" with a stage and a peer_stage, and only a send is");
+    }
     g.add_op(std::move(op));
   }
   const auto n = static_cast<std::int64_t>(g.size());

@@ -9,14 +9,20 @@
 
 namespace shardsim::graph {
 
-FsdpStepBuilder::FsdpStepBuilder(const fsdp::Plan& plan, const config::ScenarioConfig& scenario, int steps)
+FsdpStepBuilder::FsdpStepBuilder(const fsdp::Plan& plan, const config::ScenarioConfig& scenario, int steps, StepGraph& graph, int stage,
+                                 std::int64_t micro_batch)
     : plan_(plan),
       cfg_(scenario),
       fsdp_(scenario.fsdp),
       v2_(scenario.fsdp.version == 2),
       offload_(scenario.fsdp.cpu_offload),
       steps_(steps),
-      batch_{scenario.training.micro_batch, scenario.training.seq_len} {
+      stage_(stage),
+      micro_steps_(stage >= 0 ? static_cast<int>(scenario.training.micro_batch / micro_batch)
+                              : static_cast<int>(scenario.training.grad_accum)),
+      accumulate_(scenario.training.no_sync || stage >= 0),
+      batch_{stage >= 0 ? micro_batch : scenario.training.micro_batch, scenario.training.seq_len},
+      g_(graph) {
   const std::size_t n = plan.units.size();
   available_.assign(n, -1);
   gather_of_.assign(n, -1);
@@ -56,7 +62,7 @@ double FsdpStepBuilder::shard_master_bytes(int u) const {
 }
 
 bool FsdpStepBuilder::syncing() const {
-  return !cfg_.training.no_sync || micro_ == cfg_.training.grad_accum - 1;
+  return !accumulate_ || micro_ == micro_steps_ - 1;
 }
 
 // FSDP1: the CPU blocks on the oldest recorded reshard event once `max_inflight` are queued.
@@ -209,6 +215,7 @@ int FsdpStepBuilder::compute(Op op, int u) {
   g_.add_edge(tp_wait_, id, EdgeKind::data);
   tp_wait_ = -1;
   at(last_compute_, u) = id;
+  last_compute_op_ = id;
   return id;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <string>
@@ -21,14 +22,35 @@ enum class Phase { forward, backward };
 
 class FsdpStepBuilder {
  public:
-  FsdpStepBuilder(const fsdp::Plan& plan, const config::ScenarioConfig& scenario, int steps);
+  // Issues its ops into `graph`. With pipeline parallelism `stage` is the pipeline stage whose
+  // program this is (its ops carry it; `plan` is that stage's) and `micro_batch` the sequences of
+  // one pipeline micro-batch.
+  FsdpStepBuilder(const fsdp::Plan& plan, const config::ScenarioConfig& scenario, int steps, StepGraph& graph, int stage = -1,
+                  std::int64_t micro_batch = 0);
   // simulation.max_wall_time, checked as ops are issued; must outlive build().
   void set_deadline(const Deadline& deadline) { io_.set_deadline(deadline); }
-  StepGraph build();
+  // The whole graph of `steps` steps, micro-step after micro-step (no pipeline).
+  void build();
+
+  // ---- one pipeline stage's program, driven by the schedule (pipeline_builder.cpp) ----
+  // Micro-batch `micro` forward after `input` (the send of the previous stage, -1 for the first):
+  // returns the last forward compute op, which the send to the next stage follows.
+  int pipeline_forward(int step, int micro, int input);
+  // Its backward after `grad_input` (the next stage's send, -1 for the last stage): returns the
+  // op whose end makes the gradient for the previous stage.
+  int pipeline_backward(int step, int micro, int grad_input);
+  // The optimizer step after the stage's last micro-batch.
+  void pipeline_optimizer(int step);
+  // The info of this builder's plan (groups, initial memory); a pipeline's per stage.
+  void fill_info();
+  Issuer& issuer() { return io_; }
 
  private:
   // ---- making parameters available (step_builder.cpp) ----
-  int issue(Op op) { return io_.issue(std::move(op)); }
+  int issue(Op op) {
+    op.stage = stage_;
+    return io_.issue(std::move(op));
+  }
   static Op make(OpKind kind, Stream stream, std::string name, int unit) { return make_op(kind, stream, std::move(name), unit); }
   void rate_limit();
   void unshard(int u, Phase phase, int prefetch_trigger);
@@ -46,9 +68,9 @@ class FsdpStepBuilder {
   void bucket_reduce(double numel, int producer, bool flush);
   void gather_updated(int u);  // shard_optimizer: the updated parameters, before their first forward
   void optimizer();
-  void amax_all_reduces(int u);     // training.float8 all-gather without precomputed scales
-  void precompute_float8_scales();  // ... with them, after the optimizer step
-  void fill_info();
+  int stage_output();
+  void amax_all_reduces(int u);                              // training.float8 all-gather without precomputed scales
+  void precompute_float8_scales();                           // ... with them, after the optimizer step
   [[nodiscard]] double distributed_optimizer_bytes() const;  // per parameter of a rank's 1/dp
   [[nodiscard]] std::vector<fsdp::TraceEvent> backward_events() const;
   [[nodiscard]] std::vector<int> forward_prefetch_targets(std::size_t from) const;
@@ -81,11 +103,15 @@ class FsdpStepBuilder {
   bool v2_;
   bool offload_;
   int steps_;
+  int stage_;        // pipeline stage, -1 without pipeline parallelism
+  int micro_steps_;  // gradient accumulation's micro-steps, or the pipeline's micro-batches
+  bool accumulate_;  // unsharded gradients kept until the last micro-step (no_sync, or pipelining)
   Batch batch_;
-  StepGraph g_;
+  StepGraph& g_;
   Issuer io_{g_};
   int step_ = 0;
   int micro_ = 0;
+  int last_compute_op_ = -1;  // the latest op issued by compute()
 
   int last_copy_out_ = -1;         // FSDP2: all-gathers wait for the previous copy-out
   int last_reduce_ = -1;           // FSDP2: copy-in waits for the previous reduce-scatter
@@ -106,9 +132,9 @@ class FsdpStepBuilder {
   std::vector<char> backward_done_;
   std::vector<int> post_forward_order_;
   std::vector<std::size_t> post_forward_position_;  // per unit: its first place in post_forward_order_ (its size if none)
-  std::vector<Pool> unsharded_pool_;              // where unit u's usable parameters were allocated
-  std::vector<std::vector<double>> grad_pieces_;  // FSDP2: per-parameter gradients of unit u alive
-  std::vector<MemEffect> grad_shard_frees_;       // what zero_grad frees after the optimizer step
+  std::vector<Pool> unsharded_pool_;                // where unit u's usable parameters were allocated
+  std::vector<std::vector<double>> grad_pieces_;    // FSDP2: per-parameter gradients of unit u alive
+  std::vector<MemEffect> grad_shard_frees_;         // what zero_grad frees after the optimizer step
 };
 
 }  // namespace shardsim::graph

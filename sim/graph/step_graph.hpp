@@ -1,6 +1,7 @@
 // The DAG of one (or a few) training steps, held in a Boost.Graph adjacency list. Every rank
 // runs the same program (SPMD): compute ops run on each rank, a collective joins the ranks of
-// its group. Memory effects on the ops give each rank's memory over time.
+// its group; with pipeline parallelism an op may belong to one stage (Op::stage), which other
+// stages' ranks skip. Memory effects on the ops give each rank's memory over time.
 #pragma once
 
 #include <array>
@@ -25,6 +26,7 @@ struct GraphInfo {
   int gpus_per_node = 1;
   // Groups of ranks (groups.hpp lays them out): innermost tensor parallel, then shard, then replicate.
   int tp_group = 1;         // ranks per tensor-parallel group (consecutive ranks)
+  int pp_group = 1;         // pipeline stages (outermost: stage s holds ranks [s, s + 1) x world_size / pp_group)
   int shard_group = 1;      // ranks per shard group (stride tp_group)
   int replicate_group = 1;  // ranks per replicate group (stride shard_group x tp_group)
   int reshard_group = 1;    // FSDP2 reshard_after_forward = d: ranks per reshard group (stride tp_group)
@@ -32,7 +34,13 @@ struct GraphInfo {
   int micro_steps = 1;
   std::int64_t tokens_per_micro_step = 0;  // per rank
   std::vector<MemEffect> initial_memory;   // what each rank holds before the first step
+  std::vector<std::vector<MemEffect>> stage_initial_memory;  // with pipeline stages: per stage instead
   double nvme_bytes = 0;                   // what each rank keeps on its node's NVMe drives (ZeRO-Infinity)
+
+  [[nodiscard]] int stage_of(int rank) const { return rank % world_size / (world_size / pp_group); }
+  [[nodiscard]] const std::vector<MemEffect>& initial_memory_of(int rank) const {
+    return stage_initial_memory.empty() ? initial_memory : stage_initial_memory[static_cast<std::size_t>(stage_of(rank))];
+  }
 };
 
 class StepGraph {

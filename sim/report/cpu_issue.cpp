@@ -16,9 +16,11 @@ std::vector<double> cpu_issue_times(const graph::StepGraph& g, const graph::Time
   std::int64_t launched = 0;
   double cpu = 0;      // the CPU thread's clock
   double drained = 0;  // the latest end among ops that left the launch queue
+  const int stage = g.info.stage_of(rank);
   for (std::size_t o = 0; o < g.size(); ++o) {
     const auto id = static_cast<int>(o);
     const graph::Op& op = g.op(id);
+    if (!op.runs_on_stage(stage)) continue;  // another pipeline stage's program
     const graph::Interval& i = t.at(id, rank);
     if (i.start < 0) continue;
     if (op.kind == graph::OpKind::cpu_wait) {

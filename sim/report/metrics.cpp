@@ -9,8 +9,9 @@
 #include <utility>
 
 #include "report/caching_allocator.hpp"
-#include "report/error_band.hpp"
 #include "report/cpu_issue.hpp"
+#include "report/error_band.hpp"
+#include "report/pipeline_bubble.hpp"
 
 namespace shardsim::report {
 namespace {
@@ -87,8 +88,10 @@ MemoryTimeline memory_timeline(const graph::StepGraph& g, const graph::Timeline&
     any_at_issue = std::any_of(mem.begin(), mem.end(), [](const graph::MemEffect& m) { return m.at_issue; });
   }
   const std::vector<double> issued = any_at_issue ? cpu_issue_times(g, t, rank, launch_queue) : std::vector<double>();
+  const int stage = g.info.stage_of(rank);
   for (std::size_t o = 0; o < g.size(); ++o) {
     const auto id = static_cast<int>(o);
+    if (!g.op(id).runs_on_stage(stage)) continue;  // another pipeline stage's
     const graph::Interval& i = t.at(id, rank);
     for (const auto& m : g.op(id).memory) {
       const double time = m.at_end ? i.end : m.at_issue && issued[o] >= 0 ? issued[o] : i.start;
@@ -123,7 +126,7 @@ MemoryTimeline memory_timeline(const graph::StepGraph& g, const graph::Timeline&
     }
     cur.reserved = allocator.reserved();
   };
-  for (const auto& m : g.info.initial_memory) apply(m);
+  for (const auto& m : g.info.initial_memory_of(rank)) apply(m);
   tl.points.push_back(cur);
   tl.peak = cur.total();
   tl.at_peak = cur.bytes;
@@ -220,7 +223,8 @@ std::vector<RankWait> rank_waits(const graph::Timeline& t, const std::vector<std
       out.push_back(RankWait{static_cast<int>(r), length(merged(waiting[cls], start, end)), held, 0, 0});
     }
   }
-  std::sort(out.begin(), out.end(), [](const RankWait& a, const RankWait& b) { return a.caused_s != b.caused_s ? a.caused_s > b.caused_s : a.rank < b.rank; });
+  std::sort(out.begin(), out.end(),
+            [](const RankWait& a, const RankWait& b) { return a.caused_s != b.caused_s ? a.caused_s > b.caused_s : a.rank < b.rank; });
   if (out.size() > 5) out.resize(5);
   // How long each other rank waited while this one held collectives up: the part of its waiting
   // that falls in the times this one held them; a class's ranks waited alike.
@@ -286,16 +290,33 @@ Summary summarize(const SummaryInput& in) {
   s.step_start = start;
   s.step_time = end - start;
   const bool with_split = in.compute_split != nullptr && in.compute_split->size() == g.size();
+  s.pp_stages = g.info.pp_group;
+  // Per pipeline stage (one without pipelining); the busiest stage's are reported.
+  std::vector<Summary> per_stage(static_cast<std::size_t>(s.pp_stages));
   for (std::size_t o = 0; o < g.size(); ++o) {
     const graph::Op& op = g.op(static_cast<int>(o));
     if (op.step != s.reported_step) continue;
-    if (with_split && !op.is_collective() && on_compute_stream(op)) s.compute_split += (*in.compute_split)[o];
-    if (op.kind == OpKind::all_gather && op.group != graph::Group::tp) s.all_gather_bytes += op.bytes;
-    for (const auto& gemm : op.work.gemms) {
-      s.gemm_flops += gemm.flops();
-      if (gemm.type != graph::GemmType::high) s.gemm_flops_float8 += gemm.flops();
+    for (int st = 0; st < s.pp_stages; ++st) {
+      if (!op.runs_on_stage(st)) continue;
+      Summary& x = per_stage[static_cast<std::size_t>(st)];
+      if (with_split && !op.is_collective() && on_compute_stream(op)) x.compute_split += (*in.compute_split)[o];
+      if (op.kind == OpKind::all_gather && op.group != graph::Group::tp) x.all_gather_bytes += op.bytes;
+      for (const auto& gemm : op.work.gemms) {
+        x.gemm_flops += gemm.flops();
+        if (gemm.type != graph::GemmType::high) x.gemm_flops_float8 += gemm.flops();
+      }
     }
   }
+  const auto busier = [](const Summary& a, const Summary& b) {
+    return a.compute_split.total() != b.compute_split.total() ? a.compute_split.total() < b.compute_split.total()
+                                                              : a.gemm_flops < b.gemm_flops;
+  };
+  s.busiest_stage = static_cast<int>(std::max_element(per_stage.begin(), per_stage.end(), busier) - per_stage.begin());
+  const Summary& busiest = per_stage[static_cast<std::size_t>(s.busiest_stage)];
+  s.compute_split = busiest.compute_split;
+  s.all_gather_bytes = busiest.all_gather_bytes;
+  s.gemm_flops = busiest.gemm_flops;
+  s.gemm_flops_float8 = busiest.gemm_flops_float8;
   const auto& topo = in.scenario.cluster.topology;
   s.gpus_per_node = topo.node.gpus;
   s.host_memory_capacity = topo.host.memory.value();
@@ -336,6 +357,7 @@ Summary summarize(const SummaryInput& in) {
     std::vector<std::pair<double, double>> compute;
     std::vector<std::pair<double, double>> comm;
     std::vector<std::pair<double, double>> tp_comm;
+    std::vector<std::pair<double, double>> pp_comm;
     std::array<std::vector<std::pair<double, double>>, 3> offload;  // PCIe, CPU, NVMe
     for (std::size_t o = 0; o < g.size(); ++o) {
       const graph::Op& op = g.op(static_cast<int>(o));
@@ -348,6 +370,7 @@ Summary summarize(const SummaryInput& in) {
       if (op.is_collective()) {
         comm.push_back(iv);
         if (op.group == graph::Group::tp) tp_comm.push_back(iv);
+        if (op.group == graph::Group::pp) pp_comm.push_back(iv);
       } else if (on_compute_stream(op)) {
         compute.push_back(iv);
       } else if (offload_kind >= 0) {
@@ -362,10 +385,27 @@ Summary summarize(const SummaryInput& in) {
       s.comm_s = union_length(comm);
       s.tp_comm_s = union_length(tp_comm);
       s.tp_exposed_comm_s = exposed_length(tp_comm, compute);
+      s.pp_comm_s = union_length(pp_comm);
+      s.pp_exposed_comm_s = exposed_length(pp_comm, compute);
       s.pcie_s = union_length(offload[0]);
       s.cpu_s = union_length(offload[1]);
       s.nvme_s = union_length(offload[2]);
     }
+  }
+
+  if (s.pp_stages > 1) {
+    // One rank per stage (the first met), its bubble over the step, averaged over the stages.
+    std::vector<double> bubble(static_cast<std::size_t>(s.pp_stages), -1);
+    for (int r : ranks) {
+      double& b = bubble[static_cast<std::size_t>(g.info.stage_of(r))];
+      if (b < 0) b = pipeline_bubble(g, t, r, start, end);
+    }
+    double sum = 0;
+    int n = 0;
+    for (double b : bubble) {
+      if (b >= 0) sum += b, ++n;
+    }
+    s.bubble_fraction = n > 0 && s.step_time > 0 ? sum / n / s.step_time : 0;
   }
 
   for (int r : ranks) {

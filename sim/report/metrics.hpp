@@ -81,6 +81,15 @@ struct Summary {
   double exposed_comm_s = 0;  // collectives running while the compute stream is idle (max over ranks)
   double tp_comm_s = 0;       // of comm_s: tensor-parallel collectives (the exposed-comm rank)
   double tp_exposed_comm_s = 0;  // of exposed_comm_s: tensor-parallel collectives
+  // Pipeline parallelism: stages, the sends between them (of comm_s and exposed_comm_s), and the
+  // bubble: the share of the step a stage's compute stream waits for another stage, averaged
+  // over the stages (report/pipeline_bubble.hpp). The per-op figures below (compute split, GEMM
+  // FLOPs, all-gather bytes) are then those of `busiest_stage`, the stage with the most compute.
+  int pp_stages = 1;
+  double pp_comm_s = 0;
+  double pp_exposed_comm_s = 0;
+  double bubble_fraction = 0;
+  int busiest_stage = 0;
   // The reported step's compute-stream work of one rank by kind, as the compute model prices it
   // alone (without the slow-down collectives cause or stragglers); zero without the engine's split.
   graph::ComputeSplit compute_split;

@@ -44,6 +44,14 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
     out += fmt::format("  tensor parallel {}{} x data parallel {} (ranks r..r+{} split each block's matmuls)\n", tp,
                        scenario.parallelism.sequence_parallel ? " with sequence parallelism" : "", s.world_size / tp, tp - 1);
   }
+  if (const auto& p = scenario.parallelism; p.pp > 1) {
+    const std::int64_t mb = p.pp_microbatches > 0 ? p.pp_microbatches : scenario.training.micro_batch;
+    out += fmt::format(
+        "  pipeline parallel {} stages ({}, {} micro-batches of {} sequences; stage s holds ranks s x {} ..); the "
+        "compute split and GEMM FLOPs are stage {}'s, the busiest\n",
+        p.pp, p.pp_schedule == config::PpSchedule::gpipe ? "GPipe" : "1F1B", mb, scenario.training.micro_batch / mb, s.world_size / p.pp,
+        s.busiest_stage);
+  }
   out += fmt::format("  model {}: {} parameters ({} without embeddings), {:.4g} FLOPs per token\n", s.model_name, grouped(s.params_total),
                      grouped(s.params_non_embedding), s.flops_per_token);
   if (!s.float8_recipe.empty()) {
@@ -63,34 +71,44 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
   row("step time", fmt::format("{:.4f} s  (step {} of {})", s.step_time, s.reported_step + 1, s.reported_step + 1));
   row("tokens/s per GPU", fmt::format("{:.0f}", s.tokens_per_s_per_gpu));
   if (s.range_runs > 0) {
-    row("  90% range", fmt::format("{} - {}  (from the errors on {} published runs: {}; docs/fidelity.md)", grouped(std::llround(s.tokens_range_low)),
-                                   grouped(std::llround(s.tokens_range_high)), s.range_runs, s.range_basis));
+    row("  90% range",
+        fmt::format("{} - {}  (from the errors on {} published runs: {}; docs/fidelity.md)", grouped(std::llround(s.tokens_range_low)),
+                    grouped(std::llround(s.tokens_range_high)), s.range_runs, s.range_basis));
   }
   row("TFLOPS per GPU", fmt::format("{:.1f}  (model FLOPs: 6N + 12 l h q s per token)", s.tflops_per_gpu));
   row("MFU", fmt::format("{:.1f} %", 100 * s.mfu));
   row("compute busy", fmt::format("{:.4f} s", s.compute_s));
   if (const auto& c = s.compute_split; c.total() > 0) {
     row("  of which GEMM / attention", fmt::format("{:.4f} s / {:.4f} s  (the compute model's, alone on the GPU)", c.gemm, c.attention));
-    row("  memory-bound / launches", fmt::format("{:.4f} s / {:.4f} s{}", c.memory, c.launch,
-                                                 c.other > 0 ? fmt::format("  (and {:.4f} s of PCIe and host work)", c.other) : std::string()));
+    row("  memory-bound / launches",
+        fmt::format("{:.4f} s / {:.4f} s{}", c.memory, c.launch,
+                    c.other > 0 ? fmt::format("  (and {:.4f} s of PCIe and host work)", c.other) : std::string()));
   }
   row("communication", fmt::format("{:.4f} s", s.comm_s));
   if (!s.float8_recipe.empty()) row("  parameter all-gathers", fmt::format("{} per GPU per step", gib(s.all_gather_bytes)));
   if (tp > 1) row("  of which tensor parallel", fmt::format("{:.4f} s", s.tp_comm_s));
+  if (s.pp_stages > 1) row("  of which pipeline sends", fmt::format("{:.4f} s", s.pp_comm_s));
   if (s.pcie_s > 0 || s.cpu_s > 0 || s.nvme_s > 0) {
     row("offload: PCIe / CPU / NVMe busy", fmt::format("{:.4f} s / {:.4f} s / {:.4f} s", s.pcie_s, s.cpu_s, s.nvme_s));
   }
   row("exposed communication", fmt::format("{:.4f} s  ({:.1f} % of the step, rank {})", s.exposed_comm_s,
                                            s.step_time > 0 ? 100 * s.exposed_comm_s / s.step_time : 0.0, s.exposed_rank));
   if (tp > 1) row("  of which tensor parallel", fmt::format("{:.4f} s  (on the critical path: compute waits for it)", s.tp_exposed_comm_s));
+  if (s.pp_stages > 1) {
+    row("  of which pipeline sends", fmt::format("{:.4f} s", s.pp_exposed_comm_s));
+    row("pipeline bubble", fmt::format("{:.1f} % of the step  (stages idle waiting for other stages, mean of {} stages)",
+                                       100 * s.bubble_fraction, s.pp_stages));
+  }
   out += "\n";
   const std::string verdict = s.oom ? std::string("OUT OF MEMORY")
                               : s.alloc_retries > 0
-                                  ? fmt::format("fits only by releasing the allocator's cache {} time{} (each a cudaFree and a synchronize: "
-                                                "slower than simulated)",
-                                                s.alloc_retries, s.alloc_retries == 1 ? "" : "s")
+                                  ? fmt::format(
+                                        "fits only by releasing the allocator's cache {} time{} (each a cudaFree and a synchronize: "
+                                        "slower than simulated)",
+                                        s.alloc_retries, s.alloc_retries == 1 ? "" : "s")
                                   : std::string("fits");
-  row("peak memory (reserved)", fmt::format("{} of {} on rank {}  ->  {}", gib(s.memory.peak_reserved), gib(s.gpu_memory), s.memory.rank, verdict));
+  row("peak memory (reserved)",
+      fmt::format("{} of {} on rank {}  ->  {}", gib(s.memory.peak_reserved), gib(s.gpu_memory), s.memory.rank, verdict));
   for (std::size_t p = 0; p + 1 < kPoolLabels.size(); ++p) {
     if (s.memory.reserved_by_pool[p] > 0) row(fmt::format("  {} pool", kPoolLabels[p]), gib(s.memory.reserved_by_pool[p]));
   }
@@ -126,8 +144,8 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
     out += "\n  who waits for whom (collectives started late because these ranks arrived last):\n";
     if (s.step_time_without_stragglers > 0) {
       out += fmt::format("    the stragglers cost the step {:.4f} s ({:.1f} %): {:.4f} s, against {:.4f} s with every rank alike\n",
-                         s.step_time - s.step_time_without_stragglers, 100 * (s.step_time / s.step_time_without_stragglers - 1), s.step_time,
-                         s.step_time_without_stragglers);
+                         s.step_time - s.step_time_without_stragglers, 100 * (s.step_time / s.step_time_without_stragglers - 1),
+                         s.step_time, s.step_time_without_stragglers);
     }
     for (const auto& w : s.waits) {
       out += fmt::format(
@@ -160,17 +178,20 @@ nlohmann::json summary_json(const Summary& s) {
       {"scenario", s.scenario},
       {"world_size", s.world_size},
       {"reported_step", s.reported_step},
-      {"model", {{"name", s.model_name},
-                 {"params_total", s.params_total},
-                 {"params_non_embedding", s.params_non_embedding},
-                 {"flops_per_token", s.flops_per_token}}},
+      {"model",
+       {{"name", s.model_name},
+        {"params_total", s.params_total},
+        {"params_non_embedding", s.params_non_embedding},
+        {"flops_per_token", s.flops_per_token}}},
       {"step_time_s", s.step_time},
       {"tokens_per_step_per_gpu", s.tokens_per_step_per_gpu},
       {"tokens_per_s_per_gpu", s.tokens_per_s_per_gpu},
-      {"tokens_per_s_per_gpu_range", s.range_runs > 0 ? nlohmann::json::array({s.tokens_range_low, s.tokens_range_high}) : nlohmann::json(nullptr)},
-      {"step_time_s_range", s.range_runs > 0 && s.tokens_range_low > 0
-                                ? nlohmann::json::array({s.tokens_per_step_per_gpu / s.tokens_range_high, s.tokens_per_step_per_gpu / s.tokens_range_low})
-                                : nlohmann::json(nullptr)},
+      {"tokens_per_s_per_gpu_range",
+       s.range_runs > 0 ? nlohmann::json::array({s.tokens_range_low, s.tokens_range_high}) : nlohmann::json(nullptr)},
+      {"step_time_s_range",
+       s.range_runs > 0 && s.tokens_range_low > 0
+           ? nlohmann::json::array({s.tokens_per_step_per_gpu / s.tokens_range_high, s.tokens_per_step_per_gpu / s.tokens_range_low})
+           : nlohmann::json(nullptr)},
       {"range_basis", s.range_runs > 0 ? nlohmann::json{{"runs", s.range_runs}, {"regime", s.range_basis}} : nlohmann::json(nullptr)},
       {"tflops_per_gpu", s.tflops_per_gpu},
       {"mfu", s.mfu},
@@ -185,6 +206,11 @@ nlohmann::json summary_json(const Summary& s) {
         {"launch", s.compute_split.launch},
         {"other", s.compute_split.other}}},
       {"tp_exposed_comm_s", s.tp_exposed_comm_s},
+      {"pp_stages", s.pp_stages},
+      {"pp_comm_s", s.pp_comm_s},
+      {"pp_exposed_comm_s", s.pp_exposed_comm_s},
+      {"bubble_fraction", s.bubble_fraction},
+      {"busiest_stage", s.busiest_stage},
       {"all_gather_bytes", s.all_gather_bytes},
       {"gemm_flops", s.gemm_flops},
       {"gemm_flops_float8", s.gemm_flops_float8},
@@ -208,11 +234,13 @@ nlohmann::json summary_json(const Summary& s) {
       {"memory_breakdown", breakdown},
       {"simulated_ranks", s.simulated_ranks},
       {"waits", waits},
-      {"step_time_without_stragglers_s", s.step_time_without_stragglers > 0 ? nlohmann::json(s.step_time_without_stragglers) : nlohmann::json(nullptr)},
+      {"step_time_without_stragglers_s",
+       s.step_time_without_stragglers > 0 ? nlohmann::json(s.step_time_without_stragglers) : nlohmann::json(nullptr)},
       {"job_ends_s", s.job_ends},
       {"warnings", s.warnings},
-      {"calibration", s.calibration.empty() ? nlohmann::json(nullptr)
-                                            : nlohmann::json{{"file", s.calibration}, {"name", s.calibration_name}, {"covers", s.calibration_covers}}},
+      {"calibration", s.calibration.empty()
+                          ? nlohmann::json(nullptr)
+                          : nlohmann::json{{"file", s.calibration}, {"name", s.calibration_name}, {"covers", s.calibration_covers}}},
   };
 }
 

@@ -26,6 +26,12 @@ std::string describe(const graph::Op& op) {
 class Issuer {
  public:
   Issuer(const graph::StepGraph& g, Backend& b, Watchdog& w) : g_(g), b_(b), w_(w) {
+    if (g.info.pp_group > 1) {
+      throw RuntimeError(
+          fmt::format("the graph has {} pipeline stages: pipeline-parallel graphs (per-stage programs, sends between "
+                      "stages) are not replayed yet; expected a graph with pp 1",
+                      g.info.pp_group));
+    }
     const std::size_t n = g.size();
     const graph::Groups groups(g.info);
     // Streams and communicators, in graph order: the same order on every rank.

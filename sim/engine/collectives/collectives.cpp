@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/reader.hpp"
+#include "engine/collectives/nccl_model.hpp"
 #include "graph/groups.hpp"
 
 namespace shardsim::engine::collectives {
@@ -29,6 +30,22 @@ std::size_t kind_index(graph::OpKind kind) {
 // nccl-tests' bus bandwidth factor: (n-1)/n, 2(n-1)/n for all-reduce.
 double busbw_factor(graph::OpKind kind, int n) {
   return (kind == graph::OpKind::all_reduce ? 2.0 : 1.0) * (n - 1) / n;
+}
+
+// Pipeline parallelism's send/recv: one flow from the sender to the receiver (NVLink inside a
+// node, the NICs across nodes), with NCCL's Simple protocol, which its point-to-point kernels use;
+// the latency of one ring step of that protocol (base latency and one hop's).
+CollectivePlan send_plan(std::span<const int> ranks, double bytes, const ClusterView& cluster) {
+  CollectivePlan plan;
+  assert(ranks.size() == 2);
+  if (ranks[0] == ranks[1]) return plan;
+  const bool same_node = cluster.node_of(ranks[0]) == cluster.node_of(ranks[1]);
+  plan.paths.push_back(Path{{Hop{ranks[0], ranks[1], same_node ? Via::nvlink : Via::nic}}, std::max(bytes, 0.0)});
+  const GroupShape shape = shape_of(ranks, cluster);
+  const auto a = nccl::Algo::ring;
+  plan.latency = nccl::base_latency(a, Protocol::simple) +
+                 (same_node ? nccl::nvlink_step_latency(a, Protocol::simple) : nccl::net_step_latency(a, Protocol::simple, shape, cluster));
+  return plan;
 }
 
 }  // namespace
@@ -141,6 +158,7 @@ Selection Collectives::select(graph::OpKind kind, std::span<const int> ranks, do
 CollectivePlan Collectives::plan(graph::OpKind kind, std::span<const int> ranks, double bytes, const ClusterView& cluster) const {
   // The tuner's cluster is the one it was built for; the engine says only how to build paths.
   assert(cluster.gpus_per_node == cluster_.gpus_per_node);
+  if (kind == graph::OpKind::send) return send_plan(ranks, bytes, cluster_);
   CollectivePlan plan;
   const GroupShape shape = shape_of(ranks, cluster_);
   if (shape.ranks <= 1) return plan;
@@ -157,7 +175,7 @@ void Collectives::check(const graph::StepGraph& graph) const {
   std::vector<std::pair<graph::OpKind, graph::Group>> seen;
   for (std::size_t o = 0; o < graph.size(); ++o) {
     const graph::Op& op = graph.op(static_cast<int>(o));
-    if (!op.is_collective()) continue;
+    if (!op.is_collective() || op.kind == graph::OpKind::send) continue;
     const std::pair key{op.kind, op.group};
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
     seen.push_back(key);

@@ -1,0 +1,180 @@
+// Pipeline parallelism (parallelism.pp): stages cut at block boundaries, GPipe and 1F1B as
+// torch.distributed.pipelining orders them, sends between stages, and what follows from the
+// simulated schedule alone: the bubble (pp-1)/(m+pp-1) of uniform stages (Narayanan et al.,
+// "Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", SC'21,
+// section 2.2), and 1F1B's first stage holding pp micro-batches of activations where GPipe holds m.
+#include "cli/pipeline.hpp"
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "graph/pipeline_builder.hpp"
+#include "model/pipeline.hpp"
+#include "report/metrics.hpp"
+#include "test_support.hpp"
+
+using namespace shardsim;
+using graph::OpKind;
+
+namespace {
+
+// Eight identical 4,096-wide blocks over 8 GPUs of one node, a vocabulary of 128 so that the
+// first and last stages' extra work (embedding, output, loss) is small: nearly uniform stages. One
+// data-parallel rank per stage at pp 8; bf16, 4,096-token sequences.
+std::vector<std::string> uniform(int pp, int microbatches, const char* schedule) {
+  return {"model.hidden=4096",
+          "model.heads=32",
+          "model.kv_heads=8",
+          "model.ffn_hidden=14336",
+          "model.vocab=128",
+          "model.layers=8",
+          "training.seq_len=4096",
+          fmt::format("training.micro_batch={}", microbatches),
+          "fsdp.version=2",
+          fmt::format("parallelism.pp={}", pp),
+          fmt::format("parallelism.pp_schedule={}", schedule)};
+}
+
+graph::Prepared prepare(const std::vector<std::string>& sets) {
+  return cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", sets);
+}
+
+struct PpRun {
+  double step = 0;
+  double bubble = 0;
+  double stage0_activations = 0;  // activation bytes at the peak of the first stage's first rank
+  double tokens_per_s_per_gpu = 0;
+};
+
+PpRun run(const std::vector<std::string>& sets) {
+  return test::in_child([sets] {
+    const auto p = prepare(sets);
+    const auto out = cli::simulate(p);
+    const auto m = report::memory_timeline(p.graph, out.result.timeline, 0);
+    return PpRun{out.summary.step_time, out.summary.bubble_fraction, m.at_peak[static_cast<std::size_t>(graph::MemCategory::activations)],
+                 out.summary.tokens_per_s_per_gpu};
+  });
+}
+
+std::string actions(config::PpSchedule s, int stage, int stages, int m) {
+  std::string out;
+  for (const auto& a : graph::pipeline_actions(s, stage, stages, m)) out += fmt::format("{}{} ", a.forward ? 'F' : 'B', a.micro);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("pipeline: the schedules' order of micro-batches per stage") {
+  using config::PpSchedule;
+  // PipelineSchedule1F1B: stages - stage forwards, then backward and forward in turn.
+  CHECK(actions(PpSchedule::one_f_one_b, 0, 4, 8) == "F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 B5 B6 B7 ");
+  CHECK(actions(PpSchedule::one_f_one_b, 3, 4, 8) == "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 F7 B7 ");
+  CHECK(actions(PpSchedule::one_f_one_b, 1, 4, 2) == "F0 F1 B0 B1 ");
+  CHECK(actions(PpSchedule::gpipe, 2, 4, 3) == "F0 F1 F2 B0 B1 B2 ");
+}
+
+TEST_CASE("pipeline: stages take consecutive layers, evenly or from split points") {
+  std::string error;
+  const auto even = model::stage_spans(8, 3, {}, error);
+  REQUIRE(even.size() == 3);
+  CHECK(even[0].first_layer == 0);
+  CHECK(even[0].end_layer == 3);  // the remainder to the earlier stages
+  CHECK(even[1].end_layer == 6);
+  CHECK(even[2].end_layer == 8);
+  const auto given = model::stage_spans(8, 3, {2, 7}, error);
+  REQUIRE(given.size() == 3);
+  CHECK(given[1].first_layer == 2);
+  CHECK(given[2].layers() == 1);
+  CHECK(model::stage_spans(8, 3, {2, 9}, error).empty());
+  CHECK(error.find("no layer") != std::string::npos);
+
+  // The stages' FSDP plans hold the blocks once between them; the embedding is the first's, the
+  // output layer the last's.
+  const auto p = prepare({"fsdp.version=2", "parallelism.pp=2"});
+  REQUIRE(p.stage_plans.size() == 2);
+  const auto names = [](const fsdp::Plan& plan) {
+    std::string out;
+    for (const auto& u : plan.units) out += u.name + " ";
+    return out;
+  };
+  CHECK(names(p.stage_plans[0]) == "root layers.0 layers.1 ");
+  CHECK(names(p.stage_plans[1]) == "root layers.2 layers.3 ");
+  std::int64_t numel = 0;
+  for (const auto& plan : p.stage_plans) numel += plan.total_numel();
+  CHECK(numel == p.model.total_params());
+}
+
+TEST_CASE("pipeline: sends carry a micro-batch's hidden states between neighbouring stages") {
+  // pp 4, 8 micro-batches of one 512-token sequence, hidden 512, bf16: 512 x 512 x 2 = 512 KiB
+  // per send; forward and backward, 3 stage boundaries, 8 micro-batches: 48 sends per step. With
+  // TP 2 and sequence parallelism each rank sends its half of the sequence.
+  for (int tp : {1, 2}) {
+    CAPTURE(tp);
+    const auto p = prepare({"fsdp.version=2", "parallelism.pp=4", "training.micro_batch=8", fmt::format("parallelism.tp={}", tp)});
+    int sends = 0;
+    for (std::size_t o = 0; o < p.graph.size(); ++o) {
+      const auto& op = p.graph.op(static_cast<int>(o));
+      if (op.kind != OpKind::send) continue;
+      ++sends;
+      CHECK(op.bytes == 512.0 * 512 * 2 / tp);
+      CHECK(std::abs(op.stage - op.peer_stage) == 1);
+      CHECK(op.group == graph::Group::pp);
+    }
+    CHECK(sends == 48);
+  }
+}
+
+TEST_CASE("pipeline: FSDP2 under a pipeline all-gathers and reduce-scatters once per step, not per micro-batch") {
+  // torchtitan's default with PP is reshard_after_forward = False, and the schedule turns off
+  // gradient sync but for the last micro-batch: each unit one all-gather and one reduce-scatter.
+  const auto p = prepare({"fsdp.version=2", "parallelism.pp=2", "training.micro_batch=4"});
+  for (int st = 0; st < 2; ++st) {
+    CAPTURE(st);
+    int ag = 0;
+    int rs = 0;
+    for (std::size_t o = 0; o < p.graph.size(); ++o) {
+      const auto& op = p.graph.op(static_cast<int>(o));
+      if (op.stage != st) continue;
+      ag += op.kind == OpKind::all_gather;
+      rs += op.kind == OpKind::reduce_scatter;
+    }
+    const auto units = static_cast<int>(p.stage_plans[static_cast<std::size_t>(st)].units.size());
+    CHECK(ag == units);
+    CHECK(rs == units);
+  }
+}
+
+TEST_CASE("pipeline: the 1F1B bubble emerges as (pp-1)/(m+pp-1) and GPipe's is the same") {
+  // Uniform stages, one rank each: every stage idles (pp-1)(t_f + t_b) of (m+pp-1)(t_f + t_b).
+  // What the formula leaves out: the last stage also runs the final norm, the output layer and
+  // the loss (5 % more per micro-batch here, so the others wait for it m times), the sends and
+  // the optimizer step: within 2.5 points of the formula.
+  std::vector<double> steps;
+  for (int m : {8, 16}) {
+    CAPTURE(m);
+    const double expected = 7.0 / (m + 7.0);
+    const PpRun one = run(uniform(8, m, "1f1b"));
+    const PpRun gpipe = run(uniform(8, m, "gpipe"));
+    CHECK(std::abs(one.bubble - expected) < 0.025);
+    CHECK(std::abs(gpipe.bubble - expected) < 0.025);
+    CHECK(one.step == doctest::Approx(gpipe.step).epsilon(0.01));
+    steps.push_back(one.step);
+  }
+  // The step takes m + pp - 1 micro-batch times: 23 / 15 from 8 to 16 micro-batches.
+  CHECK(steps[1] / steps[0] == doctest::Approx(23.0 / 15.0).epsilon(0.01));
+}
+
+TEST_CASE("pipeline: 1F1B's first stage holds pp micro-batches of activations, GPipe's all m") {
+  // pp 4 (two data-parallel ranks per stage), 8 micro-batches: 1F1B keeps 4 micro-batches'
+  // activations alive on stage 0, GPipe 8; a micro-batch's activations are the same in both.
+  const PpRun one = run(uniform(4, 8, "1f1b"));
+  const PpRun gpipe = run(uniform(4, 8, "gpipe"));
+  REQUIRE(gpipe.stage0_activations > 0);
+  CHECK(one.stage0_activations / gpipe.stage0_activations == doctest::Approx(4.0 / 8.0).epsilon(0.01));
+  // Tokens per GPU: 8 sequences of 4,096 tokens per pipeline of 4 ranks.
+  CHECK(one.tokens_per_s_per_gpu * one.step == doctest::Approx(8.0 * 4096 / 4));
+}
