@@ -38,6 +38,11 @@ const std::vector<std::string> k405b{"model.preset=llama3.1-405b", "cluster.node
 const std::vector<std::string> k405b_131k{"model.preset=llama3.1-405b", "cluster.nodes=16384"};
 // 405B as TP 8 (in each node) x FSDP over the rest, as the published P3 run, on 16,384 GPUs.
 const std::vector<std::string> k405b_tp8{"model.preset=llama3.1-405b", "cluster.nodes=2048", "parallelism.tp=8"};
+// 405B as TP 8 x PP 16 (1F1B, 16 micro-batches of one sequence) x FSDP 128 on 16,384 GPUs: the
+// parallelism issue's 3D target. Every op is counted on every rank by max_op_instances (the
+// worst case, every rank its own cohort), hence the raised limit.
+const std::vector<std::string> k405b_3d{"model.preset=llama3.1-405b", "cluster.nodes=2048", "parallelism.tp=8", "parallelism.pp=16",
+                                        "training.micro_batch=16", "simulation.max_op_instances=1000000000"};
 
 struct Result {
   double prepare_s = 0;
@@ -192,6 +197,7 @@ int main() {
       {"Llama 3.1 405B, 131,072 GPUs, symmetric", "scenarios/llama3.1-70b_1024xh100.yaml", with(k405b_131k, "simulation.mode=symmetric"), 1.0},
       {"405B TP 8 x FSDP, 16,384 GPUs, full", "scenarios/llama3.1-70b_1024xh100.yaml", with(k405b_tp8, "simulation.mode=full"), 10.0},
       {"405B TP 8 x FSDP, 16,384 GPUs, symmetric", "scenarios/llama3.1-70b_1024xh100.yaml", with(k405b_tp8, "simulation.mode=symmetric"), 1.0},
+      {"405B TP 8 x PP 16 x FSDP, 16,384 GPUs, full", "scenarios/llama3.1-70b_1024xh100.yaml", with(k405b_3d, "simulation.mode=full"), 10.0},
       // Target (issue "Nothing silently wrong"): within its wall-time limit, every phase counted.
       {"100,000 layers (tiny Llama, 8 GPUs), limit 60 s", "tests/data/tiny_llama.yaml",
        {"model.layers=100000", "simulation.max_wall_time=60s"}, 60.0},
