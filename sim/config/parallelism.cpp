@@ -36,17 +36,21 @@ constexpr std::array kParallelismParams{
     ParamSpec{"pp_schedule",
               "choice",
               "1f1b",
-              "with pp: the schedule of micro-batches (torch.distributed.pipelining's); interleaved_1f1b, zbv and interleaved_zb "
-              "are not modelled yet",
+              "with pp: the schedule of micro-batches (torch.distributed.pipelining's); interleaved_1f1b runs "
+              "pp_stages_per_rank stages per rank; zbv and interleaved_zb are not modelled yet",
               {},
               kScheduleNames},
+    ParamSpec{"pp_stages_per_rank", "integer", "-1",
+              "with pp: stages (model chunks) each rank holds, v; -1: 2 for interleaved_1f1b (torchtitan's default), else 1; "
+              "interleaved_1f1b needs v >= 2, the others v = 1",
+              Range{-1, 1 << 10}},
     ParamSpec{"pp_microbatches", "integer", "-1",
               "with pp: the micro-batches training.micro_batch is split into; -1: one sequence each (torchtitan's default "
               "pipeline_parallel_microbatch_size 1)",
               Range{-1, 1 << 16}},
     ParamSpec{"pp_split_points", "list of integers", "[]",
-              "with pp: the first layer of stages 1 .. pp-1, ascending (torchtitan's pipeline_parallel_split_points as layer "
-              "indices); empty: layers split evenly, earlier stages taking the remainder"},
+              "with pp: the first layer of stages 1 .. pp x v - 1, ascending (torchtitan's pipeline_parallel_split_points as "
+              "layer indices); empty: layers split evenly, earlier stages taking the remainder"},
 };
 constexpr Schema kParallelismSchema{"parallelism", "the device mesh: data, tensor, context and pipeline parallel degrees",
                                     kParallelismParams};
@@ -70,10 +74,21 @@ ParallelismConfig read_parallelism(const Reader& top, std::vector<ConfigWarning>
   p.pp = static_cast<int>(r.integer("pp"));
   p.pp_where = r.where("pp");
   const std::string schedule = r.choice("pp_schedule");
-  if (schedule != "gpipe" && schedule != "1f1b") {
-    r.fail("pp_schedule", fmt::format("{} is not modelled yet; expected gpipe or 1f1b", schedule));
+  if (schedule == "zbv" || schedule == "interleaved_zb") {
+    r.fail("pp_schedule", fmt::format("{} is not modelled yet; expected gpipe, 1f1b or interleaved_1f1b", schedule));
   }
-  p.pp_schedule = schedule == "gpipe" ? PpSchedule::gpipe : PpSchedule::one_f_one_b;
+  p.pp_schedule = schedule == "gpipe" ? PpSchedule::gpipe : schedule == "1f1b" ? PpSchedule::one_f_one_b : PpSchedule::interleaved_1f1b;
+  const bool interleaved = p.pp_schedule == PpSchedule::interleaved_1f1b;
+  const std::int64_t v = r.integer("pp_stages_per_rank");
+  if (v == 0) r.fail("pp_stages_per_rank", "expected -1 (the schedule's default) or a count >= 1; got 0");
+  p.pp_stages_per_rank = v > 0 ? static_cast<int>(v) : interleaved ? 2 : 1;
+  if (interleaved && p.pp_stages_per_rank < 2) {
+    r.fail("pp_stages_per_rank", fmt::format("interleaved_1f1b runs several stages per rank; expected 2 or more (or -1); got {}", v));
+  }
+  if (!interleaved && p.pp_stages_per_rank > 1) {
+    r.fail("pp_stages_per_rank",
+           fmt::format("{} runs one stage per rank; expected 1 (or pp_schedule: interleaved_1f1b); got {}", schedule, v));
+  }
   const std::int64_t mb = r.integer("pp_microbatches");
   if (mb == 0) r.fail("pp_microbatches", "expected -1 (one sequence per micro-batch) or a count >= 1; got 0");
   p.pp_microbatches = mb < 0 ? 0 : static_cast<int>(mb);
@@ -92,7 +107,7 @@ ParallelismConfig read_parallelism(const Reader& top, std::vector<ConfigWarning>
     }
   }
   if (p.pp == 1) {
-    for (const char* key : {"pp_schedule", "pp_microbatches", "pp_split_points"}) {
+    for (const char* key : {"pp_schedule", "pp_stages_per_rank", "pp_microbatches", "pp_split_points"}) {
       if (r.has(key))
         warnings.push_back({r.where(key), fmt::format("parallelism.{}", key), "applies with pipeline parallelism (pp > 1); it is ignored"});
     }
@@ -114,10 +129,18 @@ static void check_pipeline(const ScenarioConfig& s) {
          fmt::format("{} micro-batches do not split training.micro_batch {} evenly; expected a divisor of {}", p.pp_microbatches,
                      s.training.micro_batch, s.training.micro_batch));
   }
-  if (!p.pp_split_points.empty() && static_cast<int>(p.pp_split_points.size()) != p.pp - 1) {
+  const int stages = p.pp * p.pp_stages_per_rank;
+  if (!p.pp_split_points.empty() && static_cast<int>(p.pp_split_points.size()) != stages - 1) {
     fail(p.pp_split_points_where, "parallelism.pp_split_points",
          fmt::format("{} split points for {} stages; expected {} (the first layer of each stage after the first)", p.pp_split_points.size(),
-                     p.pp, p.pp - 1));
+                     stages, stages - 1));
+  }
+  const std::int64_t microbatches = p.pp_microbatches > 0 ? p.pp_microbatches : s.training.micro_batch;
+  if (p.pp_schedule == PpSchedule::interleaved_1f1b && microbatches % p.pp != 0) {
+    // torch.distributed.pipelining's ScheduleInterleaved1F1B raises the same.
+    fail(p.pp_microbatches_where, "parallelism.pp_microbatches",
+         fmt::format("{} micro-batches{} over {} pipeline ranks: interleaved_1f1b needs a multiple of pp; expected a multiple of {}",
+                     microbatches, p.pp_microbatches > 0 ? "" : " (one per sequence of training.micro_batch)", p.pp, p.pp));
   }
   if (s.fsdp.sharding == Sharding::zero3)
     fail(p.pp_where, "parallelism.pp",

@@ -195,15 +195,16 @@ struct CollectivesConfig {
 // The device mesh (parallelism.cpp): tensor parallelism inside the data-parallel layout that
 // fsdp.sharding gives. Ranks are laid out innermost-first (graph/groups.hpp).
 // Pipeline schedules (parallelism.pp_schedule), torchtitan's names.
-enum class PpSchedule { gpipe, one_f_one_b };
+enum class PpSchedule { gpipe, one_f_one_b, interleaved_1f1b };
 
 struct ParallelismConfig {
   int tp = 1;
   bool sequence_parallel = true;
   int pp = 1;  // pipeline stages (outermost in the mesh)
   PpSchedule pp_schedule = PpSchedule::one_f_one_b;
+  int pp_stages_per_rank = 1;        // v: model chunks per rank (interleaved_1f1b)
   int pp_microbatches = 0;           // micro-batches training.micro_batch is split into; 0: one sequence each
-  std::vector<int> pp_split_points;  // first layer of stages 1.. (empty: an even split)
+  std::vector<int> pp_split_points;  // first layer of stages 1 .. pp x v - 1 (empty: an even split)
   Location pp_where;                 // of parallelism.pp
   Location pp_microbatches_where;
   Location pp_split_points_where;

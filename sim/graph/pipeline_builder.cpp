@@ -9,39 +9,70 @@
 
 namespace shardsim::graph {
 
-std::vector<PipelineAction> pipeline_actions(config::PpSchedule schedule, int stage, int stages, int microbatches) {
+std::vector<PipelineAction> pipeline_actions(config::PpSchedule schedule, int rank, int ranks, int microbatches, int chunks) {
   std::vector<PipelineAction> out;
   if (schedule == config::PpSchedule::gpipe) {
-    for (int m = 0; m < microbatches; ++m) out.push_back({true, m});
-    for (int m = 0; m < microbatches; ++m) out.push_back({false, m});
+    for (int m = 0; m < microbatches; ++m) out.push_back({true, m, 0});
+    for (int m = 0; m < microbatches; ++m) out.push_back({false, m, 0});
     return out;
   }
-  const int warmup = std::min(microbatches, stages - stage);
-  int next_forward = 0;
-  int next_backward = 0;
-  while (next_forward < warmup) out.push_back({true, next_forward++});
-  while (next_backward < microbatches) {
-    out.push_back({false, next_backward++});
-    if (next_forward < microbatches) out.push_back({true, next_forward++});
+  if (schedule == config::PpSchedule::one_f_one_b) {
+    const int warmup = std::min(microbatches, ranks - rank);
+    int next_forward = 0;
+    int next_backward = 0;
+    while (next_forward < warmup) out.push_back({true, next_forward++, 0});
+    while (next_backward < microbatches) {
+      out.push_back({false, next_backward++, 0});
+      if (next_forward < microbatches) out.push_back({true, next_forward++, 0});
+    }
+    return out;
   }
+  // Interleaved: the k-th forward (backward) of the rank, in groups of `ranks` micro-batches.
+  const int total = microbatches * chunks;
+  const auto action = [&](int k, bool forward) {
+    const int group = k / ranks % chunks;
+    return PipelineAction{forward, k / (ranks * chunks) * ranks + k % ranks, forward ? group : chunks - 1 - group};
+  };
+  const int warmup = std::min(total, (chunks - 1) * ranks + 2 * (ranks - 1 - rank));
+  for (int k = 0; k < warmup; ++k) out.push_back(action(k, true));
+  for (int k = 0; k < total - warmup; ++k) {
+    out.push_back(action(warmup + k, true));
+    out.push_back(action(k, false));
+  }
+  for (int k = std::max(0, total - warmup); k < total; ++k) out.push_back(action(k, false));
   return out;
 }
 
 StepGraph build_pipeline_graph(const model::Model& whole, const std::vector<fsdp::Plan>& stage_plans, const config::ScenarioConfig& s,
                                int steps, const Deadline& deadline) {
-  const int stages = static_cast<int>(stage_plans.size());
   const config::ParallelismConfig& p = s.parallelism;
+  const int ranks = p.pp;                                   // pipeline ranks (physical stages)
+  const int chunks = p.pp_stages_per_rank;                  // model chunks per rank
+  const int stages = static_cast<int>(stage_plans.size());  // model stages: ranks x chunks
   const std::int64_t micro_batch = p.pp_microbatches > 0 ? s.training.micro_batch / p.pp_microbatches : 1;
   const int microbatches = static_cast<int>(s.training.micro_batch / micro_batch);
+  const auto too_many = [&] { throw_too_many_ops(s, stage_plans[0].units.size() * static_cast<std::size_t>(stages), steps); };
   StepGraph g;
+  // A rank running several chunks issues them all from one CPU thread onto one set of streams.
+  std::vector<std::unique_ptr<Issuer>> issuers;
+  if (chunks > 1) {
+    for (int r = 0; r < ranks; ++r) {
+      issuers.push_back(std::make_unique<Issuer>(g));
+      issuers.back()->set_deadline(deadline);
+      issuers.back()->set_limit(s.simulation.max_ops.value, too_many);
+    }
+  }
   std::vector<std::unique_ptr<FsdpStepBuilder>> builders;
-  for (int st = 0; st < stages; ++st) {
-    builders.push_back(std::make_unique<FsdpStepBuilder>(stage_plans[static_cast<std::size_t>(st)], s, steps, g, st, micro_batch));
+  g.info.stage_initial_memory.assign(static_cast<std::size_t>(ranks), {});
+  for (int c = 0; c < stages; ++c) {
+    const int rank = c % ranks;
+    Issuer* shared = chunks > 1 ? issuers[static_cast<std::size_t>(rank)].get() : nullptr;
+    builders.push_back(std::make_unique<FsdpStepBuilder>(stage_plans[static_cast<std::size_t>(c)], s, steps, g, rank, micro_batch, shared));
     builders.back()->set_deadline(deadline);
     builders.back()->fill_info();
-    g.info.stage_initial_memory.push_back(g.info.initial_memory);
-    const auto too_many = [&] { throw_too_many_ops(s, stage_plans[0].units.size() * static_cast<std::size_t>(stages), steps); };
-    builders.back()->issuer().set_limit(s.simulation.max_ops.value, too_many);
+    auto& initial = g.info.stage_initial_memory[static_cast<std::size_t>(rank)];
+    initial.insert(initial.end(), g.info.initial_memory.begin(), g.info.initial_memory.end());
+    if (shared == nullptr) builders.back()->issuer().set_limit(s.simulation.max_ops.value, too_many);
   }
   g.info.initial_memory.clear();
   // The activation (and its gradient) between stages: a micro-batch's hidden states, as each
@@ -50,57 +81,59 @@ StepGraph build_pipeline_graph(const model::Model& whole, const std::vector<fsdp
   const double bytes =
       static_cast<double>(micro_batch * s.training.seq_len) * static_cast<double>(whole.spec.hidden) * whole.act_bytes * seq_share;
   std::vector<std::vector<PipelineAction>> actions;
-  for (int st = 0; st < stages; ++st) actions.push_back(pipeline_actions(p.pp_schedule, st, stages, microbatches));
+  for (int r = 0; r < ranks; ++r) actions.push_back(pipeline_actions(p.pp_schedule, r, ranks, microbatches, chunks));
+  const auto at = [](std::vector<std::vector<int>>& v, int c, int m) -> int& {
+    return v[static_cast<std::size_t>(c)][static_cast<std::size_t>(m)];
+  };
   for (int step = 0; step < steps; ++step) {
-    // sent[st][m]: the send of micro-batch m's activations from stage st to st + 1 (forward), or
-    // of its gradients from st to st - 1 (backward); -1 until issued.
-    std::vector<std::vector<int>> fwd_sent(stages, std::vector<int>(microbatches, -1));
-    std::vector<std::vector<int>> bwd_sent(stages, std::vector<int>(microbatches, -1));
-    std::vector<std::size_t> next(stages, 0);
+    // The send of micro-batch m's activations from model stage c to c + 1 (forward), or of its
+    // gradients from c to c - 1 (backward); -1 until issued.
+    std::vector<std::vector<int>> fwd_sent(static_cast<std::size_t>(stages), std::vector<int>(static_cast<std::size_t>(microbatches), -1));
+    std::vector<std::vector<int>> bwd_sent = fwd_sent;
+    std::vector<std::size_t> next(static_cast<std::size_t>(ranks), 0);
     const auto send = [&](int from, int to, int producer, int m, bool forward) {
       Op op = make_op(OpKind::send, Stream::pp, fmt::format("{} mb{} stage {}->{}", forward ? "send act" : "send grad", m, from, to), -1);
       op.group = Group::pp;
       op.bytes = bytes;
-      op.peer_stage = to;
-      FsdpStepBuilder& b = *builders[static_cast<std::size_t>(from)];
-      op.stage = from;
-      const int id = b.issuer().issue(std::move(op));
+      op.stage = from % ranks;
+      op.peer_stage = to % ranks;
+      const int id = builders[static_cast<std::size_t>(from)]->issuer().issue(std::move(op));
       g.add_edge(producer, id, EdgeKind::data);
       return id;
     };
-    // Issue every stage's actions in an order where each one's input exists: the schedules are
-    // deadlock-free, so some stage can always go on.
+    // Issue every rank's actions in an order where each one's input exists: the schedules are
+    // deadlock-free, so some rank can always go on.
     for (bool progress = true; progress;) {
       progress = false;
-      for (int st = 0; st < stages; ++st) {
-        auto& i = next[static_cast<std::size_t>(st)];
-        const auto& list = actions[static_cast<std::size_t>(st)];
+      for (int r = 0; r < ranks; ++r) {
+        auto& i = next[static_cast<std::size_t>(r)];
+        const auto& list = actions[static_cast<std::size_t>(r)];
         while (i < list.size()) {
           const PipelineAction a = list[i];
-          FsdpStepBuilder& b = *builders[static_cast<std::size_t>(st)];
+          const int c = a.chunk * ranks + r;
+          FsdpStepBuilder& b = *builders[static_cast<std::size_t>(c)];
           if (a.forward) {
-            const int input = st == 0 ? -1 : fwd_sent[static_cast<std::size_t>(st - 1)][static_cast<std::size_t>(a.micro)];
-            if (st > 0 && input < 0) break;
+            const int input = c == 0 ? -1 : at(fwd_sent, c - 1, a.micro);
+            if (c > 0 && input < 0) break;
             const int out = b.pipeline_forward(step, a.micro, input);
-            if (st + 1 < stages)
-              fwd_sent[static_cast<std::size_t>(st)][static_cast<std::size_t>(a.micro)] = send(st, st + 1, out, a.micro, true);
+            if (c + 1 < stages) at(fwd_sent, c, a.micro) = send(c, c + 1, out, a.micro, true);
           } else {
-            const int grad = st + 1 == stages ? -1 : bwd_sent[static_cast<std::size_t>(st + 1)][static_cast<std::size_t>(a.micro)];
-            if (st + 1 < stages && grad < 0) break;
+            const int grad = c + 1 == stages ? -1 : at(bwd_sent, c + 1, a.micro);
+            if (c + 1 < stages && grad < 0) break;
             const int out = b.pipeline_backward(step, a.micro, grad);
-            if (st > 0) bwd_sent[static_cast<std::size_t>(st)][static_cast<std::size_t>(a.micro)] = send(st, st - 1, out, a.micro, false);
+            if (c > 0) at(bwd_sent, c, a.micro) = send(c, c - 1, out, a.micro, false);
           }
           ++i;
           progress = true;
         }
       }
     }
-    for (int st = 0; st < stages; ++st) {
-      if (next[static_cast<std::size_t>(st)] != actions[static_cast<std::size_t>(st)].size()) {
-        throw RuntimeError(fmt::format("the pipeline schedule deadlocks at stage {} (an internal error)", st));
+    for (int r = 0; r < ranks; ++r) {
+      if (next[static_cast<std::size_t>(r)] != actions[static_cast<std::size_t>(r)].size()) {
+        throw RuntimeError(fmt::format("the pipeline schedule deadlocks at pipeline rank {} (an internal error)", r));
       }
-      builders[static_cast<std::size_t>(st)]->pipeline_optimizer(step);
     }
+    for (auto& b : builders) b->pipeline_optimizer(step);
   }
   (void)g.topological_order();  // asserts the schedule is a DAG
   return g;

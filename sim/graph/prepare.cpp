@@ -107,19 +107,21 @@ static void prepare_pipeline(Prepared& p, const fsdp::WrapPolicyRegistry& polici
                                   model));
   }
   const auto layers = static_cast<int>(p.model.spec.layers);
-  if (par.pp > layers) {
+  const int stages = par.pp * par.pp_stages_per_rank;
+  if (stages > layers) {
     throw ConfigError(par.pp_where, "parallelism.pp",
-                      fmt::format("{} stages, but {} has {} layers; expected at most {} (a stage holds at least one block)", par.pp, model,
-                                  layers, layers));
+                      fmt::format("{} stages ({} ranks x {} per rank), but {} has {} layers; expected at most {} (a stage holds at least "
+                                  "one block)",
+                                  stages, par.pp, par.pp_stages_per_rank, model, layers, layers));
   }
   std::string error;
-  const std::vector<model::StageSpan> spans = model::stage_spans(layers, par.pp, par.pp_split_points, error);
+  const std::vector<model::StageSpan> spans = model::stage_spans(layers, stages, par.pp_split_points, error);
   if (spans.empty()) {
     throw ConfigError(par.pp_split_points_where, "parallelism.pp_split_points",
                       fmt::format("{}; expected ascending first layers below {}", error, layers));
   }
-  for (int st = 0; st < par.pp; ++st) {
-    const model::Model part = model::stage_model(p.model, st, par.pp, spans[static_cast<std::size_t>(st)]);
+  for (int st = 0; st < stages; ++st) {
+    const model::Model part = model::stage_model(p.model, st, stages, spans[static_cast<std::size_t>(st)]);
     p.stage_plans.push_back(fsdp::make_plan(part, s, policies));
     deadline.check("while wrapping the pipeline stages into FSDP units");
   }

@@ -19,7 +19,7 @@ struct Prepared {
   config::ScenarioConfig scenario;
   model::Model model;
   fsdp::Plan plan;                      // with pipeline stages, the first stage's
-  std::vector<fsdp::Plan> stage_plans;  // with pipeline stages (parallelism.pp), each stage's
+  std::vector<fsdp::Plan> stage_plans;  // with pipeline stages (parallelism.pp), each model stage's (pp x v)
   StepGraph graph;
   model::Float8Conversion float8;  // training.float8: what was converted
 };

@@ -10,7 +10,7 @@
 namespace shardsim::graph {
 
 FsdpStepBuilder::FsdpStepBuilder(const fsdp::Plan& plan, const config::ScenarioConfig& scenario, int steps, StepGraph& graph, int stage,
-                                 std::int64_t micro_batch)
+                                 std::int64_t micro_batch, Issuer* shared)
     : plan_(plan),
       cfg_(scenario),
       fsdp_(scenario.fsdp),
@@ -22,7 +22,8 @@ FsdpStepBuilder::FsdpStepBuilder(const fsdp::Plan& plan, const config::ScenarioC
                               : static_cast<int>(scenario.training.grad_accum)),
       accumulate_(scenario.training.no_sync || stage >= 0),
       batch_{stage >= 0 ? micro_batch : scenario.training.micro_batch, scenario.training.seq_len},
-      g_(graph) {
+      g_(graph),
+      io_(shared != nullptr ? *shared : own_) {
   const std::size_t n = plan.units.size();
   available_.assign(n, -1);
   gather_of_.assign(n, -1);

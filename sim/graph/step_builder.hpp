@@ -22,11 +22,12 @@ enum class Phase { forward, backward };
 
 class FsdpStepBuilder {
  public:
-  // Issues its ops into `graph`. With pipeline parallelism `stage` is the pipeline stage whose
-  // program this is (its ops carry it; `plan` is that stage's) and `micro_batch` the sequences of
-  // one pipeline micro-batch.
+  // Issues its ops into `graph`. With pipeline parallelism `plan` is one model chunk's, `stage`
+  // the pipeline stage (rank) that runs it (its ops carry it), `micro_batch` the sequences of one
+  // pipeline micro-batch, and `shared` the issuer of that stage's ranks when they run several
+  // chunks (interleaved schedules: one CPU thread and one set of streams for all of them).
   FsdpStepBuilder(const fsdp::Plan& plan, const config::ScenarioConfig& scenario, int steps, StepGraph& graph, int stage = -1,
-                  std::int64_t micro_batch = 0);
+                  std::int64_t micro_batch = 0, Issuer* shared = nullptr);
   // simulation.max_wall_time, checked as ops are issued; must outlive build().
   void set_deadline(const Deadline& deadline) { io_.set_deadline(deadline); }
   // The whole graph of `steps` steps, micro-step after micro-step (no pipeline).
@@ -108,7 +109,8 @@ class FsdpStepBuilder {
   bool accumulate_;  // unsharded gradients kept until the last micro-step (no_sync, or pipelining)
   Batch batch_;
   StepGraph& g_;
-  Issuer io_{g_};
+  Issuer own_{g_};
+  Issuer& io_;
   int step_ = 0;
   int micro_ = 0;
   int last_compute_op_ = -1;  // the latest op issued by compute()

@@ -46,11 +46,14 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
   }
   if (const auto& p = scenario.parallelism; p.pp > 1) {
     const std::int64_t mb = p.pp_microbatches > 0 ? p.pp_microbatches : scenario.training.micro_batch;
+    const std::string schedule = p.pp_schedule == config::PpSchedule::gpipe ? std::string("GPipe")
+                                 : p.pp_schedule == config::PpSchedule::one_f_one_b
+                                     ? std::string("1F1B")
+                                     : fmt::format("interleaved 1F1B, {} stages per rank", p.pp_stages_per_rank);
     out += fmt::format(
-        "  pipeline parallel {} stages ({}, {} micro-batches of {} sequences; stage s holds ranks s x {} ..); the "
-        "compute split and GEMM FLOPs are stage {}'s, the busiest\n",
-        p.pp, p.pp_schedule == config::PpSchedule::gpipe ? "GPipe" : "1F1B", mb, scenario.training.micro_batch / mb, s.world_size / p.pp,
-        s.busiest_stage);
+        "  pipeline parallel {} ranks ({}, {} micro-batches of {} sequences; pipeline rank s holds ranks s x {} ..); the "
+        "compute split and GEMM FLOPs are pipeline rank {}'s, the busiest\n",
+        p.pp, schedule, mb, scenario.training.micro_batch / mb, s.world_size / p.pp, s.busiest_stage);
   }
   out += fmt::format("  model {}: {} parameters ({} without embeddings), {:.4g} FLOPs per token\n", s.model_name, grouped(s.params_total),
                      grouped(s.params_non_embedding), s.flops_per_token);
