@@ -75,17 +75,20 @@ Simulator::Simulator(const SimulationInput& in, int simulated)
 }
 
 void Simulator::add_routes(Network& network) {
-  std::set<PlanKey> seen;
+  std::map<Signature, int> signatures;
+  signature_of_.assign(g_.size(), -1);
   for (std::size_t o = 0; o < g_.size(); ++o) {
     const graph::Op& op = g_.op(static_cast<int>(o));
     if (!op.is_collective()) continue;
+    const auto [it, fresh] = signatures.try_emplace(signature(op), static_cast<int>(signatures.size()));
+    signature_of_[o] = it->second;
+    if (!fresh) continue;
     if (over_budget(true)) throw RuntimeError(budget_message("while building routes"));
+    if (network.by_path()) planned_.emplace_back(static_cast<std::size_t>(groups_.instances(op.group) * jobs_));
     for (int inst : simulated_instances(op.group)) {
-      const PlanKey k = plan_key(op, inst);
-      if (!seen.insert(k).second) continue;
       const CollectivePlan plan = in_.collective.plan(op.kind, physical_members(op, inst), op.bytes, cluster_);
       Network::PathRefs paths = network.add_routes(plan);
-      if (network.by_path()) planned_.emplace(k, Planned{plan.latency, std::move(paths)});
+      if (network.by_path()) planned_.back()[static_cast<std::size_t>(inst)] = Planned{plan.latency, std::move(paths)};
     }
   }
 }

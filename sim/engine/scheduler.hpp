@@ -168,17 +168,19 @@ class Simulator {
   const SimulationInput& in_;
   const graph::StepGraph& g_;
   graph::Groups groups_;
-  // Path flows of each distinct collective, planned before the run: (kind, group, instance, bytes,
-  // stages a send joins).
-  using PlanKey = std::tuple<int, int, int, double, int>;
-  [[nodiscard]] static PlanKey plan_key(const graph::Op& op, int inst) {
-    return {static_cast<int>(op.kind), static_cast<int>(op.group), inst, op.bytes, op.stage * 65536 + op.peer_stage};
+  // Path flows of each distinct collective, planned before the run. Collective ops with the same
+  // kind, group, bytes and (sends) stages share a signature; the same signature and instance
+  // (which ranks) recur in every block, planned once.
+  using Signature = std::tuple<int, int, double, int>;
+  [[nodiscard]] static Signature signature(const graph::Op& op) {
+    return {static_cast<int>(op.kind), static_cast<int>(op.group), op.bytes, op.stage * 65536 + op.peer_stage};
   }
   struct Planned {
     double latency = 0;
     Network::PathRefs paths;
   };
-  std::map<PlanKey, Planned> planned_;
+  std::vector<int> signature_of_;              // per op: its signature, -1 for compute ops
+  std::vector<std::vector<Planned>> planned_;  // per signature, per instance (by_path networks)
   int world_;
   int simulated_;
   int jobs_;

@@ -102,7 +102,8 @@ void Simulator::start_flows(int op_id, int inst, double now) {
   if (network_->by_path()) {
     // The same collective (kind, group instance, size) recurs in every block: plan it once.
     // add_routes planned every collective a simulated rank takes part in.
-    const Planned& planned = planned_.at(plan_key(op, inst));
+    const Planned& planned =
+        planned_[static_cast<std::size_t>(signature_of_[static_cast<std::size_t>(op_id)])][static_cast<std::size_t>(inst)];
     run->latency = planned.latency;
     run->comms = network_->flows(network_->routes(planned.paths), run.get());
   } else {
