@@ -1,4 +1,5 @@
-// shardsim tune SCENARIO [--set KEY=VALUE]... [--memory-limit BYTES] [--batch N] [--tp auto|N,...] [--float8 auto|R,...]
+// shardsim tune SCENARIO [--set KEY=VALUE]... [--memory-limit BYTES] [--batch N] [--tp auto|N,...] [--pp auto|N,...]
+//                [--float8 auto|R,...]
 //                [--finalists K]
 //                [-j N] [--out DIR]
 // Searches the settings of sweep/tune.hpp for the highest tokens/s per GPU that fits, and prints
@@ -11,13 +12,13 @@
 #include <chrono>
 #include <iostream>
 
-#include "core/args.hpp"
 #include "cli/commands.hpp"
 #include "cli/sweep_workers.hpp"
 #include "config/scenario.hpp"
-#include "graph/prepare.hpp"
-#include "core/units.hpp"
+#include "core/args.hpp"
 #include "core/atomic_file.hpp"
+#include "core/units.hpp"
+#include "graph/prepare.hpp"
 #include "sweep/driver.hpp"
 #include "sweep/progress.hpp"
 #include "sweep/svg.hpp"
@@ -37,6 +38,9 @@ Args tune_args() {
   a.value("--batch", "N", "sequences per data-parallel rank per optimizer step, kept fixed (default: micro_batch x grad_accum)");
   a.value("--tp", "auto | N,N,...",
           "also search tensor-parallel degrees (auto: those inside a node the model allows), keeping the global batch");
+  a.value("--pp", "auto | N,N,...",
+          "also search pipeline-parallel degrees (auto: 1, 2, 4, ... up to the layers, dividing the GPUs), keeping the global "
+          "batch; a pipelined layout runs 1F1B over one-sequence micro-batches");
   a.value("--float8", "auto | RECIPE,RECIPE,...",
           "also search training.float8.recipe (auto: none and every recipe the GPU has: tensorwise, rowwise, rowwise_with_gw_hp, "
           "mxfp8)");
@@ -237,7 +241,15 @@ int cmd_tune(std::span<const std::string> argv) {
       for (const auto& item : comma_list(*tp)) tp_degrees.push_back(static_cast<int>(positive(item, "--tp", 1)));
     }
   }
-  sweep::TuneSpace space = sweep::tune_space(base, batch, tp_degrees);
+  std::vector<int> pp_degrees;
+  if (auto pp = args.get("--pp")) {
+    if (*pp == "auto") {
+      pp_degrees = graph::pipeline_parallel_degrees(base);
+    } else {
+      for (const auto& item : comma_list(*pp)) pp_degrees.push_back(static_cast<int>(positive(item, "--pp", 1)));
+    }
+  }
+  sweep::TuneSpace space = sweep::tune_space(base, batch, tp_degrees, pp_degrees);
   if (auto f8 = args.get("--float8")) space.stage1.push_back(float8_axis(base, *f8));
   sweep::check_axes(o.scenario, o.sets, space.stage1);
   const Search s = search(o, space);

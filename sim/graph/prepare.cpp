@@ -64,6 +64,14 @@ std::vector<int> tensor_parallel_degrees(const config::ScenarioConfig& scenario)
   return out;
 }
 
+std::vector<int> pipeline_parallel_degrees(const config::ScenarioConfig& scenario) {
+  std::vector<int> out{1};
+  const auto spec = model::resolve_spec(scenario.model);
+  if (scenario.fsdp.sharding == config::Sharding::zero3 || scenario.fsdp.cpu_offload || spec.tie_embeddings) return out;
+  for (std::int64_t p = 2; p <= spec.layers && scenario.world_size() % p == 0; p *= 2) out.push_back(static_cast<int>(p));
+  return out;
+}
+
 // training.float8: converts the model's linears (model/float8.hpp); a skip entry that keeps
 // nothing out is a warning, a conversion that converts nothing an error.
 static void apply_float8(Prepared& p, int act_bytes) {

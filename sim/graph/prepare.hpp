@@ -33,4 +33,8 @@ struct Prepared {
 // and that the scenario's model and sequence allow (prepare would accept them), ascending.
 [[nodiscard]] std::vector<int> tensor_parallel_degrees(const config::ScenarioConfig& scenario);
 
+// Pipeline-parallel degrees worth searching: 1, 2, 4, ... up to the model's layers, dividing the
+// world size; only 1 where pipelining is refused (ZeRO-3, CPU offload, tied embeddings).
+[[nodiscard]] std::vector<int> pipeline_parallel_degrees(const config::ScenarioConfig& scenario);
+
 }  // namespace shardsim::graph

@@ -44,12 +44,16 @@ struct KeyTree {
 
 }  // namespace
 
-TuneSpace tune_space(const config::ScenarioConfig& base, std::optional<std::int64_t> batch, const std::vector<int>& tp_degrees) {
+TuneSpace tune_space(const config::ScenarioConfig& base, std::optional<std::int64_t> batch, const std::vector<int>& tp_degrees,
+                     const std::vector<int>& pp_degrees) {
   TuneSpace s;
   s.batch = batch.value_or(base.training.micro_batch * base.training.grad_accum);
   s.stage1.push_back(axis("training.activation_checkpointing", {"none", "selective", "full"}));
   const int base_tp = base.parallelism.tp;
-  if (tp_degrees.empty() || tp_degrees == std::vector<int>{base_tp}) {
+  const int base_pp = base.parallelism.pp;
+  const bool tp_search = !tp_degrees.empty() && tp_degrees != std::vector<int>{base_tp};
+  const bool pp_search = !pp_degrees.empty() && pp_degrees != std::vector<int>{base_pp};
+  if (!tp_search && !pp_search && base_pp == 1) {
     Axis micro = axis("training.micro_batch", {});
     Axis accum = axis("training.grad_accum", {});
     for (std::int64_t m = 1; m <= s.batch; ++m) {
@@ -59,16 +63,21 @@ TuneSpace tune_space(const config::ScenarioConfig& base, std::optional<std::int6
     }
     s.stage1.push_back(zip_axes({micro, accum}, micro.where));
   } else {
-    // A TP group of t shares one data-parallel rank's batch: to keep the global batch, a rank's
-    // batch at t is the scenario's x t / its tp (degrees that make it fractional are left out).
+    // A TP group of t and a pipeline of p share one data-parallel rank's batch: to keep the
+    // global batch, a rank's batch at (t, p) is the scenario's x t p / (its tp x pp) (degrees that
+    // make it fractional, or do not divide the world, are left out).
     Axis layout;
-    layout.keys = {"parallelism.tp", "training.micro_batch", "training.grad_accum"};
+    layout.keys = {"parallelism.tp", "parallelism.pp", "training.micro_batch", "training.grad_accum"};
     layout.where = Location{"shardsim tune", 0, 0};
-    for (const int t : tp_degrees) {
-      if ((s.batch * t) % base_tp != 0) continue;
-      const std::int64_t per_rank = s.batch * t / base_tp;
-      for (std::int64_t m = 1; m <= per_rank; ++m) {
-        if (per_rank % m == 0) layout.values.push_back({std::to_string(t), std::to_string(m), std::to_string(per_rank / m)});
+    const std::int64_t world = base.world_size();
+    for (const int t : tp_search ? tp_degrees : std::vector<int>{base_tp}) {
+      for (const int p : pp_search ? pp_degrees : std::vector<int>{base_pp}) {
+        if (world % (static_cast<std::int64_t>(t) * p) != 0 || (s.batch * t * p) % (base_tp * base_pp) != 0) continue;
+        const std::int64_t per_rank = s.batch * t * p / (base_tp * base_pp);
+        for (std::int64_t m = 1; m <= per_rank; ++m) {
+          if (per_rank % m != 0 || (p > 1 && m != per_rank)) continue;
+          layout.values.push_back({std::to_string(t), std::to_string(p), std::to_string(m), std::to_string(per_rank / m)});
+        }
       }
     }
     s.stage1.push_back(std::move(layout));

@@ -36,10 +36,12 @@ struct TuneSpace {
   std::int64_t batch = 1;    // sequences per GPU per optimizer step, kept fixed
 };
 
-// `batch`: sequences per data-parallel rank per step at the scenario's tp; default its
-// micro_batch x grad_accum. `tp_degrees`: tensor-parallel degrees to search (empty: the scenario's).
+// `batch`: sequences per data-parallel rank per step at the scenario's tp and pp; default its
+// micro_batch x grad_accum. `tp_degrees`, `pp_degrees`: tensor- and pipeline-parallel degrees to
+// search (empty: the scenario's). The global batch stays: a rank's batch scales with tp x pp. A
+// pipelined layout runs its batch as one optimizer micro-step of one-sequence micro-batches.
 [[nodiscard]] TuneSpace tune_space(const config::ScenarioConfig& base, std::optional<std::int64_t> batch,
-                                   const std::vector<int>& tp_degrees = {});
+                                   const std::vector<int>& tp_degrees = {}, const std::vector<int>& pp_degrees = {});
 
 // Stage 1's points: the grid, then the scenario as written (no assignments) last, so that a grid
 // point that equals it ranks first.

@@ -205,3 +205,13 @@ TEST_CASE("pipeline: 1F1B's first stage holds pp micro-batches of activations, G
   // Tokens per GPU: 8 sequences of 4,096 tokens per pipeline of 4 ranks.
   CHECK(one.tokens_per_s_per_gpu * one.step == doctest::Approx(8.0 * 4096 / 4));
 }
+
+TEST_CASE("pipeline: the degrees tune --pp auto searches") {
+  // Powers of two up to the layers that divide the GPUs; none where pipelining is refused.
+  const auto base = prepare({}).scenario;
+  CHECK(graph::pipeline_parallel_degrees(base) == std::vector<int>{1, 2, 4});  // 4 layers, 8 GPUs
+  CHECK(graph::pipeline_parallel_degrees(prepare({"model.layers=3"}).scenario) == std::vector<int>{1, 2});
+  auto offload = base;
+  offload.fsdp.cpu_offload = true;
+  CHECK(graph::pipeline_parallel_degrees(offload) == std::vector<int>{1});
+}

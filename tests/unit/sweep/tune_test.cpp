@@ -97,11 +97,23 @@ TEST_CASE("tune --tp: one layout axis of TP degree, micro-batch and accumulation
   // sequences per step: t = 2 -> 1 x 2 or 2 x 1, t = 4 -> 1 x 4, 2 x 2, 4 x 1.
   const auto space = sweep::tune_space(tiny({}), std::nullopt, {1, 2, 4});
   REQUIRE(space.stage1.size() == 4);
-  CHECK(space.stage1[1].label() == "parallelism.tp / training.micro_batch / training.grad_accum");
+  CHECK(space.stage1[1].label() == "parallelism.tp / parallelism.pp / training.micro_batch / training.grad_accum");
   std::vector<std::string> layouts;
   for (std::size_t i = 0; i < space.stage1[1].size(); ++i) layouts.push_back(space.stage1[1].value_label(i));
-  CHECK(layouts == std::vector<std::string>{"1 / 1 / 1", "2 / 1 / 2", "2 / 2 / 1", "4 / 1 / 4", "4 / 2 / 2", "4 / 4 / 1"});
+  CHECK(layouts ==
+        std::vector<std::string>{"1 / 1 / 1 / 1", "2 / 1 / 1 / 2", "2 / 1 / 2 / 1", "4 / 1 / 1 / 4", "4 / 1 / 2 / 2", "4 / 1 / 4 / 1"});
   CHECK(sweep::stage1_points(space).size() == 3 * 6 * 4 * 4 + 1);
   // Only the scenario's own degree: the batch axis as before.
   CHECK(sweep::tune_space(tiny({}), std::nullopt, {1}).stage1[1].label() == "training.micro_batch / training.grad_accum");
+}
+
+TEST_CASE("tune --pp: pipelined layouts keep the global batch as one micro-step of one-sequence micro-batches") {
+  // The tiny Llama on 8 GPUs, pp 1, 2, 4. One sequence per GPU at pp 1; a pipeline of p ranks
+  // shares one data-parallel rank, so it runs p sequences per step, as micro_batch p (p
+  // micro-batches of one sequence) and no accumulation.
+  const auto base = tiny({});
+  const auto space = sweep::tune_space(base, std::nullopt, {}, {1, 2, 4});
+  std::vector<std::string> layouts;
+  for (std::size_t i = 0; i < space.stage1[1].size(); ++i) layouts.push_back(space.stage1[1].value_label(i));
+  CHECK(layouts == std::vector<std::string>{"1 / 1 / 1 / 1", "1 / 2 / 2 / 1", "1 / 4 / 4 / 1"});
 }
