@@ -39,10 +39,14 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
   out += fmt::format("  {} GPUs ({} node{} x {} {}{}), {}, {} x {} tokens per {} per step\n", s.world_size, scenario.cluster.nodes,
                      scenario.cluster.nodes == 1 ? "" : "s", topo.node.gpus, topo.gpu.model, per_job, strategy,
                      scenario.training.micro_batch * scenario.training.grad_accum, scenario.training.seq_len,
-                     tp > 1 ? "data-parallel rank (a tensor-parallel group)" : "GPU");
+                     scenario.parallelism.pp > 1
+                         ? (tp > 1 ? "data-parallel rank (a pipeline of tensor-parallel groups)" : "data-parallel rank (a pipeline)")
+                     : tp > 1 ? "data-parallel rank (a tensor-parallel group)"
+                              : "GPU");
   if (tp > 1) {
     out += fmt::format("  tensor parallel {}{} x data parallel {} (ranks r..r+{} split each block's matmuls)\n", tp,
-                       scenario.parallelism.sequence_parallel ? " with sequence parallelism" : "", s.world_size / tp, tp - 1);
+                       scenario.parallelism.sequence_parallel ? " with sequence parallelism" : "",
+                       s.world_size / tp / scenario.parallelism.pp, tp - 1);
   }
   if (const auto& p = scenario.parallelism; p.pp > 1) {
     const std::int64_t mb = p.pp_microbatches > 0 ? p.pp_microbatches : scenario.training.micro_batch;
@@ -51,7 +55,7 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
                                      ? std::string("1F1B")
                                      : fmt::format("interleaved 1F1B, {} stages per rank", p.pp_stages_per_rank);
     out += fmt::format(
-        "  pipeline parallel {} ranks ({}, {} micro-batches of {} sequences; pipeline rank s holds ranks s x {} ..); the "
+        "  pipeline parallel {} ranks ({}, {} micro-batches of {} sequence(s); pipeline rank s holds ranks s x {} ..); the "
         "compute split and GEMM FLOPs are pipeline rank {}'s, the busiest\n",
         p.pp, schedule, mb, scenario.training.micro_batch / mb, s.world_size / p.pp, s.busiest_stage);
   }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <string>
+#include <vector>
 
 #include "report/outputs.hpp"
 
@@ -9,15 +11,25 @@ namespace shardsim::report {
 
 std::string chrome_trace(const graph::StepGraph& g, const graph::Timeline& t, int max_ranks) {
   using nlohmann::json;
-  // In symmetric mode the timeline holds only the simulated ranks, fewer than the world.
-  const int ranks = std::min({max_ranks, g.info.world_size, t.world()});
+  // In symmetric mode the timeline holds only the simulated ranks, fewer than the world. With
+  // pipeline stages, the first ranks of every stage (max_ranks / pp each, at least one).
+  std::vector<int> shown;
+  const int pp = g.info.pp_group;
+  const int per_stage = g.info.world_size / pp;
+  for (int st = 0; st < pp; ++st) {
+    for (int i = 0; i < std::max(1, max_ranks / pp) && i < per_stage; ++i) {
+      if (const int r = st * per_stage + i; r < t.world() && static_cast<int>(shown.size()) < std::max(max_ranks, pp)) shown.push_back(r);
+    }
+  }
+  const int ranks = static_cast<int>(shown.size());
   json events = json::array();
   // Every stream the graph uses gets a named track (the first six always, as before).
   std::array<bool, graph::kStreams> used{};
   for (int s = 0; s <= static_cast<int>(graph::Stream::cpu); ++s) used[static_cast<std::size_t>(s)] = true;
   for (std::size_t o = 0; o < g.size(); ++o) used[static_cast<std::size_t>(g.op(static_cast<int>(o)).stream)] = true;
-  for (int r = 0; r < ranks; ++r) {
-    events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", r}, {"args", {{"name", fmt::format("rank {}", r)}}}});
+  for (int r : shown) {
+    const std::string name = pp > 1 ? fmt::format("rank {} (stage {})", r, g.info.stage_of(r)) : fmt::format("rank {}", r);
+    events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", r}, {"args", {{"name", name}}}});
     events.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", r}, {"args", {{"sort_index", r}}}});
     for (int s = 0; s < graph::kStreams; ++s) {
       if (!used[static_cast<std::size_t>(s)]) continue;
@@ -39,7 +51,8 @@ std::string chrome_trace(const graph::StepGraph& g, const graph::Timeline& t, in
       args["attention_flops"] = op.work.attention_flops(false) + op.work.attention_flops(true);
       args["memory_bytes"] = op.work.memory_bytes;
     }
-    for (int r = 0; r < ranks; ++r) {
+    for (int r : shown) {
+      if (!op.runs_on_stage(g.info.stage_of(r))) continue;  // another pipeline stage's
       const graph::Interval& i = t.at(op.id, r);
       events.push_back({{"ph", "X"},
                         {"name", op.name},
