@@ -358,6 +358,7 @@ Summary summarize(const SummaryInput& in) {
     std::vector<std::pair<double, double>> comm;
     std::vector<std::pair<double, double>> tp_comm;
     std::vector<std::pair<double, double>> pp_comm;
+    std::vector<std::pair<double, double>> dp_comm;
     std::array<std::vector<std::pair<double, double>>, 3> offload;  // PCIe, CPU, NVMe
     for (std::size_t o = 0; o < g.size(); ++o) {
       const graph::Op& op = g.op(static_cast<int>(o));
@@ -371,6 +372,7 @@ Summary summarize(const SummaryInput& in) {
         comm.push_back(iv);
         if (op.group == graph::Group::tp) tp_comm.push_back(iv);
         if (op.group == graph::Group::pp) pp_comm.push_back(iv);
+        if (op.group != graph::Group::tp && op.group != graph::Group::pp) dp_comm.push_back(iv);
       } else if (on_compute_stream(op)) {
         compute.push_back(iv);
       } else if (offload_kind >= 0) {
@@ -386,6 +388,8 @@ Summary summarize(const SummaryInput& in) {
       s.tp_comm_s = union_length(tp_comm);
       s.tp_exposed_comm_s = exposed_length(tp_comm, compute);
       s.pp_comm_s = union_length(pp_comm);
+      s.dp_comm_s = union_length(dp_comm);
+      s.dp_exposed_comm_s = exposed_length(dp_comm, compute);
       s.pp_exposed_comm_s = exposed_length(pp_comm, compute);
       s.pcie_s = union_length(offload[0]);
       s.cpu_s = union_length(offload[1]);

@@ -86,6 +86,8 @@ struct Summary {
   // over the stages (report/pipeline_bubble.hpp). The per-op figures below (compute split, GEMM
   // FLOPs, all-gather bytes) are then those of `busiest_stage`, the stage with the most compute.
   int pp_stages = 1;
+  double dp_comm_s = 0;  // of comm_s: the data-parallel collectives (FSDP, DDP, ZeRO), neither TP nor PP
+  double dp_exposed_comm_s = 0;
   double pp_comm_s = 0;
   double pp_exposed_comm_s = 0;
   double bubble_fraction = 0;

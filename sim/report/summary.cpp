@@ -213,6 +213,8 @@ nlohmann::json summary_json(const Summary& s) {
         {"launch", s.compute_split.launch},
         {"other", s.compute_split.other}}},
       {"tp_exposed_comm_s", s.tp_exposed_comm_s},
+      {"comm_s_by_dimension", {{"dp", s.dp_comm_s}, {"tp", s.tp_comm_s}, {"pp", s.pp_comm_s}, {"cp", 0.0}}},
+      {"exposed_comm_s_by_dimension", {{"dp", s.dp_exposed_comm_s}, {"tp", s.tp_exposed_comm_s}, {"pp", s.pp_exposed_comm_s}, {"cp", 0.0}}},
       {"pp_stages", s.pp_stages},
       {"pp_comm_s", s.pp_comm_s},
       {"pp_exposed_comm_s", s.pp_exposed_comm_s},
