@@ -83,7 +83,8 @@ void Network::build_routes() {
   std::vector<std::vector<int>> path_resources(hops_.size());
   for (std::size_t p = 0; p < hops_.size(); ++p) {
     for (const auto& l : platform_.links_of(hops_[p])) {
-      const auto [it, fresh] = index.try_emplace(Key{l.get_link(), static_cast<int>(l.get_direction())}, static_cast<int>(resources.size()));
+      const auto [it, fresh] =
+          index.try_emplace(Key{l.get_link(), static_cast<int>(l.get_direction())}, static_cast<int>(resources.size()));
       if (fresh) resources.push_back(Resource{{}, l.get_link()->get_bandwidth()});
       auto& users = resources[static_cast<std::size_t>(it->second)].users;
       if (!users.empty() && users.back().first == static_cast<int>(p)) {
@@ -119,6 +120,35 @@ void Network::build_routes() {
     }
     routes_[p] = platform_.add_link_route(route);
   }
+  path_resources_ = std::move(path_resources);
+  for (auto& r : resources) {
+    resource_users_.push_back(std::move(r.users));
+    resource_bandwidth_.push_back(r.bandwidth);
+  }
+}
+
+bool Network::isolated(const std::vector<int>& paths) const {
+  for (int p : paths) {
+    for (int r : path_resources_[static_cast<std::size_t>(p)]) {
+      for (const auto& [user, times] : resource_users_[static_cast<std::size_t>(r)]) {
+        if (!std::binary_search(paths.begin(), paths.end(), user)) return false;
+      }
+    }
+  }
+  return true;
+}
+
+std::vector<std::tuple<double, int, int>> Network::crossings(int path) const {
+  std::vector<std::tuple<double, int, int>> out;
+  for (int r : path_resources_[static_cast<std::size_t>(path)]) {
+    const auto& users = resource_users_[static_cast<std::size_t>(r)];
+    int times = 0;
+    for (const auto& [user, n] : users) {
+      if (user == path) times = n;
+    }
+    out.emplace_back(resource_bandwidth_[static_cast<std::size_t>(r)], static_cast<int>(users.size()), times);
+  }
+  return out;
 }
 
 namespace {

@@ -50,6 +50,13 @@ class Network {
   [[nodiscard]] std::vector<simgrid::s4u::CommPtr> flows(const Routes& routes, void* tag) const;
   [[nodiscard]] int link_classes() const { return classes_; }
 
+  // Path flows, after build_routes(): whether no path outside `paths` (ascending) crosses a link
+  // direction that one of them crosses; and how a path crosses its link directions, in order:
+  // (bandwidth, paths crossing it, times this path crosses it). Instances of a collective whose
+  // paths are isolated and cross alike run alike (engine/scheduler.hpp, folding).
+  [[nodiscard]] bool isolated(const std::vector<int>& paths) const;
+  [[nodiscard]] std::vector<std::tuple<double, int, int>> crossings(int path) const;
+
  private:
   using Signature = std::vector<std::tuple<int, int, int>>;  // (src, dst, via) of each hop
   [[nodiscard]] std::vector<Hop> folded(const Path& p) const;
@@ -62,6 +69,9 @@ class Network {
   std::vector<std::vector<Hop>> hops_;
   std::vector<int> routes_;  // path index -> route id
   int classes_ = 0;
+  std::vector<std::vector<int>> path_resources_;                  // per path: the link directions it crosses
+  std::vector<std::vector<std::pair<int, int>>> resource_users_;  // per link direction: (path, times)
+  std::vector<double> resource_bandwidth_;
 };
 
 }  // namespace shardsim::engine

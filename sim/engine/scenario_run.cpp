@@ -26,7 +26,7 @@ void check(const graph::Prepared& p) {
   make_collectives(p.scenario).check(p.graph);
 }
 
-SimulationResult simulate(const graph::Prepared& p, const Deadline& deadline, bool cohorts) {
+SimulationResult simulate(const graph::Prepared& p, const Deadline& deadline, bool cohorts, bool fold) {
   const auto& scenario = p.scenario;
   const auto& graph = p.graph;
   const auto& topo = scenario.cluster.topology;
@@ -62,6 +62,7 @@ SimulationResult simulate(const graph::Prepared& p, const Deadline& deadline, bo
                               scenario.cluster.jobs,
                               scenario.cluster.placement};
   input.cohorts = cohorts;
+  input.fold = fold;
   // simulation.max_op_instances: the engine keeps state per op and cohort of alike ranks, and
   // ranks can all come to differ (jitter, stragglers, contention); past the limit that could
   // exhaust memory before the wall-time budget could stop it.

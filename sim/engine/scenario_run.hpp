@@ -27,7 +27,7 @@ void check(const graph::Prepared& p);
 // Simulates the prepared graph on its scenario's cluster. Throws ConfigError when the run would pass
 // simulation.max_op_instances, RuntimeError when it stalls or passes `deadline` (the scenario's
 // simulation.max_wall_time from when the command started). Creates the process's one SimGrid engine.
-// `cohorts`: SimulationInput::cohorts (false only in tests that compare the two ways).
-[[nodiscard]] SimulationResult simulate(const graph::Prepared& p, const Deadline& deadline = {}, bool cohorts = true);
+// `cohorts`, `fold`: SimulationInput's (false only in tests that compare the two ways).
+[[nodiscard]] SimulationResult simulate(const graph::Prepared& p, const Deadline& deadline = {}, bool cohorts = true, bool fold = true);
 
 }  // namespace shardsim::engine

@@ -83,6 +83,7 @@ void Simulator::add_routes(Network& network) {
     const auto [it, fresh] = signatures.try_emplace(signature(op), static_cast<int>(signatures.size()));
     signature_of_[o] = it->second;
     if (!fresh) continue;
+    signature_group_.push_back(op.group);
     if (over_budget(true)) throw RuntimeError(budget_message("while building routes"));
     if (network.by_path()) planned_.emplace_back(static_cast<std::size_t>(groups_.instances(op.group) * jobs_));
     for (int inst : simulated_instances(op.group)) {
@@ -91,6 +92,43 @@ void Simulator::add_routes(Network& network) {
       if (network.by_path()) planned_.back()[static_cast<std::size_t>(inst)] = Planned{plan.latency, std::move(paths)};
     }
   }
+}
+
+void Simulator::fold(const Network& network) {
+  if (!in_.fold || !network.by_path() || simulated_ < world_ || !in_.stragglers.degraded_links.empty()) return;
+  const Group g = Group::tp;
+  const int instances = groups_.instances(g) * jobs_;
+  if (instances < 2) return;
+  std::vector<int> sigs;
+  for (std::size_t k = 0; k < signature_group_.size(); ++k) {
+    if (signature_group_[k] == g) sigs.push_back(static_cast<int>(k));
+  }
+  for (std::size_t o = 0; o < g_.size(); ++o) {
+    const graph::Op& op = g_.op(static_cast<int>(o));
+    if (op.group == g && op.stream != graph::Stream::tp) return;  // one collective at a time per instance
+  }
+  const auto planned = [&](int sig, int inst) -> const Planned& {
+    return planned_[static_cast<std::size_t>(sig)][static_cast<std::size_t>(inst)];
+  };
+  for (int inst = 0; inst < instances; ++inst) {
+    std::vector<int> paths;
+    for (int sig : sigs) {
+      const Planned& mine = planned(sig, inst);
+      const Planned& first = planned(sig, 0);
+      if (mine.latency != first.latency || mine.paths.size() != first.paths.size()) return;
+      for (std::size_t k = 0; k < mine.paths.size(); ++k) {
+        if (mine.paths[k].second != first.paths[k].second ||
+            network.crossings(mine.paths[k].first) != network.crossings(first.paths[k].first)) {
+          return;
+        }
+        paths.push_back(mine.paths[k].first);
+      }
+    }
+    std::sort(paths.begin(), paths.end());
+    paths.erase(std::unique(paths.begin(), paths.end()), paths.end());
+    if (!network.isolated(paths)) return;
+  }
+  foldable_[static_cast<std::size_t>(g)] = true;
 }
 
 SimulationResult Simulator::run(const Network& network) {
@@ -233,6 +271,7 @@ void Simulator::on_completion(sg4::Activity const& a) {
   const double now = sg4::Engine::get_clock();
   // NCCL's model adds the latency term to the transfer time.
   schedule_end(run->op, run->instance, now + run->latency);
+  for (int f : run->followers) schedule_end(run->op, f, now + run->latency);
   auto it = running_.find(run);
   graveyard_ = std::move(run->comms);
   running_.erase(it);

@@ -4,6 +4,7 @@
 // scheduler_collectives.cpp the collectives (arrivals, launches, ends, who waited for whom).
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -29,6 +30,7 @@ namespace shardsim::engine {
 struct Running {
   int op = 0;
   int instance = 0;
+  std::vector<int> followers;  // folded instances that end when this one does (see Simulator::fold)
   int flows_left = 0;
   double latency = 0;
   std::vector<simgrid::s4u::CommPtr> comms;
@@ -69,6 +71,13 @@ class Simulator {
 
   // Routes for every collective a simulated rank takes part in (before the platform is sealed).
   void add_routes(Network& network);
+
+  // After the routes are built: which group kinds' instances launched together can run as one.
+  // Tensor-parallel instances whose paths cross link directions no other path crosses, and cross
+  // them alike (same bandwidths, latencies, bytes; no degraded link), each running one
+  // collective at a time (one stream), behave identically: one instance's flows stand for all
+  // launched with it, which ends them together (2,048 TP groups: one set of flows, not 2,048).
+  void fold(const Network& network);
 
   SimulationResult run(const Network& network);
 
@@ -126,7 +135,7 @@ class Simulator {
   // to the launch (the highest rank of the last cohort stands for it).
   void account_holding(Group g, int inst, const std::vector<Arrival>& arrivals, double now);
 
-  void start_flows(int op_id, int inst, double now);
+  void start_flows(int op_id, int inst, double now, std::vector<int> followers);
 
   // Instances of one op ending at one time end together (see Ending).
   void schedule_end(int op, int inst, double time);
@@ -180,6 +189,8 @@ class Simulator {
     Network::PathRefs paths;
   };
   std::vector<int> signature_of_;              // per op: its signature, -1 for compute ops
+  std::vector<Group> signature_group_;           // per signature: its group kind
+  std::array<bool, graph::kGroups> foldable_{};  // per group kind (fold())
   std::vector<std::vector<Planned>> planned_;  // per signature, per instance (by_path networks)
   int world_;
   int simulated_;

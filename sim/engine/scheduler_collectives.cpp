@@ -60,9 +60,11 @@ void Simulator::launch(int op_id, const std::vector<int>& insts, double now) {
   });
   const int id = static_cast<int>(launches_.size());
   launches_.push_back(Launch{std::move(launched), static_cast<int>(insts.size())});
-  for (int inst : insts) {
-    launch_of_[key(op_id, inst)] = id;
-    start_flows(op_id, inst, now);
+  for (int inst : insts) launch_of_[key(op_id, inst)] = id;
+  if (foldable_[static_cast<std::size_t>(g)] && insts.size() > 1) {
+    start_flows(op_id, insts.front(), now, std::vector<int>(insts.begin() + 1, insts.end()));
+  } else {
+    for (int inst : insts) start_flows(op_id, inst, now, {});
   }
 }
 
@@ -94,11 +96,12 @@ void Simulator::account_holding(Group g, int inst, const std::vector<Arrival>& a
   }
 }
 
-void Simulator::start_flows(int op_id, int inst, double now) {
+void Simulator::start_flows(int op_id, int inst, double now, std::vector<int> followers) {
   const graph::Op& op = g_.op(op_id);
   auto run = std::make_unique<Running>();
   run->op = op_id;
   run->instance = inst;
+  run->followers = std::move(followers);
   if (network_->by_path()) {
     // The same collective (kind, group instance, size) recurs in every block: plan it once.
     // add_routes planned every collective a simulated rank takes part in.
@@ -113,6 +116,7 @@ void Simulator::start_flows(int op_id, int inst, double now) {
   }
   if (run->comms.empty()) {
     schedule_end(op_id, inst, now + run->latency);
+    for (int f : run->followers) schedule_end(op_id, f, now + run->latency);
     return;
   }
   run->flows_left = static_cast<int>(run->comms.size());

@@ -43,6 +43,7 @@ SimulationResult simulate(const SimulationInput& in) {
   Simulator sim(in, symmetric ? 1 : in.graph.info.world_size);
   sim.add_routes(network);
   network.build_routes();
+  sim.fold(network);
   platform.seal();
   SimulationResult result = sim.run(network);
   result.compute_split.resize(in.graph.size());

@@ -53,6 +53,9 @@ struct SimulationInput {
   // Simulate ranks that run alike as one cohort (engine/cohorts.hpp). False runs every rank on
   // its own, as the engine did before cohorts: tests check that both give the same timeline.
   bool cohorts = true;
+  // Run tensor-parallel instances launched together as one set of flows where that is exact
+  // (Simulator::fold). False runs each instance's flows: tests check that both give the same timeline.
+  bool fold = true;
 };
 
 struct SimulationResult {

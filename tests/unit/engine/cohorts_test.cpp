@@ -133,3 +133,69 @@ TEST_CASE("cohorts: alike ranks stay one - a slow GPU in FSDP makes two") {
   // Jitter draws every rank's times: each rank is its own.
   CHECK(digest({"simulation.mode=full", "stragglers.jitter=0.05"}, true).classes == 8);
 }
+
+namespace {
+
+struct Folded {
+  Digest digest;
+  double flows = 0;
+};
+
+Folded folded_run(const std::vector<std::string>& sets, bool fold) {
+  return test::in_child([&] {
+    const auto p = test::prepared("tests/data/tiny_llama.yaml", sets);
+    const auto r = engine::simulate(p, {}, true, fold);
+    Folded f;
+    f.digest.makespan = r.timeline.makespan();
+    for (int rank = 0; rank < r.timeline.world(); ++rank) {
+      const double w = 1 + rank % 5 + 0.1 * rank;
+      for (std::size_t o = 0; o < r.timeline.ops(); ++o) {
+        f.digest.ends += w * r.timeline.at(static_cast<int>(o), rank).end;
+        f.digest.starts += w * r.timeline.at(static_cast<int>(o), rank).start;
+      }
+      for (const auto& i : r.waiting[static_cast<std::size_t>(r.timeline.class_of(rank))]) f.digest.waited += w * (i.end - i.start);
+    }
+    f.flows = static_cast<double>(r.stats.flows);
+    return f;
+  });
+}
+
+}  // namespace
+
+TEST_CASE("folding: tensor-parallel instances launched together run as one set of flows and end as each would") {
+  struct Run {
+    std::vector<std::string> sets;
+    bool folds;  // whether fewer flows run folded
+  };
+  const std::vector<Run> runs{
+      // TP 8 x FSDP2 on two nodes: a TP group per node on NVLink ports no other path crosses
+      // (FSDP's groups take one rank per node, over the NICs).
+      {{"cluster.nodes=2", "simulation.mode=full", "fsdp.version=2", "parallelism.tp=8"}, true},
+      // ... with a slow GPU: its TP group launches apart from the other (its own cohort).
+      {{"cluster.nodes=3", "simulation.mode=full", "fsdp.version=2", "parallelism.tp=8", "stragglers.slow_gpus=[{rank: 5, factor: 1.3}]"},
+       true},
+      // TP x PP: each stage's two groups fold together.
+      {{"cluster.nodes=4", "simulation.mode=full", "fsdp.version=2", "parallelism.tp=8", "parallelism.pp=2", "training.micro_batch=4"},
+       true},
+      // TP 2: FSDP's rings cross the same NVLink ports (four of a node's ranks per group): nothing folds.
+      {{"cluster.nodes=2", "simulation.mode=full", "fsdp.version=2", "parallelism.tp=2"}, false},
+      // A degraded link: instances no longer alike, nothing folds.
+      {{"cluster.nodes=2", "simulation.mode=full", "fsdp.version=2", "parallelism.tp=8",
+        "stragglers.degraded_links=[{rank: 2, link: nvlink, factor: 0.5}]"},
+       false},
+  };
+  for (const auto& run : runs) {
+    CAPTURE(run.sets.back());
+    const Folded each = folded_run(run.sets, false);
+    const Folded one = folded_run(run.sets, true);
+    CHECK(one.digest.makespan == doctest::Approx(each.digest.makespan).epsilon(1e-12));
+    CHECK(one.digest.ends == doctest::Approx(each.digest.ends).epsilon(1e-12));
+    CHECK(one.digest.starts == doctest::Approx(each.digest.starts).epsilon(1e-12));
+    CHECK(one.digest.waited == doctest::Approx(each.digest.waited).epsilon(1e-12));
+    if (run.folds) {
+      CHECK(one.flows < each.flows);
+    } else {
+      CHECK(one.flows == each.flows);
+    }
+  }
+}
