@@ -11,6 +11,7 @@
 namespace shardsim::config {
 namespace {
 
+constexpr std::array<std::string_view, 2> kRotateNames{"allgather", "alltoall"};
 constexpr std::array<std::string_view, 5> kScheduleNames{"gpipe", "1f1b", "interleaved_1f1b", "zbv", "interleaved_zb"};
 
 constexpr std::array kParallelismParams{
@@ -28,7 +29,16 @@ constexpr std::array kParallelismParams{
               Range{-1, 1 << 20}},
     ParamSpec{"dp_replicate", "integer", "-1", "replicas of each shard (hybrid sharding's nodes, no_shard's ranks); -1: implied",
               Range{-1, 1 << 20}},
-    ParamSpec{"cp", "integer", "1", "context-parallel degree; not modelled yet, only 1 is accepted", Range{1, 1 << 16}},
+    ParamSpec{"cp", "integer", "1",
+              "context-parallel degree: each sequence split over cp ranks (load-balanced causal chunks), K and V all-gathered per "
+              "attention; FSDP shards over dp_shard x cp; llama models",
+              Range{1, 1 << 16}},
+    ParamSpec{"cp_rotate",
+              "choice",
+              "allgather",
+              "with cp: how K and V reach every rank: allgather; alltoall is not modelled yet",
+              {},
+              kRotateNames},
     ParamSpec{"pp", "integer", "1",
               "pipeline stages: the blocks cut into pp consecutive stages (the first with the embeddings, the last with the "
               "output and loss), outermost in the mesh (stage s holds ranks s x world/pp ..)",
@@ -70,7 +80,12 @@ ParallelismConfig read_parallelism(const Reader& top, std::vector<ConfigWarning>
                         "sequence parallelism applies with tensor parallelism (tp > 1); it is ignored"});
   }
   if (r.boolean("tp_async")) r.fail("tp_async", "async tensor parallelism (collective matmul) is not modelled yet; expected false");
-  if (r.integer("cp") > 1) r.fail("cp", "context parallelism is not modelled yet; expected 1");
+  p.cp = static_cast<int>(r.integer("cp"));
+  p.cp_where = r.where("cp");
+  if (r.choice("cp_rotate") == "alltoall") r.fail("cp_rotate", "the all-to-all rotation is not modelled yet; expected allgather");
+  if (p.cp == 1 && r.has("cp_rotate")) {
+    warnings.push_back({r.where("cp_rotate"), "parallelism.cp_rotate", "applies with context parallelism (cp > 1); it is ignored"});
+  }
   p.pp = static_cast<int>(r.integer("pp"));
   p.pp_where = r.where("pp");
   const std::string schedule = r.choice("pp_schedule");
@@ -118,6 +133,34 @@ ParallelismConfig read_parallelism(const Reader& top, std::vector<ConfigWarning>
     if (v > 0) (std::string_view(key) == "dp_shard" ? p.dp_shard : p.dp_replicate) = {static_cast<int>(v), r.where(key)};
   }
   return p;
+}
+
+// Context parallelism: the mesh and the sequence must split (the rest is refused, not ignored).
+static void check_context(const ScenarioConfig& s) {
+  const ParallelismConfig& p = s.parallelism;
+  const std::int64_t world = s.world_size();
+  const auto fail = [&](const std::string& what) { throw ConfigError(p.cp_where, "parallelism.cp", what); };
+  if (world % (static_cast<std::int64_t>(p.tp) * p.pp * p.cp) != 0) {
+    fail(fmt::format("tp {} x pp {} x cp {} does not divide the {} GPUs; expected cp dividing {}", p.tp, p.pp, p.cp, world,
+                     world / p.tp / p.pp));
+  }
+  if (s.training.seq_len % (2 * p.cp) != 0) {
+    // Load-balanced causal sharding cuts a sequence into 2 cp chunks, rank i taking i and 2cp-1-i.
+    fail(
+        fmt::format("the {}-token sequence does not split into 2 x {} equal chunks (load-balanced causal sharding); expected "
+                    "training.seq_len a multiple of {}",
+                    s.training.seq_len, p.cp, 2 * p.cp));
+  }
+  if (s.fsdp.sharding == Sharding::zero3) fail("context parallelism with DeepSpeed ZeRO-3 is not modelled; expected cp: 1");
+  if (s.fsdp.sharding == Sharding::hybrid_shard || s.fsdp.sharding == Sharding::hybrid_shard_zero2) {
+    const int gpus = s.cluster.topology.node.gpus;
+    if ((gpus / p.tp) % p.cp != 0) {
+      fail(
+          fmt::format("hybrid sharding shards over a node's {} data-parallel ranks, which must hold whole cp groups; expected cp "
+                      "dividing {}",
+                      gpus / p.tp, gpus / p.tp));
+    }
+  }
 }
 
 // What pipeline parallelism is modelled with (the rest is refused, not ignored).
@@ -168,6 +211,7 @@ void check_parallelism(const ScenarioConfig& s) {
     throw ConfigError(p.where, "parallelism.tp",
                       fmt::format("{} does not divide the {} GPUs; expected a divisor of the world size", p.tp, world));
   }
+  if (p.cp > 1) check_context(s);
   if (world % (static_cast<std::int64_t>(p.tp) * p.pp) != 0) {
     throw ConfigError(p.pp_where, "parallelism.pp",
                       fmt::format("tp {} x pp {} does not divide the {} GPUs; expected pp dividing {}", p.tp, p.pp, world, world / p.tp));
@@ -189,7 +233,9 @@ void check_parallelism(const ScenarioConfig& s) {
   std::int64_t shard = dp;
   if (s.fsdp.sharding == Sharding::no_shard || world == 1) shard = 1;
   if (hybrid && world > 1) shard = std::min<std::int64_t>(gpus / p.tp, dp);
-  const std::int64_t replicate = dp / shard;
+  // torchtitan's dp_shard and dp_replicate leave the cp ranks out (FSDP shards over dp_shard x cp).
+  const std::int64_t replicate = shard % p.cp == 0 ? dp / shard : dp / p.cp;
+  shard = shard % p.cp == 0 ? shard / p.cp : 1;
   const auto check = [&](const std::optional<Located<int>>& given, const char* key, std::int64_t implied) {
     if (given && given->value != implied) {
       throw ConfigError(given->where, fmt::format("parallelism.{}", key),

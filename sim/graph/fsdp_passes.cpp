@@ -356,6 +356,7 @@ void FsdpStepBuilder::fill_info() {
   info.reshard_group = plan_.reshard_group;
   info.tp_group = plan_.tp_group;
   info.pp_group = plan_.pp_group;
+  info.cp_group = cfg_.parallelism.cp;
   info.steps = steps_;
   info.micro_steps = micro_steps_;
   // A TP group shares its micro-batch, and a pipeline's stages each run all of it.

@@ -3,7 +3,12 @@
 namespace shardsim::graph {
 
 Groups::Groups(const GraphInfo& info)
-    : world_(info.world_size), pp_(info.pp_group), tp_(info.tp_group), shard_(info.shard_group), reshard_(info.reshard_group) {}
+    : world_(info.world_size),
+      cp_(info.cp_group),
+      pp_(info.pp_group),
+      tp_(info.tp_group),
+      shard_(info.shard_group),
+      reshard_(info.reshard_group) {}
 
 int Groups::size(Group g) const {
   switch (g) {
@@ -13,6 +18,8 @@ int Groups::size(Group g) const {
       return world_ / (pp_ * shard_ * tp_);
     case Group::pp:
       return 2;
+    case Group::cp:
+      return cp_;
     case Group::reshard:
       return reshard_;
     case Group::tp:
@@ -28,6 +35,7 @@ int Groups::stride(Group g) const {
   switch (g) {
     case Group::shard:
     case Group::reshard:
+    case Group::cp:
       return tp_;
     case Group::replicate:
       return shard_ * tp_;

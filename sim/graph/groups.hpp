@@ -1,6 +1,9 @@
 // Which ranks a collective of each group kind spans (op.hpp Group), from the graph's info. Ranks
 // are laid out as torchtitan's DeviceMesh lays them out, innermost dimension first:
 //   rank = ((stage x replicate + replicate index) x shard + shard index) x tp + tp index
+// where with context parallelism the shard index counts dp_shard x cp (torchtitan shards
+// parameters over dp_shard_cp), cp innermost of it: a CP group is cp members of a shard group
+// that are tp apart.
 // so a TP group is `tp_group` consecutive ranks (inside a node when it fits), a shard group takes
 // every tp_group-th rank of a block of shard_group x tp_group, a replicate group every
 // (shard_group x tp_group)-th rank, and a reshard group (FSDP2 reshard_after_forward = d) d
@@ -32,6 +35,7 @@ class Groups {
   [[nodiscard]] int stride(Group g) const;
 
   int world_;
+  int cp_;
   int pp_;
   int tp_;
   int shard_;

@@ -22,6 +22,7 @@ double AttentionCall::flops() const {
   const double s = static_cast<double>(seq);
   double f = 4.0 * static_cast<double>(batch) * s * s * heads * head_dim;
   if (causal) f *= 0.5;
+  f /= cp;  // load-balanced causal sharding gives every rank the same share of the work
   // FlashAttention-2 backward recomputes S = QK^T and does dV, dP, dS->dQ, dK: 5 matmuls vs 2.
   return backward ? 2.5 * f : f;
 }
@@ -67,11 +68,11 @@ std::string_view to_string(OpKind k) {
   return names[static_cast<std::size_t>(k)];
 }
 std::string_view to_string(Stream s) {
-  constexpr std::array names{"compute", "nccl", "all_gather", "reduce_scatter", "all_reduce", "cpu", "h2d", "d2h", "tp", "nvme", "pp"};
+  constexpr std::array names{"compute", "nccl", "all_gather", "reduce_scatter", "all_reduce", "cpu", "h2d", "d2h", "tp", "nvme", "pp", "cp"};
   return names[static_cast<std::size_t>(s)];
 }
 std::string_view to_string(Group g) {
-  constexpr std::array names{"none", "shard", "replicate", "world", "reshard", "tp", "pp"};
+  constexpr std::array names{"none", "shard", "replicate", "world", "reshard", "tp", "pp", "cp"};
   return names[static_cast<std::size_t>(g)];
 }
 std::string_view to_string(EdgeKind e) {

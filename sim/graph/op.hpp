@@ -37,8 +37,9 @@ enum class Stream {
   tp,              // tensor parallelism's process group (activations inside blocks)
   nvme,            // ZeRO-Infinity: reads and writes of the node's NVMe drives (DeepSpeed's aio threads)
   pp,              // pipeline parallelism's process group: sends and receives between stages
+  cp,              // context parallelism's process group: K and V gathered for attention
 };
-inline constexpr int kStreams = 11;
+inline constexpr int kStreams = 12;
 
 // The ranks a collective spans, relative to one rank.
 enum class Group {
@@ -49,8 +50,9 @@ enum class Group {
   reshard,    // FSDP2 reshard_after_forward = d: d members of a shard group holding a 1/d copy
   tp,         // tensor parallelism: the ranks splitting one block's matmuls (consecutive ranks)
   pp,         // pipeline parallelism: a rank of one stage and its peer in another (a send/recv pair)
+  cp,         // context parallelism: the ranks splitting one sequence (stride tp)
 };
-inline constexpr int kGroups = 7;
+inline constexpr int kGroups = 8;
 
 enum class EdgeKind {
   data,        // the consumer reads what the producer wrote
@@ -103,7 +105,8 @@ struct AttentionCall {
   int head_dim = 0;
   bool causal = true;
   bool backward = false;
-  [[nodiscard]] double flops() const;  // 4 b s^2 h d (/2 causal); backward 2.5x (recomputes S, P)
+  int cp = 1;                          // context parallelism: this rank's 1/cp of the queries (load-balanced) against every key
+  [[nodiscard]] double flops() const;  // 4 b s^2 h d (/2 causal) / cp; backward 2.5x (recomputes S, P)
 };
 
 // What a compute op does, in the terms the compute model prices and the replay harness runs.

@@ -78,8 +78,8 @@ StepGraph build_pipeline_graph(const model::Model& whole, const std::vector<fsdp
   // The activation (and its gradient) between stages: a micro-batch's hidden states, as each
   // tensor-parallel rank holds them (sequence shards with sequence parallelism).
   const double seq_share = whole.tp.sp() ? 1.0 / whole.tp.degree : 1.0;
-  const double bytes =
-      static_cast<double>(micro_batch * s.training.seq_len) * static_cast<double>(whole.spec.hidden) * whole.act_bytes * seq_share;
+  const double bytes = static_cast<double>(micro_batch * s.training.seq_len / p.cp) * static_cast<double>(whole.spec.hidden) *
+                       whole.act_bytes * seq_share;
   std::vector<std::vector<PipelineAction>> actions;
   for (int r = 0; r < ranks; ++r) actions.push_back(pipeline_actions(p.pp_schedule, r, ranks, microbatches, chunks));
   const auto at = [](std::vector<std::vector<int>>& v, int c, int m) -> int& {

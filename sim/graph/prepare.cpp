@@ -36,7 +36,8 @@ model::TensorParallel tensor_parallel(const config::ScenarioConfig& s, const mod
   divides(spec.heads, "attention heads");
   divides(spec.kv_heads, "key/value heads");
   divides(spec.ffn_hidden, "MLP features (ffn_hidden)");
-  const std::int64_t tokens = p.sequence_parallel ? s.training.seq_len : s.training.micro_batch * s.training.seq_len;
+  // Of a rank's shard of the sequence with context parallelism.
+  const std::int64_t tokens = (p.sequence_parallel ? s.training.seq_len : s.training.micro_batch * s.training.seq_len) / p.cp;
   if (tokens % p.tp != 0) {
     fail(fmt::format("{} does not divide the {} tokens {} splits over the group; expected a divisor of {}", p.tp, tokens,
                      p.sequence_parallel ? "of a sequence that sequence parallelism" : "of a micro-batch that tensor parallelism", tokens));
@@ -161,7 +162,12 @@ Prepared prepare(config::ScenarioConfig scenario, const Deadline& deadline) {
         s.training.compile.where, "training.compile",
         fmt::format("torch.compile's fusion is modelled for llama-architecture blocks; {} is not one; expected false", model_label(spec)));
   }
-  p.model = model::build_model(spec, s.training.seq_len, act_bytes, model::BlockOptions{tp, s.training.compile.value});
+  if (s.parallelism.cp > 1 && spec.arch != model::Arch::llama) {
+    throw ConfigError(
+        s.parallelism.cp_where, "parallelism.cp",
+        fmt::format("context parallelism is modelled for llama-architecture attention; {} is not one; expected cp: 1", model_label(spec)));
+  }
+  p.model = model::build_model(spec, s.training.seq_len, act_bytes, model::BlockOptions{tp, s.training.compile.value, s.parallelism.cp});
   apply_float8(p, act_bytes);
   deadline.check("while building the model");
   fsdp::WrapPolicyRegistry policies;

@@ -157,6 +157,7 @@ json to_json(const StepGraph& g) {
             {"gpus_per_node", info.gpus_per_node},
             {"tp_group", info.tp_group},
             {"pp_group", info.pp_group},
+            {"cp_group", info.cp_group},
             {"shard_group", info.shard_group},
             {"replicate_group", info.replicate_group},
             {"reshard_group", info.reshard_group},
@@ -189,6 +190,11 @@ StepGraph from_json(const json& j, const std::string& source) {
   g.info.reshard_group = info.contains("reshard_group") ? count("reshard_group", 1, g.info.world_size) : 1;
   g.info.tp_group = info.contains("tp_group") ? count("tp_group", 1, g.info.world_size) : 1;
   g.info.pp_group = info.contains("pp_group") ? count("pp_group", 1, g.info.world_size) : 1;
+  g.info.cp_group = info.contains("cp_group") ? count("cp_group", 1, g.info.world_size) : 1;
+  if (g.info.cp_group > 1 && g.info.shard_group % g.info.cp_group != 0 && g.info.replicate_group % g.info.cp_group != 0) {
+    in.fail("info.cp_group", fmt::format("{} does not divide the shard group ({}) or the replicate group ({}); expected a divisor of one",
+                                         g.info.cp_group, g.info.shard_group, g.info.replicate_group));
+  }
   const int stage_ranks = g.info.pp_group * g.info.tp_group * g.info.shard_group;
   if (g.info.world_size % stage_ranks != 0 || g.info.world_size / stage_ranks != g.info.replicate_group ||
       g.info.shard_group % g.info.reshard_group != 0) {

@@ -21,7 +21,7 @@ FsdpStepBuilder::FsdpStepBuilder(const fsdp::Plan& plan, const config::ScenarioC
       micro_steps_(stage >= 0 ? static_cast<int>(scenario.training.micro_batch / micro_batch)
                               : static_cast<int>(scenario.training.grad_accum)),
       accumulate_(scenario.training.no_sync || stage >= 0),
-      batch_{stage >= 0 ? micro_batch : scenario.training.micro_batch, scenario.training.seq_len},
+      batch_{stage >= 0 ? micro_batch : scenario.training.micro_batch, scenario.training.seq_len, scenario.parallelism.cp},
       g_(graph),
       io_(shared != nullptr ? *shared : own_) {
   const std::size_t n = plan.units.size();
@@ -233,8 +233,11 @@ void FsdpStepBuilder::tp_collective(const fsdp::Segment& s, int u, Phase phase) 
                         : c == model::TpComm::reduce_scatter ? OpKind::reduce_scatter
                                                              : OpKind::all_reduce;
     const std::string_view tag = kind == OpKind::all_gather ? "AG" : kind == OpKind::reduce_scatter ? "RS" : "AR";
-    Op op = make(kind, Stream::tp, fmt::format("TP {} {}{}", tag, s.name, note), u);
-    op.group = Group::tp;
+    // Context parallelism's K/V gathers (and their gradients' reduce-scatters) take the same
+    // place on the critical path, over the cp group on its own process group.
+    const bool cp = k.context_parallel;
+    Op op = make(kind, cp ? Stream::cp : Stream::tp, fmt::format("{} {} {}{}", cp ? "CP" : "TP", tag, s.name, note), u);
+    op.group = cp ? Group::cp : Group::tp;
     op.bytes = k.bytes_per_token * static_cast<double>(batch_.tokens()) * (kind == OpKind::all_gather ? k.all_gather_share : 1.0);
     const int id = issue(std::move(op));
     g_.add_edge(io_.last(Stream::compute), id, EdgeKind::data);

@@ -26,6 +26,7 @@ struct GraphInfo {
   int gpus_per_node = 1;
   // Groups of ranks (groups.hpp lays them out): innermost tensor parallel, then shard, then replicate.
   int tp_group = 1;         // ranks per tensor-parallel group (consecutive ranks)
+  int cp_group = 1;         // ranks per context-parallel group (stride tp_group, inside a shard group)
   int pp_group = 1;         // pipeline stages (outermost: stage s holds ranks [s, s + 1) x world_size / pp_group)
   int shard_group = 1;      // ranks per shard group (stride tp_group)
   int replicate_group = 1;  // ranks per replicate group (stride shard_group x tp_group)

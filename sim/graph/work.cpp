@@ -37,7 +37,7 @@ void add_forward(Work& w, const model::Kernel& k, const Batch& b, bool casts = t
       break;
     }
     case model::KernelKind::attention:
-      w.attention.push_back(AttentionCall{b.sequences, b.seq_len, k.heads, k.kv_heads, k.head_dim, k.causal, false});
+      w.attention.push_back(AttentionCall{b.sequences, b.seq_len, k.heads, k.kv_heads, k.head_dim, k.causal, false, b.cp});
       w.launches += 1;
       break;
     case model::KernelKind::memory:
@@ -61,7 +61,7 @@ void add_backward(Work& w, const model::Kernel& k, const Batch& b) {
       break;
     }
     case model::KernelKind::attention:
-      w.attention.push_back(AttentionCall{b.sequences, b.seq_len, k.heads, k.kv_heads, k.head_dim, k.causal, true});
+      w.attention.push_back(AttentionCall{b.sequences, b.seq_len, k.heads, k.kv_heads, k.head_dim, k.causal, true, b.cp});
       w.launches += 1;
       break;
     case model::KernelKind::memory:

@@ -12,7 +12,8 @@ namespace shardsim::graph {
 struct Batch {
   std::int64_t sequences = 1;  // micro-batch size
   std::int64_t seq_len = 1;
-  [[nodiscard]] std::int64_t tokens() const { return sequences * seq_len; }
+  int cp = 1;  // context parallelism: a rank holds 1/cp of each sequence
+  [[nodiscard]] std::int64_t tokens() const { return sequences * seq_len / cp; }  // this rank's
 };
 
 // The checkpointing mode that applies to a segment (blocks only; none elsewhere).

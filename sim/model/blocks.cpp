@@ -97,6 +97,15 @@ Module llama_block(const TransformerSpec& s, std::int64_t index, int act, const 
     // repeat_kv materialises k and v for every query head: read d, write q, for each.
     add_kernel(attn, memory_kernel("repeat_kv", 2 * a * (d + q), fused ? 1 : 2));
   }
+  if (options.cp > 1) {
+    // Context parallelism (torch's context_parallel, all-gather rotation): SDPA's K and V (after
+    // repeat_kv: q wide each) are all-gathered over the cp group, their gradients reduce-scattered.
+    // Per token of the rank's shard the gathered tensors are cp times its own.
+    const double kv = 2 * a * (s.kv_heads != s.heads ? q : d);
+    Kernel gather = tp_comm_kernel("cp_kv", TpComm::all_gather, TpComm::reduce_scatter, kv * options.cp);
+    gather.context_parallel = true;
+    add_kernel(attn, std::move(gather));
+  }
   const int heads = static_cast<int>(s.heads / t);
   add_kernel(attn, attention_kernel("sdpa", heads, heads, static_cast<int>(s.head_dim), true));
   add_kernel(attn, memory_kernel("attn_out_contiguous", 2 * a * q, 1));
@@ -133,7 +142,8 @@ Module llama_block(const TransformerSpec& s, std::int64_t index, int act, const 
   if (t == 1) {
     set_activation(block, a * (4 * h + 5 * q + 4 * f) + lse, a * (2 * h + 2 * q + d + f) + lse, a, h, f);
   } else if (tp.sp()) {
-    set_activation(block, {a * (2 * h / ti + 2 * h + 5 * q + 4 * f) + lse, a * (h / ti + h + 2 * q + d + f) + lse, a * h / ti}, a * (h + f));
+    set_activation(block, {a * (2 * h / ti + 2 * h + 5 * q + 4 * f) + lse, a * (h / ti + h + 2 * q + d + f) + lse, a * h / ti},
+                   a * (h + f));
   } else {
     set_activation(block, {a * (4 * h + 5 * q + 4 * f) + lse, a * (2 * h + 2 * q + d + f) + lse, a * h}, a * (h + f));
   }

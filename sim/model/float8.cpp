@@ -55,7 +55,7 @@ struct Walker {
     // converted linears move float8.
     if (beside_converted && o.recipe == Float8Recipe::tensorwise) {
       for (auto& item : m.program) {
-        if (item.child < 0 && item.kernel.kind == KernelKind::tp_comm) item.kernel.all_gather_share = 1.0 / o.act_bytes;
+        if (item.child < 0 && item.kernel.kind == KernelKind::tp_comm && !item.kernel.context_parallel) item.kernel.all_gather_share = 1.0 / o.act_bytes;
       }
     }
     return converted;

@@ -44,6 +44,7 @@ struct TensorParallel {
 struct BlockOptions {
   TensorParallel tp;
   bool compiled = false;
+  int cp = 1;  // context parallelism: a rank holds 1/cp of each sequence, K and V all-gathered per attention
 };
 
 // One piece of compute done by a module itself (not by its children), per micro-batch of
@@ -76,6 +77,8 @@ struct Kernel {
   // Per-op selective activation checkpointing (torchtitan's "op" SAC) recomputes this kernel in
   // backward: every memory kernel and every second matmul of a block.
   bool recomputed_by_selective = false;
+  // tp_comm: a context-parallel collective (over the cp group) rather than a tensor-parallel one.
+  bool context_parallel = false;
 };
 
 enum class AcMode { none = 0, selective = 1, full = 2 };

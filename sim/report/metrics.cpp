@@ -359,6 +359,7 @@ Summary summarize(const SummaryInput& in) {
     std::vector<std::pair<double, double>> tp_comm;
     std::vector<std::pair<double, double>> pp_comm;
     std::vector<std::pair<double, double>> dp_comm;
+    std::vector<std::pair<double, double>> cp_comm;
     std::array<std::vector<std::pair<double, double>>, 3> offload;  // PCIe, CPU, NVMe
     for (std::size_t o = 0; o < g.size(); ++o) {
       const graph::Op& op = g.op(static_cast<int>(o));
@@ -372,7 +373,8 @@ Summary summarize(const SummaryInput& in) {
         comm.push_back(iv);
         if (op.group == graph::Group::tp) tp_comm.push_back(iv);
         if (op.group == graph::Group::pp) pp_comm.push_back(iv);
-        if (op.group != graph::Group::tp && op.group != graph::Group::pp) dp_comm.push_back(iv);
+        if (op.group == graph::Group::cp) cp_comm.push_back(iv);
+        if (op.group != graph::Group::tp && op.group != graph::Group::pp && op.group != graph::Group::cp) dp_comm.push_back(iv);
       } else if (on_compute_stream(op)) {
         compute.push_back(iv);
       } else if (offload_kind >= 0) {
@@ -390,6 +392,8 @@ Summary summarize(const SummaryInput& in) {
       s.pp_comm_s = union_length(pp_comm);
       s.dp_comm_s = union_length(dp_comm);
       s.dp_exposed_comm_s = exposed_length(dp_comm, compute);
+      s.cp_comm_s = union_length(cp_comm);
+      s.cp_exposed_comm_s = exposed_length(cp_comm, compute);
       s.pp_exposed_comm_s = exposed_length(pp_comm, compute);
       s.pcie_s = union_length(offload[0]);
       s.cpu_s = union_length(offload[1]);

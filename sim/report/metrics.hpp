@@ -88,6 +88,8 @@ struct Summary {
   int pp_stages = 1;
   double dp_comm_s = 0;  // of comm_s: the data-parallel collectives (FSDP, DDP, ZeRO), neither TP nor PP
   double dp_exposed_comm_s = 0;
+  double cp_comm_s = 0;  // of comm_s: context parallelism's K/V gathers and their gradients' reduce-scatters
+  double cp_exposed_comm_s = 0;
   double pp_comm_s = 0;
   double pp_exposed_comm_s = 0;
   double bubble_fraction = 0;

@@ -48,6 +48,11 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
                        scenario.parallelism.sequence_parallel ? " with sequence parallelism" : "",
                        s.world_size / tp / scenario.parallelism.pp, tp - 1);
   }
+  if (const int cp = scenario.parallelism.cp; cp > 1) {
+    out +=
+        fmt::format("  context parallel {}: each {}-token sequence split over {} ranks ({} tokens each), K and V gathered per attention\n",
+                    cp, scenario.training.seq_len, cp, scenario.training.seq_len / cp);
+  }
   if (const auto& p = scenario.parallelism; p.pp > 1) {
     const std::int64_t mb = p.pp_microbatches > 0 ? p.pp_microbatches : scenario.training.micro_batch;
     const std::string schedule = p.pp_schedule == config::PpSchedule::gpipe ? std::string("GPipe")
@@ -95,12 +100,15 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
   if (!s.float8_recipe.empty()) row("  parameter all-gathers", fmt::format("{} per GPU per step", gib(s.all_gather_bytes)));
   if (tp > 1) row("  of which tensor parallel", fmt::format("{:.4f} s", s.tp_comm_s));
   if (s.pp_stages > 1) row("  of which pipeline sends", fmt::format("{:.4f} s", s.pp_comm_s));
+  if (scenario.parallelism.cp > 1) row("  of which context parallel", fmt::format("{:.4f} s", s.cp_comm_s));
   if (s.pcie_s > 0 || s.cpu_s > 0 || s.nvme_s > 0) {
     row("offload: PCIe / CPU / NVMe busy", fmt::format("{:.4f} s / {:.4f} s / {:.4f} s", s.pcie_s, s.cpu_s, s.nvme_s));
   }
   row("exposed communication", fmt::format("{:.4f} s  ({:.1f} % of the step, rank {})", s.exposed_comm_s,
                                            s.step_time > 0 ? 100 * s.exposed_comm_s / s.step_time : 0.0, s.exposed_rank));
   if (tp > 1) row("  of which tensor parallel", fmt::format("{:.4f} s  (on the critical path: compute waits for it)", s.tp_exposed_comm_s));
+  if (scenario.parallelism.cp > 1)
+    row("  of which context parallel", fmt::format("{:.4f} s  (K and V gathered before attention)", s.cp_exposed_comm_s));
   if (s.pp_stages > 1) {
     row("  of which pipeline sends", fmt::format("{:.4f} s", s.pp_exposed_comm_s));
     row("pipeline bubble", fmt::format("{:.1f} % of the step  (stages idle waiting for other stages, mean of {} stages)",
@@ -213,8 +221,9 @@ nlohmann::json summary_json(const Summary& s) {
         {"launch", s.compute_split.launch},
         {"other", s.compute_split.other}}},
       {"tp_exposed_comm_s", s.tp_exposed_comm_s},
-      {"comm_s_by_dimension", {{"dp", s.dp_comm_s}, {"tp", s.tp_comm_s}, {"pp", s.pp_comm_s}, {"cp", 0.0}}},
-      {"exposed_comm_s_by_dimension", {{"dp", s.dp_exposed_comm_s}, {"tp", s.tp_exposed_comm_s}, {"pp", s.pp_exposed_comm_s}, {"cp", 0.0}}},
+      {"comm_s_by_dimension", {{"dp", s.dp_comm_s}, {"tp", s.tp_comm_s}, {"pp", s.pp_comm_s}, {"cp", s.cp_comm_s}}},
+      {"exposed_comm_s_by_dimension",
+       {{"dp", s.dp_exposed_comm_s}, {"tp", s.tp_exposed_comm_s}, {"pp", s.pp_exposed_comm_s}, {"cp", s.cp_exposed_comm_s}}},
       {"pp_stages", s.pp_stages},
       {"pp_comm_s", s.pp_comm_s},
       {"pp_exposed_comm_s", s.pp_exposed_comm_s},
