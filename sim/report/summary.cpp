@@ -27,6 +27,19 @@ std::string gib(double bytes) {
 
 }  // namespace
 
+// Who shares one data-parallel rank's micro-batch: a GPU, or a group of the parallel dimensions.
+static std::string unit_of_batch(const config::ScenarioConfig& scenario) {
+  const auto& p = scenario.parallelism;
+  std::vector<std::string> dims;
+  if (p.pp > 1) dims.emplace_back("pipeline");
+  if (p.cp > 1) dims.emplace_back("context-parallel");
+  if (p.tp > 1) dims.emplace_back("tensor-parallel");
+  if (dims.empty()) return "GPU";
+  std::string joined = dims.front();
+  for (std::size_t i = 1; i < dims.size(); ++i) joined += (i + 1 == dims.size() ? " and " : ", ") + dims[i];
+  return fmt::format("data-parallel rank (its {} group{})", joined, dims.size() > 1 ? "s" : "");
+}
+
 std::string summary_text(const Summary& s, const config::ScenarioConfig& scenario) {
   const auto& topo = scenario.cluster.topology;
   std::string out;
@@ -38,15 +51,11 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
   const int tp = scenario.parallelism.tp;
   out += fmt::format("  {} GPUs ({} node{} x {} {}{}), {}, {} x {} tokens per {} per step\n", s.world_size, scenario.cluster.nodes,
                      scenario.cluster.nodes == 1 ? "" : "s", topo.node.gpus, topo.gpu.model, per_job, strategy,
-                     scenario.training.micro_batch * scenario.training.grad_accum, scenario.training.seq_len,
-                     scenario.parallelism.pp > 1
-                         ? (tp > 1 ? "data-parallel rank (a pipeline of tensor-parallel groups)" : "data-parallel rank (a pipeline)")
-                     : tp > 1 ? "data-parallel rank (a tensor-parallel group)"
-                              : "GPU");
+                     scenario.training.micro_batch * scenario.training.grad_accum, scenario.training.seq_len, unit_of_batch(scenario));
   if (tp > 1) {
     out += fmt::format("  tensor parallel {}{} x data parallel {} (ranks r..r+{} split each block's matmuls)\n", tp,
                        scenario.parallelism.sequence_parallel ? " with sequence parallelism" : "",
-                       s.world_size / tp / scenario.parallelism.pp, tp - 1);
+                       s.world_size / tp / scenario.parallelism.pp / scenario.parallelism.cp, tp - 1);
   }
   if (const int cp = scenario.parallelism.cp; cp > 1) {
     out +=
