@@ -62,9 +62,10 @@ int FsdpStepBuilder::stage_output() {
   return out;
 }
 
-void FsdpStepBuilder::pipeline_optimizer(int step) {
+void FsdpStepBuilder::pipeline_optimizer(int step, int wait) {
   step_ = step;
   optimizer();
+  g_.add_edge(wait, last_optimizer_, EdgeKind::data);
 }
 
 // ---- forward -------------------------------------------------------------------------------

@@ -78,10 +78,29 @@ StepGraph build_pipeline_graph(const model::Model& whole, const std::vector<fsdp
   // The activation (and its gradient) between stages: a micro-batch's hidden states, as each
   // tensor-parallel rank holds them (sequence shards with sequence parallelism).
   const double seq_share = whole.tp.sp() ? 1.0 / whole.tp.degree : 1.0;
-  const double bytes = static_cast<double>(micro_batch * s.training.seq_len / p.cp) * static_cast<double>(whole.spec.hidden) *
-                       whole.act_bytes * seq_share;
+  const double bytes =
+      static_cast<double>(micro_batch * s.training.seq_len / p.cp) * static_cast<double>(whole.spec.hidden) * whole.act_bytes * seq_share;
   std::vector<std::vector<PipelineAction>> actions;
   for (int r = 0; r < ranks; ++r) actions.push_back(pipeline_actions(p.pp_schedule, r, ranks, microbatches, chunks));
+  // Tied embeddings: the first stage's embedding and the last stage's copy of it have their
+  // gradients all-reduced between the two after the last backward, before either optimizer step
+  // (Megatron-LM's embedding group): as sharded as FSDP holds them, in the reduce dtype.
+  const auto tied_gradient_all_reduce = [&](int step) {
+    if (!whole.spec.tie_embeddings || stages < 2) return -1;
+    const fsdp::Plan& last = stage_plans.back();
+    const double numel = static_cast<double>((whole.spec.vocab + whole.tp.degree - 1) / whole.tp.degree * whole.spec.hidden);
+    Op op = make_op(OpKind::all_reduce, Stream::pp, fmt::format("AR tied embedding grads {}", step), -1);
+    op.group = Group::pp;
+    op.bytes = numel * last.reduce_bytes / (last.traits.shards_params ? last.shard_group : 1);
+    op.stage = 0;
+    op.peer_stage = (stages - 1) % ranks;
+    const int id = builders.front()->issuer().issue(std::move(op));
+    for (FsdpStepBuilder* b : {builders.front().get(), builders.back().get()}) {
+      for (Stream st : {Stream::compute, Stream::nccl, Stream::reduce_scatter, Stream::all_reduce})
+        g.add_edge(b->issuer().last(st), id, EdgeKind::data);
+    }
+    return id;
+  };
   const auto at = [](std::vector<std::vector<int>>& v, int c, int m) -> int& {
     return v[static_cast<std::size_t>(c)][static_cast<std::size_t>(m)];
   };
@@ -133,7 +152,10 @@ StepGraph build_pipeline_graph(const model::Model& whole, const std::vector<fsdp
         throw RuntimeError(fmt::format("the pipeline schedule deadlocks at pipeline rank {} (an internal error)", r));
       }
     }
-    for (auto& b : builders) b->pipeline_optimizer(step);
+    const int tied = tied_gradient_all_reduce(step);
+    for (std::size_t c = 0; c < builders.size(); ++c) {
+      builders[c]->pipeline_optimizer(step, c == 0 || c + 1 == builders.size() ? tied : -1);
+    }
   }
   (void)g.topological_order();  // asserts the schedule is a DAG
   return g;

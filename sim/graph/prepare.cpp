@@ -68,7 +68,7 @@ std::vector<int> tensor_parallel_degrees(const config::ScenarioConfig& scenario)
 std::vector<int> pipeline_parallel_degrees(const config::ScenarioConfig& scenario) {
   std::vector<int> out{1};
   const auto spec = model::resolve_spec(scenario.model);
-  if (scenario.fsdp.sharding == config::Sharding::zero3 || scenario.fsdp.cpu_offload || spec.tie_embeddings) return out;
+  if (scenario.fsdp.sharding == config::Sharding::zero3 || scenario.fsdp.cpu_offload) return out;
   for (std::int64_t p = 2; p <= spec.layers && scenario.world_size() % p == 0; p *= 2) out.push_back(static_cast<int>(p));
   return out;
 }
@@ -109,12 +109,6 @@ static void prepare_pipeline(Prepared& p, const fsdp::WrapPolicyRegistry& polici
   const auto& s = p.scenario;
   const auto& par = s.parallelism;
   const std::string model = model_label(p.model.spec);
-  if (p.model.spec.tie_embeddings) {
-    throw ConfigError(par.pp_where, "parallelism.pp",
-                      fmt::format("{} ties its output layer to its token embedding, which pipeline stages would hold apart (and "
-                                  "all-reduce the gradients of); that is not modelled yet; expected pp: 1",
-                                  model));
-  }
   const auto layers = static_cast<int>(p.model.spec.layers);
   const int stages = par.pp * par.pp_stages_per_rank;
   if (stages > layers) {

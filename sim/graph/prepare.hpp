@@ -34,7 +34,7 @@ struct Prepared {
 [[nodiscard]] std::vector<int> tensor_parallel_degrees(const config::ScenarioConfig& scenario);
 
 // Pipeline-parallel degrees worth searching: 1, 2, 4, ... up to the model's layers, dividing the
-// world size; only 1 where pipelining is refused (ZeRO-3, CPU offload, tied embeddings).
+// world size; only 1 where pipelining is refused (ZeRO-3, CPU offload).
 [[nodiscard]] std::vector<int> pipeline_parallel_degrees(const config::ScenarioConfig& scenario);
 
 }  // namespace shardsim::graph

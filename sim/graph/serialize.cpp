@@ -230,8 +230,8 @@ StepGraph from_json(const json& j, const std::string& source) {
     if (o.contains("work")) op.work = work_from(in, o["work"], json_path(p, "work"));
     if (o.contains("stage")) op.stage = integer("stage", 0, g.info.pp_group - 1);
     if (o.contains("peer_stage")) op.peer_stage = integer("peer_stage", 0, g.info.pp_group - 1);
-    if ((op.kind == OpKind::send) != (op.group == Group::pp) || (op.kind == OpKind::send && (op.stage < 0 || op.peer_stage < 0))) {
-      in.fail(p, "a send (kind \"send\") is a collective of group \"pp\" with a stage and a peer_stage, and only a send is");
+    if ((op.kind == OpKind::send && op.group != Group::pp) || (op.group == Group::pp && (op.stage < 0 || op.peer_stage < 0))) {
+      in.fail(p, "a send (kind \"send\") is a collective of group \"pp\", and a collective of group \"pp\" has a stage and a peer_stage");
     }
     g.add_op(std::move(op));
   }

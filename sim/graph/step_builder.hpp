@@ -40,8 +40,8 @@ class FsdpStepBuilder {
   // Its backward after `grad_input` (the next stage's send, -1 for the last stage): returns the
   // op whose end makes the gradient for the previous stage.
   int pipeline_backward(int step, int micro, int grad_input);
-  // The optimizer step after the stage's last micro-batch.
-  void pipeline_optimizer(int step);
+  // The optimizer step after the stage's last micro-batch, and after `wait` if given.
+  void pipeline_optimizer(int step, int wait = -1);
   // The info of this builder's plan (groups, initial memory); a pipeline's per stage.
   void fill_info();
   Issuer& issuer() { return io_; }

@@ -60,6 +60,17 @@ Model stage_model(const Model& whole, int stage, int stages, StageSpan span) {
     cut.program.push_back(ProgramItem{index, item.kernel});
     if (blocks) after_blocks = true;
   }
+  // Tied embeddings: the last stage keeps its own copy of the embedding as the output layer's
+  // weight (Megatron-LM's word-embedding copy; the pipeline builder all-reduces its gradient with
+  // the first stage's).
+  if (whole.spec.tie_embeddings && stages > 1 && stage == stages - 1) {
+    for (Module& c : cut.children) {
+      if (c.type == "Linear" && c.params.empty()) {
+        const std::int64_t vocab_share = (whole.spec.vocab + whole.tp.degree - 1) / whole.tp.degree;
+        c.params.push_back(Param{"weight", {vocab_share, whole.spec.hidden}});
+      }
+    }
+  }
   m.root = std::move(cut);
   return m;
 }

@@ -25,7 +25,8 @@ struct StageSpan {
 [[nodiscard]] std::vector<StageSpan> stage_spans(int layers, int stages, const std::vector<int>& split_points, std::string& error);
 
 // The part of `whole` that stage `stage` of `stages` holds; parameter counts for reports
-// (total_params, MFU's FLOPs) stay the whole model's.
+// (total_params, MFU's FLOPs) stay the whole model's. With tied embeddings the last stage's
+// output layer holds a copy of the embedding's weight.
 [[nodiscard]] Model stage_model(const Model& whole, int stage, int stages, StageSpan span);
 
 }  // namespace shardsim::model

@@ -215,3 +215,28 @@ TEST_CASE("pipeline: the degrees tune --pp auto searches") {
   offload.fsdp.cpu_offload = true;
   CHECK(graph::pipeline_parallel_degrees(offload) == std::vector<int>{1});
 }
+
+TEST_CASE("pipeline: tied embeddings - the last stage holds a copy and the two stages all-reduce its gradient") {
+  // GPT-2 (124M: vocabulary 50,257 x 768, tied) on 8 GPUs, pp 2, FSDP2 over 4 ranks per stage:
+  // the last stage's lm_head gets its own 50,257 x 768 weight; per step one all-reduce between
+  // stage 0 and stage 1 of the fp32 gradient shard, 50,257 x 768 x 4 B / 4.
+  const std::vector<std::string> sets{"model.preset=gpt2", "training.seq_len=1024", "parallelism.pp=2", "training.micro_batch=2"};
+  const auto p = cli::prepare(test::source_dir() / "scenarios/llama3.1-8b_8xh100.yaml", sets);
+  std::int64_t numel = 0;
+  for (const auto& plan : p.stage_plans) numel += plan.total_numel();
+  CHECK(numel == p.model.total_params() + 50257LL * 768);
+  int all_reduces = 0;
+  for (std::size_t o = 0; o < p.graph.size(); ++o) {
+    const auto& op = p.graph.op(static_cast<int>(o));
+    if (op.group != graph::Group::pp || op.kind != OpKind::all_reduce) continue;
+    ++all_reduces;
+    CHECK(op.stage == 0);
+    CHECK(op.peer_stage == 1);
+    CHECK(op.bytes == 50257.0 * 768 * 4 / 4);
+  }
+  CHECK(all_reduces == 1);
+  const double step = test::in_child([sets] {
+    return cli::simulate(cli::prepare(test::source_dir() / "scenarios/llama3.1-8b_8xh100.yaml", sets)).summary.step_time;
+  });
+  CHECK(step > 0);
+}
