@@ -71,6 +71,16 @@ std::vector<std::string> comma_list(std::string_view rest) {
   return out;
 }
 
+// --tp / --pp: "auto" (what `automatic` gives) or a comma list of degrees; empty when not given.
+template <class F>
+std::vector<int> degrees(const std::optional<std::string>& text, std::string_view option, F&& automatic) {
+  if (!text) return {};
+  if (*text == "auto") return automatic();
+  std::vector<int> out;
+  for (const auto& item : comma_list(*text)) out.push_back(static_cast<int>(positive(item, option, 1)));
+  return out;
+}
+
 // --float8: training.float8.recipe as one more stage-1 axis.
 sweep::Axis float8_axis(const config::ScenarioConfig& base, const std::string& text) {
   std::vector<std::string> recipes;
@@ -233,22 +243,8 @@ int cmd_tune(std::span<const std::string> argv) {
   o.jobs = parse_jobs(args.get("-j"), sweep::available_cpus());
   if (auto out = args.get("--out")) o.out = *out;
 
-  std::vector<int> tp_degrees;
-  if (auto tp = args.get("--tp")) {
-    if (*tp == "auto") {
-      tp_degrees = graph::tensor_parallel_degrees(base);
-    } else {
-      for (const auto& item : comma_list(*tp)) tp_degrees.push_back(static_cast<int>(positive(item, "--tp", 1)));
-    }
-  }
-  std::vector<int> pp_degrees;
-  if (auto pp = args.get("--pp")) {
-    if (*pp == "auto") {
-      pp_degrees = graph::pipeline_parallel_degrees(base);
-    } else {
-      for (const auto& item : comma_list(*pp)) pp_degrees.push_back(static_cast<int>(positive(item, "--pp", 1)));
-    }
-  }
+  const std::vector<int> tp_degrees = degrees(args.get("--tp"), "--tp", [&] { return graph::tensor_parallel_degrees(base); });
+  const std::vector<int> pp_degrees = degrees(args.get("--pp"), "--pp", [&] { return graph::pipeline_parallel_degrees(base); });
   sweep::TuneSpace space = sweep::tune_space(base, batch, tp_degrees, pp_degrees);
   if (auto f8 = args.get("--float8")) space.stage1.push_back(float8_axis(base, *f8));
   sweep::check_axes(o.scenario, o.sets, space.stage1);
