@@ -1,7 +1,7 @@
-// The `parallelism` section: the device mesh in torchtitan's names. Tensor and pipeline
-// parallelism (GPipe, 1F1B) are modelled; context parallelism, async TP, the interleaved and
-// zero-bubble schedules and explicit data-parallel degrees other than what fsdp.sharding implies
-// are refused rather than ignored.
+// The `parallelism` section: the device mesh in torchtitan's names. Tensor (with async TP),
+// context (all-gather rotation) and pipeline parallelism (GPipe, 1F1B, interleaved 1F1B) are
+// modelled; the all-to-all rotation, the zero-bubble schedules and explicit data-parallel degrees
+// other than what fsdp.sharding implies are refused rather than ignored.
 #include <fmt/format.h>
 
 #include <array>
@@ -22,7 +22,10 @@ constexpr std::array kParallelismParams{
     ParamSpec{"tp_sequence_parallel", "bool", "true",
               "with tp: norms and residuals on sequence shards, all-gather / reduce-scatter around attention and MLP instead "
               "of all-reduce (torchtitan's default)"},
-    ParamSpec{"tp_async", "bool", "false", "async TP (collective matmul); not modelled yet, only false is accepted"},
+    ParamSpec{"tp_async", "bool", "false",
+              "with tp and sequence parallelism: async TP (torch's micro-pipelined collective matmul, symmetric memory): "
+              "sequence all-gathers fused with the matmuls reading them, reduce-scatters with the matmul producing them, "
+              "chunk by chunk; needs training.compile (Inductor's micro_pipeline_tp pass)"},
     ParamSpec{"dp_shard", "integer", "-1",
               "ranks a parameter is sharded over; -1: what fsdp.sharding implies (all data-parallel ranks, a node's for "
               "hybrid sharding, 1 for no_shard; shard_optimizer shards the optimizer state over all); another value must equal it",
@@ -79,7 +82,8 @@ ParallelismConfig read_parallelism(const Reader& top, std::vector<ConfigWarning>
     warnings.push_back({r.where("tp_sequence_parallel"), "parallelism.tp_sequence_parallel",
                         "sequence parallelism applies with tensor parallelism (tp > 1); it is ignored"});
   }
-  if (r.boolean("tp_async")) r.fail("tp_async", "async tensor parallelism (collective matmul) is not modelled yet; expected false");
+  p.tp_async = r.boolean("tp_async");
+  p.tp_async_where = r.where("tp_async");
   p.cp = static_cast<int>(r.integer("cp"));
   p.cp_where = r.where("cp");
   if (r.choice("cp_rotate") == "alltoall") r.fail("cp_rotate", "the all-to-all rotation is not modelled yet; expected allgather");
@@ -203,10 +207,31 @@ static void check_pipeline(const ScenarioConfig& s) {
   }
 }
 
+// Async TP fuses sequence parallelism's all-gathers and reduce-scatters with matmuls; torchtitan
+// enables it only under torch.compile, whose Inductor pass does the fusing.
+static void check_async_tp(const ScenarioConfig& s) {
+  const ParallelismConfig& p = s.parallelism;
+  const auto fail = [&](const std::string& what) { throw ConfigError(p.tp_async_where, "parallelism.tp_async", what); };
+  if (p.tp == 1) fail("async TP applies with tensor parallelism; expected tp > 1 or tp_async: false");
+  if (!p.sequence_parallel) {
+    fail(
+        "without sequence parallelism TP all-reduces, which async TP does not fuse (it fuses all-gathers and reduce-scatters "
+        "with matmuls); expected tp_sequence_parallel: true or tp_async: false");
+  }
+  if (!s.training.compile.value) {
+    fail("async TP is Inductor's micro_pipeline_tp pass: torchtitan requires torch.compile for it; expected training.compile: true");
+  }
+  if (s.cluster.topology.node.gpus % p.tp != 0) {
+    fail(fmt::format("async TP copies chunks between GPUs over symmetric memory, within a node; tp {} does not fit the node's {} GPUs",
+                     p.tp, s.cluster.topology.node.gpus));
+  }
+}
+
 void check_parallelism(const ScenarioConfig& s) {
   const ParallelismConfig& p = s.parallelism;
   const std::int64_t world = s.world_size();
   const int gpus = s.cluster.topology.node.gpus;
+  if (p.tp_async) check_async_tp(s);
   if (world % p.tp != 0) {
     throw ConfigError(p.where, "parallelism.tp",
                       fmt::format("{} does not divide the {} GPUs; expected a divisor of the world size", p.tp, world));

@@ -200,6 +200,8 @@ enum class PpSchedule { gpipe, one_f_one_b, interleaved_1f1b };
 struct ParallelismConfig {
   int tp = 1;
   bool sequence_parallel = true;
+  bool tp_async = false;  // micro-pipelined collective matmuls (needs sequence parallelism and compile)
+  Location tp_async_where;
   int cp = 1;  // context parallelism: ranks splitting each sequence (inside the shard group)
   Location cp_where;
   int pp = 1;  // pipeline stages (outermost in the mesh)

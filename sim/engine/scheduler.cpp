@@ -158,6 +158,17 @@ std::vector<int> Simulator::physical_members(const graph::Op& op, int inst) cons
   const int job = inst / groups_.instances(g);
   std::vector<int> out = groups_.members(g, inst % groups_.instances(g), op.stage, op.peer_stage);
   for (int& r : out) r = physical_rank(in_, job, r);
+  if (op.kind == graph::OpKind::send && g != Group::pp) {
+    // Every member sends to the one `shift` places after it: (sender, receiver) pairs, as the
+    // send plan reads them.
+    std::vector<int> pairs;
+    const std::size_t n = out.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      pairs.push_back(out[i]);
+      pairs.push_back(out[(i + static_cast<std::size_t>(op.shift)) % n]);
+    }
+    return pairs;
+  }
   return out;
 }
 

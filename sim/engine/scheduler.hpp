@@ -178,20 +178,20 @@ class Simulator {
   const graph::StepGraph& g_;
   graph::Groups groups_;
   // Path flows of each distinct collective, planned before the run. Collective ops with the same
-  // kind, group, bytes and (sends) stages share a signature; the same signature and instance
-  // (which ranks) recur in every block, planned once.
-  using Signature = std::tuple<int, int, double, int>;
+  // kind, group, bytes and (sends) stages or shift share a signature; the same signature and
+  // instance (which ranks) recur in every block, planned once.
+  using Signature = std::tuple<int, int, double, int, int>;
   [[nodiscard]] static Signature signature(const graph::Op& op) {
-    return {static_cast<int>(op.kind), static_cast<int>(op.group), op.bytes, op.stage * 65536 + op.peer_stage};
+    return {static_cast<int>(op.kind), static_cast<int>(op.group), op.bytes, op.stage * 65536 + op.peer_stage, op.shift};
   }
   struct Planned {
     double latency = 0;
     Network::PathRefs paths;
   };
-  std::vector<int> signature_of_;              // per op: its signature, -1 for compute ops
+  std::vector<int> signature_of_;                // per op: its signature, -1 for compute ops
   std::vector<Group> signature_group_;           // per signature: its group kind
   std::array<bool, graph::kGroups> foldable_{};  // per group kind (fold())
-  std::vector<std::vector<Planned>> planned_;  // per signature, per instance (by_path networks)
+  std::vector<std::vector<Planned>> planned_;    // per signature, per instance (by_path networks)
   int world_;
   int simulated_;
   int jobs_;

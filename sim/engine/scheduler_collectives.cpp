@@ -42,7 +42,7 @@ void Simulator::arrive(int op_id, int c, double now) {
 void Simulator::launch(int op_id, const std::vector<int>& insts, double now) {
   const Group g = g_.op(op_id).group;
   // A receiver waiting for its sender is the pipeline's bubble, not a wait for a slow rank.
-  const bool send = g_.op(op_id).kind == OpKind::send;
+  const bool send = g_.op(op_id).kind == OpKind::send && g == Group::pp;
   std::vector<Arrival> arrivals;
   for (int inst : insts) {
     std::vector<Arrival>& reached = arrivals_[key(op_id, inst)];

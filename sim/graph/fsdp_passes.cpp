@@ -90,24 +90,30 @@ void FsdpStepBuilder::forward() {
         wait_unshard(e.unit, Phase::forward);
         if (fwd_prefetch) prefetch(forward_prefetch_targets(i), Phase::forward, at(gather_of_, e.unit));
         break;
-      case TraceEvent::Kind::compute: {
-        const fsdp::Segment& s = plan_.segments[static_cast<std::size_t>(e.segment)];
-        if (s.tp_comm) {
-          tp_collective(s, e.unit, Phase::forward);
-          break;
-        }
-        Op op = make(OpKind::forward, Stream::compute, "FWD " + s.name, e.unit);
-        op.work = forward_work(s, batch_);
-        const double saved = activation_bytes(s.activation.saved, checkpoint_mode(s, cfg_.training), batch_);
-        if (saved > 0) op.memory.push_back({s.is_loss ? MemCategory::loss : MemCategory::activations, saved, false, Pool::compute});
-        compute(std::move(op), e.unit);
+      case TraceEvent::Kind::compute:
+        forward_compute(plan_.segments[static_cast<std::size_t>(e.segment)], e.segment, e.unit);
         break;
-      }
       case TraceEvent::Kind::exit:
         if (unit(e.unit).reshard_after_forward && plan_.traits.shards_params) reshard(e.unit, Phase::forward);
         break;
     }
   }
+}
+
+void FsdpStepBuilder::forward_compute(const fsdp::Segment& s, int segment, int u) {
+  if (s.tp_comm) {
+    if (!fused_away(segment)) tp_collective(s, u, Phase::forward);
+    return;
+  }
+  if (at(fused_gather_, segment) >= 0 || at(fused_scatter_, segment) >= 0) {
+    forward_fused(s, segment, u);
+    return;
+  }
+  Op op = make(OpKind::forward, Stream::compute, "FWD " + s.name, u);
+  op.work = forward_work(s, batch_);
+  const double saved = activation_bytes(s.activation.saved, checkpoint_mode(s, cfg_.training), batch_);
+  if (saved > 0) op.memory.push_back({s.is_loss ? MemCategory::loss : MemCategory::activations, saved, false, Pool::compute});
+  compute(std::move(op), u);
 }
 
 // ---- backward ------------------------------------------------------------------------------
@@ -153,7 +159,7 @@ void FsdpStepBuilder::backward() {
         if (mode == config::BackwardPrefetch::pre) prefetch(backward_prefetch_targets(e.unit), Phase::backward, at(gather_of_, e.unit));
         break;
       case TraceEvent::Kind::compute:
-        backward_compute(plan_.segments[static_cast<std::size_t>(e.segment)], e.unit);
+        backward_compute(plan_.segments[static_cast<std::size_t>(e.segment)], e.segment, e.unit);
         break;
       case TraceEvent::Kind::enter: {  // post-backward
         at(backward_done_, e.unit) = true;
@@ -169,14 +175,28 @@ void FsdpStepBuilder::backward() {
   if (!plan_.traits.shards_params) bucket_reduce(0, io_.last(Stream::compute), true);
 }
 
-void FsdpStepBuilder::backward_compute(const fsdp::Segment& s, int u) {
+void FsdpStepBuilder::backward_compute(const fsdp::Segment& s, int segment, int u) {
   if (s.tp_comm) {
-    tp_collective(s, u, Phase::backward);
+    if (!fused_away(segment)) tp_collective(s, u, Phase::backward);
+    return;
+  }
+  if (at(fused_gather_, segment) >= 0 || at(fused_scatter_, segment) >= 0) {
+    backward_fused(s, segment, u);
     return;
   }
   Op op = make(OpKind::backward, Stream::compute, "BWD " + s.name, u);
   const model::AcMode mode = checkpoint_mode(s, cfg_.training);
   op.work = backward_work(s, batch_, mode);
+  backward_memory(op, s, u, mode);
+  const int id = compute(std::move(op), u);
+  if (!plan_.traits.shards_params && s.numel > 0 && syncing()) bucket_reduce(static_cast<double>(s.numel), id, false);
+}
+
+// A segment's backward op allocates its transient activations and frees its saved ones; the
+// unit's gradients appear with the first parameter gradient: FSDP1's flat gradient all at once,
+// FSDP2's per-parameter gradients as each is produced; under no_sync they stay for the next
+// micro-step.
+void FsdpStepBuilder::backward_memory(Op& op, const fsdp::Segment& s, int u, model::AcMode mode) {
   const MemCategory act = s.is_loss ? MemCategory::loss : MemCategory::activations;
   const double transient = activation_bytes(s.activation.backward_transient, mode, batch_);
   const double saved = activation_bytes(s.activation.saved, mode, batch_);
@@ -185,8 +205,6 @@ void FsdpStepBuilder::backward_compute(const fsdp::Segment& s, int u) {
     op.memory.push_back({act, -transient, true, Pool::compute});
   }
   if (saved > 0) op.memory.push_back({act, -saved, true, Pool::compute});
-  // Gradients appear with the first parameter gradient: FSDP1's flat gradient all at once, FSDP2's
-  // per-parameter gradients as each is produced; under no_sync they stay for the next micro-step.
   const bool first_micro_of_grads = !at(grads_alive_, u);
   if (s.numel > 0 && unit(u).numel > 0 && first_micro_of_grads) {
     if (!plan_.traits.shards_params) {
@@ -204,8 +222,6 @@ void FsdpStepBuilder::backward_compute(const fsdp::Segment& s, int u) {
       at(grads_pending_, u) = false;
     }
   }
-  const int id = compute(std::move(op), u);
-  if (!plan_.traits.shards_params && s.numel > 0 && syncing()) bucket_reduce(static_cast<double>(s.numel), id, false);
 }
 
 // DDP (no_shard): gradients fill buckets of fsdp.bucket_size in backward order; a full bucket is

@@ -20,7 +20,7 @@ enum class OpKind {
   optimizer,       // compute: the optimizer step on the local shard (on the CPU with offload)
   cpu_wait,        // the CPU thread blocks on an event (FSDP1 rate limiter); takes no time itself
   host_copy,       // CPU offload: a copy over PCIe (host to device or back)
-  send,            // pipeline parallelism: point-to-point send/recv of activations or gradients between stages
+  send,            // point-to-point: pipeline stages' activations and gradients (Group::pp), async TP's chunk copies (Group::tp)
 };
 inline constexpr int kOpKinds = 10;
 
@@ -164,6 +164,9 @@ struct Op {
   // stage that receives it (the op joins a rank of `stage` and its peer in `peer_stage`).
   int stage = -1;
   int peer_stage = -1;
+  // A send over a group of more than two ranks (async tensor parallelism's pipelined copies, over
+  // Group::tp): every member sends `bytes` to the member `shift` places after it, 1 <= shift < n.
+  int shift = 0;
 
   [[nodiscard]] bool is_collective() const { return group != Group::none; }
   [[nodiscard]] bool runs_on_stage(int s) const { return stage < 0 || stage == s || peer_stage == s; }

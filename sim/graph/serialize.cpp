@@ -140,6 +140,7 @@ json to_json(const StepGraph& g) {
     if (!op.is_collective()) o["work"] = work_json(op.work);
     if (op.stage >= 0) o["stage"] = op.stage;
     if (op.peer_stage >= 0) o["peer_stage"] = op.peer_stage;
+    if (op.shift > 0) o["shift"] = op.shift;
     ops.push_back(std::move(o));
   }
   json edges = json::array();
@@ -230,8 +231,12 @@ StepGraph from_json(const json& j, const std::string& source) {
     if (o.contains("work")) op.work = work_from(in, o["work"], json_path(p, "work"));
     if (o.contains("stage")) op.stage = integer("stage", 0, g.info.pp_group - 1);
     if (o.contains("peer_stage")) op.peer_stage = integer("peer_stage", 0, g.info.pp_group - 1);
-    if ((op.kind == OpKind::send && op.group != Group::pp) || (op.group == Group::pp && (op.stage < 0 || op.peer_stage < 0))) {
-      in.fail(p, "a send (kind \"send\") is a collective of group \"pp\", and a collective of group \"pp\" has a stage and a peer_stage");
+    if (o.contains("shift")) op.shift = integer("shift", 1, std::max(1, g.info.tp_group - 1));
+    if (op.group == Group::pp && (op.stage < 0 || op.peer_stage < 0)) {
+      in.fail(p, "a collective of group \"pp\" has a stage and a peer_stage");
+    }
+    if (op.kind == OpKind::send && op.group != Group::pp && (op.group != Group::tp || op.shift < 1)) {
+      in.fail(p, "a send (kind \"send\") is of group \"pp\" (between stages) or \"tp\" with a shift >= 1 (async TP's copies)");
     }
     g.add_op(std::move(op));
   }

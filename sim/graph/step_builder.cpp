@@ -41,6 +41,7 @@ FsdpStepBuilder::FsdpStepBuilder(const fsdp::Plan& plan, const config::ScenarioC
   }
   post_forward_position_.assign(n, post_forward_order_.size());
   for (std::size_t i = post_forward_order_.size(); i-- > 0;) post_forward_position_[static_cast<std::size_t>(post_forward_order_[i])] = i;
+  find_fused_regions();
 }
 
 // Float8 weights (FSDP2's float8 all-gather, training.float8) are gathered and held at 1 byte.
@@ -222,37 +223,40 @@ int FsdpStepBuilder::compute(Op op, int u) {
 
 // A tensor-parallel collective of activations between two compute segments (model/kernels.hpp
 // tp_enter / tp_leave): on the critical path, after the compute before it and before the compute
-// after it. In backward, checkpointing reruns forward collectives: full checkpointing all of them;
-// per-op selective checkpointing the all-gathers only, since torchtitan's save list keeps
-// reduce_scatter_tensor outputs but not all-gather outputs.
+// after it. In backward, checkpointing reruns forward collectives (work.hpp collective_recomputed).
 void FsdpStepBuilder::tp_collective(const fsdp::Segment& s, int u, Phase phase) {
   const model::Kernel& k = s.kernels.front();
-  const auto one = [&](model::TpComm c, std::string_view note) {
-    if (c == model::TpComm::none) return;
-    const OpKind kind = c == model::TpComm::all_gather       ? OpKind::all_gather
-                        : c == model::TpComm::reduce_scatter ? OpKind::reduce_scatter
-                                                             : OpKind::all_reduce;
-    const std::string_view tag = kind == OpKind::all_gather ? "AG" : kind == OpKind::reduce_scatter ? "RS" : "AR";
-    // Context parallelism's K/V gathers (and their gradients' reduce-scatters) take the same
-    // place on the critical path, over the cp group on its own process group.
-    const bool cp = k.context_parallel;
-    Op op = make(kind, cp ? Stream::cp : Stream::tp, fmt::format("{} {} {}{}", cp ? "CP" : "TP", tag, s.name, note), u);
-    op.group = cp ? Group::cp : Group::tp;
-    op.bytes = k.bytes_per_token * static_cast<double>(batch_.tokens()) * (kind == OpKind::all_gather ? k.all_gather_share : 1.0);
-    const int id = issue(std::move(op));
-    g_.add_edge(io_.last(Stream::compute), id, EdgeKind::data);
-    g_.add_edge(tp_wait_, id, EdgeKind::data);
-    tp_wait_ = id;
-  };
   if (phase == Phase::forward) {
-    one(k.tp_forward, "");
+    tp_op(s, k.tp_forward, "", u);
     return;
   }
-  const model::AcMode mode = checkpoint_mode(s, cfg_.training);
-  if (mode == model::AcMode::full || (mode == model::AcMode::selective && k.tp_forward == model::TpComm::all_gather)) {
-    one(k.tp_forward, " (recompute)");
-  }
-  one(k.tp_backward, "");
+  if (collective_recomputed(k, checkpoint_mode(s, cfg_.training))) tp_op(s, k.tp_forward, " (recompute)", u);
+  tp_op(s, k.tp_backward, "", u);
+}
+
+// Context parallelism's K/V gathers (and their gradients' reduce-scatters) take the same place
+// on the critical path, over the cp group on its own process group.
+int FsdpStepBuilder::tp_op(const fsdp::Segment& s, model::TpComm c, std::string_view note, int u) {
+  if (c == model::TpComm::none) return -1;
+  const model::Kernel& k = s.kernels.front();
+  const OpKind kind = c == model::TpComm::all_gather       ? OpKind::all_gather
+                      : c == model::TpComm::reduce_scatter ? OpKind::reduce_scatter
+                                                           : OpKind::all_reduce;
+  const std::string_view tag = kind == OpKind::all_gather ? "AG" : kind == OpKind::reduce_scatter ? "RS" : "AR";
+  const bool cp = k.context_parallel;
+  Op op = make(kind, cp ? Stream::cp : Stream::tp, fmt::format("{} {} {}{}", cp ? "CP" : "TP", tag, s.name, note), u);
+  op.group = cp ? Group::cp : Group::tp;
+  op.bytes = tp_bytes(s, kind);
+  const int id = issue(std::move(op));
+  g_.add_edge(io_.last(Stream::compute), id, EdgeKind::data);
+  g_.add_edge(tp_wait_, id, EdgeKind::data);
+  tp_wait_ = id;
+  return id;
+}
+
+double FsdpStepBuilder::tp_bytes(const fsdp::Segment& tp, OpKind kind) const {
+  const model::Kernel& k = tp.kernels.front();
+  return k.bytes_per_token * static_cast<double>(batch_.tokens()) * (kind == OpKind::all_gather ? k.all_gather_share : 1.0);
 }
 
 void FsdpStepBuilder::prefetch(const std::vector<int>& targets, Phase phase, int trigger) {

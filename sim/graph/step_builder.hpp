@@ -60,11 +60,25 @@ class FsdpStepBuilder {
   int compute(Op op, int u);
   void prefetch(const std::vector<int>& targets, Phase phase, int trigger);
   void tp_collective(const fsdp::Segment& s, int u, Phase phase);
+  int tp_op(const fsdp::Segment& s, model::TpComm c, std::string_view note, int u);  // one of its collectives
+
+  // ---- async tensor parallelism (async_tp.cpp) ----
+  void find_fused_regions();
+  [[nodiscard]] bool fused_away(int segment) const;  // a TP collective its neighbour's matmuls run
+  void forward_fused(const fsdp::Segment& s, int segment, int u);
+  void backward_fused(const fsdp::Segment& s, int segment, int u);
+  [[nodiscard]] double tp_bytes(const fsdp::Segment& tp, OpKind kind) const;  // what its collective of `kind` moves
+  std::vector<int> gather_copies(const fsdp::Segment& tp, std::string_view note, int u);
+  void gathered_chunks(OpKind kind, const std::string& name, const std::vector<Gemm>& gemms, const std::vector<int>& copies, int u);
+  void scattered_chunks(OpKind kind, const std::string& name, const std::vector<Gemm>& gemms, const fsdp::Segment& tp,
+                        std::string_view note, int u);
+  void backward_memory(Op& op, const fsdp::Segment& s, int u, model::AcMode mode);
 
   // ---- passes (fsdp_passes.cpp) ----
   void forward();
   void backward();
-  void backward_compute(const fsdp::Segment& s, int u);
+  void forward_compute(const fsdp::Segment& s, int segment, int u);
+  void backward_compute(const fsdp::Segment& s, int segment, int u);
   void reduce(int u);
   void bucket_reduce(double numel, int producer, bool flush);
   void gather_updated(int u);  // shard_optimizer: the updated parameters, before their first forward
@@ -137,6 +151,12 @@ class FsdpStepBuilder {
   std::vector<Pool> unsharded_pool_;                // where unit u's usable parameters were allocated
   std::vector<std::vector<double>> grad_pieces_;    // FSDP2: per-parameter gradients of unit u alive
   std::vector<MemEffect> grad_shard_frees_;         // what zero_grad frees after the optimizer step
+  // Async TP, per segment of the plan: the TP all-gather segment whose output its leading matmuls
+  // read, fused with them (-1: none); the TP reduce-scatter segment its trailing matmul feeds,
+  // fused with it (-1: none).
+  std::vector<int> fused_gather_;
+  std::vector<int> fused_scatter_;
+  std::vector<char> fused_tp_;  // per segment: a TP collective its neighbour runs fused
 };
 
 }  // namespace shardsim::graph

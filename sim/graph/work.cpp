@@ -23,11 +23,20 @@ GemmType gemm_type(const model::Kernel& k, GemmRole role) {
   return GemmType::high;
 }
 
-// `casts`: a float8 matmul's input and weight casts run too (not when only its GEMM is redone).
-void add_forward(Work& w, const model::Kernel& k, const Batch& b, bool casts = true) {
+}  // namespace
+
+Gemm forward_gemm(const model::Kernel& k, const Batch& b) {
+  return Gemm{b.tokens(), k.n, k.k, gemm_type(k, GemmRole::output)};
+}
+
+Gemm grad_input_gemm(const model::Kernel& k, const Batch& b) {
+  return Gemm{b.tokens(), k.k, k.n, gemm_type(k, GemmRole::grad_input)};  // dX = dY W
+}
+
+void add_forward_work(Work& w, const model::Kernel& k, const Batch& b, bool casts) {
   switch (k.kind) {
     case model::KernelKind::matmul: {
-      w.gemms.push_back(Gemm{b.tokens(), k.n, k.k, gemm_type(k, GemmRole::output)});
+      w.gemms.push_back(forward_gemm(k, b));
       w.launches += 1;
       if (casts) {
         const model::Float8Casts c = model::float8_casts(k, b.tokens());
@@ -49,12 +58,12 @@ void add_forward(Work& w, const model::Kernel& k, const Batch& b, bool casts = t
   }
 }
 
-void add_backward(Work& w, const model::Kernel& k, const Batch& b) {
+void add_backward_work(Work& w, const model::Kernel& k, const Batch& b, bool grad_input) {
   switch (k.kind) {
     case model::KernelKind::matmul: {
-      w.gemms.push_back(Gemm{b.tokens(), k.k, k.n, gemm_type(k, GemmRole::grad_input)});  // dX = dY W
+      if (grad_input) w.gemms.push_back(grad_input_gemm(k, b));
       w.gemms.push_back(Gemm{k.n, k.k, b.tokens(), gemm_type(k, GemmRole::grad_weight)});  // dW = dY^T X
-      w.launches += 2;
+      w.launches += grad_input ? 2 : 1;
       const model::Float8Casts casts = model::float8_casts(k, b.tokens());
       w.memory_bytes += casts.backward_bytes;
       w.launches += casts.backward_launches;
@@ -77,7 +86,7 @@ void add_backward(Work& w, const model::Kernel& k, const Batch& b) {
 // Float8Linear's matmul is aten._scaled_mm, which the list does not name, so all of them are
 // recomputed (torchtitan parallelize_llama.py _save_list, 2024-2025). Under torch.compile the
 // partitioner keeps their float8 inputs instead (pytorch/pytorch#128730), so only the GEMM reruns.
-bool recomputed(const model::Kernel& k, model::AcMode ac) {
+bool recomputed_in_backward(const model::Kernel& k, model::AcMode ac) {
   switch (ac) {
     case model::AcMode::none:
       return false;
@@ -89,7 +98,14 @@ bool recomputed(const model::Kernel& k, model::AcMode ac) {
   return false;
 }
 
-}  // namespace
+// Full checkpointing reruns the block's casts too; eager selective checkpointing recasts.
+bool recomputes_casts(const model::Kernel& k, model::AcMode ac) {
+  return ac == model::AcMode::full || !k.float8_fused_casts;
+}
+
+bool collective_recomputed(const model::Kernel& k, model::AcMode ac) {
+  return ac == model::AcMode::full || (ac == model::AcMode::selective && k.tp_forward == model::TpComm::all_gather);
+}
 
 model::AcMode checkpoint_mode(const fsdp::Segment& s, const config::TrainingConfig& t) {
   if (!s.in_block) return model::AcMode::none;
@@ -112,17 +128,16 @@ double activation_bytes(const std::array<double, 3>& per_mode, model::AcMode mod
 
 Work forward_work(const fsdp::Segment& s, const Batch& b) {
   Work w;
-  for (const auto& k : s.kernels) add_forward(w, k, b);
+  for (const auto& k : s.kernels) add_forward_work(w, k, b);
   return w;
 }
 
 Work backward_work(const fsdp::Segment& s, const Batch& b, model::AcMode ac) {
   Work w;
   for (const auto& k : s.kernels) {
-    // Full checkpointing reruns the block's casts too; eager selective checkpointing recasts.
-    if (recomputed(k, ac)) add_forward(w, k, b, ac == model::AcMode::full || !k.float8_fused_casts);
+    if (recomputed_in_backward(k, ac)) add_forward_work(w, k, b, recomputes_casts(k, ac));
   }
-  for (auto it = s.kernels.rbegin(); it != s.kernels.rend(); ++it) add_backward(w, *it, b);
+  for (auto it = s.kernels.rbegin(); it != s.kernels.rend(); ++it) add_backward_work(w, *it, b);
   return w;
 }
 

@@ -12,7 +12,7 @@ namespace shardsim::graph {
 struct Batch {
   std::int64_t sequences = 1;  // micro-batch size
   std::int64_t seq_len = 1;
-  int cp = 1;  // context parallelism: a rank holds 1/cp of each sequence
+  int cp = 1;                                                                     // context parallelism: a rank holds 1/cp of each sequence
   [[nodiscard]] std::int64_t tokens() const { return sequences * seq_len / cp; }  // this rank's
 };
 
@@ -26,6 +26,22 @@ struct Batch {
 // Backward of a segment: first the recompute that `ac` asks for, then the
 // gradients: two GEMMs per matmul (input and weight), the attention backward, and memory kernels.
 [[nodiscard]] Work backward_work(const fsdp::Segment& s, const Batch& b, model::AcMode ac);
+
+// One kernel's share of those (async TP splits a segment's op around its fused matmuls):
+// its forward (`casts`: a float8 matmul's input and weight casts too), whether checkpointing
+// `ac` reruns it in backward and with which casts, and its backward (`grad_input`: a matmul's
+// dX = dY W too, not only dW = dY^T X and its casts).
+void add_forward_work(Work& w, const model::Kernel& k, const Batch& b, bool casts = true);
+[[nodiscard]] bool recomputed_in_backward(const model::Kernel& k, model::AcMode ac);
+[[nodiscard]] bool recomputes_casts(const model::Kernel& k, model::AcMode ac);
+// Whether checkpointing reruns a TP collective (tp_comm kernel `k`) in backward: full
+// checkpointing all of them; per-op selective checkpointing the all-gathers only, since
+// torchtitan's save list keeps reduce_scatter_tensor outputs but not all-gather outputs.
+[[nodiscard]] bool collective_recomputed(const model::Kernel& k, model::AcMode ac);
+void add_backward_work(Work& w, const model::Kernel& k, const Batch& b, bool grad_input = true);
+// A matmul's forward GEMM and its grad_input GEMM (rows: the batch's tokens).
+[[nodiscard]] Gemm forward_gemm(const model::Kernel& k, const Batch& b);
+[[nodiscard]] Gemm grad_input_gemm(const model::Kernel& k, const Batch& b);
 
 // A bandwidth-bound kernel of `bytes` traffic (copies, casts, the optimizer).
 [[nodiscard]] Work memory_work(double bytes, int launches);

@@ -8,15 +8,16 @@ namespace shardsim::report {
 
 double pipeline_bubble(const graph::StepGraph& g, const graph::Timeline& t, int rank, double start, double end) {
   const int stage = g.info.stage_of(rank);
-  // When the latest send feeding op `id` ended on this rank, -1 if none does.
+  // When the latest pipeline send feeding op `id` ended on this rank, -1 if none does.
+  const auto stage_send = [&](int id) { return g.op(id).kind == graph::OpKind::send && g.op(id).group == graph::Group::pp; };
   const auto fed_by_send = [&](int id) {
     double latest = -1;
     for (const auto& [pred, kind] : g.predecessors(id)) {
       const graph::Op& p = g.op(pred);
-      if (p.kind == graph::OpKind::send) latest = std::max(latest, t.at(pred, rank).end);
+      if (stage_send(pred)) latest = std::max(latest, t.at(pred, rank).end);
       if (p.group != graph::Group::tp) continue;
       for (const auto& [pp, k2] : g.predecessors(pred)) {
-        if (g.op(pp).kind == graph::OpKind::send) latest = std::max(latest, t.at(pp, rank).end);
+        if (stage_send(pp)) latest = std::max(latest, t.at(pp, rank).end);
       }
     }
     return latest;

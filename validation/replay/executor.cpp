@@ -32,6 +32,14 @@ class Issuer {
                       "stages) are not replayed yet; expected a graph with pp 1",
                       g.info.pp_group));
     }
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      if (g.op(static_cast<int>(i)).kind == OpKind::send) {
+        throw RuntimeError(
+            fmt::format("{}: async tensor parallelism's chunk copies (sends within the TP group) are not replayed yet; "
+                        "expected a graph without sends (parallelism.tp_async: false)",
+                        describe(g.op(static_cast<int>(i)))));
+      }
+    }
     const std::size_t n = g.size();
     const graph::Groups groups(g.info);
     // Streams and communicators, in graph order: the same order on every rank.

@@ -32,19 +32,29 @@ double busbw_factor(graph::OpKind kind, int n) {
   return (kind == graph::OpKind::all_reduce ? 2.0 : 1.0) * (n - 1) / n;
 }
 
-// Pipeline parallelism's send/recv: one flow from the sender to the receiver (NVLink inside a
-// node, the NICs across nodes), with NCCL's Simple protocol, which its point-to-point kernels use;
-// the latency of one ring step of that protocol (base latency and one hop's).
+// Point-to-point sends: `ranks` holds (sender, receiver) pairs, one flow each (NVLink inside a
+// node, the NICs across nodes) at the link's payload efficiency, as NCCL's Simple protocol, which
+// its point-to-point kernels use, and a copy engine both move the payload alone. A pipeline send
+// is one pair; an async-TP step is every member of the TP group sending to another. The latency is
+// one ring step of that protocol (base latency and one hop's), the pairs moving at once.
 CollectivePlan send_plan(std::span<const int> ranks, double bytes, const ClusterView& cluster) {
   CollectivePlan plan;
-  assert(ranks.size() == 2);
-  if (ranks[0] == ranks[1]) return plan;
-  const bool same_node = cluster.node_of(ranks[0]) == cluster.node_of(ranks[1]);
-  plan.paths.push_back(Path{{Hop{ranks[0], ranks[1], same_node ? Via::nvlink : Via::nic}}, std::max(bytes, 0.0)});
-  const GroupShape shape = shape_of(ranks, cluster);
+  assert(ranks.size() % 2 == 0 && !ranks.empty());
+  bool across = false;
+  std::size_t first = 0;  // a pair across nodes if any: its shape gives the network latency
+  for (std::size_t i = 0; i + 1 < ranks.size(); i += 2) {
+    if (ranks[i] == ranks[i + 1]) continue;
+    const bool same_node = cluster.node_of(ranks[i]) == cluster.node_of(ranks[i + 1]);
+    if (!same_node && !across) first = i;
+    across = across || !same_node;
+    const double efficiency = same_node ? cluster.nvlink.efficiency : cluster.nic.efficiency;
+    plan.paths.push_back(Path{{Hop{ranks[i], ranks[i + 1], same_node ? Via::nvlink : Via::nic}}, std::max(bytes, 0.0) / efficiency});
+  }
+  if (plan.paths.empty()) return plan;
+  const GroupShape shape = shape_of(ranks.subspan(first, 2), cluster);
   const auto a = nccl::Algo::ring;
   plan.latency = nccl::base_latency(a, Protocol::simple) +
-                 (same_node ? nccl::nvlink_step_latency(a, Protocol::simple) : nccl::net_step_latency(a, Protocol::simple, shape, cluster));
+                 (across ? nccl::net_step_latency(a, Protocol::simple, shape, cluster) : nccl::nvlink_step_latency(a, Protocol::simple));
   return plan;
 }
 

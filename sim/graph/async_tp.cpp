@@ -1,0 +1,262 @@
+// Async tensor parallelism (parallelism.tp_async): torch's micro-pipelined collective matmuls,
+// which Inductor's micro_pipeline_tp pass puts in place of sequence parallelism's collectives
+// (torch/_inductor/fx_passes/micro_pipeline_tp.py; torch.distributed._symmetric_memory):
+//  - fused_all_gather_matmul: the matmuls reading an all-gather's output run on 1/n of their rows
+//    at a time, the rank's own shard first, then each peer's as it arrives; the n - 1 arrivals
+//    are steps in which every member of the TP group copies its shard to another over symmetric
+//    memory (one `send` op over Group::tp per step, `shift` places apart);
+//  - fused_matmul_reduce_scatter: the matmul whose output is reduce-scattered computes the rows
+//    each peer owns, one peer at a time, each chunk copied to its owner as soon as it is done, its
+//    own rows last; the owner then sums the n partial chunks (a memory-bound kernel: n chunks read,
+//    one written).
+// Which collectives fuse follows the pass's patterns: an all-gather with the matmuls that take its
+// output as their left operand (the column-parallel linears after it: wq wk wv, w1 w3, output; in
+// backward the row-parallel linear's grad_input dY W after the gradient's all-gather), a
+// reduce-scatter with the one matmul that produces it (the row-parallel linear, wo or w2, in
+// forward; in backward the grad_input of a lone column-parallel linear, the output layer; Llama's
+// wq wk wv and w1 w3 add their grad_inputs first, which the pattern does not match, so those
+// reduce-scatters stay NCCL's). Under activation checkpointing the rerun collectives fuse with
+// the matmuls that rerun (under per-op selective checkpointing the all-gather with every second
+// column-parallel linear, the reduce-scatters are saved). Collectives it does not fuse, and
+// context parallelism's, stay as they are (step_builder.cpp tp_collective).
+#include <fmt/format.h>
+
+#include "graph/step_builder.hpp"
+
+namespace shardsim::graph {
+namespace {
+
+// The matmuls a segment starts with: those reading the all-gather before it.
+std::size_t leading_matmuls(const fsdp::Segment& s) {
+  std::size_t n = 0;
+  while (n < s.kernels.size() && s.kernels[n].kind == model::KernelKind::matmul) ++n;
+  return n;
+}
+
+bool ends_with_matmul(const fsdp::Segment& s) {
+  return !s.kernels.empty() && s.kernels.back().kind == model::KernelKind::matmul;
+}
+
+// One chunk of a micro-pipelined collective matmul: the GEMMs on 1/n of their rows.
+Work chunk_of(const std::vector<Gemm>& gemms, int n) {
+  Work w;
+  for (Gemm g : gemms) {
+    g.m /= n;
+    w.gemms.push_back(g);
+    w.launches += 1;
+  }
+  return w;
+}
+
+// A matmul's work without its GEMM (its float8 casts) when the GEMM runs chunked.
+Work without_gemms(Work w) {
+  w.launches -= static_cast<int>(w.gemms.size());
+  w.gemms.clear();
+  return w;
+}
+
+}  // namespace
+
+void FsdpStepBuilder::find_fused_regions() {
+  const std::size_t n = plan_.segments.size();
+  fused_gather_.assign(n, -1);
+  fused_scatter_.assign(n, -1);
+  fused_tp_.assign(n, 0);
+  if (!cfg_.parallelism.tp_async || plan_.tp_group < 2) return;
+  const auto& trace = plan_.forward;
+  const auto segment = [&](std::size_t i) -> const fsdp::Segment& { return plan_.segments[static_cast<std::size_t>(trace[i].segment)]; };
+  // The compute segment at trace position i, in the unit of `tp`, or -1.
+  const auto compute_at = [&](std::size_t i, const fsdp::Segment& tp) {
+    if (trace[i].kind != fsdp::TraceEvent::Kind::compute) return -1;
+    const fsdp::Segment& s = segment(i);
+    return !s.tp_comm && s.unit == tp.unit ? trace[i].segment : -1;
+  };
+  for (std::size_t i = 0; i < trace.size(); ++i) {
+    if (trace[i].kind != fsdp::TraceEvent::Kind::compute) continue;
+    const fsdp::Segment& tp = segment(i);
+    if (!tp.tp_comm || tp.kernels.front().context_parallel) continue;
+    const model::TpComm c = tp.kernels.front().tp_forward;
+    if (c == model::TpComm::all_gather && i + 1 < trace.size()) {
+      const int x = compute_at(i + 1, tp);
+      if (x >= 0 && leading_matmuls(plan_.segments[static_cast<std::size_t>(x)]) > 0) {
+        at(fused_gather_, x) = trace[i].segment;
+        at(fused_tp_, trace[i].segment) = 1;
+      }
+    }
+    if (c == model::TpComm::reduce_scatter && i > 0) {
+      const int x = compute_at(i - 1, tp);
+      if (x < 0) continue;
+      const fsdp::Segment& s = plan_.segments[static_cast<std::size_t>(x)];
+      // A segment of matmuls only, all reading the gather, has no trailing matmul of its own.
+      const bool taken = at(fused_gather_, x) >= 0 && leading_matmuls(s) == s.kernels.size();
+      if (ends_with_matmul(s) && !taken) {
+        at(fused_scatter_, x) = trace[i].segment;
+        at(fused_tp_, trace[i].segment) = 1;
+      }
+    }
+  }
+}
+
+bool FsdpStepBuilder::fused_away(int segment) const {
+  return fused_tp_[static_cast<std::size_t>(segment)] != 0;
+}
+
+// The n - 1 copy steps of a fused all-gather, after the shard is produced (the last compute op,
+// and the collective the next compute would wait for).
+std::vector<int> FsdpStepBuilder::gather_copies(const fsdp::Segment& tp, std::string_view note, int u) {
+  const int n = plan_.tp_group;
+  const double bytes = tp_bytes(tp, OpKind::all_gather) / n;
+  const int input = io_.last(Stream::compute);
+  std::vector<int> out;
+  for (int j = 1; j < n; ++j) {
+    Op op = make(OpKind::send, Stream::tp, fmt::format("TP AG {}{} copy {}/{}", tp.name, note, j, n - 1), u);
+    op.group = Group::tp;
+    op.shift = j;
+    op.bytes = bytes;
+    const int id = issue(std::move(op));
+    g_.add_edge(input, id, EdgeKind::data);
+    g_.add_edge(tp_wait_, id, EdgeKind::data);
+    out.push_back(id);
+  }
+  return out;
+}
+
+// The consuming GEMMs chunk by chunk: the own shard's rows need no copy, chunk j its copy j.
+void FsdpStepBuilder::gathered_chunks(OpKind kind, const std::string& name, const std::vector<Gemm>& gemms, const std::vector<int>& copies,
+                                      int u) {
+  const int n = plan_.tp_group;
+  for (int j = 0; j < n; ++j) {
+    Op op = make(kind, Stream::compute, fmt::format("{} rows {}/{}", name, j + 1, n), u);
+    op.work = chunk_of(gemms, n);
+    const int id = compute(std::move(op), u);
+    if (j > 0) g_.add_edge(copies[static_cast<std::size_t>(j - 1)], id, EdgeKind::data);
+  }
+}
+
+// The producing GEMMs chunk by chunk, each peer's rows copied to it when done, the own rows last;
+// then the sum of the n partial chunks, once every copy into this rank has landed.
+void FsdpStepBuilder::scattered_chunks(OpKind kind, const std::string& name, const std::vector<Gemm>& gemms, const fsdp::Segment& tp,
+                                       std::string_view note, int u) {
+  const int n = plan_.tp_group;
+  const double bytes = tp_bytes(tp, OpKind::reduce_scatter);
+  int last_copy = -1;
+  for (int j = 1; j <= n; ++j) {
+    Op op = make(kind, Stream::compute, fmt::format("{} rows {}/{}", name, j, n), u);
+    op.work = chunk_of(gemms, n);
+    const int chunk = compute(std::move(op), u);
+    if (j == n) break;
+    Op copy = make(OpKind::send, Stream::tp, fmt::format("TP RS {}{} copy {}/{}", tp.name, note, j, n - 1), u);
+    copy.group = Group::tp;
+    copy.shift = j;
+    copy.bytes = bytes / n;
+    last_copy = issue(std::move(copy));
+    g_.add_edge(chunk, last_copy, EdgeKind::data);
+  }
+  Op sum = make(kind, Stream::compute, fmt::format("TP RS {}{} sum", tp.name, note), u);
+  sum.work = memory_work(bytes * (n + 1) / n, 1);
+  const int id = compute(std::move(sum), u);
+  g_.add_edge(last_copy, id, EdgeKind::data);
+}
+
+void FsdpStepBuilder::forward_fused(const fsdp::Segment& s, int segment, int u) {
+  const int gather = at(fused_gather_, segment);
+  const int scatter = at(fused_scatter_, segment);
+  const std::size_t lead = gather >= 0 ? leading_matmuls(s) : 0;
+  const std::size_t end = s.kernels.size() - (scatter >= 0 ? 1 : 0);
+  const std::string name = "FWD " + s.name;
+  Work rest;  // the segment's other kernels, and the fused matmuls' casts
+  if (gather >= 0) {
+    std::vector<Gemm> gemms;
+    for (std::size_t i = 0; i < lead; ++i) {
+      gemms.push_back(forward_gemm(s.kernels[i], batch_));
+      Work w;
+      add_forward_work(w, s.kernels[i], batch_);
+      rest += without_gemms(std::move(w));
+    }
+    const fsdp::Segment& tp = plan_.segments[static_cast<std::size_t>(gather)];
+    gathered_chunks(OpKind::forward, name, gemms, gather_copies(tp, "", u), u);
+  }
+  for (std::size_t i = lead; i < end; ++i) add_forward_work(rest, s.kernels[i], batch_);
+  if (scatter >= 0) {
+    Work w;
+    add_forward_work(w, s.kernels.back(), batch_);
+    rest += without_gemms(std::move(w));
+  }
+  Op op = make(OpKind::forward, Stream::compute, name, u);
+  op.work = std::move(rest);
+  const double saved = activation_bytes(s.activation.saved, checkpoint_mode(s, cfg_.training), batch_);
+  if (saved > 0) op.memory.push_back({s.is_loss ? MemCategory::loss : MemCategory::activations, saved, false, Pool::compute});
+  compute(std::move(op), u);
+  if (scatter >= 0) {
+    scattered_chunks(OpKind::forward, name, {forward_gemm(s.kernels.back(), batch_)}, plan_.segments[static_cast<std::size_t>(scatter)], "",
+                     u);
+  }
+}
+
+// In backward the segment runs, in order: the rerun of the all-gather before it with the leading
+// matmuls that rerun; the rest of the recompute; the rerun of the reduce-scatter after it with
+// its matmul; the gradient's all-gather (the reduce-scatter's backward) with the grad_input GEMM
+// of the matmul that read it; the rest of the backward; the gradient's reduce-scatter (the
+// all-gather's backward), with the grad_input GEMM of a lone leading matmul.
+void FsdpStepBuilder::backward_fused(const fsdp::Segment& s, int segment, int u) {
+  const int gather = at(fused_gather_, segment);
+  const int scatter = at(fused_scatter_, segment);
+  const model::AcMode mode = checkpoint_mode(s, cfg_.training);
+  const std::size_t lead = gather >= 0 ? leading_matmuls(s) : 0;
+  const std::size_t last = s.kernels.size() - 1;
+  const std::string name = "BWD " + s.name;
+  const fsdp::Segment* before = gather >= 0 ? &plan_.segments[static_cast<std::size_t>(gather)] : nullptr;
+  const fsdp::Segment* after = scatter >= 0 ? &plan_.segments[static_cast<std::size_t>(scatter)] : nullptr;
+  const bool rerun_gather = before != nullptr && collective_recomputed(before->kernels.front(), mode);
+  const bool rerun_scatter = after != nullptr && collective_recomputed(after->kernels.front(), mode);
+  const bool scatter_fuses = rerun_scatter && recomputed_in_backward(s.kernels.back(), mode);
+
+  std::vector<Gemm> rerun_lead;
+  for (std::size_t i = 0; rerun_gather && i < lead; ++i) {
+    if (recomputed_in_backward(s.kernels[i], mode)) rerun_lead.push_back(forward_gemm(s.kernels[i], batch_));
+  }
+  if (rerun_gather && rerun_lead.empty()) tp_op(*before, before->kernels.front().tp_forward, " (recompute)", u);
+  if (!rerun_lead.empty())
+    gathered_chunks(OpKind::backward, name + " (recompute)", rerun_lead, gather_copies(*before, " (recompute)", u), u);
+
+  Work recompute;
+  for (std::size_t i = 0; i < s.kernels.size(); ++i) {
+    const model::Kernel& k = s.kernels[i];
+    if (!recomputed_in_backward(k, mode)) continue;
+    Work w;
+    add_forward_work(w, k, batch_, recomputes_casts(k, mode));
+    const bool chunked = (i < lead && !rerun_lead.empty()) || (i == last && scatter_fuses);
+    recompute += chunked ? without_gemms(std::move(w)) : w;
+  }
+  if (recompute.launches > 0) {
+    Op op = make(OpKind::backward, Stream::compute, name + " (recompute)", u);
+    op.work = std::move(recompute);
+    compute(std::move(op), u);
+  }
+  if (scatter_fuses) {
+    scattered_chunks(OpKind::backward, name + " (recompute)", {forward_gemm(s.kernels.back(), batch_)}, *after, " (recompute)", u);
+  } else if (rerun_scatter) {
+    tp_op(*after, after->kernels.front().tp_forward, " (recompute)", u);
+  }
+
+  if (after != nullptr)
+    gathered_chunks(OpKind::backward, name, {grad_input_gemm(s.kernels.back(), batch_)}, gather_copies(*after, "", u), u);
+  const bool lone = before != nullptr && lead == 1 && before->kernels.front().tp_backward == model::TpComm::reduce_scatter;
+  Work grads;
+  for (std::size_t i = s.kernels.size(); i-- > 0;) {
+    const bool chunked = (i == last && after != nullptr) || (i == 0 && lone);
+    add_backward_work(grads, s.kernels[i], batch_, !chunked);
+  }
+  Op op = make(OpKind::backward, Stream::compute, name, u);
+  op.work = std::move(grads);
+  backward_memory(op, s, u, mode);
+  const int id = compute(std::move(op), u);
+  if (!plan_.traits.shards_params && s.numel > 0 && syncing()) bucket_reduce(static_cast<double>(s.numel), id, false);
+  if (lone) {
+    scattered_chunks(OpKind::backward, name, {grad_input_gemm(s.kernels.front(), batch_)}, *before, "", u);
+  } else if (before != nullptr) {
+    tp_op(*before, before->kernels.front().tp_backward, "", u);
+  }
+}
+
+}  // namespace shardsim::graph

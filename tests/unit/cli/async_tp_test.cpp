@@ -1,0 +1,182 @@
+// Async tensor parallelism (parallelism.tp_async): torch's micro-pipelined collective matmuls.
+// What is checked by hand: which collectives fuse (Inductor's micro_pipeline_tp patterns), the
+// bytes of each copy step ((n - 1) steps of S / n: the ring all-gather's (n-1)/n S per rank), the
+// chunked GEMMs (rows / n, the same FLOPs), the reduce-scatter's sum ((n + 1) / n S of memory
+// traffic), and the pipeline the simulated schedule makes of them: compute-bound, the fused
+// all-gather costs only its matmul; bandwidth-bound, (n - 1) copies and one chunk.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <string>
+#include <vector>
+
+#include "cli/pipeline.hpp"
+#include "test_support.hpp"
+
+using namespace shardsim;
+using graph::OpKind;
+
+namespace {
+
+// One Llama 3 8B-shaped block (hidden 4,096, 32 / 8 heads, FFN 14,336) on 8 H100 of one node,
+// TP 8 with sequence parallelism, one 8,192-token sequence, compiled, no checkpointing; a
+// 128-token vocabulary keeps the output layer small.
+std::vector<std::string> block(bool async, std::vector<std::string> more = {}) {
+  std::vector<std::string> sets{"model.hidden=4096",
+                                "model.heads=32",
+                                "model.kv_heads=8",
+                                "model.ffn_hidden=14336",
+                                "model.vocab=128",
+                                "model.layers=1",
+                                "training.seq_len=8192",
+                                "training.compile=true",
+                                "fsdp.version=2",
+                                "parallelism.tp=8",
+                                fmt::format("parallelism.tp_async={}", async)};
+  sets.insert(sets.end(), more.begin(), more.end());
+  return sets;
+}
+
+graph::Prepared prepare(const std::vector<std::string>& sets) {
+  return cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", sets);
+}
+
+std::vector<int> named(const graph::StepGraph& g, const std::string& prefix) {
+  std::vector<int> out;
+  for (std::size_t o = 0; o < g.size(); ++o) {
+    if (g.op(static_cast<int>(o)).name.rfind(prefix, 0) == 0) out.push_back(static_cast<int>(o));
+  }
+  return out;
+}
+
+double gemm_flops(const graph::StepGraph& g) {
+  double f = 0;
+  for (std::size_t o = 0; o < g.size(); ++o) f += g.op(static_cast<int>(o)).work.gemm_flops();
+  return f;
+}
+
+// The compute ops a fused all-gather's copies feed: its chunks, own shard first.
+std::vector<int> chunks_after(const graph::StepGraph& g, const std::vector<int>& copies) {
+  std::vector<int> out;
+  for (std::size_t o = 0; o < g.size(); ++o) {
+    const auto& op = g.op(static_cast<int>(o));
+    if (op.name.find(" rows ") != std::string::npos && g.in_degree(static_cast<int>(o)) > 0) {
+      for (const auto& [pred, kind] : g.predecessors(static_cast<int>(o))) {
+        if (std::find(copies.begin(), copies.end(), pred) != copies.end()) out.push_back(static_cast<int>(o));
+      }
+    }
+  }
+  // The own shard's chunk is the one just before the first fed chunk.
+  if (!out.empty()) out.insert(out.begin(), out.front() - 1);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("async TP: all-gathers and reduce-scatters fuse with the matmuls next to them") {
+  const auto vanilla = prepare(block(false));
+  const auto fused = prepare(block(true));
+  const auto& g = fused.graph;
+  // S = 8,192 tokens x 4,096 x 2 B = 64 MiB gathered before attention.
+  const double s = 8192.0 * 4096 * 2;
+  const auto copies = named(g, "TP AG layers.0.attention tp_enter copy ");
+  REQUIRE(copies.size() == 7);
+  for (std::size_t j = 0; j < copies.size(); ++j) {
+    const auto& op = g.op(copies[j]);
+    CHECK(op.kind == OpKind::send);
+    CHECK(op.group == graph::Group::tp);
+    CHECK(op.shift == static_cast<int>(j) + 1);
+    CHECK(op.bytes == doctest::Approx(s / 8));  // 7 x S/8: the ring all-gather's (n-1)/n S per rank
+  }
+  // The chunks: this rank's wq (4,096 -> 512), wk and wv (4,096 -> 128) on 1,024 rows each.
+  const auto chunks = chunks_after(g, copies);
+  REQUIRE(chunks.size() == 8);
+  for (int c : chunks) {
+    const auto& w = g.op(c).work;
+    REQUIRE(w.gemms.size() == 3);
+    CHECK(w.gemms[0].m == 1024);
+    CHECK(w.gemm_flops() == doctest::Approx(2.0 * 1024 * 4096 * (512 + 128 + 128)));
+  }
+  // The reduce-scatter after wo and after w2: 7 copies of S/8 each, and the sum of 8 chunks of
+  // S/8 into one: 9/8 S of memory traffic.
+  for (const char* tp : {"layers.0.attention tp_leave", "layers.0.feed_forward tp_leave"}) {
+    CHECK(named(g, fmt::format("TP RS {} copy ", tp)).size() == 7);
+    const auto sum = named(g, fmt::format("TP RS {} sum", tp));
+    REQUIRE(sum.size() == 1);
+    CHECK(g.op(sum[0]).work.memory_bytes == doctest::Approx(9.0 / 8 * s));
+  }
+  // No NCCL collective is left for what fused: in forward none inside the block; in backward the
+  // gradients' all-gathers fuse with wo's and w2's grad_input, while the reduce-scatters after
+  // wq wk wv and w1 w3 (grad_inputs summed first) stay NCCL's. The output layer's all-gather
+  // and its gradient's reduce-scatter (one matmul) fuse too; the embedding's do not (no matmul).
+  int nccl_in_block = 0;
+  for (std::size_t o = 0; o < g.size(); ++o) {
+    const auto& op = g.op(static_cast<int>(o));
+    if (op.group == graph::Group::tp && op.kind != OpKind::send && op.name.find("layers.0") != std::string::npos) {
+      ++nccl_in_block;
+      CHECK(op.kind == OpKind::reduce_scatter);
+    }
+  }
+  CHECK(nccl_in_block == 2);
+  CHECK(named(g, "TP RS output tp_enter sum").size() == 1);
+  CHECK(named(g, "TP AG output tp_enter copy ").size() == 7);
+  CHECK(named(g, "TP RS tok_embeddings tp_leave").size() == 1);
+  // Chunking moves the GEMMs, it does not change them.
+  CHECK(gemm_flops(g) == doctest::Approx(gemm_flops(vanilla.graph)).epsilon(1e-9));
+}
+
+TEST_CASE("async TP: the copies and chunks pipeline as the schedule lets them") {
+  // Without compute slowed by communication, so that chunk and copy times are the model's alone.
+  const auto region = [](const graph::Prepared& p, const cli::Outcome& out, const std::string& tp) {
+    const auto copies = named(p.graph, fmt::format("TP AG {} copy ", tp));
+    const auto chunks = chunks_after(p.graph, copies);
+    const auto length = [&](int op) { return out.result.timeline.at(op, 0).end - out.result.timeline.at(op, 0).start; };
+    // One copy's time, one chunk's, and the span from the first chunk's start to the last's end.
+    return std::array<double, 3>{length(copies.at(0)), length(chunks.at(1)),
+                                 out.result.timeline.at(chunks.back(), 0).end - out.result.timeline.at(chunks.front(), 0).start};
+  };
+  const auto both = test::in_child([&] {
+    const auto p = prepare(block(true, {"cluster.overrides={gpu.comm_interference: 0}"}));
+    const auto out = cli::simulate(p);
+    const auto a = region(p, out, "layers.0.attention tp_enter");
+    const auto m = region(p, out, "layers.0.feed_forward tp_enter");
+    return std::array<double, 6>{a[0], a[1], a[2], m[0], m[1], m[2]};
+  });
+  const std::array<double, 3> attention{both[0], both[1], both[2]};
+  const std::array<double, 3> mlp{both[3], both[4], both[5]};
+  // A copy is 8 MiB (S / 8) at 450 GB/s x 0.8: 23.3 us, plus NCCL's Simple latency for the step.
+  for (double copy : {attention[0], mlp[0]}) {
+    CHECK(copy >= 23.3e-6);
+    CHECK(copy <= 23.3e-6 + 20e-6);
+  }
+  // Attention's chunk: wq, wk, wv on this rank (4,096 -> 512, 128, 128) over 1,024 rows, 6.44
+  // GFLOP at 989 TFLOPS x 0.68 = 9.6 us, plus 3 launches of 4 us: 21.6 us, shorter than a copy.
+  // Bandwidth-bound: each chunk waits for its copy, so the first chunk runs during the first
+  // copy and the last ends one chunk after the 7th copy.
+  CHECK(attention[1] == doctest::Approx(21.6e-6).epsilon(0.01));
+  CHECK(attention[2] == doctest::Approx(7 * attention[0] + attention[1]).epsilon(0.01));
+  // The MLP's chunk: w1 and w3 (4,096 -> 1,792 each), 30.1 GFLOP: 44.7 us plus 2 launches, 52.7
+  // us, longer than a copy. Compute-bound: each copy lands while the chunk before runs, and the 8
+  // chunks run back to back, where NCCL's all-gather would come first.
+  CHECK(mlp[1] == doctest::Approx(52.7e-6).epsilon(0.01));
+  CHECK(mlp[2] == doctest::Approx(8 * mlp[1]).epsilon(0.01));
+}
+
+TEST_CASE("async TP: the step overlaps TP communication with the matmuls") {
+  const auto run = [](bool async) {
+    return test::in_child([async] {
+      const auto s = cli::simulate(prepare(block(async, {"model.layers=4", "training.micro_batch=8"}))).summary;
+      return std::array<double, 3>{s.step_time, s.tp_exposed_comm_s, s.tp_comm_s};
+    });
+  };
+  const auto vanilla = run(false);
+  const auto fused = run(true);
+  INFO("step " << vanilla[0] << " -> " << fused[0] << " s, exposed TP " << vanilla[1] << " -> " << fused[1] << " s");
+  CHECK(fused[0] < vanilla[0]);
+  CHECK(fused[1] < 0.8 * vanilla[1]);
+  // What stays exposed: the NCCL reduce-scatters of backward, the first chunk's copy wait where
+  // compute is short, and the sums.
+  CHECK(fused[1] > 0);
+}
