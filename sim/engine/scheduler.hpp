@@ -118,6 +118,9 @@ class Simulator {
   // A collective starts or ends on a cohort's GPUs: their compute stream changes speed (NCCL takes
   // SMs and HBM bandwidth), so the running compute op is rescheduled.
   void collective_changes(int c, int delta, double now);
+  // NCCL's kernels run on SMs; async TP's chunk copies (sends within the TP group) run on the copy
+  // engines and leave the SMs to the matmuls they overlap.
+  [[nodiscard]] static bool takes_sms(const graph::Op& op) { return !(op.kind == graph::OpKind::send && op.group == Group::tp); }
 
   // A cohort reaches a collective: each instance its ranks take part in counts them, and those
   // that every rank has now reached start.

@@ -43,6 +43,7 @@ void Simulator::launch(int op_id, const std::vector<int>& insts, double now) {
   const Group g = g_.op(op_id).group;
   // A receiver waiting for its sender is the pipeline's bubble, not a wait for a slow rank.
   const bool send = g_.op(op_id).kind == OpKind::send && g == Group::pp;
+  const bool slows = takes_sms(g_.op(op_id));
   std::vector<Arrival> arrivals;
   for (int inst : insts) {
     std::vector<Arrival>& reached = arrivals_[key(op_id, inst)];
@@ -55,7 +56,7 @@ void Simulator::launch(int op_id, const std::vector<int>& insts, double now) {
     Cohort& k = cohorts_[c];
     if (t < now && !send) k.waiting.push_back({t, now});  // every rank waits from its arrival to the launch
     cohorts_.interval(c, op_id).start = now;
-    collective_changes(c, +1, now);
+    if (slows) collective_changes(c, +1, now);
     launched.push_back(cohorts_.ref(c));
   });
   const int id = static_cast<int>(launches_.size());
@@ -153,8 +154,9 @@ void Simulator::end(int ending, double now) {
     }
     if (--l.running == 0) l.cohorts = {};  // all its instances ended
   }
+  const bool slows = takes_sms(g_.op(e.op));
   wholly_inside(who, g_.op(e.op).group, e.instances, [&](int c, double) {
-    collective_changes(c, -1, now);
+    if (slows) collective_changes(c, -1, now);
     finish(e.op, c, now);
   });
 }

@@ -40,7 +40,7 @@ Figures simulate(const std::string& scenario, const std::vector<std::string>& se
     try {
       const auto p = shardsim::cli::prepare(std::string(SHARDSIM_SOURCE_DIR) + "/" + scenario, sets);
       const auto s = shardsim::cli::simulate(p).summary;
-      f = Figures{s.tokens_per_s_per_gpu, s.tflops_per_gpu, s.mfu, s.memory.peak_reserved / (1024.0 * 1024 * 1024), s.step_time,
+      f = Figures{s.tokens_per_s_per_gpu,        s.tflops_per_gpu, s.mfu, s.memory.peak_reserved / (1024.0 * 1024 * 1024), s.step_time,
                   !s.oom && s.alloc_retries == 0};
     } catch (const std::exception& e) {
       std::fprintf(stderr, "%s: %s\n", scenario.c_str(), e.what());
@@ -65,6 +65,7 @@ struct Case {
   // The |relative error| this case may have before `--check` fails: today's error plus about two
   // points (a regression guard; the fidelity work is to bring them down, not to widen them).
   double bound;
+  std::vector<std::string> sets = {};  // settings on top of the scenario (the same job's async-TP row)
 };
 
 double pick(const Figures& f, const std::string& metric) {
@@ -81,6 +82,8 @@ shardsim::report::Regime regime_of(const std::string& scenario) {
 }
 
 }  // namespace
+
+constexpr const char* kAsync = "parallelism.tp_async=true";
 
 int main(int argc, char** argv) {
   // --check: only the table, and exit 1 when a case is outside its bound (ctest -L validation)
@@ -99,32 +102,85 @@ int main(int argc, char** argv) {
       {"V4", "validation/published/fms_llama2-34b_128xa100.yaml", "tokens/s", 772, "fms-fsdp README, 34b (held out)", 0.05},
       {"V5", "validation/published/fms_llama2-70b_128xa100.yaml", "tokens/s", 380, "fms-fsdp README, 70b (held out)", 0.05},
       // FSDP x TP (shared/reference/published-runs-2.md), compiled runs.
-      {"P1", "validation/published/p1_llama3-70b_256xh100_tp8.yaml", "tokens/s", 597.3, "torchtitan asyncTP benchmark, vanilla TP, compiled", 0.05},
-      {"P2", "validation/published/p2_llama3-8b_64xh100_tp8.yaml", "tokens/s", 4378, "torchtitan asyncTP benchmark, vanilla TP, compiled", 0.16},
-      {"P3", "validation/published/p3_llama3.1-405b_128xh100_tp8.yaml", "tokens/s", 109, "torchtitan docs/performance.md (2024-08), compiled", 0.06},
+      {"P1", "validation/published/p1_llama3-70b_256xh100_tp8.yaml", "tokens/s", 597.3,
+       "torchtitan asyncTP benchmark, vanilla TP, compiled", 0.05},
+      {"P2", "validation/published/p2_llama3-8b_64xh100_tp8.yaml", "tokens/s", 4378, "torchtitan asyncTP benchmark, vanilla TP, compiled",
+       0.16},
+      {"P3", "validation/published/p3_llama3.1-405b_128xh100_tp8.yaml", "tokens/s", 109,
+       "torchtitan docs/performance.md (2024-08), compiled", 0.06},
       // torch.compile (published-runs-2.md F3): eager and compiled runs of one job.
       {"F3", "validation/published/f3_llama3-8b_32xh100_p5_eager.yaml", "tokens/s", 6475, "AWS ML blog, torchtitan on p5, eager", 0.10},
       {"F3", "validation/published/f3_llama3-8b_32xh100_p5_compile.yaml", "tokens/s", 7166, "same, + torch.compile", 0.15},
       // Float8 training (published-runs-2.md F1-F3, P1-P3 Float8 rows; torchao recipes).
       {"F1", "validation/published/f1_llama3-8b_8xh100_bf16.yaml", "tokens/s", 6150, "torchao float8 README (2025-03), bf16", 0.03},
-      {"F1", "validation/published/f1_llama3-8b_8xh100_float8_tensorwise.yaml", "tokens/s", 7689.5, "same, tensorwise + float8 all-gather", 0.03},
+      {"F1", "validation/published/f1_llama3-8b_8xh100_float8_tensorwise.yaml", "tokens/s", 7689.5, "same, tensorwise + float8 all-gather",
+       0.03},
       {"F1", "validation/published/f1_llama3-8b_8xh100_float8_rowwise.yaml", "tokens/s", 6768, "same, rowwise + bf16 all-gather", 0.10},
-      {"F2", "validation/published/f1_llama3-8b_8xh100_float8_rowwise.yaml", "tokens/s", 7020, "torchao pretraining tutorial, rowwise", 0.06},
-      {"F2", "validation/published/f2_llama3-8b_8xh100_float8_tensorwise.yaml", "tokens/s", 7640, "same, tensorwise, bf16 all-gather", 0.05},
+      {"F2", "validation/published/f1_llama3-8b_8xh100_float8_rowwise.yaml", "tokens/s", 7020, "torchao pretraining tutorial, rowwise",
+       0.06},
+      {"F2", "validation/published/f2_llama3-8b_8xh100_float8_tensorwise.yaml", "tokens/s", 7640, "same, tensorwise, bf16 all-gather",
+       0.05},
       {"F3", "validation/published/f3_llama3-8b_32xh100_p5_float8.yaml", "tokens/s", 8624, "AWS ML blog, + Float8 linears", 0.16},
       {"F3", "validation/published/f3_llama3-8b_32xh100_p5_float8_allgather.yaml", "tokens/s", 8950, "same, + float8 all-gather", 0.16},
-      {"P1", "validation/published/p1_llama3-70b_256xh100_tp8_float8_tensorwise.yaml", "tokens/s", 809.8, "torchtitan asyncTP benchmark, Float8 tensorwise", 0.05},
+      {"P1", "validation/published/p1_llama3-70b_256xh100_tp8_float8_tensorwise.yaml", "tokens/s", 809.8,
+       "torchtitan asyncTP benchmark, Float8 tensorwise", 0.05},
       {"P1", "validation/published/p1_llama3-70b_256xh100_tp8_float8_rowwise.yaml", "tokens/s", 599.6, "same, Float8 rowwise", 0.26},
-      {"P2", "validation/published/p2_llama3-8b_64xh100_tp8_float8_tensorwise.yaml", "tokens/s", 5078.1, "same, Llama 3 8B, Float8 tensorwise", 0.21},
+      {"P2", "validation/published/p2_llama3-8b_64xh100_tp8_float8_tensorwise.yaml", "tokens/s", 5078.1,
+       "same, Llama 3 8B, Float8 tensorwise", 0.21},
       {"P2", "validation/published/p2_llama3-8b_64xh100_tp8_float8_rowwise.yaml", "tokens/s", 3708.5, "same, Float8 rowwise", 0.43},
-      {"P3", "validation/published/p3_llama3.1-405b_128xh100_tp8_float8.yaml", "tokens/s", 177, "torchtitan docs/performance.md (2024-08), Float8", 0.05},
+      {"P3", "validation/published/p3_llama3.1-405b_128xh100_tp8_float8.yaml", "tokens/s", 177,
+       "torchtitan docs/performance.md (2024-08), Float8", 0.05},
+      // Async TP (parallelism.tp_async) rows of the same jobs.
+      {"P1",
+       "validation/published/p1_llama3-70b_256xh100_tp8.yaml",
+       "tokens/s",
+       652.4,
+       "torchtitan asyncTP benchmark, async TP",
+       0.04,
+       {kAsync}},
+      {"P1",
+       "validation/published/p1_llama3-70b_256xh100_tp8_float8_tensorwise.yaml",
+       "tokens/s",
+       942.4,
+       "same, Float8 tensorwise + async TP",
+       0.08,
+       {kAsync}},
+      {"P1",
+       "validation/published/p1_llama3-70b_256xh100_tp8_float8_rowwise.yaml",
+       "tokens/s",
+       624.8,
+       "same, Float8 rowwise + async TP",
+       0.31,
+       {kAsync}},
+      {"P2", "validation/published/p2_llama3-8b_64xh100_tp8.yaml", "tokens/s", 4809.4, "same, Llama 3 8B, async TP", 0.16, {kAsync}},
+      {"P2",
+       "validation/published/p2_llama3-8b_64xh100_tp8_float8_tensorwise.yaml",
+       "tokens/s",
+       5570.1,
+       "same, Float8 tensorwise + async TP",
+       0.15,
+       {kAsync}},
+      {"P2",
+       "validation/published/p2_llama3-8b_64xh100_tp8_float8_rowwise.yaml",
+       "tokens/s",
+       3914.9,
+       "same, Float8 rowwise + async TP",
+       0.43,
+       {kAsync}},
+      {"P3",
+       "validation/published/p3_llama3.1-405b_128xh100_tp8_float8.yaml",
+       "tokens/s",
+       185,
+       "torchtitan docs/performance.md, Float8 + async TP",
+       0.03,
+       {kAsync}},
   };
   std::printf("Published runs: predicted vs measured\n");
   std::printf("  %-3s %-14s %10s %10s %8s  %s\n", "run", "metric", "predicted", "measured", "error", "source");
   int outside = 0;
   std::vector<shardsim::report::Residual> residuals;
   for (const auto& c : cases) {
-    const double predicted = pick(simulate(c.scenario, {}), c.metric);
+    const double predicted = pick(simulate(c.scenario, c.sets), c.metric);
     const double error = predicted / c.measured - 1;
     if (std::string(c.metric) != "GiB reserved") residuals.push_back({c.id, c.metric, regime_of(c.scenario), error});
     const bool within = std::abs(error) <= c.bound;
@@ -155,8 +211,9 @@ int main(int argc, char** argv) {
       current = stored[i].id == residuals[i].id && std::abs(stored[i].error - residuals[i].error) < 0.005;
     }
     if (!current) {
-      std::printf("validation/residuals.csv is stale (the error bands use it): regenerate it with shardsim_published --residuals "
-                  "validation/residuals.csv\n");
+      std::printf(
+          "validation/residuals.csv is stale (the error bands use it): regenerate it with shardsim_published --residuals "
+          "validation/residuals.csv\n");
     }
     return outside == 0 && current ? 0 : 1;
   }
@@ -181,14 +238,27 @@ int main(int argc, char** argv) {
       {"F1 tensorwise + float8 all-gather", "f1_llama3-8b_8xh100_bf16.yaml", "f1_llama3-8b_8xh100_float8_tensorwise.yaml", 25.03, {}, {}},
       {"F1 rowwise", "f1_llama3-8b_8xh100_bf16.yaml", "f1_llama3-8b_8xh100_float8_rowwise.yaml", 10.05, {}, {}},
       {"F3 Float8 linears over compile", "f3_llama3-8b_32xh100_p5_compile.yaml", "f3_llama3-8b_32xh100_p5_float8.yaml", 20.3, {}, {}},
-      {"F3 float8 all-gather over that", "f3_llama3-8b_32xh100_p5_float8.yaml", "f3_llama3-8b_32xh100_p5_float8_allgather.yaml", 3.8, {}, {}},
+      {"F3 float8 all-gather over that",
+       "f3_llama3-8b_32xh100_p5_float8.yaml",
+       "f3_llama3-8b_32xh100_p5_float8_allgather.yaml",
+       3.8,
+       {},
+       {}},
       {"P1 tensorwise (70B, TP 8)", "p1_llama3-70b_256xh100_tp8.yaml", "p1_llama3-70b_256xh100_tp8_float8_tensorwise.yaml", 35.6, {}, {}},
       {"P2 tensorwise (8B, TP 8)", "p2_llama3-8b_64xh100_tp8.yaml", "p2_llama3-8b_64xh100_tp8_float8_tensorwise.yaml", 16.0, {}, {}},
       {"P3 tensorwise (405B, TP 8)", "p3_llama3.1-405b_128xh100_tp8.yaml", "p3_llama3.1-405b_128xh100_tp8_float8.yaml", 62.4, {}, {}},
       // F1 on 8 power-limited B200 (b200_8x_ib400: assumed efficiencies, absolute figures not comparable).
-      {"F1 B200 tensorwise + float8 all-gather", "f1_llama3-8b_8xh100_bf16.yaml", "f1_llama3-8b_8xh100_float8_tensorwise.yaml", 25.4, b200,
+      {"F1 B200 tensorwise + float8 all-gather",
+       "f1_llama3-8b_8xh100_bf16.yaml",
+       "f1_llama3-8b_8xh100_float8_tensorwise.yaml",
+       25.4,
+       b200,
        {}},
-      {"F1 B200 MXFP8", "f1_llama3-8b_8xh100_bf16.yaml", "f1_llama3-8b_8xh100_float8_rowwise.yaml", 20.0, b200,
+      {"F1 B200 MXFP8",
+       "f1_llama3-8b_8xh100_bf16.yaml",
+       "f1_llama3-8b_8xh100_float8_rowwise.yaml",
+       20.0,
+       b200,
        {"training.float8.recipe=mxfp8"}},
       {"F1 B200 rowwise", "f1_llama3-8b_8xh100_bf16.yaml", "f1_llama3-8b_8xh100_float8_rowwise.yaml", 4.0, b200, {}},
   };
@@ -199,6 +269,36 @@ int main(int argc, char** argv) {
     const Figures a = simulate(dir + sp.base, sp.both);
     const Figures b = simulate(dir + sp.with, with_sets);
     std::printf("  float8 speed-up, %s (published: %+.1f%%): %+.1f%% tokens/s\n", sp.what, sp.published,
+                100 * (b.tokens_per_s / a.tokens_per_s - 1));
+  }
+  // Async TP over vanilla TP, each pair one job (published-runs-2.md P1-P3).
+  const std::vector<Speedup> async_tp{
+      {"P1 bf16 (70B, TP 8)", "p1_llama3-70b_256xh100_tp8.yaml", "p1_llama3-70b_256xh100_tp8.yaml", 9.2, {}, {kAsync}},
+      {"P1 Float8 tensorwise",
+       "p1_llama3-70b_256xh100_tp8_float8_tensorwise.yaml",
+       "p1_llama3-70b_256xh100_tp8_float8_tensorwise.yaml",
+       16.4,
+       {},
+       {kAsync}},
+      {"P2 bf16 (8B, TP 8)", "p2_llama3-8b_64xh100_tp8.yaml", "p2_llama3-8b_64xh100_tp8.yaml", 9.9, {}, {kAsync}},
+      {"P2 Float8 tensorwise",
+       "p2_llama3-8b_64xh100_tp8_float8_tensorwise.yaml",
+       "p2_llama3-8b_64xh100_tp8_float8_tensorwise.yaml",
+       9.7,
+       {},
+       {kAsync}},
+      {"P3 Float8 (405B, TP 8)",
+       "p3_llama3.1-405b_128xh100_tp8_float8.yaml",
+       "p3_llama3.1-405b_128xh100_tp8_float8.yaml",
+       4.5,
+       {},
+       {kAsync}},
+  };
+  for (const auto& sp : async_tp) {
+    const std::string dir = "validation/published/";
+    const Figures a = simulate(dir + sp.base, sp.both);
+    const Figures b = simulate(dir + sp.with, sp.with_only);
+    std::printf("  async TP speed-up, %s (published: %+.1f%%): %+.1f%% tokens/s\n", sp.what, sp.published,
                 100 * (b.tokens_per_s / a.tokens_per_s - 1));
   }
   const auto d4 = "validation/published/d4_gpt3-175b_128xa100.yaml";
@@ -219,8 +319,9 @@ int main(int argc, char** argv) {
                                       "cluster.overrides.node.nic.bandwidth=15Gbps"};
   const Figures limited = simulate(d1, with(slow, "fsdp.limit_all_gathers=true"));
   const Figures unlimited = simulate(d1, with(slow, "fsdp.limit_all_gathers=false"));
-  std::printf("  rate limiter on vs off, FSDP1 13B over ~120 Gb/s per node, micro-batch 2: %+.1f%% throughput, peak reserved %.1f vs %.1f GiB\n",
-              100 * (limited.tokens_per_s / unlimited.tokens_per_s - 1), limited.reserved_gib, unlimited.reserved_gib);
+  std::printf(
+      "  rate limiter on vs off, FSDP1 13B over ~120 Gb/s per node, micro-batch 2: %+.1f%% throughput, peak reserved %.1f vs %.1f GiB\n",
+      100 * (limited.tokens_per_s / unlimited.tokens_per_s - 1), limited.reserved_gib, unlimited.reserved_gib);
   // The limiter's gain comes through memory (D6: batch 20 -> 50, scaling efficiency 20% -> 75%):
   // without it the CPU allocates all-gather buffers far ahead, so a smaller batch fits. The
   // largest micro-batch that fits the GPU (96 GiB) without out-of-memory or allocator retries,
@@ -238,8 +339,9 @@ int main(int argc, char** argv) {
   };
   const auto [batch_on, on] = largest_fitting("fsdp.limit_all_gathers=true");
   const auto [batch_off, off] = largest_fitting("fsdp.limit_all_gathers=false");
-  std::printf("  rate limiter on vs off, same, largest micro-batch that fits 96 GiB (D6: batch 20 -> 50 on T5-11B): %d vs %d, "
-              "%+.1f%% throughput\n",
-              batch_on, batch_off, 100 * (on.tokens_per_s / off.tokens_per_s - 1));
+  std::printf(
+      "  rate limiter on vs off, same, largest micro-batch that fits 96 GiB (D6: batch 20 -> 50 on T5-11B): %d vs %d, "
+      "%+.1f%% throughput\n",
+      batch_on, batch_off, 100 * (on.tokens_per_s / off.tokens_per_s - 1));
   return 0;
 }
