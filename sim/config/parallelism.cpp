@@ -50,7 +50,8 @@ constexpr std::array kParallelismParams{
               "choice",
               "1f1b",
               "with pp: the schedule of micro-batches (torch.distributed.pipelining's); interleaved_1f1b runs "
-              "pp_stages_per_rank stages per rank; zbv and interleaved_zb are not modelled yet",
+              "pp_stages_per_rank stages per rank; zbv (zero bubble, ZB-V) two stages per rank in a V, the backward split "
+              "into input and weight gradients (no torch.compile); interleaved_zb is not modelled yet",
               {},
               kScheduleNames},
     ParamSpec{"pp_stages_per_rank", "integer", "-1",
@@ -93,18 +94,26 @@ ParallelismConfig read_parallelism(const Reader& top, std::vector<ConfigWarning>
   p.pp = static_cast<int>(r.integer("pp"));
   p.pp_where = r.where("pp");
   const std::string schedule = r.choice("pp_schedule");
-  if (schedule == "zbv" || schedule == "interleaved_zb") {
-    r.fail("pp_schedule", fmt::format("{} is not modelled yet; expected gpipe, 1f1b or interleaved_1f1b", schedule));
+  if (schedule == "interleaved_zb") {
+    r.fail("pp_schedule", "interleaved_zb is not modelled yet; expected gpipe, 1f1b, interleaved_1f1b or zbv");
   }
-  p.pp_schedule = schedule == "gpipe" ? PpSchedule::gpipe : schedule == "1f1b" ? PpSchedule::one_f_one_b : PpSchedule::interleaved_1f1b;
+  p.pp_schedule = schedule == "gpipe"              ? PpSchedule::gpipe
+                  : schedule == "1f1b"             ? PpSchedule::one_f_one_b
+                  : schedule == "interleaved_1f1b" ? PpSchedule::interleaved_1f1b
+                                                   : PpSchedule::zbv;
+  p.pp_schedule_where = r.where("pp_schedule");
   const bool interleaved = p.pp_schedule == PpSchedule::interleaved_1f1b;
+  const bool zbv = p.pp_schedule == PpSchedule::zbv;
   const std::int64_t v = r.integer("pp_stages_per_rank");
   if (v == 0) r.fail("pp_stages_per_rank", "expected -1 (the schedule's default) or a count >= 1; got 0");
-  p.pp_stages_per_rank = v > 0 ? static_cast<int>(v) : interleaved ? 2 : 1;
+  p.pp_stages_per_rank = v > 0 ? static_cast<int>(v) : interleaved || zbv ? 2 : 1;
   if (interleaved && p.pp_stages_per_rank < 2) {
     r.fail("pp_stages_per_rank", fmt::format("interleaved_1f1b runs several stages per rank; expected 2 or more (or -1); got {}", v));
   }
-  if (!interleaved && p.pp_stages_per_rank > 1) {
+  if (zbv && p.pp_stages_per_rank != 2) {
+    r.fail("pp_stages_per_rank", fmt::format("zbv runs exactly two stages per rank (a V); expected 2 (or -1); got {}", v));
+  }
+  if (!interleaved && !zbv && p.pp_stages_per_rank > 1) {
     r.fail("pp_stages_per_rank",
            fmt::format("{} runs one stage per rank; expected 1 (or pp_schedule: interleaved_1f1b); got {}", schedule, v));
   }
@@ -204,6 +213,12 @@ static void check_pipeline(const ScenarioConfig& s) {
   if (s.simulation.mode == SimulationMode::symmetric) {
     fail(s.simulation.mode_where, "simulation.mode",
          "symmetric simulates one representative rank, but pipeline stages run different programs; expected full or auto");
+  }
+  if (p.pp_schedule == PpSchedule::zbv && s.training.compile.value) {
+    // torch.distributed.pipelining raises for compiled stage modules (_check_torch_compile_compatibility).
+    fail(p.pp_schedule_where, "parallelism.pp_schedule",
+         "zbv splits the backward into input and weight gradients, which torch.distributed.pipelining does not support with "
+         "torch.compile; expected training.compile: false or another schedule");
   }
 }
 

@@ -195,7 +195,7 @@ struct CollectivesConfig {
 // The device mesh (parallelism.cpp): tensor parallelism inside the data-parallel layout that
 // fsdp.sharding gives. Ranks are laid out innermost-first (graph/groups.hpp).
 // Pipeline schedules (parallelism.pp_schedule), torchtitan's names.
-enum class PpSchedule { gpipe, one_f_one_b, interleaved_1f1b };
+enum class PpSchedule { gpipe, one_f_one_b, interleaved_1f1b, zbv };
 
 struct ParallelismConfig {
   int tp = 1;
@@ -206,10 +206,11 @@ struct ParallelismConfig {
   Location cp_where;
   int pp = 1;  // pipeline stages (outermost in the mesh)
   PpSchedule pp_schedule = PpSchedule::one_f_one_b;
-  int pp_stages_per_rank = 1;        // v: model chunks per rank (interleaved_1f1b)
+  int pp_stages_per_rank = 1;        // v: model chunks per rank (interleaved_1f1b; zbv: 2, in a V)
   int pp_microbatches = 0;           // micro-batches training.micro_batch is split into; 0: one sequence each
   std::vector<int> pp_split_points;  // first layer of stages 1 .. pp x v - 1 (empty: an even split)
   Location pp_where;                 // of parallelism.pp
+  Location pp_schedule_where;
   Location pp_microbatches_where;
   Location pp_split_points_where;
   std::optional<Located<int>> dp_shard;  // as written, checked against fsdp.sharding

@@ -245,11 +245,11 @@ void FsdpStepBuilder::backward_fused(const fsdp::Segment& s, int segment, int u)
   Work grads;
   for (std::size_t i = s.kernels.size(); i-- > 0;) {
     const bool chunked = (i == last && after != nullptr) || (i == 0 && lone);
-    add_backward_work(grads, s.kernels[i], batch_, !chunked);
+    add_backward_work(grads, s.kernels[i], batch_, !chunked, true, true);
   }
   Op op = make(OpKind::backward, Stream::compute, name, u);
   op.work = std::move(grads);
-  backward_memory(op, s, u, mode);
+  backward_memory(op, s, u, mode, BackwardPart::all);
   const int id = compute(std::move(op), u);
   if (!plan_.traits.shards_params && s.numel > 0 && syncing()) bucket_reduce(static_cast<double>(s.numel), id, false);
   if (lone) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "fsdp/model_state.hpp"
 #include "graph/step_builder.hpp"
@@ -52,6 +53,22 @@ int FsdpStepBuilder::pipeline_backward(int step, int micro, int grad_input) {
   tp_wait_ = grad_input;
   backward();
   return stage_output();
+}
+
+int FsdpStepBuilder::pipeline_backward_input(int step, int micro, int grad_input) {
+  part_ = BackwardPart::input;
+  const int out = pipeline_backward(step, micro, grad_input);
+  part_ = BackwardPart::all;
+  return out;
+}
+
+void FsdpStepBuilder::pipeline_backward_weight(int step, int micro) {
+  part_ = BackwardPart::weight;
+  step_ = step;
+  micro_ = micro;
+  io_.begin_micro_step(step, micro, last_optimizer_);
+  backward();
+  part_ = BackwardPart::all;
 }
 
 // What produced the stage's output: its last compute op, or a tensor-parallel collective after
@@ -148,11 +165,16 @@ std::vector<int> FsdpStepBuilder::backward_prefetch_targets(int u) const {
 void FsdpStepBuilder::backward() {
   // FSDP2 always prefetches in pre-backward (torchtitan docs/fsdp.md: "post can prefetch incorrectly").
   const auto mode = v2_ ? config::BackwardPrefetch::pre : fsdp_.backward_prefetch;
-  backward_done_.assign(plan_.units.size(), 0);
+  // A zero-bubble schedule's input pass runs the hooks that make parameters available, its
+  // weight pass those that follow the gradients (post-backward reshard and reduction).
+  const bool inputs = part_ != BackwardPart::weight;
+  const bool weights = part_ != BackwardPart::input;
+  if (inputs) backward_done_.assign(plan_.units.size(), 0);
   bucket_numel_ = 0;
   for (const TraceEvent& e : backward_events()) {
     switch (e.kind) {
       case TraceEvent::Kind::exit:  // pre-backward
+        if (!inputs) break;
         unshard(e.unit, Phase::backward, -1);
         wait_unshard(e.unit, Phase::backward);
         at(grads_pending_, e.unit) = has_params(e.unit) && !at(grads_alive_, e.unit);
@@ -162,7 +184,8 @@ void FsdpStepBuilder::backward() {
         backward_compute(plan_.segments[static_cast<std::size_t>(e.segment)], e.segment, e.unit);
         break;
       case TraceEvent::Kind::enter: {  // post-backward
-        at(backward_done_, e.unit) = true;
+        if (inputs) at(backward_done_, e.unit) = true;
+        if (!weights) break;
         // Parameters are freed unless no_sync keeps them for the next micro-step (SHARD_GRAD_OP).
         const bool keep = !syncing() && !unit(e.unit).reshard_after_forward;
         if ((plan_.traits.shards_params || casts_params()) && !keep) reshard(e.unit, Phase::backward);
@@ -172,7 +195,7 @@ void FsdpStepBuilder::backward() {
       }
     }
   }
-  if (!plan_.traits.shards_params) bucket_reduce(0, io_.last(Stream::compute), true);
+  if (weights && !plan_.traits.shards_params) bucket_reduce(0, io_.last(Stream::compute), true);
 }
 
 void FsdpStepBuilder::backward_compute(const fsdp::Segment& s, int segment, int u) {
@@ -181,29 +204,37 @@ void FsdpStepBuilder::backward_compute(const fsdp::Segment& s, int segment, int 
     return;
   }
   if (at(fused_gather_, segment) >= 0 || at(fused_scatter_, segment) >= 0) {
+    // Async TP needs torch.compile, which the zero-bubble schedules refuse (config/parallelism.cpp).
+    if (part_ != BackwardPart::all) throw std::logic_error("async TP with a split backward");
     backward_fused(s, segment, u);
     return;
   }
-  Op op = make(OpKind::backward, Stream::compute, "BWD " + s.name, u);
+  const std::string_view prefix = part_ == BackwardPart::input ? "BWD-I " : part_ == BackwardPart::weight ? "BWD-W " : "BWD ";
+  Op op = make(OpKind::backward, Stream::compute, std::string(prefix) + s.name, u);
   const model::AcMode mode = checkpoint_mode(s, cfg_.training);
-  op.work = backward_work(s, batch_, mode);
-  backward_memory(op, s, u, mode);
+  op.work = backward_work(s, batch_, mode, part_);
+  backward_memory(op, s, u, mode, part_);
+  if (part_ == BackwardPart::weight && op.work.launches == 0 && op.memory.empty()) return;  // no weights, nothing kept
   const int id = compute(std::move(op), u);
-  if (!plan_.traits.shards_params && s.numel > 0 && syncing()) bucket_reduce(static_cast<double>(s.numel), id, false);
+  if (part_ != BackwardPart::input && !plan_.traits.shards_params && s.numel > 0 && syncing()) {
+    bucket_reduce(static_cast<double>(s.numel), id, false);
+  }
 }
 
 // A segment's backward op allocates its transient activations and frees its saved ones; the
 // unit's gradients appear with the first parameter gradient: FSDP1's flat gradient all at once,
 // FSDP2's per-parameter gradients as each is produced; under no_sync they stay for the next
-// micro-step.
-void FsdpStepBuilder::backward_memory(Op& op, const fsdp::Segment& s, int u, model::AcMode mode) {
+// micro-step. Split (zero bubble), the input part has the transients, and the weight part frees
+// the saved activations (the matmuls' inputs stay for dW = dY^T X) and makes the gradients.
+void FsdpStepBuilder::backward_memory(Op& op, const fsdp::Segment& s, int u, model::AcMode mode, BackwardPart part) {
   const MemCategory act = s.is_loss ? MemCategory::loss : MemCategory::activations;
   const double transient = activation_bytes(s.activation.backward_transient, mode, batch_);
   const double saved = activation_bytes(s.activation.saved, mode, batch_);
-  if (transient > 0) {
+  if (transient > 0 && part != BackwardPart::weight) {
     op.memory.push_back({act, transient, false, Pool::compute});
     op.memory.push_back({act, -transient, true, Pool::compute});
   }
+  if (part == BackwardPart::input) return;
   if (saved > 0) op.memory.push_back({act, -saved, true, Pool::compute});
   const bool first_micro_of_grads = !at(grads_alive_, u);
   if (s.numel > 0 && unit(u).numel > 0 && first_micro_of_grads) {

@@ -9,8 +9,72 @@
 
 namespace shardsim::graph {
 
+int model_stage(config::PpSchedule schedule, int chunk, int rank, int ranks) {
+  if (schedule == config::PpSchedule::zbv) return chunk == 0 ? rank : 2 * ranks - 1 - rank;
+  return chunk * ranks + rank;
+}
+
+int rank_of_stage(config::PpSchedule schedule, int stage, int ranks) {
+  if (schedule == config::PpSchedule::zbv) return stage < ranks ? stage : 2 * ranks - 1 - stage;
+  return stage % ranks;
+}
+
+namespace {
+
+// ScheduleZBVZeroBubble's order for one pipeline rank: chunk 0 forwards to fill the V, chunk 1
+// forwards each followed by its input and weight gradients, then in steady state a forward and
+// the input and weight gradients of each chunk in turn, then the remaining input gradients with
+// the weight gradients deferred into the tail. Worked out for max(2 ranks - 1, m) micro-batches,
+// those beyond m dropped, as torch does.
+std::vector<PipelineAction> zbv_actions(int rank, int ranks, int m) {
+  const int n = std::max(2 * ranks - 1, m);
+  std::vector<PipelineAction> out;
+  int f0 = 0;
+  int f1 = 0;
+  int b0 = 0;
+  int b1 = 0;
+  const auto forward = [&](int chunk, int& next) { out.push_back({true, next++, chunk, BackwardPart::all}); };
+  const auto input = [&](int chunk, int micro) { out.push_back({false, micro, chunk, BackwardPart::input}); };
+  const auto weight = [&](int chunk, int micro) { out.push_back({false, micro, chunk, BackwardPart::weight}); };
+  for (int k = 0; k < 2 * (ranks - rank) - 1; ++k) forward(0, f0);
+  for (int k = 0; k < rank; ++k) {
+    forward(1, f1);
+    forward(0, f0);
+  }
+  for (int k = 0; k < ranks - rank; ++k) {
+    forward(1, f1);
+    input(1, b1);
+    weight(1, b1++);
+  }
+  while (f1 < f0 || f0 < n) {
+    if (f0 < n) forward(0, f0);
+    input(0, b0);
+    weight(0, b0++);
+    forward(1, f1);
+    input(1, b1);
+    weight(1, b1++);
+  }
+  int w0 = b0;
+  int w1 = b1;
+  for (int k = 0; k < rank; ++k) {
+    input(0, b0++);
+    input(1, b1++);
+  }
+  for (int k = 0; k < ranks - rank; ++k) {
+    input(0, b0++);
+    weight(0, w0++);
+  }
+  while (w1 < b1) weight(1, w1++);
+  while (w0 < b0) weight(0, w0++);
+  std::erase_if(out, [m](const PipelineAction& a) { return a.micro >= m; });
+  return out;
+}
+
+}  // namespace
+
 std::vector<PipelineAction> pipeline_actions(config::PpSchedule schedule, int rank, int ranks, int microbatches, int chunks) {
   std::vector<PipelineAction> out;
+  if (schedule == config::PpSchedule::zbv) return zbv_actions(rank, ranks, microbatches);
   if (schedule == config::PpSchedule::gpipe) {
     for (int m = 0; m < microbatches; ++m) out.push_back({true, m, 0});
     for (int m = 0; m < microbatches; ++m) out.push_back({false, m, 0});
@@ -64,8 +128,9 @@ StepGraph build_pipeline_graph(const model::Model& whole, const std::vector<fsdp
   }
   std::vector<std::unique_ptr<FsdpStepBuilder>> builders;
   g.info.stage_initial_memory.assign(static_cast<std::size_t>(ranks), {});
+  const auto rank_of = [&](int c) { return rank_of_stage(p.pp_schedule, c, ranks); };
   for (int c = 0; c < stages; ++c) {
-    const int rank = c % ranks;
+    const int rank = rank_of(c);
     Issuer* shared = chunks > 1 ? issuers[static_cast<std::size_t>(rank)].get() : nullptr;
     builders.push_back(std::make_unique<FsdpStepBuilder>(stage_plans[static_cast<std::size_t>(c)], s, steps, g, rank, micro_batch, shared));
     builders.back()->set_deadline(deadline);
@@ -86,14 +151,15 @@ StepGraph build_pipeline_graph(const model::Model& whole, const std::vector<fsdp
   // gradients all-reduced between the two after the last backward, before either optimizer step
   // (Megatron-LM's embedding group): as sharded as FSDP holds them, in the reduce dtype.
   const auto tied_gradient_all_reduce = [&](int step) {
-    if (!whole.spec.tie_embeddings || stages < 2) return -1;
+    // In a V (zbv) the first and last stages share pipeline rank 0: nothing goes between ranks.
+    if (!whole.spec.tie_embeddings || stages < 2 || rank_of(stages - 1) == rank_of(0)) return -1;
     const fsdp::Plan& last = stage_plans.back();
     const double numel = static_cast<double>((whole.spec.vocab + whole.tp.degree - 1) / whole.tp.degree * whole.spec.hidden);
     Op op = make_op(OpKind::all_reduce, Stream::pp, fmt::format("AR tied embedding grads {}", step), -1);
     op.group = Group::pp;
     op.bytes = numel * last.reduce_bytes / (last.traits.shards_params ? last.shard_group : 1);
     op.stage = 0;
-    op.peer_stage = (stages - 1) % ranks;
+    op.peer_stage = rank_of(stages - 1);
     const int id = builders.front()->issuer().issue(std::move(op));
     for (FsdpStepBuilder* b : {builders.front().get(), builders.back().get()}) {
       for (Stream st : {Stream::compute, Stream::nccl, Stream::reduce_scatter, Stream::all_reduce})
@@ -111,11 +177,12 @@ StepGraph build_pipeline_graph(const model::Model& whole, const std::vector<fsdp
     std::vector<std::vector<int>> bwd_sent = fwd_sent;
     std::vector<std::size_t> next(static_cast<std::size_t>(ranks), 0);
     const auto send = [&](int from, int to, int producer, int m, bool forward) {
+      if (rank_of(from) == rank_of(to)) return producer;  // the V's turn: both stages on one rank, no send
       Op op = make_op(OpKind::send, Stream::pp, fmt::format("{} mb{} stage {}->{}", forward ? "send act" : "send grad", m, from, to), -1);
       op.group = Group::pp;
       op.bytes = bytes;
-      op.stage = from % ranks;
-      op.peer_stage = to % ranks;
+      op.stage = rank_of(from);
+      op.peer_stage = rank_of(to);
       const int id = builders[static_cast<std::size_t>(from)]->issuer().issue(std::move(op));
       g.add_edge(producer, id, EdgeKind::data);
       return id;
@@ -129,17 +196,20 @@ StepGraph build_pipeline_graph(const model::Model& whole, const std::vector<fsdp
         const auto& list = actions[static_cast<std::size_t>(r)];
         while (i < list.size()) {
           const PipelineAction a = list[i];
-          const int c = a.chunk * ranks + r;
+          const int c = model_stage(p.pp_schedule, a.chunk, r, ranks);
           FsdpStepBuilder& b = *builders[static_cast<std::size_t>(c)];
           if (a.forward) {
             const int input = c == 0 ? -1 : at(fwd_sent, c - 1, a.micro);
             if (c > 0 && input < 0) break;
             const int out = b.pipeline_forward(step, a.micro, input);
             if (c + 1 < stages) at(fwd_sent, c, a.micro) = send(c, c + 1, out, a.micro, true);
+          } else if (a.part == BackwardPart::weight) {
+            b.pipeline_backward_weight(step, a.micro);  // after its input part, earlier on this rank
           } else {
             const int grad = c + 1 == stages ? -1 : at(bwd_sent, c + 1, a.micro);
             if (c + 1 < stages && grad < 0) break;
-            const int out = b.pipeline_backward(step, a.micro, grad);
+            const int out =
+                a.part == BackwardPart::input ? b.pipeline_backward_input(step, a.micro, grad) : b.pipeline_backward(step, a.micro, grad);
             if (c > 0) at(bwd_sent, c, a.micro) = send(c, c - 1, out, a.micro, false);
           }
           ++i;

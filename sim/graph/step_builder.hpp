@@ -40,6 +40,11 @@ class FsdpStepBuilder {
   // Its backward after `grad_input` (the next stage's send, -1 for the last stage): returns the
   // op whose end makes the gradient for the previous stage.
   int pipeline_backward(int step, int micro, int grad_input);
+  // Zero-bubble schedules split it: the input gradients after `grad_input` (returns the op whose
+  // end makes the gradient for the previous stage), then later the weight gradients (and, on the
+  // last micro-batch, the post-backward reshard and gradient reduction).
+  int pipeline_backward_input(int step, int micro, int grad_input);
+  void pipeline_backward_weight(int step, int micro);
   // The optimizer step after the stage's last micro-batch, and after `wait` if given.
   void pipeline_optimizer(int step, int wait = -1);
   // The info of this builder's plan (groups, initial memory); a pipeline's per stage.
@@ -72,7 +77,7 @@ class FsdpStepBuilder {
   void gathered_chunks(OpKind kind, const std::string& name, const std::vector<Gemm>& gemms, const std::vector<int>& copies, int u);
   void scattered_chunks(OpKind kind, const std::string& name, const std::vector<Gemm>& gemms, const fsdp::Segment& tp,
                         std::string_view note, int u);
-  void backward_memory(Op& op, const fsdp::Segment& s, int u, model::AcMode mode);
+  void backward_memory(Op& op, const fsdp::Segment& s, int u, model::AcMode mode, BackwardPart part);
 
   // ---- passes (fsdp_passes.cpp) ----
   void forward();
@@ -127,7 +132,8 @@ class FsdpStepBuilder {
   Issuer& io_;
   int step_ = 0;
   int micro_ = 0;
-  int last_compute_op_ = -1;  // the latest op issued by compute()
+  int last_compute_op_ = -1;               // the latest op issued by compute()
+  BackwardPart part_ = BackwardPart::all;  // what backward() issues (zero-bubble schedules split it)
 
   int last_copy_out_ = -1;         // FSDP2: all-gathers wait for the previous copy-out
   int last_reduce_ = -1;           // FSDP2: copy-in waits for the previous reduce-scatter

@@ -58,22 +58,26 @@ void add_forward_work(Work& w, const model::Kernel& k, const Batch& b, bool cast
   }
 }
 
-void add_backward_work(Work& w, const model::Kernel& k, const Batch& b, bool grad_input) {
+void add_backward_work(Work& w, const model::Kernel& k, const Batch& b, bool grad_input, bool grad_weight, bool casts) {
   switch (k.kind) {
     case model::KernelKind::matmul: {
       if (grad_input) w.gemms.push_back(grad_input_gemm(k, b));
-      w.gemms.push_back(Gemm{k.n, k.k, b.tokens(), gemm_type(k, GemmRole::grad_weight)});  // dW = dY^T X
-      w.launches += grad_input ? 2 : 1;
-      const model::Float8Casts casts = model::float8_casts(k, b.tokens());
-      w.memory_bytes += casts.backward_bytes;
-      w.launches += casts.backward_launches;
+      if (grad_weight) w.gemms.push_back(Gemm{k.n, k.k, b.tokens(), gemm_type(k, GemmRole::grad_weight)});  // dW = dY^T X
+      w.launches += (grad_input ? 1 : 0) + (grad_weight ? 1 : 0);
+      if (casts) {
+        const model::Float8Casts c = model::float8_casts(k, b.tokens());
+        w.memory_bytes += c.backward_bytes;
+        w.launches += c.backward_launches;
+      }
       break;
     }
     case model::KernelKind::attention:
+      if (!grad_input) break;  // no weights: all of it is input gradients
       w.attention.push_back(AttentionCall{b.sequences, b.seq_len, k.heads, k.kv_heads, k.head_dim, k.causal, true, b.cp});
       w.launches += 1;
       break;
     case model::KernelKind::memory:
+      if (!grad_input) break;
       w.memory_bytes += k.bytes_per_token * k.backward_bytes_factor * static_cast<double>(b.tokens());
       w.launches += 2 * k.launches;
       break;
@@ -132,12 +136,14 @@ Work forward_work(const fsdp::Segment& s, const Batch& b) {
   return w;
 }
 
-Work backward_work(const fsdp::Segment& s, const Batch& b, model::AcMode ac) {
+Work backward_work(const fsdp::Segment& s, const Batch& b, model::AcMode ac, BackwardPart part) {
   Work w;
   for (const auto& k : s.kernels) {
-    if (recomputed_in_backward(k, ac)) add_forward_work(w, k, b, recomputes_casts(k, ac));
+    if (part != BackwardPart::weight && recomputed_in_backward(k, ac)) add_forward_work(w, k, b, recomputes_casts(k, ac));
   }
-  for (auto it = s.kernels.rbegin(); it != s.kernels.rend(); ++it) add_backward_work(w, *it, b);
+  const bool input = part != BackwardPart::weight;
+  const bool weight = part != BackwardPart::input;
+  for (auto it = s.kernels.rbegin(); it != s.kernels.rend(); ++it) add_backward_work(w, *it, b, input, weight, input);
   return w;
 }
 

@@ -23,9 +23,14 @@ struct Batch {
 
 [[nodiscard]] Work forward_work(const fsdp::Segment& s, const Batch& b);
 
+// Which part of a backward an op runs: all of it, or (zero-bubble schedules) the input gradients
+// (the recompute, every kernel's backward but the matmuls' weight gradients) or those weight
+// gradients alone (dW = dY^T X), later.
+enum class BackwardPart { all, input, weight };
+
 // Backward of a segment: first the recompute that `ac` asks for, then the
 // gradients: two GEMMs per matmul (input and weight), the attention backward, and memory kernels.
-[[nodiscard]] Work backward_work(const fsdp::Segment& s, const Batch& b, model::AcMode ac);
+[[nodiscard]] Work backward_work(const fsdp::Segment& s, const Batch& b, model::AcMode ac, BackwardPart part = BackwardPart::all);
 
 // One kernel's share of those (async TP splits a segment's op around its fused matmuls):
 // its forward (`casts`: a float8 matmul's input and weight casts too), whether checkpointing
@@ -38,7 +43,7 @@ void add_forward_work(Work& w, const model::Kernel& k, const Batch& b, bool cast
 // checkpointing all of them; per-op selective checkpointing the all-gathers only, since
 // torchtitan's save list keeps reduce_scatter_tensor outputs but not all-gather outputs.
 [[nodiscard]] bool collective_recomputed(const model::Kernel& k, model::AcMode ac);
-void add_backward_work(Work& w, const model::Kernel& k, const Batch& b, bool grad_input = true);
+void add_backward_work(Work& w, const model::Kernel& k, const Batch& b, bool grad_input = true, bool grad_weight = true, bool casts = true);
 // A matmul's forward GEMM and its grad_input GEMM (rows: the batch's tokens).
 [[nodiscard]] Gemm forward_gemm(const model::Kernel& k, const Batch& b);
 [[nodiscard]] Gemm grad_input_gemm(const model::Kernel& k, const Batch& b);
