@@ -4,13 +4,13 @@
 // next forward. Memory per parameter from Megatron's own table (docs/api-guide/
 // dist_optimizer.md), bytes on the wire by hand.
 #include <doctest/doctest.h>
-
 #include <fmt/format.h>
 
 #include <string>
 #include <vector>
 
 #include "cli/pipeline.hpp"
+#include "fsdp/model_state.hpp"
 #include "graph/groups.hpp"
 #include "test_support.hpp"
 
@@ -71,11 +71,31 @@ TEST_CASE("shard_optimizer: bytes per parameter as Megatron's distributed-optimi
   }
 }
 
+TEST_CASE("shard_optimizer: the step updates 1/dp of the parameters and copies them into the bf16 model") {
+  // AdamW over fp32 master weights: fsdp::optimizer_bytes_per_param per updated parameter, plus
+  // with bf16 parameters the copy of the updated master shard into them: 4 B read + 2 B written.
+  const auto bytes_per_param = [](const char* mp) {
+    const std::vector<std::string> sets{"fsdp.version=2", "fsdp.sharding=shard_optimizer", "cluster.nodes=2", mp};
+    const auto p = cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", sets);
+    double shard = 0;
+    for (const auto& u : p.plan.units) shard += static_cast<double>(u.shard_numel);
+    for (std::size_t o = 0; o < p.graph.size(); ++o) {
+      const auto& op = p.graph.op(static_cast<int>(o));
+      if (op.kind == OpKind::optimizer) return op.work.memory_bytes / shard;
+    }
+    return 0.0;
+  };
+  const double adam = fsdp::optimizer_bytes_per_param(config::Optimizer::adamw, 4);
+  CHECK(bytes_per_param("fsdp.mixed_precision={param: bf16, reduce: fp32}") == doctest::Approx(adam + 6));
+  CHECK(bytes_per_param("fsdp.mixed_precision=none") == doctest::Approx(adam));
+}
+
 TEST_CASE("shard_optimizer: every step reduce-scatters the gradients and all-gathers the parameters over the data-parallel ranks") {
   // TP 2 x 8 data-parallel ranks on 2 nodes, two steps. Per step: reduce-scatters of the whole
   // gradients (fp32, 4 B a parameter) and all-gathers of the whole parameters (bf16, 2 B), each
   // over the 8 ranks of one TP index; each step's all-gathers wait for the previous optimizer step.
-  const std::vector<std::string> sets{"fsdp.version=2", "fsdp.sharding=shard_optimizer", "cluster.nodes=2", "parallelism.tp=2",
+  const std::vector<std::string> sets{"fsdp.version=2",     "fsdp.sharding=shard_optimizer",
+                                      "cluster.nodes=2",    "parallelism.tp=2",
                                       "simulation.steps=2", "fsdp.mixed_precision={param: bf16, reduce: fp32}"};
   const auto p = cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", sets);
   const graph::Groups groups(p.graph.info);
