@@ -4,6 +4,7 @@
 // other than what fsdp.sharding implies are refused rather than ignored.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 
 #include "config/sections.hpp"
@@ -50,8 +51,8 @@ constexpr std::array kParallelismParams{
               "choice",
               "1f1b",
               "with pp: the schedule of micro-batches (torch.distributed.pipelining's); interleaved_1f1b runs "
-              "pp_stages_per_rank stages per rank; zbv (zero bubble, ZB-V) two stages per rank in a V, the backward split "
-              "into input and weight gradients (no torch.compile); interleaved_zb is not modelled yet",
+              "pp_stages_per_rank stages per rank; zbv (zero bubble, ZB-V) two stages per rank in a V, and interleaved_zb "
+              "(ZB1P) pp_stages_per_rank in a loop, the backward split into input and weight gradients (no torch.compile)",
               {},
               kScheduleNames},
     ParamSpec{"pp_stages_per_rank", "integer", "-1",
@@ -94,26 +95,25 @@ ParallelismConfig read_parallelism(const Reader& top, std::vector<ConfigWarning>
   p.pp = static_cast<int>(r.integer("pp"));
   p.pp_where = r.where("pp");
   const std::string schedule = r.choice("pp_schedule");
-  if (schedule == "interleaved_zb") {
-    r.fail("pp_schedule", "interleaved_zb is not modelled yet; expected gpipe, 1f1b, interleaved_1f1b or zbv");
-  }
   p.pp_schedule = schedule == "gpipe"              ? PpSchedule::gpipe
                   : schedule == "1f1b"             ? PpSchedule::one_f_one_b
                   : schedule == "interleaved_1f1b" ? PpSchedule::interleaved_1f1b
-                                                   : PpSchedule::zbv;
+                  : schedule == "zbv"              ? PpSchedule::zbv
+                                                   : PpSchedule::interleaved_zb;
   p.pp_schedule_where = r.where("pp_schedule");
   const bool interleaved = p.pp_schedule == PpSchedule::interleaved_1f1b;
   const bool zbv = p.pp_schedule == PpSchedule::zbv;
+  const bool interleaved_zb = p.pp_schedule == PpSchedule::interleaved_zb;
   const std::int64_t v = r.integer("pp_stages_per_rank");
   if (v == 0) r.fail("pp_stages_per_rank", "expected -1 (the schedule's default) or a count >= 1; got 0");
-  p.pp_stages_per_rank = v > 0 ? static_cast<int>(v) : interleaved || zbv ? 2 : 1;
+  p.pp_stages_per_rank = v > 0 ? static_cast<int>(v) : interleaved || zbv || interleaved_zb ? 2 : 1;
   if (interleaved && p.pp_stages_per_rank < 2) {
     r.fail("pp_stages_per_rank", fmt::format("interleaved_1f1b runs several stages per rank; expected 2 or more (or -1); got {}", v));
   }
   if (zbv && p.pp_stages_per_rank != 2) {
     r.fail("pp_stages_per_rank", fmt::format("zbv runs exactly two stages per rank (a V); expected 2 (or -1); got {}", v));
   }
-  if (!interleaved && !zbv && p.pp_stages_per_rank > 1) {
+  if (!interleaved && !zbv && !interleaved_zb && p.pp_stages_per_rank > 1) {
     r.fail("pp_stages_per_rank",
            fmt::format("{} runs one stage per rank; expected 1 (or pp_schedule: interleaved_1f1b); got {}", schedule, v));
   }
@@ -141,9 +141,9 @@ ParallelismConfig read_parallelism(const Reader& top, std::vector<ConfigWarning>
     }
   }
   for (const char* key : {"dp_shard", "dp_replicate"}) {
-    const std::int64_t v = r.integer(key);
-    if (v == 0) r.fail(key, "expected -1 (implied by fsdp.sharding) or a degree >= 1; got 0");
-    if (v > 0) (std::string_view(key) == "dp_shard" ? p.dp_shard : p.dp_replicate) = {static_cast<int>(v), r.where(key)};
+    const std::int64_t degree = r.integer(key);
+    if (degree == 0) r.fail(key, "expected -1 (implied by fsdp.sharding) or a degree >= 1; got 0");
+    if (degree > 0) (std::string_view(key) == "dp_shard" ? p.dp_shard : p.dp_replicate) = {static_cast<int>(degree), r.where(key)};
   }
   return p;
 }
@@ -192,6 +192,13 @@ static void check_pipeline(const ScenarioConfig& s) {
                      stages, stages - 1));
   }
   const std::int64_t microbatches = p.pp_microbatches > 0 ? p.pp_microbatches : s.training.micro_batch;
+  if (p.pp_schedule == PpSchedule::interleaved_zb && microbatches % std::max<std::int64_t>(1, microbatches / p.pp) != 0) {
+    // ScheduleInterleavedZeroBubble raises the same: micro-batches run in max(1, m / pp) rounds.
+    const std::int64_t rounds = std::max<std::int64_t>(1, microbatches / p.pp);
+    fail(p.pp_microbatches_where, "parallelism.pp_microbatches",
+         fmt::format("{} micro-batches{} in {} rounds of interleaved_zb (max(1, m / pp)): expected a multiple of {}", microbatches,
+                     p.pp_microbatches > 0 ? "" : " (one per sequence of training.micro_batch)", rounds, rounds));
+  }
   if (p.pp_schedule == PpSchedule::interleaved_1f1b && microbatches % p.pp != 0) {
     // torch.distributed.pipelining's ScheduleInterleaved1F1B raises the same.
     fail(p.pp_microbatches_where, "parallelism.pp_microbatches",
@@ -214,11 +221,12 @@ static void check_pipeline(const ScenarioConfig& s) {
     fail(s.simulation.mode_where, "simulation.mode",
          "symmetric simulates one representative rank, but pipeline stages run different programs; expected full or auto");
   }
-  if (p.pp_schedule == PpSchedule::zbv && s.training.compile.value) {
+  if ((p.pp_schedule == PpSchedule::zbv || p.pp_schedule == PpSchedule::interleaved_zb) && s.training.compile.value) {
     // torch.distributed.pipelining raises for compiled stage modules (_check_torch_compile_compatibility).
     fail(p.pp_schedule_where, "parallelism.pp_schedule",
-         "zbv splits the backward into input and weight gradients, which torch.distributed.pipelining does not support with "
-         "torch.compile; expected training.compile: false or another schedule");
+         fmt::format("{} splits the backward into input and weight gradients, which torch.distributed.pipelining does not support "
+                     "with torch.compile; expected training.compile: false or another schedule",
+                     p.pp_schedule == PpSchedule::zbv ? "zbv" : "interleaved_zb"));
   }
 }
 

@@ -195,7 +195,7 @@ struct CollectivesConfig {
 // The device mesh (parallelism.cpp): tensor parallelism inside the data-parallel layout that
 // fsdp.sharding gives. Ranks are laid out innermost-first (graph/groups.hpp).
 // Pipeline schedules (parallelism.pp_schedule), torchtitan's names.
-enum class PpSchedule { gpipe, one_f_one_b, interleaved_1f1b, zbv };
+enum class PpSchedule { gpipe, one_f_one_b, interleaved_1f1b, zbv, interleaved_zb };
 
 struct ParallelismConfig {
   int tp = 1;

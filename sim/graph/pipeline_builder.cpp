@@ -70,11 +70,58 @@ std::vector<PipelineAction> zbv_actions(int rank, int ranks, int m) {
   return out;
 }
 
+// ScheduleInterleavedZeroBubble's order (ZB1P, torch's _get_1f1b_rank_ops with zero bubble):
+// v chunks per rank in a loop, micro-batches in rounds of m / max(1, m / ranks); (v - 1) x round
+// + ranks - 1 - rank forwards, then a forward and an input gradient in turn, each followed after
+// the first `rank` of them by the oldest pending weight gradient, then the remaining input
+// gradients likewise, then the remaining weight gradients.
+std::vector<PipelineAction> interleaved_zb_actions(int rank, int ranks, int m, int v) {
+  const int round = m / std::max(1, m / ranks);
+  const int total = m * v;
+  const int warmup = std::min(total, (v - 1) * round + (ranks - 1 - rank));
+  const auto forward_chunk = [&](int op) { return op / round % v; };
+  const auto backward_chunk = [&](int op) { return v - 1 - (op - warmup) / round % v; };
+  std::vector<int> next_f(static_cast<std::size_t>(v), 0);
+  std::vector<int> next_i(static_cast<std::size_t>(v), 0);
+  std::vector<int> next_w(static_cast<std::size_t>(v), 0);
+  const auto bump = [](std::vector<int>& next, int chunk) { return next[static_cast<std::size_t>(chunk)]++; };
+  std::vector<PipelineAction> out;
+  std::vector<int> inputs;  // the op index of each input gradient, in order
+  std::size_t weights = 0;
+  const auto input_and_weight = [&](int op) {
+    const int c = backward_chunk(op);
+    out.push_back({false, bump(next_i, c), c, BackwardPart::input});
+    inputs.push_back(op);
+    if (op - warmup >= rank) {
+      const int w = backward_chunk(inputs[weights++]);
+      out.push_back({false, bump(next_w, w), w, BackwardPart::weight});
+    }
+  };
+  for (int op = 0; op < total + warmup; ++op) {
+    if (op < warmup) {
+      const int c = forward_chunk(op);
+      out.push_back({true, bump(next_f, c), c, BackwardPart::all});
+    } else if (op < total) {
+      const int c = forward_chunk(op);
+      out.push_back({true, bump(next_f, c), c, BackwardPart::all});
+      input_and_weight(op);
+    } else {
+      input_and_weight(op);
+    }
+  }
+  while (weights < inputs.size()) {
+    const int w = backward_chunk(inputs[weights++]);
+    out.push_back({false, bump(next_w, w), w, BackwardPart::weight});
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<PipelineAction> pipeline_actions(config::PpSchedule schedule, int rank, int ranks, int microbatches, int chunks) {
   std::vector<PipelineAction> out;
   if (schedule == config::PpSchedule::zbv) return zbv_actions(rank, ranks, microbatches);
+  if (schedule == config::PpSchedule::interleaved_zb) return interleaved_zb_actions(rank, ranks, microbatches, chunks);
   if (schedule == config::PpSchedule::gpipe) {
     for (int m = 0; m < microbatches; ++m) out.push_back({true, m, 0});
     for (int m = 0; m < microbatches; ++m) out.push_back({false, m, 0});

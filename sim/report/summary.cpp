@@ -66,8 +66,9 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
     const std::int64_t mb = p.pp_microbatches > 0 ? p.pp_microbatches : scenario.training.micro_batch;
     const std::string schedule = p.pp_schedule == config::PpSchedule::gpipe         ? std::string("GPipe")
                                  : p.pp_schedule == config::PpSchedule::one_f_one_b ? std::string("1F1B")
-                                 : p.pp_schedule == config::PpSchedule::zbv
-                                     ? std::string("ZB-V zero bubble, 2 stages per rank in a V")
+                                 : p.pp_schedule == config::PpSchedule::zbv ? std::string("ZB-V zero bubble, 2 stages per rank in a V")
+                                 : p.pp_schedule == config::PpSchedule::interleaved_zb
+                                     ? fmt::format("interleaved zero bubble (ZB1P), {} stages per rank", p.pp_stages_per_rank)
                                      : fmt::format("interleaved 1F1B, {} stages per rank", p.pp_stages_per_rank);
     out += fmt::format(
         "  pipeline parallel {} ranks ({}, {} micro-batches of {} sequence(s); pipeline rank s holds ranks s x {} ..); the "

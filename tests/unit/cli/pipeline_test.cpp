@@ -234,6 +234,26 @@ TEST_CASE("pipeline: ZB-V runs two stages per rank in a V, in torch's ScheduleZB
   CHECK(grads == 8 * 6);  // 8 micro-batches over the 6 stage boundaries between ranks
 }
 
+TEST_CASE("pipeline: interleaved zero bubble (ZB1P) in torch's ScheduleInterleavedZeroBubble order") {
+  // Worked by hand from _get_1f1b_rank_ops(enable_zero_bubble=True) for 2 ranks, 4 micro-batches
+  // (2 rounds of 2) and 2 chunks per rank: rank 0 warms up with 3 forwards and defers no weight
+  // gradient, rank 1 with 2 and defers one.
+  const auto zb = [](int rank) {
+    std::string out;
+    for (const auto& a : graph::pipeline_actions(config::PpSchedule::interleaved_zb, rank, 2, 4, 2)) {
+      const char kind = a.forward ? 'F' : a.part == graph::BackwardPart::input ? 'I' : 'W';
+      out += fmt::format("{}{}:{} ", kind, a.chunk, a.micro);
+    }
+    return out;
+  };
+  CHECK(zb(0) ==
+        "F0:0 F0:1 F1:0 F1:1 I1:0 W1:0 F0:2 I1:1 W1:1 F0:3 I0:0 W0:0 F1:2 I0:1 W0:1 F1:3 I1:2 W1:2 I1:3 W1:3 "
+        "I0:2 W0:2 I0:3 W0:3 ");
+  CHECK(zb(1) ==
+        "F0:0 F0:1 F1:0 I1:0 F1:1 I1:1 W1:0 F0:2 I0:0 W1:1 F0:3 I0:1 W0:0 F1:2 I1:2 W0:1 F1:3 I1:3 W1:2 I0:2 "
+        "W1:3 I0:3 W0:2 W0:3 ");
+}
+
 TEST_CASE("pipeline: ZB-V fills the bubble with weight gradients") {
   // The same 8 uniform blocks on pp 4, 8 micro-batches: 1F1B idles (pp-1)/(m+pp-1) = 27 %,
   // interleaving two chunks per rank 3/19 = 16 %; ZB-V runs the deferred weight gradients where
@@ -243,8 +263,10 @@ TEST_CASE("pipeline: ZB-V fills the bubble with weight gradients") {
   const PpRun one = run(uniform(4, 8, "1f1b"));
   const PpRun two = run(uniform(4, 8, "interleaved_1f1b"));
   const PpRun zbv = run(uniform(4, 8, "zbv"));
-  INFO("bubble 1F1B " << one.bubble << ", interleaved " << two.bubble << ", ZB-V " << zbv.bubble);
+  const PpRun zb1p = run(uniform(4, 8, "interleaved_zb"));
+  INFO("bubble 1F1B " << one.bubble << ", interleaved " << two.bubble << ", ZB-V " << zbv.bubble << ", ZB1P " << zb1p.bubble);
   CHECK(zbv.bubble < two.bubble);
+  CHECK(zb1p.bubble < two.bubble);  // the same two chunks per rank, the weight gradients filling in
   CHECK(zbv.bubble < one.bubble / 3);
   CHECK(zbv.step < two.step);
   CHECK(zbv.stage0_activations <= one.stage0_activations * 1.05);
