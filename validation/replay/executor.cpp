@@ -32,14 +32,6 @@ class Issuer {
                       "stages) are not replayed yet; expected a graph with pp 1",
                       g.info.pp_group));
     }
-    for (std::size_t i = 0; i < g.size(); ++i) {
-      if (g.op(static_cast<int>(i)).kind == OpKind::send) {
-        throw RuntimeError(
-            fmt::format("{}: async tensor parallelism's chunk copies (sends within the TP group) are not replayed yet; "
-                        "expected a graph without sends (parallelism.tp_async: false)",
-                        describe(g.op(static_cast<int>(i)))));
-      }
-    }
     const std::size_t n = g.size();
     const graph::Groups groups(g.info);
     // Streams and communicators, in graph order: the same order on every rank.
@@ -176,6 +168,13 @@ void check_replayable(const graph::StepGraph& g, int world, const std::string& s
                                   g.info.world_size, world, world, world, g.info.world_size));
   }
   for (std::size_t i = 0; i < g.size(); ++i) {
+    const graph::Op& op = g.op(static_cast<int>(i));
+    if (op.kind == OpKind::send && op.group == graph::Group::tp) {
+      throw ConfigError(Location{source, 0, 0}, fmt::format("ops[{}].kind", i),
+                        fmt::format("{}: async tensor parallelism's chunk copies (sends within the TP group) are not replayed yet; "
+                                    "expected a graph exported with parallelism.tp_async: false",
+                                    describe(op)));
+    }
     for (const auto& [pred, kind] : g.predecessors(static_cast<int>(i))) {
       if (pred >= static_cast<int>(i)) {
         throw ConfigError(

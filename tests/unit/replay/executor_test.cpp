@@ -8,10 +8,10 @@
 #include <cmath>
 #include <map>
 
-#include "fixtures/fixtures.hpp"
 #include "core/error.hpp"
 #include "cpu/cpu_backend.hpp"
 #include "cpu/local_comm.hpp"
+#include "fixtures/fixtures.hpp"
 #include "test_support.hpp"
 
 using namespace shardsim;
@@ -95,6 +95,16 @@ TEST_CASE("graphs that cannot be replayed are refused with what to do") {
   back.add_op(graph::Op{});
   back.add_edge(1, 0, graph::EdgeKind::data);
   CHECK_THROWS_AS(replay::check_replayable(back, 1, "b.json"), ConfigError);
+  // Async TP's copies: refused by name, not run as something else.
+  const std::vector<std::string> async{"cluster.overrides.node.gpus=2", "parallelism.tp=2", "training.compile=true",
+                                       "parallelism.tp_async=true", "fsdp.version=2"};
+  const auto fused = test::prepared("tests/data/tiny_llama.yaml", async).graph;
+  try {
+    replay::check_replayable(fused, 2, "a.json");
+    FAIL("expected an error");
+  } catch (const ConfigError& e) {
+    CHECK(std::string(e.what()).find("async tensor parallelism's chunk copies") != std::string::npos);
+  }
 }
 
 TEST_CASE("ranks' times are merged onto the earliest t0 when the clock is shared") {
