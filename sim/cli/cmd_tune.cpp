@@ -1,5 +1,5 @@
 // shardsim tune SCENARIO [--set KEY=VALUE]... [--memory-limit BYTES] [--batch N] [--tp auto|N,...] [--pp auto|N,...]
-//                [--float8 auto|R,...]
+//                [--cp auto|N,...] [--pp-schedule auto|S,...] [--float8 auto|R,...]
 //                [--finalists K]
 //                [-j N] [--out DIR]
 // Searches the settings of sweep/tune.hpp for the highest tokens/s per GPU that fits, and prints
@@ -41,6 +41,12 @@ Args tune_args() {
   a.value("--pp", "auto | N,N,...",
           "also search pipeline-parallel degrees (auto: 1, 2, 4, ... up to the layers, dividing the GPUs), keeping the global "
           "batch; a pipelined layout runs 1F1B over one-sequence micro-batches");
+  a.value("--cp", "auto | N,N,...",
+          "also search context-parallel degrees (auto: 1, 2, 4, ... up to a node's GPUs that split the sequence), keeping the "
+          "global batch");
+  a.value("--pp-schedule", "auto | NAME,NAME,...",
+          "pipeline schedules for the layouts with pp > 1 (auto: 1f1b, gpipe, interleaved_1f1b, and zbv, interleaved_zb without "
+          "torch.compile); default: the scenario's");
   a.value("--float8", "auto | RECIPE,RECIPE,...",
           "also search training.float8.recipe (auto: none and every recipe the GPU has: tensorwise, rowwise, rowwise_with_gw_hp, "
           "mxfp8)");
@@ -243,9 +249,18 @@ int cmd_tune(std::span<const std::string> argv) {
   o.jobs = parse_jobs(args.get("-j"), sweep::available_cpus());
   if (auto out = args.get("--out")) o.out = *out;
 
-  const std::vector<int> tp_degrees = degrees(args.get("--tp"), "--tp", [&] { return graph::tensor_parallel_degrees(base); });
-  const std::vector<int> pp_degrees = degrees(args.get("--pp"), "--pp", [&] { return graph::pipeline_parallel_degrees(base); });
-  sweep::TuneSpace space = sweep::tune_space(base, batch, tp_degrees, pp_degrees);
+  sweep::Layouts layouts;
+  layouts.tp = degrees(args.get("--tp"), "--tp", [&] { return graph::tensor_parallel_degrees(base); });
+  layouts.pp = degrees(args.get("--pp"), "--pp", [&] { return graph::pipeline_parallel_degrees(base); });
+  layouts.cp = degrees(args.get("--cp"), "--cp", [&] { return graph::context_parallel_degrees(base); });
+  if (auto schedules = args.get("--pp-schedule")) {
+    layouts.pp_schedules = *schedules == "auto" ? graph::pipeline_schedules(base) : comma_list(*schedules);
+    for (const auto& name : layouts.pp_schedules) {
+      if (name.empty())
+        throw UsageError(fmt::format("--pp-schedule expects auto or schedule names separated by commas; got \"{}\"", *schedules));
+    }
+  }
+  sweep::TuneSpace space = sweep::tune_space(base, batch, layouts);
   if (auto f8 = args.get("--float8")) space.stage1.push_back(float8_axis(base, *f8));
   sweep::check_axes(o.scenario, o.sets, space.stage1);
   const Search s = search(o, space);

@@ -73,6 +73,22 @@ std::vector<int> pipeline_parallel_degrees(const config::ScenarioConfig& scenari
   return out;
 }
 
+std::vector<int> context_parallel_degrees(const config::ScenarioConfig& scenario) {
+  std::vector<int> out{1};
+  const auto spec = model::resolve_spec(scenario.model);
+  if (scenario.fsdp.sharding == config::Sharding::zero3 || spec.arch != model::Arch::llama) return out;
+  for (std::int64_t c = 2; c <= scenario.cluster.topology.node.gpus && scenario.world_size() % c == 0; c *= 2) {
+    if (scenario.training.seq_len % (2 * c) == 0) out.push_back(static_cast<int>(c));
+  }
+  return out;
+}
+
+std::vector<std::string> pipeline_schedules(const config::ScenarioConfig& scenario) {
+  std::vector<std::string> out{"1f1b", "gpipe", "interleaved_1f1b"};
+  if (!scenario.training.compile.value) out.insert(out.end(), {"zbv", "interleaved_zb"});
+  return out;
+}
+
 // training.float8: converts the model's linears (model/float8.hpp); a skip entry that keeps
 // nothing out is a warning, a conversion that converts nothing an error.
 static void apply_float8(Prepared& p, int act_bytes) {

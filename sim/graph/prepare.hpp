@@ -37,4 +37,13 @@ struct Prepared {
 // world size; only 1 where pipelining is refused (ZeRO-3, CPU offload).
 [[nodiscard]] std::vector<int> pipeline_parallel_degrees(const config::ScenarioConfig& scenario);
 
+// Context-parallel degrees worth searching: 1, 2, 4, ... up to a node's GPUs, dividing the world
+// size, that split the sequence into 2 cp chunks; only 1 where CP is refused (not a llama model,
+// ZeRO-3).
+[[nodiscard]] std::vector<int> context_parallel_degrees(const config::ScenarioConfig& scenario);
+
+// Pipeline schedules worth searching: GPipe, 1F1B, interleaved 1F1B, and without torch.compile
+// the zero-bubble ones (torch refuses them for compiled stages).
+[[nodiscard]] std::vector<std::string> pipeline_schedules(const config::ScenarioConfig& scenario);
+
 }  // namespace shardsim::graph

@@ -61,6 +61,7 @@ void check_axes(const std::filesystem::path& scenario, std::span<const std::stri
     for (std::size_t a = 0; a < axes.size(); ++a) {
       const std::size_t s = a == axis ? step : 0;
       for (std::size_t k = 0; k < axes[a].keys.size(); ++k) {
+        if (axes[a].values[s][k].empty()) continue;  // left as the scenario has it
         assignments.push_back(fmt::format("{}={}", axes[a].keys[k], axes[a].values[s][k]));
         origin.push_back(&axes[a].where);
       }

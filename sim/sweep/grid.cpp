@@ -361,7 +361,8 @@ std::vector<Point> expand(std::span<const Axis> axes) {
     }
     for (std::size_t a = 0; a < axes.size(); ++a) {
       for (std::size_t k = 0; k < axes[a].keys.size(); ++k) {
-        points[i].assignments.push_back(fmt::format("{}={}", axes[a].keys[k], axes[a].values[coords[a]][k]));
+        const std::string& value = axes[a].values[coords[a]][k];
+        if (!value.empty()) points[i].assignments.push_back(fmt::format("{}={}", axes[a].keys[k], value));
       }
     }
   }

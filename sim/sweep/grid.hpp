@@ -30,8 +30,10 @@ inline constexpr std::size_t kMaxRangeValues = 10'000;
 // One dimension of the grid: a key, or several keys advanced together (zipped).
 struct Axis {
   std::vector<std::string> keys;
-  std::vector<std::vector<std::string>> values;  // values[step][k]: canonical YAML text of keys[k]
-  Location where;                                // for messages about the axis as a whole
+  // values[step][k]: canonical YAML text of keys[k]; empty leaves keys[k] as the scenario has it at
+  // that step (a layout where the key does not apply, such as a pipeline schedule without pp).
+  std::vector<std::vector<std::string>> values;
+  Location where;  // for messages about the axis as a whole
 
   [[nodiscard]] std::size_t size() const { return values.size(); }
   [[nodiscard]] std::string label() const;                        // "training.micro_batch / training.grad_accum"

@@ -44,16 +44,19 @@ struct KeyTree {
 
 }  // namespace
 
-TuneSpace tune_space(const config::ScenarioConfig& base, std::optional<std::int64_t> batch, const std::vector<int>& tp_degrees,
-                     const std::vector<int>& pp_degrees) {
+TuneSpace tune_space(const config::ScenarioConfig& base, std::optional<std::int64_t> batch, const Layouts& layouts) {
   TuneSpace s;
   s.batch = batch.value_or(base.training.micro_batch * base.training.grad_accum);
   s.stage1.push_back(axis("training.activation_checkpointing", {"none", "selective", "full"}));
   const int base_tp = base.parallelism.tp;
   const int base_pp = base.parallelism.pp;
-  const bool tp_search = !tp_degrees.empty() && tp_degrees != std::vector<int>{base_tp};
-  const bool pp_search = !pp_degrees.empty() && pp_degrees != std::vector<int>{base_pp};
-  if (!tp_search && !pp_search && base_pp == 1) {
+  const int base_cp = base.parallelism.cp;
+  const auto searched = [](const std::vector<int>& degrees, int own) { return !degrees.empty() && degrees != std::vector<int>{own}; };
+  const bool tp_search = searched(layouts.tp, base_tp);
+  const bool pp_search = searched(layouts.pp, base_pp);
+  const bool cp_search = searched(layouts.cp, base_cp);
+  const bool schedules = !layouts.pp_schedules.empty();
+  if (!tp_search && !pp_search && !cp_search && !schedules && base_pp == 1) {
     Axis micro = axis("training.micro_batch", {});
     Axis accum = axis("training.grad_accum", {});
     for (std::int64_t m = 1; m <= s.batch; ++m) {
@@ -63,20 +66,39 @@ TuneSpace tune_space(const config::ScenarioConfig& base, std::optional<std::int6
     }
     s.stage1.push_back(zip_axes({micro, accum}, micro.where));
   } else {
-    // A TP group of t and a pipeline of p share one data-parallel rank's batch: to keep the
-    // global batch, a rank's batch at (t, p) is the scenario's x t p / (its tp x pp) (degrees that
-    // make it fractional, or do not divide the world, are left out).
+    // A TP group of t, a pipeline of p and a CP group of c share one data-parallel rank's batch:
+    // to keep the global batch, a rank's batch at (t, p, c) is the scenario's x t p c / its own
+    // (degrees that make it fractional, or do not divide the world, are left out).
     Axis layout;
-    layout.keys = {"parallelism.tp", "parallelism.pp", "training.micro_batch", "training.grad_accum"};
+    layout.keys = {"parallelism.tp", "parallelism.pp"};
+    if (cp_search) layout.keys.emplace_back("parallelism.cp");
+    layout.keys.insert(layout.keys.end(), {"training.micro_batch", "training.grad_accum"});
+    if (schedules) layout.keys.emplace_back("parallelism.pp_schedule");
     layout.where = Location{"shardsim tune", 0, 0};
     const std::int64_t world = base.world_size();
-    for (const int t : tp_search ? tp_degrees : std::vector<int>{base_tp}) {
-      for (const int p : pp_search ? pp_degrees : std::vector<int>{base_pp}) {
-        if (world % (static_cast<std::int64_t>(t) * p) != 0 || (s.batch * t * p) % (base_tp * base_pp) != 0) continue;
-        const std::int64_t per_rank = s.batch * t * p / (base_tp * base_pp);
-        for (std::int64_t m = 1; m <= per_rank; ++m) {
-          if (per_rank % m != 0 || (p > 1 && m != per_rank)) continue;
-          layout.values.push_back({std::to_string(t), std::to_string(p), std::to_string(m), std::to_string(per_rank / m)});
+    const std::int64_t own = static_cast<std::int64_t>(base_tp) * base_pp * base_cp;
+    for (const int t : tp_search ? layouts.tp : std::vector<int>{base_tp}) {
+      for (const int p : pp_search ? layouts.pp : std::vector<int>{base_pp}) {
+        for (const int c : cp_search ? layouts.cp : std::vector<int>{base_cp}) {
+          const std::int64_t group = static_cast<std::int64_t>(t) * p * c;
+          if (world % group != 0 || (s.batch * group) % own != 0) continue;
+          const std::int64_t per_rank = s.batch * group / own;
+          for (std::int64_t m = 1; m <= per_rank; ++m) {
+            if (per_rank % m != 0 || (p > 1 && m != per_rank)) continue;
+            std::vector<std::string> row{std::to_string(t), std::to_string(p)};
+            if (cp_search) row.push_back(std::to_string(c));
+            row.insert(row.end(), {std::to_string(m), std::to_string(per_rank / m)});
+            if (!schedules) {
+              layout.values.push_back(row);
+              continue;
+            }
+            // A schedule applies to pipelined layouts only; the others leave the key alone.
+            for (const auto& schedule : p > 1 ? layouts.pp_schedules : std::vector<std::string>{""}) {
+              auto with = row;
+              with.push_back(schedule);
+              layout.values.push_back(std::move(with));
+            }
+          }
         }
       }
     }

@@ -9,10 +9,12 @@
 //   fsdp.sharding                       full_shard, shard_grad_op, no_shard, shard_optimizer; on more than one
 //                                       node also hybrid_shard, hybrid_shard_zero2
 //   fsdp.wrap                           module per 1, 2 or 4 blocks; size (min_params 1e8)
-// plus the scenario as written, to compare against. With tensor-parallel degrees to search
-// (`shardsim tune --tp`), the batch axis becomes a layout axis: for each degree t, each divisor m
-// of the sequences per data-parallel rank at t (the global batch kept: the scenario's per-rank
-// batch x t / its own tp), parallelism.tp / training.micro_batch / training.grad_accum together.
+// plus the scenario as written, to compare against. With tensor-, pipeline- or context-parallel
+// degrees or pipeline schedules to search (`shardsim tune --tp / --pp / --cp / --pp-schedule`),
+// the batch axis becomes a layout axis: for each degree t (p, c), each divisor m of the sequences
+// per data-parallel rank there (the global batch kept: the scenario's per-rank batch x t p c / its
+// own), parallelism.tp / pp [/ cp] / training.micro_batch / grad_accum [/ parallelism.pp_schedule]
+// together.
 // Stage 2 (FSDP1 only), for the best `finalists` of stage 1 that fit:
 //   fsdp.backward_prefetch x fsdp.limit_all_gathers   pre, post, none x true, false
 // FSDP2 has neither knob: its backward prefetch is always BACKWARD_PRE and it has no rate
@@ -36,12 +38,19 @@ struct TuneSpace {
   std::int64_t batch = 1;    // sequences per GPU per optimizer step, kept fixed
 };
 
-// `batch`: sequences per data-parallel rank per step at the scenario's tp and pp; default its
-// micro_batch x grad_accum. `tp_degrees`, `pp_degrees`: tensor- and pipeline-parallel degrees to
-// search (empty: the scenario's). The global batch stays: a rank's batch scales with tp x pp. A
-// pipelined layout runs its batch as one optimizer micro-step of one-sequence micro-batches.
-[[nodiscard]] TuneSpace tune_space(const config::ScenarioConfig& base, std::optional<std::int64_t> batch,
-                                   const std::vector<int>& tp_degrees = {}, const std::vector<int>& pp_degrees = {});
+// The mesh layouts to search (each empty: the scenario's own).
+struct Layouts {
+  std::vector<int> tp;                    // tensor-parallel degrees
+  std::vector<int> pp;                    // pipeline-parallel degrees
+  std::vector<int> cp;                    // context-parallel degrees
+  std::vector<std::string> pp_schedules;  // pipeline schedules, for the layouts with pp > 1
+};
+
+// `batch`: sequences per data-parallel rank per step at the scenario's tp, pp and cp; default its
+// micro_batch x grad_accum. The global batch stays: a rank's batch scales with tp x pp x cp. A
+// pipelined layout runs its batch as one optimizer micro-step of one-sequence micro-batches, once
+// per schedule searched.
+[[nodiscard]] TuneSpace tune_space(const config::ScenarioConfig& base, std::optional<std::int64_t> batch, const Layouts& layouts = {});
 
 // Stage 1's points: the grid, then the scenario as written (no assignments) last, so that a grid
 // point that equals it ranks first.

@@ -3,8 +3,11 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "config/scenario.hpp"
 #include "config/yaml_load.hpp"
+#include "graph/prepare.hpp"
 #include "test_support.hpp"
 
 using namespace shardsim;
@@ -95,7 +98,7 @@ TEST_CASE("the recommended settings are a YAML block that reads back to the same
 TEST_CASE("tune --tp: one layout axis of TP degree, micro-batch and accumulation that keeps the global batch") {
   // One sequence per GPU at tp 1; a TP group of t shares one data-parallel rank, so it takes t
   // sequences per step: t = 2 -> 1 x 2 or 2 x 1, t = 4 -> 1 x 4, 2 x 2, 4 x 1.
-  const auto space = sweep::tune_space(tiny({}), std::nullopt, {1, 2, 4});
+  const auto space = sweep::tune_space(tiny({}), std::nullopt, {.tp = {1, 2, 4}});
   REQUIRE(space.stage1.size() == 4);
   CHECK(space.stage1[1].label() == "parallelism.tp / parallelism.pp / training.micro_batch / training.grad_accum");
   std::vector<std::string> layouts;
@@ -104,7 +107,7 @@ TEST_CASE("tune --tp: one layout axis of TP degree, micro-batch and accumulation
         std::vector<std::string>{"1 / 1 / 1 / 1", "2 / 1 / 1 / 2", "2 / 1 / 2 / 1", "4 / 1 / 1 / 4", "4 / 1 / 2 / 2", "4 / 1 / 4 / 1"});
   CHECK(sweep::stage1_points(space).size() == 3 * 6 * 4 * 4 + 1);
   // Only the scenario's own degree: the batch axis as before.
-  CHECK(sweep::tune_space(tiny({}), std::nullopt, {1}).stage1[1].label() == "training.micro_batch / training.grad_accum");
+  CHECK(sweep::tune_space(tiny({}), std::nullopt, {.tp = {1}}).stage1[1].label() == "training.micro_batch / training.grad_accum");
 }
 
 TEST_CASE("tune --pp: pipelined layouts keep the global batch as one micro-step of one-sequence micro-batches") {
@@ -112,8 +115,36 @@ TEST_CASE("tune --pp: pipelined layouts keep the global batch as one micro-step 
   // shares one data-parallel rank, so it runs p sequences per step, as micro_batch p (p
   // micro-batches of one sequence) and no accumulation.
   const auto base = tiny({});
-  const auto space = sweep::tune_space(base, std::nullopt, {}, {1, 2, 4});
+  const auto space = sweep::tune_space(base, std::nullopt, {.pp = {1, 2, 4}});
   std::vector<std::string> layouts;
   for (std::size_t i = 0; i < space.stage1[1].size(); ++i) layouts.push_back(space.stage1[1].value_label(i));
   CHECK(layouts == std::vector<std::string>{"1 / 1 / 1 / 1", "1 / 2 / 2 / 1", "1 / 4 / 4 / 1"});
+}
+
+TEST_CASE("tune --cp and --pp-schedule: context-parallel layouts and a schedule per pipelined layout") {
+  // A CP group of c shares one data-parallel rank's sequences like a TP group: c sequences per
+  // step at cp c. Schedules apply to the pipelined layouts only: the others leave the key alone
+  // (an empty value sets nothing).
+  const auto base = tiny({});
+  const auto cp = sweep::tune_space(base, std::nullopt, {.cp = {1, 2}});
+  CHECK(cp.stage1[1].label() == "parallelism.tp / parallelism.pp / parallelism.cp / training.micro_batch / training.grad_accum");
+  std::vector<std::string> layouts;
+  for (std::size_t i = 0; i < cp.stage1[1].size(); ++i) layouts.push_back(cp.stage1[1].value_label(i));
+  CHECK(layouts == std::vector<std::string>{"1 / 1 / 1 / 1 / 1", "1 / 1 / 2 / 1 / 2", "1 / 1 / 2 / 2 / 1"});
+  const auto sched = sweep::tune_space(base, std::nullopt, {.pp = {1, 2}, .pp_schedules = {"1f1b", "gpipe"}});
+  const auto points = sweep::stage1_points(sched);
+  int pipelined = 0;
+  int plain = 0;
+  for (const auto& p : points) {
+    if (p.assignments.empty()) continue;  // the scenario as written
+    const bool pp2 = std::find(p.assignments.begin(), p.assignments.end(), "parallelism.pp=2") != p.assignments.end();
+    const bool has_schedule = std::any_of(p.assignments.begin(), p.assignments.end(),
+                                          [](const std::string& a) { return a.rfind("parallelism.pp_schedule=", 0) == 0; });
+    CHECK(has_schedule == pp2);
+    (pp2 ? pipelined : plain) += 1;
+  }
+  CHECK(pipelined == 2 * plain);  // two schedules for the one pipelined layout, none for pp 1
+  // What auto searches for the tiny Llama (512-token sequences, 8 GPUs a node): cp 1 to 8.
+  CHECK(graph::context_parallel_degrees(base) == std::vector<int>{1, 2, 4, 8});
+  CHECK(graph::pipeline_schedules(tiny({"training.compile=true"})) == std::vector<std::string>{"1f1b", "gpipe", "interleaved_1f1b"});
 }
