@@ -40,7 +40,9 @@ constexpr std::array kParallelismParams{
     ParamSpec{"cp_rotate",
               "choice",
               "allgather",
-              "with cp: how K and V reach every rank: allgather; alltoall is not modelled yet",
+              "with cp: how K and V reach every rank in torch's ring attention: allgather (all of them at once, while the "
+              "rank's own chunk is computed) or alltoall (passed to the next rank step by step, each step overlapping the one "
+              "before); their gradients go around the ring in both",
               {},
               kRotateNames},
     ParamSpec{"pp", "integer", "1",
@@ -88,7 +90,7 @@ ParallelismConfig read_parallelism(const Reader& top, std::vector<ConfigWarning>
   p.tp_async_where = r.where("tp_async");
   p.cp = static_cast<int>(r.integer("cp"));
   p.cp_where = r.where("cp");
-  if (r.choice("cp_rotate") == "alltoall") r.fail("cp_rotate", "the all-to-all rotation is not modelled yet; expected allgather");
+  p.cp_alltoall = r.choice("cp_rotate") == "alltoall";
   if (p.cp == 1 && r.has("cp_rotate")) {
     warnings.push_back({r.where("cp_rotate"), "parallelism.cp_rotate", "applies with context parallelism (cp > 1); it is ignored"});
   }

@@ -202,7 +202,8 @@ struct ParallelismConfig {
   bool sequence_parallel = true;
   bool tp_async = false;  // micro-pipelined collective matmuls (needs sequence parallelism and compile)
   Location tp_async_where;
-  int cp = 1;  // context parallelism: ranks splitting each sequence (inside the shard group)
+  int cp = 1;                // context parallelism: ranks splitting each sequence (inside the shard group)
+  bool cp_alltoall = false;  // cp_rotate: K/V passed around the ring step by step, else all-gathered once
   Location cp_where;
   int pp = 1;  // pipeline stages (outermost in the mesh)
   PpSchedule pp_schedule = PpSchedule::one_f_one_b;

@@ -62,8 +62,19 @@ void FsdpStepBuilder::find_fused_regions() {
   fused_gather_.assign(n, -1);
   fused_scatter_.assign(n, -1);
   fused_tp_.assign(n, 0);
-  if (!cfg_.parallelism.tp_async || plan_.tp_group < 2) return;
+  ring_of_.assign(n, -1);
   const auto& trace = plan_.forward;
+  // Context parallelism: the K/V gather and the attention after it are torch's ring attention.
+  for (std::size_t i = 0; i + 1 < trace.size(); ++i) {
+    if (trace[i].kind != fsdp::TraceEvent::Kind::compute || trace[i + 1].kind != fsdp::TraceEvent::Kind::compute) continue;
+    const fsdp::Segment& cp = plan_.segments[static_cast<std::size_t>(trace[i].segment)];
+    const fsdp::Segment& next = plan_.segments[static_cast<std::size_t>(trace[i + 1].segment)];
+    if (!cp.tp_comm || !cp.kernels.front().context_parallel || next.tp_comm || next.unit != cp.unit) continue;
+    if (next.kernels.empty() || next.kernels.front().kind != model::KernelKind::attention) continue;
+    at(ring_of_, trace[i + 1].segment) = trace[i].segment;
+    at(fused_tp_, trace[i].segment) = 1;
+  }
+  if (!cfg_.parallelism.tp_async || plan_.tp_group < 2) return;
   const auto segment = [&](std::size_t i) -> const fsdp::Segment& { return plan_.segments[static_cast<std::size_t>(trace[i].segment)]; };
   // The compute segment at trace position i, in the unit of `tp`, or -1.
   const auto compute_at = [&](std::size_t i, const fsdp::Segment& tp) {

@@ -122,10 +122,18 @@ void FsdpStepBuilder::forward_compute(const fsdp::Segment& s, int segment, int u
     if (!fused_away(segment)) tp_collective(s, u, Phase::forward);
     return;
   }
+  if (at(ring_of_, segment) >= 0) {
+    forward_ring(s, segment, u);
+    return;
+  }
   if (at(fused_gather_, segment) >= 0 || at(fused_scatter_, segment) >= 0) {
     forward_fused(s, segment, u);
     return;
   }
+  plain_forward(s, u);
+}
+
+void FsdpStepBuilder::plain_forward(const fsdp::Segment& s, int u) {
   Op op = make(OpKind::forward, Stream::compute, "FWD " + s.name, u);
   op.work = forward_work(s, batch_);
   const double saved = activation_bytes(s.activation.saved, checkpoint_mode(s, cfg_.training), batch_);
@@ -203,12 +211,20 @@ void FsdpStepBuilder::backward_compute(const fsdp::Segment& s, int segment, int 
     if (!fused_away(segment)) tp_collective(s, u, Phase::backward);
     return;
   }
+  if (at(ring_of_, segment) >= 0) {
+    backward_ring(s, segment, u);
+    return;
+  }
   if (at(fused_gather_, segment) >= 0 || at(fused_scatter_, segment) >= 0) {
     // Async TP needs torch.compile, which the zero-bubble schedules refuse (config/parallelism.cpp).
     if (part_ != BackwardPart::all) throw std::logic_error("async TP with a split backward");
     backward_fused(s, segment, u);
     return;
   }
+  plain_backward(s, u);
+}
+
+void FsdpStepBuilder::plain_backward(const fsdp::Segment& s, int u) {
   const std::string_view prefix = part_ == BackwardPart::input ? "BWD-I " : part_ == BackwardPart::weight ? "BWD-W " : "BWD ";
   Op op = make(OpKind::backward, Stream::compute, std::string(prefix) + s.name, u);
   const model::AcMode mode = checkpoint_mode(s, cfg_.training);

@@ -8,7 +8,9 @@ namespace {
 constexpr std::array<std::string_view, kGemmTypes> kGemmTypeNames{"high", "fp8", "fp8_rowwise", "mxfp8"};
 }  // namespace
 
-std::string_view gemm_type_name(GemmType t) { return kGemmTypeNames[static_cast<std::size_t>(t)]; }
+std::string_view gemm_type_name(GemmType t) {
+  return kGemmTypeNames[static_cast<std::size_t>(t)];
+}
 
 std::optional<GemmType> gemm_type_from_name(std::string_view name) {
   for (std::size_t i = 0; i < kGemmTypeNames.size(); ++i) {
@@ -22,7 +24,8 @@ double AttentionCall::flops() const {
   const double s = static_cast<double>(seq);
   double f = 4.0 * static_cast<double>(batch) * s * s * heads * head_dim;
   if (causal) f *= 0.5;
-  f /= cp;  // load-balanced causal sharding gives every rank the same share of the work
+  f /= cp;     // load-balanced causal sharding gives every rank the same share of the work
+  f /= steps;  // and every step of its ring the same share of that (one K/V chunk pair each)
   // FlashAttention-2 backward recomputes S = QK^T and does dV, dP, dS->dQ, dK: 5 matmuls vs 2.
   return backward ? 2.5 * f : f;
 }
@@ -63,12 +66,13 @@ ComputeSplit& ComputeSplit::operator+=(const ComputeSplit& o) {
 }
 
 std::string_view to_string(OpKind k) {
-  constexpr std::array names{"all_gather", "reduce_scatter", "all_reduce", "forward",  "backward",
+  constexpr std::array names{"all_gather", "reduce_scatter", "all_reduce", "forward",   "backward",
                              "copy",       "optimizer",      "cpu_wait",   "host_copy", "send"};
   return names[static_cast<std::size_t>(k)];
 }
 std::string_view to_string(Stream s) {
-  constexpr std::array names{"compute", "nccl", "all_gather", "reduce_scatter", "all_reduce", "cpu", "h2d", "d2h", "tp", "nvme", "pp", "cp"};
+  constexpr std::array names{"compute", "nccl", "all_gather", "reduce_scatter", "all_reduce", "cpu",
+                             "h2d",     "d2h",  "tp",         "nvme",           "pp",         "cp"};
   return names[static_cast<std::size_t>(s)];
 }
 std::string_view to_string(Group g) {

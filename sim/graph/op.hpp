@@ -106,7 +106,8 @@ struct AttentionCall {
   bool causal = true;
   bool backward = false;
   int cp = 1;                          // context parallelism: this rank's 1/cp of the queries (load-balanced) against every key
-  [[nodiscard]] double flops() const;  // 4 b s^2 h d (/2 causal) / cp; backward 2.5x (recomputes S, P)
+  int steps = 1;                       // ring attention: the op runs one of `steps` equal steps of the call (K/V of one rank each)
+  [[nodiscard]] double flops() const;  // 4 b s^2 h d (/2 causal) / cp / steps; backward 2.5x (recomputes S, P)
 };
 
 // What a compute op does, in the terms the compute model prices and the replay harness runs.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "core/error.hpp"
@@ -39,13 +40,11 @@ json work_json(const Work& w) {
   }
   json attn = json::array();
   for (const auto& a : w.attention) {
-    attn.push_back({{"batch", a.batch},
-                    {"seq", a.seq},
-                    {"heads", a.heads},
-                    {"kv_heads", a.kv_heads},
-                    {"head_dim", a.head_dim},
-                    {"causal", a.causal},
-                    {"backward", a.backward}});
+    json call{{"batch", a.batch},       {"seq", a.seq},       {"heads", a.heads},      {"kv_heads", a.kv_heads},
+              {"head_dim", a.head_dim}, {"causal", a.causal}, {"backward", a.backward}};
+    if (a.cp > 1) call["cp"] = a.cp;
+    if (a.steps > 1) call["steps"] = a.steps;
+    attn.push_back(std::move(call));
   }
   json out{{"gemms", gemms},         {"attention", attn},          {"memory_bytes", w.memory_bytes},
            {"launches", w.launches}, {"pcie_bytes", w.pcie_bytes}, {"host_bytes", w.host_bytes}};
@@ -82,6 +81,8 @@ Work work_from(const JsonFields& in, const json& j, const std::string& path) {
                                         static_cast<int>(num("kv_heads", 1 << 20)), static_cast<int>(num("head_dim", 1 << 20)),
                                         in.boolean(in.field(a[i], "causal", p), json_path(p, "causal")),
                                         in.boolean(in.field(a[i], "backward", p), json_path(p, "backward"))});
+    if (a[i].contains("cp")) w.attention.back().cp = static_cast<int>(num("cp", 1 << 20));
+    if (a[i].contains("steps")) w.attention.back().steps = static_cast<int>(num("steps", 1 << 20));
   }
   w.memory_bytes = in.number(in.field(j, "memory_bytes", path), json_path(path, "memory_bytes"), 0, kMaxBytes);
   w.launches = static_cast<int>(in.integer(in.field(j, "launches", path), json_path(path, "launches"), 0, 1 << 24));
@@ -231,12 +232,14 @@ StepGraph from_json(const json& j, const std::string& source) {
     if (o.contains("work")) op.work = work_from(in, o["work"], json_path(p, "work"));
     if (o.contains("stage")) op.stage = integer("stage", 0, g.info.pp_group - 1);
     if (o.contains("peer_stage")) op.peer_stage = integer("peer_stage", 0, g.info.pp_group - 1);
-    if (o.contains("shift")) op.shift = integer("shift", 1, std::max(1, g.info.tp_group - 1));
+    if (o.contains("shift")) op.shift = integer("shift", 1, std::max({1, g.info.tp_group - 1, g.info.cp_group - 1}));
     if (op.group == Group::pp && (op.stage < 0 || op.peer_stage < 0)) {
       in.fail(p, "a collective of group \"pp\" has a stage and a peer_stage");
     }
-    if (op.kind == OpKind::send && op.group != Group::pp && (op.group != Group::tp || op.shift < 1)) {
-      in.fail(p, "a send (kind \"send\") is of group \"pp\" (between stages) or \"tp\" with a shift >= 1 (async TP's copies)");
+    if (op.kind == OpKind::send && op.group != Group::pp && ((op.group != Group::tp && op.group != Group::cp) || op.shift < 1)) {
+      in.fail(p,
+              "a send (kind \"send\") is of group \"pp\" (between stages), or \"tp\" or \"cp\" with a shift >= 1 (async TP's "
+              "copies, ring attention's rotations)");
     }
     g.add_op(std::move(op));
   }

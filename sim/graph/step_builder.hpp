@@ -78,6 +78,15 @@ class FsdpStepBuilder {
   void scattered_chunks(OpKind kind, const std::string& name, const std::vector<Gemm>& gemms, const fsdp::Segment& tp,
                         std::string_view note, int u);
   void backward_memory(Op& op, const fsdp::Segment& s, int u, model::AcMode mode, BackwardPart part);
+  void plain_forward(const fsdp::Segment& s, int u);
+  void plain_backward(const fsdp::Segment& s, int u);
+
+  // ---- context parallelism's ring attention (ring_attention.cpp) ----
+  void forward_ring(const fsdp::Segment& s, int segment, int u);
+  void backward_ring(const fsdp::Segment& s, int segment, int u);
+  std::vector<int> ring_kv(const fsdp::Segment& cp, std::string_view note, int u);
+  void ring_forward(const model::Kernel& attention, const fsdp::Segment& cp, OpKind kind, const std::string& name, int u);
+  void ring_backward(const model::Kernel& attention, const fsdp::Segment& cp, const std::string& name, int u);
 
   // ---- passes (fsdp_passes.cpp) ----
   void forward();
@@ -162,7 +171,10 @@ class FsdpStepBuilder {
   // fused with it (-1: none).
   std::vector<int> fused_gather_;
   std::vector<int> fused_scatter_;
-  std::vector<char> fused_tp_;  // per segment: a TP collective its neighbour runs fused
+  std::vector<char> fused_tp_;  // per segment: a TP or CP collective its neighbour runs fused
+  // Context parallelism, per segment: the CP K/V gather before it whose attention (its first
+  // kernel) runs as ring attention, step by step (-1: none).
+  std::vector<int> ring_of_;
 };
 
 }  // namespace shardsim::graph

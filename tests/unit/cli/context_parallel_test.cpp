@@ -1,6 +1,7 @@
 // Context parallelism (parallelism.cp): each sequence split over cp ranks with load-balanced
-// causal chunks, K and V all-gathered over the cp group before attention and their gradients
-// reduce-scattered after its backward, FSDP sharding over dp_shard x cp. Bytes and FLOPs by hand.
+// causal chunks, attention as torch's ring attention (cp equal steps, K and V all-gathered or
+// passed around the ring, their gradients passed around it in fp32), FSDP sharding over
+// dp_shard x cp. Bytes and FLOPs by hand.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
@@ -24,6 +25,11 @@ struct Totals {
   int gathers = 0;  // CP all-gathers
   int scatters = 0;
   double gather_bytes = 0;  // of one
+  int kv_sends = 0;         // K/V passed to the next rank (alltoall)
+  double kv_send_bytes = 0;
+  int grad_sends = 0;  // dK/dV passed to the next rank
+  double grad_send_bytes = 0;
+  int steps = 0;  // ring attention steps (forward and backward)
   double attention_flops = 0;
   double gemm_flops = 0;
 };
@@ -36,7 +42,11 @@ Totals totals(const graph::Prepared& p) {
       CHECK(op.stream == graph::Stream::cp);
       if (op.kind == OpKind::all_gather) ++t.gathers, t.gather_bytes = op.bytes;
       if (op.kind == OpKind::reduce_scatter) ++t.scatters;
+      const bool grad = op.name.find("dK dV") != std::string::npos;
+      if (op.kind == OpKind::send && !grad) ++t.kv_sends, t.kv_send_bytes = op.bytes;
+      if (op.kind == OpKind::send && grad) ++t.grad_sends, t.grad_send_bytes = op.bytes;
     }
+    if (op.name.find(" ring step ") != std::string::npos) ++t.steps;
     t.attention_flops += op.work.attention_flops(false) + op.work.attention_flops(true);
     t.gemm_flops += op.work.gemm_flops();
   }
@@ -45,21 +55,60 @@ Totals totals(const graph::Prepared& p) {
 
 }  // namespace
 
-TEST_CASE("context parallel: K and V gathered per attention, a rank's FLOPs 1/cp of the sequence's") {
+TEST_CASE("context parallel: ring attention in cp steps, a rank's FLOPs 1/cp of the sequence's") {
   // The tiny Llama (4 layers, hidden 512, 8 heads of 64, no GQA), 512-token sequences, cp 2, no
-  // checkpointing: per layer one all-gather of K and V, each 512 tokens x 512 x 2 B: 1 MiB
-  // gathered (each rank receives the other's half), and one reduce-scatter of their gradients.
+  // checkpointing. A rank holds 256 tokens; its K and V are 256 x 512 x 2 B each, 0.5 MiB, and
+  // all of them gathered 1 MiB. Per layer, allgather: one gather in forward and one in backward
+  // (torch's backward gathers again), 2 forward and 2 backward steps, and 2 sends of the rank's
+  // dK and dV in fp32 (1 MiB each); no reduce-scatter.
   const auto one = totals(prepare({"fsdp.version=2", "training.activation_checkpointing=none"}));
   const auto two = totals(prepare({"fsdp.version=2", "training.activation_checkpointing=none", "parallelism.cp=2"}));
   CHECK(one.gathers == 0);
-  CHECK(two.gathers == 4);
-  CHECK(two.scatters == 4);
+  CHECK(one.steps == 0);
+  CHECK(two.gathers == 4 * 2);
+  CHECK(two.scatters == 0);
   CHECK(two.gather_bytes == 2.0 * 512 * 512 * 2);
-  // Half the queries against every key (load-balanced causal chunks), half the tokens in every GEMM.
+  CHECK(two.steps == 4 * (2 + 2));
+  CHECK(two.grad_sends == 4 * 2);
+  CHECK(two.grad_send_bytes == 2.0 * 256 * 512 * 4);
+  // alltoall: K and V passed on once per pass (cp - 1 sends of one rank's 0.5 MiB), no gather.
+  const auto ring =
+      totals(prepare({"fsdp.version=2", "training.activation_checkpointing=none", "parallelism.cp=2", "parallelism.cp_rotate=alltoall"}));
+  CHECK(ring.gathers == 0);
+  CHECK(ring.kv_sends == 4 * 2);
+  CHECK(ring.kv_send_bytes == 2.0 * 256 * 512 * 2);
+  CHECK(ring.grad_sends == 4 * 2);
+  // Half the queries against every key (load-balanced causal chunks), in equal steps; half the
+  // tokens in every GEMM.
   CHECK(two.attention_flops == doctest::Approx(one.attention_flops / 2));
+  CHECK(ring.attention_flops == doctest::Approx(one.attention_flops / 2));
   CHECK(two.gemm_flops == doctest::Approx(one.gemm_flops / 2));
-  // Full checkpointing reruns the forward's gather in backward.
-  CHECK(totals(prepare({"fsdp.version=2", "training.activation_checkpointing=full", "parallelism.cp=2"})).gathers == 8);
+  // Full checkpointing reruns the forward's ring (its gather and steps) in backward.
+  const auto full = totals(prepare({"fsdp.version=2", "training.activation_checkpointing=full", "parallelism.cp=2"}));
+  CHECK(full.gathers == 4 * 3);
+  CHECK(full.steps == 4 * (2 + 2 + 2));
+}
+
+TEST_CASE("context parallel: each ring step waits only for its own K and V") {
+  // alltoall, cp 2: the first forward step (own K/V) starts without the send; the second starts
+  // after it. The backward's dK/dV addition of step 2 waits for step 1's send, not its attention.
+  const auto p = prepare(
+      {"fsdp.version=2", "training.activation_checkpointing=none", "parallelism.cp=2", "parallelism.cp_rotate=alltoall", "model.layers=1"});
+  const auto& g = p.graph;
+  const auto fed_by_send = [&](int id) {
+    for (const auto& [pred, kind] : g.predecessors(id)) {
+      if (g.op(pred).kind == OpKind::send) return true;
+    }
+    return false;
+  };
+  std::vector<int> forward_steps;
+  for (std::size_t o = 0; o < g.size(); ++o) {
+    const auto& op = g.op(static_cast<int>(o));
+    if (op.kind == OpKind::forward && op.name.find(" ring step ") != std::string::npos) forward_steps.push_back(op.id);
+  }
+  REQUIRE(forward_steps.size() == 2);
+  CHECK_FALSE(fed_by_send(forward_steps[0]));
+  CHECK(fed_by_send(forward_steps[1]));
 }
 
 TEST_CASE("context parallel: the groups and the tokens per GPU") {

@@ -1,0 +1,154 @@
+// Context parallelism's attention as torch runs it (torch/distributed/tensor/experimental/
+// _attention.py, _templated_ring_attention and its backward): each rank holds 1/cp of every
+// sequence (two load-balanced chunks) and computes its queries against every rank's K and V in cp
+// equal steps, its own K/V first, merging each step's partial output into an fp32 running output
+// with its log-sum-exp (_SDPAMerger):
+//  - cp_rotate allgather: K and V of every rank all-gathered once, while the own step runs;
+//  - cp_rotate alltoall: passed around the ring, each rank's K/V sent on to the next while the
+//    step on it runs (cp - 1 sends, each of one rank's K/V).
+// The backward gathers or rotates K and V again, runs the cp steps' attention backward, and passes
+// the K/V gradients around the ring in fp32 in both modes (the dK/dV rotater is always an
+// all-to-all): after each step, the gradient arriving from the previous rank is added to this
+// step's and sent on, while the next step runs; after the cp-th send each rank holds its own.
+// Memory traffic of the eager merges and accumulations, per element of the rank's queries
+// (tokens x heads x head_dim), from the ops they run (upper bounds where a step touches only half
+// the queries, load balancing's partial steps, which here count as three quarters on average):
+//   forward, first step: the output to fp32 (2 read + 4 written); each later step: block to fp32
+//   (6), out - block (12), x sigmoid(lse difference) (12), out - that (12), at 3/4: 31.5; last: back
+//   to bf16 (6);
+//   backward, each step: dQ accumulated in fp32 (2 + 4 read, 4 written: 10); dK, dV added to the
+//   arriving fp32 gradient (20) and concatenated for the send (16).
+#include <fmt/format.h>
+
+#include "graph/step_builder.hpp"
+
+namespace shardsim::graph {
+namespace {
+
+constexpr double kToFp32 = 6.0;
+constexpr double kMergeStep = 31.5;
+constexpr double kQueryGradStep = 10.0;
+constexpr double kKvGradStep = 36.0;
+constexpr int kMergeLaunches = 5;
+
+// The elements of a rank's attention output (or its queries): tokens x heads x head_dim.
+double query_elements(const model::Kernel& attention, const Batch& b) {
+  return static_cast<double>(b.tokens()) * attention.heads * attention.head_dim;
+}
+
+// The segment without its first kernel (the attention the ring runs).
+fsdp::Segment after_attention(const fsdp::Segment& s) {
+  fsdp::Segment rest = s;
+  rest.kernels.erase(rest.kernels.begin());
+  return rest;
+}
+
+}  // namespace
+
+// When each step's K and V are here: -1 for the own step, else the all-gather or the send that
+// brings them. `note` names the pass ("", " (recompute)", " (backward)").
+std::vector<int> FsdpStepBuilder::ring_kv(const fsdp::Segment& cp, std::string_view note, int u) {
+  const int n = cfg_.parallelism.cp;
+  const double gathered = tp_bytes(cp, OpKind::all_gather);  // every rank's K and V
+  const int input = io_.last(Stream::compute);
+  std::vector<int> arrive(static_cast<std::size_t>(n), -1);
+  const auto wire = [&](Op op) {
+    const int id = issue(std::move(op));
+    g_.add_edge(input, id, EdgeKind::data);
+    g_.add_edge(tp_wait_, id, EdgeKind::data);
+    return id;
+  };
+  if (!cfg_.parallelism.cp_alltoall) {
+    Op ag = make(OpKind::all_gather, Stream::cp, fmt::format("CP AG {}{}", cp.name, note), u);
+    ag.group = Group::cp;
+    ag.bytes = gathered;
+    const int id = wire(std::move(ag));
+    for (int i = 1; i < n; ++i) arrive[static_cast<std::size_t>(i)] = id;
+    return arrive;
+  }
+  for (int i = 1; i < n; ++i) {
+    Op send = make(OpKind::send, Stream::cp, fmt::format("CP send {}{} {}/{}", cp.name, note, i, n - 1), u);
+    send.group = Group::cp;
+    send.shift = 1;
+    send.bytes = gathered / n;
+    arrive[static_cast<std::size_t>(i)] = wire(std::move(send));
+  }
+  return arrive;
+}
+
+void FsdpStepBuilder::ring_forward(const model::Kernel& attention, const fsdp::Segment& cp, OpKind kind, const std::string& name, int u) {
+  const int n = cfg_.parallelism.cp;
+  const auto arrive = ring_kv(cp, kind == OpKind::forward ? "" : " (recompute)", u);
+  const double elements = query_elements(attention, batch_);
+  for (int i = 0; i < n; ++i) {
+    Op op = make(kind, Stream::compute, fmt::format("{} ring step {}/{}", name, i + 1, n), u);
+    op.work.attention.push_back(AttentionCall{batch_.sequences, batch_.seq_len, attention.heads, attention.kv_heads, attention.head_dim,
+                                              attention.causal, false, batch_.cp, n});
+    op.work.launches = 1 + kMergeLaunches;
+    op.work.memory_bytes = (i == 0 ? kToFp32 : kMergeStep) * elements + (i == n - 1 ? kToFp32 : 0.0) * elements;
+    const int id = compute(std::move(op), u);
+    g_.add_edge(arrive[static_cast<std::size_t>(i)], id, EdgeKind::data);
+  }
+}
+
+void FsdpStepBuilder::ring_backward(const model::Kernel& attention, const fsdp::Segment& cp, const std::string& name, int u) {
+  const int n = cfg_.parallelism.cp;
+  const auto arrive = ring_kv(cp, " (backward)", u);
+  const double elements = query_elements(attention, batch_);
+  const double gradients = 2.0 * tp_bytes(cp, OpKind::all_gather) / n;  // one rank's dK and dV in fp32
+  int sent = -1;
+  for (int i = 0; i < n; ++i) {
+    Op step = make(OpKind::backward, Stream::compute, fmt::format("{} ring step {}/{}", name, i + 1, n), u);
+    step.work.attention.push_back(AttentionCall{batch_.sequences, batch_.seq_len, attention.heads, attention.kv_heads, attention.head_dim,
+                                                attention.causal, true, batch_.cp, n});
+    step.work.launches = 2;
+    step.work.memory_bytes = kQueryGradStep * elements;
+    const int id = compute(std::move(step), u);
+    g_.add_edge(arrive[static_cast<std::size_t>(i)], id, EdgeKind::data);
+    Op add = make(OpKind::backward, Stream::compute, fmt::format("{} dK dV {}/{}", name, i + 1, n), u);
+    add.work = memory_work(kKvGradStep * elements, 4);
+    const int added = compute(std::move(add), u);
+    g_.add_edge(sent, added, EdgeKind::data);  // the gradient from the previous rank
+    Op send = make(OpKind::send, Stream::cp, fmt::format("CP send dK dV {} {}/{}", cp.name, i + 1, n), u);
+    send.group = Group::cp;
+    send.shift = 1;
+    send.bytes = gradients;
+    sent = issue(std::move(send));
+    g_.add_edge(added, sent, EdgeKind::data);
+  }
+  tp_wait_ = sent;  // the own K/V gradient, back after the cp-th send
+}
+
+void FsdpStepBuilder::forward_ring(const fsdp::Segment& s, int segment, int u) {
+  const fsdp::Segment& cp = plan_.segments[static_cast<std::size_t>(at(ring_of_, segment))];
+  ring_forward(s.kernels.front(), cp, OpKind::forward, "FWD " + s.name, u);
+  const fsdp::Segment rest = after_attention(s);
+  if (at(fused_scatter_, segment) >= 0) {
+    forward_fused(rest, segment, u);
+  } else {
+    plain_forward(rest, u);
+  }
+}
+
+// Backward: the rerun of the ring's forward where checkpointing reruns attention, what follows
+// attention (its recompute and backward, and the segment's memory), then the ring's backward.
+void FsdpStepBuilder::backward_ring(const fsdp::Segment& s, int segment, int u) {
+  const fsdp::Segment& cp = plan_.segments[static_cast<std::size_t>(at(ring_of_, segment))];
+  const model::Kernel& attention = s.kernels.front();
+  const fsdp::Segment rest = after_attention(s);
+  if (part_ == BackwardPart::weight) {  // attention has no weights: only what follows it
+    plain_backward(rest, u);
+    return;
+  }
+  const std::string name = "BWD " + s.name;
+  const model::AcMode mode = checkpoint_mode(s, cfg_.training);
+  if (recomputed_in_backward(attention, mode)) ring_forward(attention, cp, OpKind::backward, name + " (recompute)", u);
+  if (at(fused_scatter_, segment) >= 0) {
+    backward_fused(rest, segment, u);
+  } else {
+    plain_backward(rest, u);
+  }
+  ring_backward(attention, cp, name, u);
+}
+
+}  // namespace shardsim::graph
