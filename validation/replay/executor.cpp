@@ -169,6 +169,13 @@ void check_replayable(const graph::StepGraph& g, int world, const std::string& s
   }
   for (std::size_t i = 0; i < g.size(); ++i) {
     const graph::Op& op = g.op(static_cast<int>(i));
+    if (op.group == graph::Group::cp || std::any_of(op.work.attention.begin(), op.work.attention.end(),
+                                                    [](const graph::AttentionCall& a) { return a.cp > 1 || a.steps > 1; })) {
+      throw ConfigError(Location{source, 0, 0}, fmt::format("ops[{}]", i),
+                        fmt::format("{}: context parallelism's ring attention is not replayed yet; expected a graph exported with "
+                                    "parallelism.cp: 1",
+                                    describe(op)));
+    }
     if (op.kind == OpKind::send && op.group == graph::Group::tp) {
       throw ConfigError(Location{source, 0, 0}, fmt::format("ops[{}].kind", i),
                         fmt::format("{}: async tensor parallelism's chunk copies (sends within the TP group) are not replayed yet; "

@@ -105,6 +105,13 @@ TEST_CASE("graphs that cannot be replayed are refused with what to do") {
   } catch (const ConfigError& e) {
     CHECK(std::string(e.what()).find("async tensor parallelism's chunk copies") != std::string::npos);
   }
+  const std::vector<std::string> cp{"cluster.overrides.node.gpus=2", "parallelism.cp=2", "fsdp.version=2"};
+  try {
+    replay::check_replayable(test::prepared("tests/data/tiny_llama.yaml", cp).graph, 2, "c.json");
+    FAIL("expected an error");
+  } catch (const ConfigError& e) {
+    CHECK(std::string(e.what()).find("ring attention is not replayed yet") != std::string::npos);
+  }
 }
 
 TEST_CASE("ranks' times are merged onto the earliest t0 when the clock is shared") {
