@@ -1,5 +1,5 @@
 // shardsim tune SCENARIO [--set KEY=VALUE]... [--memory-limit BYTES] [--batch N] [--tp auto|N,...] [--pp auto|N,...]
-//                [--cp auto|N,...] [--pp-schedule auto|S,...] [--float8 auto|R,...]
+//                [--cp auto|N,...] [--pp-schedule auto|S,...] [--tp-async] [--float8 auto|R,...]
 //                [--finalists K]
 //                [-j N] [--out DIR]
 // Searches the settings of sweep/tune.hpp for the highest tokens/s per GPU that fits, and prints
@@ -47,6 +47,9 @@ Args tune_args() {
   a.value("--pp-schedule", "auto | NAME,NAME,...",
           "pipeline schedules for the layouts with pp > 1 (auto: 1f1b, gpipe, interleaved_1f1b, and zbv, interleaved_zb without "
           "torch.compile); default: the scenario's");
+  a.flag("--tp-async",
+         "also try async TP on and off on the tensor-parallel layouts (it needs sequence parallelism and "
+         "training.compile)");
   a.value("--float8", "auto | RECIPE,RECIPE,...",
           "also search training.float8.recipe (auto: none and every recipe the GPU has: tensorwise, rowwise, rowwise_with_gw_hp, "
           "mxfp8)");
@@ -260,6 +263,7 @@ int cmd_tune(std::span<const std::string> argv) {
         throw UsageError(fmt::format("--pp-schedule expects auto or schedule names separated by commas; got \"{}\"", *schedules));
     }
   }
+  layouts.tp_async = args.has("--tp-async");
   sweep::TuneSpace space = sweep::tune_space(base, batch, layouts);
   if (auto f8 = args.get("--float8")) space.stage1.push_back(float8_axis(base, *f8));
   sweep::check_axes(o.scenario, o.sets, space.stage1);

@@ -56,7 +56,7 @@ TuneSpace tune_space(const config::ScenarioConfig& base, std::optional<std::int6
   const bool pp_search = searched(layouts.pp, base_pp);
   const bool cp_search = searched(layouts.cp, base_cp);
   const bool schedules = !layouts.pp_schedules.empty();
-  if (!tp_search && !pp_search && !cp_search && !schedules && base_pp == 1) {
+  if (!tp_search && !pp_search && !cp_search && !schedules && !layouts.tp_async && base_pp == 1) {
     Axis micro = axis("training.micro_batch", {});
     Axis accum = axis("training.grad_accum", {});
     for (std::int64_t m = 1; m <= s.batch; ++m) {
@@ -74,6 +74,7 @@ TuneSpace tune_space(const config::ScenarioConfig& base, std::optional<std::int6
     if (cp_search) layout.keys.emplace_back("parallelism.cp");
     layout.keys.insert(layout.keys.end(), {"training.micro_batch", "training.grad_accum"});
     if (schedules) layout.keys.emplace_back("parallelism.pp_schedule");
+    if (layouts.tp_async) layout.keys.emplace_back("parallelism.tp_async");
     layout.where = Location{"shardsim tune", 0, 0};
     const std::int64_t world = base.world_size();
     const std::int64_t own = static_cast<std::int64_t>(base_tp) * base_pp * base_cp;
@@ -88,15 +89,20 @@ TuneSpace tune_space(const config::ScenarioConfig& base, std::optional<std::int6
             std::vector<std::string> row{std::to_string(t), std::to_string(p)};
             if (cp_search) row.push_back(std::to_string(c));
             row.insert(row.end(), {std::to_string(m), std::to_string(per_rank / m)});
-            if (!schedules) {
-              layout.values.push_back(row);
-              continue;
-            }
-            // A schedule applies to pipelined layouts only; the others leave the key alone.
-            for (const auto& schedule : p > 1 ? layouts.pp_schedules : std::vector<std::string>{""}) {
-              auto with = row;
-              with.push_back(schedule);
-              layout.values.push_back(std::move(with));
+            // A schedule applies to pipelined layouts only, async TP to tensor-parallel ones; the
+            // others leave the key alone.
+            const std::vector<std::string> none{""};
+            const auto& pp_options = !schedules ? none : p > 1 ? layouts.pp_schedules : none;
+            const std::vector<std::string> async_options = !layouts.tp_async ? none
+                                                           : t > 1           ? std::vector<std::string>{"false", "true"}
+                                                                             : none;
+            for (const auto& schedule : pp_options) {
+              for (const auto& async : async_options) {
+                auto with = row;
+                if (schedules) with.push_back(schedule);
+                if (layouts.tp_async) with.push_back(async);
+                layout.values.push_back(std::move(with));
+              }
             }
           }
         }

@@ -148,3 +148,13 @@ TEST_CASE("tune --cp and --pp-schedule: context-parallel layouts and a schedule 
   CHECK(graph::context_parallel_degrees(base) == std::vector<int>{1, 2, 4, 8});
   CHECK(graph::pipeline_schedules(tiny({"training.compile=true"})) == std::vector<std::string>{"1f1b", "gpipe", "interleaved_1f1b"});
 }
+
+TEST_CASE("tune --tp-async: async TP on and off on the tensor-parallel layouts only") {
+  // tp 1 and 2: tp 1 leaves tp_async as the scenario has it (one layout), tp 2 tries false and
+  // true on each of its batch splits (1 x 2 and 2 x 1).
+  const auto space = sweep::tune_space(tiny({}), std::nullopt, {.tp = {1, 2}, .tp_async = true});
+  std::vector<std::string> layouts;
+  for (std::size_t i = 0; i < space.stage1[1].size(); ++i) layouts.push_back(space.stage1[1].value_label(i));
+  CHECK(layouts == std::vector<std::string>{"1 / 1 / 1 / 1 / ", "2 / 1 / 1 / 2 / false", "2 / 1 / 1 / 2 / true", "2 / 1 / 2 / 1 / false",
+                                            "2 / 1 / 2 / 1 / true"});
+}
