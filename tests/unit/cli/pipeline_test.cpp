@@ -74,6 +74,16 @@ std::string interleaved(int rank, int ranks, int m, int chunks) {
   return out;
 }
 
+// A zero-bubble schedule's order: F forward, I input gradients, W weight gradients, chunk:micro.
+std::string split_order(config::PpSchedule s, int rank, int ranks, int m, int chunks) {
+  std::string out;
+  for (const auto& a : graph::pipeline_actions(s, rank, ranks, m, chunks)) {
+    const char kind = a.forward ? 'F' : a.part == graph::BackwardPart::input ? 'I' : 'W';
+    out += fmt::format("{}{}:{} ", kind, a.chunk, a.micro);
+  }
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("pipeline: the schedules' order of micro-batches per stage") {
@@ -199,14 +209,7 @@ TEST_CASE("pipeline: ZB-V runs two stages per rank in a V, in torch's ScheduleZB
   // Worked by hand from ScheduleZBVZeroBubble._calculate_single_rank_operations for 2 ranks and
   // 4 micro-batches (chunk:micro-batch; chunk 0 is model stage r, chunk 1 stage 3 - r; I the
   // input gradients, W the weight gradients).
-  const auto zbv = [](int rank) {
-    std::string out;
-    for (const auto& a : graph::pipeline_actions(config::PpSchedule::zbv, rank, 2, 4)) {
-      const char kind = a.forward ? 'F' : a.part == graph::BackwardPart::input ? 'I' : 'W';
-      out += fmt::format("{}{}:{} ", kind, a.chunk, a.micro);
-    }
-    return out;
-  };
+  const auto zbv = [](int rank) { return split_order(config::PpSchedule::zbv, rank, 2, 4, 2); };
   CHECK(zbv(0) ==
         "F0:0 F0:1 F0:2 F1:0 I1:0 W1:0 F1:1 I1:1 W1:1 F0:3 I0:0 W0:0 F1:2 I1:2 W1:2 I0:1 W0:1 F1:3 I1:3 W1:3 "
         "I0:2 W0:2 I0:3 W0:3 ");
@@ -238,14 +241,7 @@ TEST_CASE("pipeline: interleaved zero bubble (ZB1P) in torch's ScheduleInterleav
   // Worked by hand from _get_1f1b_rank_ops(enable_zero_bubble=True) for 2 ranks, 4 micro-batches
   // (2 rounds of 2) and 2 chunks per rank: rank 0 warms up with 3 forwards and defers no weight
   // gradient, rank 1 with 2 and defers one.
-  const auto zb = [](int rank) {
-    std::string out;
-    for (const auto& a : graph::pipeline_actions(config::PpSchedule::interleaved_zb, rank, 2, 4, 2)) {
-      const char kind = a.forward ? 'F' : a.part == graph::BackwardPart::input ? 'I' : 'W';
-      out += fmt::format("{}{}:{} ", kind, a.chunk, a.micro);
-    }
-    return out;
-  };
+  const auto zb = [](int rank) { return split_order(config::PpSchedule::interleaved_zb, rank, 2, 4, 2); };
   CHECK(zb(0) ==
         "F0:0 F0:1 F1:0 F1:1 I1:0 W1:0 F0:2 I1:1 W1:1 F0:3 I0:0 W0:0 F1:2 I0:1 W0:1 F1:3 I1:2 W1:2 I1:3 W1:3 "
         "I0:2 W0:2 I0:3 W0:3 ");
