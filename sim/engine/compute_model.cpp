@@ -1,9 +1,10 @@
 #include "engine/compute_model.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <array>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 namespace shardsim::engine {
 
@@ -12,6 +13,7 @@ ComputeRates ComputeRates::nominal(const config::TopologyConfig& topo, bool low_
   const double peak = low_precision ? g.peak_bf16.value() : g.peak_fp32.value();
   ComputeRates r;
   r.gemm = peak * g.efficiency.matmul;
+  r.gemm_element_bytes = low_precision ? 2 : 4;
   r.gemm_fp8 = g.peak_fp8.value() * g.efficiency.fp8();
   r.gemm_fp8_rowwise = g.peak_fp8.value() * g.efficiency.fp8_rowwise();
   r.gemm_mxfp8 = g.peak_mxfp8.value() * g.efficiency.mxfp8();
@@ -38,10 +40,19 @@ double RooflineModel::gemm_rate(graph::GemmType type) const {
   return rate;
 }
 
+double RooflineModel::gemm_seconds(const graph::Gemm& gemm) const {
+  const double m = static_cast<double>(gemm.m);
+  const double n = static_cast<double>(gemm.n);
+  const double k = static_cast<double>(gemm.k);
+  const double operand = gemm.type == graph::GemmType::high ? r_.gemm_element_bytes : 1.0;
+  const double bytes = operand * (m * k + k * n) + r_.gemm_element_bytes * m * n;
+  return std::max((gemm.flops() + r_.gemm_half_flops) / gemm_rate(gemm.type), bytes / r_.memory);
+}
+
 graph::ComputeSplit RooflineModel::split(const graph::Op& op) const {
   const graph::Work& w = op.work;
   graph::ComputeSplit s;
-  for (const graph::Gemm& gemm : w.gemms) s.gemm += (gemm.flops() + r_.gemm_half_flops) / gemm_rate(gemm.type);
+  for (const graph::Gemm& gemm : w.gemms) s.gemm += gemm_seconds(gemm);
   s.attention = w.attention_flops(false) / r_.attention_forward + w.attention_flops(true) / r_.attention_backward;
   s.memory = w.memory_bytes / r_.memory;
   s.launch = w.launches * r_.kernel_launch;

@@ -1,11 +1,16 @@
 // Prices compute ops. The default, `roofline`, adds up each kind of work at its achievable rate:
-//   t = sum over GEMMs (F + F_half) / R_gemm(type) + attention FLOPs / R_attention (fwd, bwd)
+//   t = sum over GEMMs max((F + F_half) / R_gemm(type), bytes / B_memory)
+//     + attention FLOPs / R_attention (fwd, bwd)
 //     + memory-bound bytes / B_memory + kernels x launch cost
 //     + PCIe bytes / PCIe bandwidth (host copies) + host bytes / CPU memory bandwidth
 // Kernels of one op run one after another on the compute stream, so their times add. The rates
 // come from the topology (peak x gpu.efficiency, per GPU type, not per scenario), or from a
 // calibration file fitted to measurements (calibrated_compute.hpp), which can also give GEMMs a
 // size curve: a GEMM of F_half FLOPs runs at half the rate of a large one (F_half = 0: none).
+// A GEMM's bytes are its operands read once and its output written once (m k + k n elements in,
+// m n out; float8 operands 1 byte, high-precision operands and every output the compute dtype's
+// size): a skinny GEMM (one side of a few hundred, as GQA's wk / wv become under TP) moves more
+// bytes per FLOP than the GPU's ridge point and runs at HBM speed, not at the GEMM rate.
 #pragma once
 
 #include <functional>
@@ -34,8 +39,9 @@ class ComputeModel {
 };
 
 struct ComputeRates {
-  double gemm = 1;             // FLOP/s of large GEMMs
-  double gemm_half_flops = 0;  // the GEMM size that runs at half that rate (0: no size effect)
+  double gemm = 1;                // FLOP/s of large GEMMs
+  double gemm_half_flops = 0;     // the GEMM size that runs at half that rate (0: no size effect)
+  double gemm_element_bytes = 2;  // bytes of a high-precision GEMM operand or output element
   // Float8 GEMMs (training.float8): tensorwise, rowwise and MXFP8 scales; 0 where the GPU has none.
   double gemm_fp8 = 0;
   double gemm_fp8_rowwise = 0;
@@ -65,6 +71,8 @@ class RooflineModel final : public ComputeModel {
   [[nodiscard]] double speed_while_communicating() const override { return 1.0 - r_.comm_interference; }
   [[nodiscard]] const ComputeRates& rates() const { return r_; }
   [[nodiscard]] double gemm_rate(graph::GemmType type) const;
+  // One GEMM's seconds: its FLOPs at the type's rate, or its bytes at HBM speed if slower.
+  [[nodiscard]] double gemm_seconds(const graph::Gemm& gemm) const;
 
  private:
   ComputeRates r_;

@@ -5,7 +5,9 @@
 namespace shardsim::model {
 namespace {
 
-bool is_linear(const Module& m) { return m.type == "Linear"; }
+bool is_linear(const Module& m) {
+  return m.type == "Linear";
+}
 
 Kernel* matmul_of(Module& linear) {
   for (auto& item : linear.program) {
@@ -55,7 +57,8 @@ struct Walker {
     // converted linears move float8.
     if (beside_converted && o.recipe == Float8Recipe::tensorwise) {
       for (auto& item : m.program) {
-        if (item.child < 0 && item.kernel.kind == KernelKind::tp_comm && !item.kernel.context_parallel) item.kernel.all_gather_share = 1.0 / o.act_bytes;
+        if (item.child < 0 && item.kernel.kind == KernelKind::tp_comm && !item.kernel.context_parallel)
+          item.kernel.all_gather_share = 1.0 / o.act_bytes;
       }
     }
     return converted;
@@ -107,6 +110,9 @@ Float8Casts float8_casts(const Kernel& k, std::int64_t tokens) {
       c.forward_launches = 3;
       c.backward_bytes = (fused_read + 3.0) * g + 3.0 * g + 7.0 * w;
       c.backward_launches = 4;
+      // The slow-accumulation GEMMs' output rescales: grad_input (M K) and grad_weight (N K).
+      c.backward_bytes += 4.0 * (x + w);
+      c.backward_launches += 2;
       break;
     case Float8Recipe::rowwise_with_gw_hp:
       c.forward_bytes = (fused_read + 1.0) * x + 3.0 * w;

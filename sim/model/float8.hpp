@@ -12,7 +12,7 @@
 //
 //   recipe               input X (forward)        weight W (fwd | bwd)     grad_output G (backward)
 //   tensorwise           amax 2 + cast 2+1+1      2+3 | 3                  amax 2 + cast 2+1+1
-//   rowwise              2+1+2, then 2+1          3 | 4 + 3                as input
+//   rowwise              2+1+2, then 2+1          3 | 4 + 3                as input, + rescales
 //   rowwise_with_gw_hp   2+1                      3 | 3                    2+1
 //   mxfp8                2+1+1                    3 | 3                    2+1+1
 //
@@ -23,6 +23,13 @@
 // backward needs the transposed float8 copy: read 1, write 1.
 // GEMMs: tensorwise float8 in all three (output, grad_input, grad_weight); rowwise the same with
 // rowwise scales; rowwise_with_gw_hp keeps grad_weight in high precision; mxfp8 block-scaled.
+// Rowwise's two backward GEMMs run without fast accumulation (Float8LinearConfig's default
+// gemm_config_grad_input / grad_weight), and for such GEMMs with row scales on both operands
+// torchao calls the tensorwise cuBLAS kernel with unit scales and rescales the output afterwards
+// (torchao/float8/float8_ops.py addmm_float8_unwrapped, "the rowwise CUTLASS-based kernel is so
+// slow without fast-accum"): one more kernel per GEMM reading and writing its bf16 output, which
+// Inductor does not fold into the GEMM (pytorch/ao#2184): 4 bytes per element of grad_input
+// (M K) and of grad_weight (N K).
 #pragma once
 
 #include <cstdint>
@@ -35,17 +42,17 @@ namespace shardsim::model {
 
 struct Float8Options {
   Float8Recipe recipe = Float8Recipe::none;
-  bool fsdp_all_gather = false;              // FSDP2 all-gathers converted weights in float8
-  bool compiled = false;                     // torch.compile fuses the casts with their producers
-  std::vector<std::string> skip{"output"};   // module names containing any of these stay as they are
-  int act_bytes = 2;                         // bytes of an activation element (TP all-gathers)
+  bool fsdp_all_gather = false;             // FSDP2 all-gathers converted weights in float8
+  bool compiled = false;                    // torch.compile fuses the casts with their producers
+  std::vector<std::string> skip{"output"};  // module names containing any of these stay as they are
+  int act_bytes = 2;                        // bytes of an activation element (TP all-gathers)
 };
 
 struct Float8Conversion {
-  int linears = 0;                 // converted
-  int skipped_by_shape = 0;        // features not multiples of 16
-  std::int64_t params = 0;         // weights converted (one rank's)
-  std::vector<int> skip_matches;   // per `skip` entry, the linears it kept out
+  int linears = 0;                // converted
+  int skipped_by_shape = 0;       // features not multiples of 16
+  std::int64_t params = 0;        // weights converted (one rank's)
+  std::vector<int> skip_matches;  // per `skip` entry, the linears it kept out
 };
 
 // Converts the model's linears in place (matmul kernels, weights, TP all-gathers next to them).

@@ -1,6 +1,8 @@
 // Float8 training through the pipeline: GEMMs priced at the GPU's fp8 peak, the step's split and
 // all-gather bytes in the summary, and Llama-70B-shaped linears against torchao's measured
 // float8 speed-ups.
+#include "model/float8.hpp"
+
 #include <doctest/doctest.h>
 
 #include <array>
@@ -8,7 +10,6 @@
 
 #include "cli/pipeline.hpp"
 #include "engine/compute_model.hpp"
-#include "model/float8.hpp"
 #include "model/kernels.hpp"
 #include "test_support.hpp"
 
@@ -49,6 +50,27 @@ TEST_CASE("float8 GEMMs run at the fp8 peak times the topology's fp8 efficiency"
   CHECK_THROWS_AS((void)engine::RooflineModel(topo, true).duration(op), std::logic_error);
 }
 
+TEST_CASE("a skinny GEMM runs at HBM speed - its bytes over the memory rate - not at the GEMM rate") {
+  const auto p = cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", std::vector<std::string>{});
+  const engine::RooflineModel m(p.scenario.cluster.topology, true);
+  // Llama 3 8B's wk under TP 8 on 12 sequences of 8,192: x[98,304, 4,096] W^T[4,096, 128].
+  // h100_sxm_8x_ib400: GEMMs at 989 x 0.68 TFLOPS, HBM 3.35 TB/s x 0.85.
+  graph::Op op;
+  op.work.gemms = {graph::Gemm{98'304, 128, 4'096}};
+  const double flops = 2.0 * 98'304 * 128 * 4'096;                                   // 103.1 GFLOP: 153 us
+  const double bytes = 2.0 * (98'304.0 * 4'096 + 4'096 * 128) + 2.0 * 98'304 * 128;  // 831.5 MB
+  CHECK(flops / (989e12 * 0.68) == doctest::Approx(153.3e-6).epsilon(0.001));
+  CHECK(m.duration(op) == doctest::Approx(bytes / (3.35e12 * 0.85)));  // 292 us: HBM-bound
+  CHECK(m.duration(op) == doctest::Approx(292.0e-6).epsilon(0.001));
+  // In float8 the operands are 1 byte (the output stays bf16): 428.3 MB, 150 us, still above the
+  // fp8 GEMM time (1,979 x 0.68 TFLOPS: 76.6 us).
+  op.work.gemms[0].type = graph::GemmType::fp8;
+  CHECK(m.duration(op) == doctest::Approx((98'304.0 * 4'096 + 4'096 * 128 + 2.0 * 98'304 * 128) / (3.35e12 * 0.85)));
+  // A square GEMM is compute-bound: 8,192^3 moves 402.7 MB (141 us) for 1.64 ms of FLOPs.
+  op.work.gemms = {graph::Gemm{8'192, 8'192, 8'192}};
+  CHECK(m.duration(op) == doctest::Approx(2.0 * 8'192 * 8'192 * 8'192 / (989e12 * 0.68)));
+}
+
 TEST_CASE("Llama-70B-shaped linears: float8 speed-ups near torchao's microbenchmark") {
   // pytorch/ao#2185 (2025-05, H100, compiled, tensorwise, fast accumulation): fwd + bwd of one linear, bf16 time /
   // float8 time: attn.wqkv (M 16,384, K 8,192, N 1,280) 1.11, attn.w0 (16,384, 1,024, 8,192)
@@ -60,11 +82,11 @@ TEST_CASE("Llama-70B-shaped linears: float8 speed-ups near torchao's microbenchm
     std::int64_t m, k, n;
     double measured;
   };
-  constexpr std::array shapes{Shape{16'384, 8'192, 1'280, 1.11}, Shape{16'384, 1'024, 8'192, 1.43},
-                              Shape{16'384, 8'192, 7'168, 1.73}, Shape{16'384, 3'584, 8'192, 1.71}};
+  constexpr std::array shapes{Shape{16'384, 8'192, 1'280, 1.11}, Shape{16'384, 1'024, 8'192, 1.43}, Shape{16'384, 8'192, 7'168, 1.73},
+                              Shape{16'384, 3'584, 8'192, 1.71}};
   for (const Shape& s : shapes) {
-    const double speedup = linear_seconds(m, s.m, s.k, s.n, model::Float8Recipe::none) /
-                           linear_seconds(m, s.m, s.k, s.n, model::Float8Recipe::tensorwise);
+    const double speedup =
+        linear_seconds(m, s.m, s.k, s.n, model::Float8Recipe::none) / linear_seconds(m, s.m, s.k, s.n, model::Float8Recipe::tensorwise);
     CAPTURE(s.k);
     CAPTURE(s.n);
     CAPTURE(speedup);
@@ -94,8 +116,8 @@ Run run(bool float8) {
     std::vector<std::string> sets{"fsdp.version=2", "training.compile=true", "training.seq_len=4096"};
     if (float8) sets.emplace_back("training.float8={recipe: tensorwise, fsdp_float8_all_gather: true, precompute_scales: true}");
     const auto s = cli::simulate(cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", sets)).summary;
-    return Run{s.gemm_flops, s.gemm_flops_float8, s.compute_split.gemm, s.compute_split.memory, s.all_gather_bytes,
-               s.float8_linears, s.linears, !s.float8_recipe.empty()};
+    return Run{s.gemm_flops,     s.gemm_flops_float8, s.compute_split.gemm,    s.compute_split.memory, s.all_gather_bytes,
+               s.float8_linears, s.linears,           !s.float8_recipe.empty()};
   });
 }
 
