@@ -219,9 +219,11 @@ static void check_pipeline(const ScenarioConfig& s) {
                      "is not modelled yet; expected grad_accum 1",
                      s.training.grad_accum));
   }
-  if (s.simulation.mode == SimulationMode::symmetric) {
+  if (s.simulation.mode == SimulationMode::symmetric && (s.world_size() / p.pp) % s.cluster.topology.node.gpus != 0) {
     fail(s.simulation.mode_where, "simulation.mode",
-         "symmetric simulates one representative rank, but pipeline stages run different programs; expected full or auto");
+         fmt::format("symmetric simulates one representative rank per pipeline stage, each on its own node, but a stage's {} GPUs "
+                     "do not fill whole nodes of {}; expected full or auto",
+                     s.world_size() / p.pp, s.cluster.topology.node.gpus));
   }
   if ((p.pp_schedule == PpSchedule::zbv || p.pp_schedule == PpSchedule::interleaved_zb) && s.training.compile.value) {
     // torch.distributed.pipelining raises for compiled stage modules (_check_torch_compile_compatibility).

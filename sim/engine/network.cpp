@@ -7,8 +7,11 @@
 namespace shardsim::engine {
 namespace sg4 = simgrid::s4u;
 
-Network::Network(Platform& platform, config::FlowGranularity flows, bool symmetric)
-    : platform_(platform), granularity_(symmetric ? config::FlowGranularity::path : flows), symmetric_(symmetric) {}
+Network::Network(Platform& platform, config::FlowGranularity flows, bool symmetric, int nodes_per_stage)
+    : platform_(platform),
+      granularity_(symmetric ? config::FlowGranularity::path : flows),
+      symmetric_(symmetric),
+      nodes_per_stage_(nodes_per_stage) {}
 
 std::vector<Hop> Network::folded(const Path& p) const {
   if (!symmetric_) return p.hops;
@@ -24,9 +27,11 @@ std::vector<Hop> Network::folded(const Path& p) const {
   for (std::size_t node = 0; node < leaving.size(); ++node) {
     if (leaving[node] > most) busiest = static_cast<int>(node), most = leaving[node];
   }
+  // A GPU's place on the folded platform: the same local GPU of its stage's node.
+  const auto place = [&](int gpu) { return gpu / g / nodes_per_stage_ * g + gpu % g; };
   std::vector<Hop> out;
   for (const Hop& h : p.hops) {
-    if (h.src / g == busiest) out.push_back(Hop{h.src % g, h.dst % g, h.via});
+    if (h.src / g == busiest) out.push_back(Hop{place(h.src), place(h.dst), h.via});
   }
   return out;
 }

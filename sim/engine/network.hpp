@@ -9,10 +9,12 @@
 // a degraded link is its own class and still slows every path through it.
 // Edge flows: one flow per hop between the GPUs' hosts (O(n) flows; for cross-checks), each
 // inter-node pair with its own route (Platform::add_hop_route).
-// Symmetric mode: only node 0 is built, and a path is folded onto it as its busiest node sees
-// it: the hops leaving the node with the most of them (every node of a ring; an inner node of
-// NCCL's trees), their ends mapped to the same local GPUs of node 0. A GPU link, a NIC that
-// several GPUs share and a node's uplink then carry what they carry in the full platform.
+// Symmetric mode: only node 0 is built (with pipeline stages, node s for stage s), and a path is
+// folded onto it as its busiest node sees it: the hops leaving the node with the most of them
+// (every node of a ring; an inner node of NCCL's trees), their ends mapped to the same local
+// GPUs of node 0 (of the node of the stage each end is in: a pipeline send leaves its stage's
+// node for the next's). A GPU link, a NIC that several GPUs share and a node's uplink then carry
+// what they carry in the full platform.
 #pragma once
 
 #include <map>
@@ -28,7 +30,8 @@ namespace shardsim::engine {
 
 class Network {
  public:
-  Network(Platform& platform, config::FlowGranularity flows, bool symmetric);
+  // `nodes_per_stage`: in symmetric mode, the nodes of one pipeline stage (folded onto one node).
+  Network(Platform& platform, config::FlowGranularity flows, bool symmetric, int nodes_per_stage = 1);
 
   // Before the platform is sealed: collect the paths `plan` will need (plans must be
   // reproducible: the same plan is given to flows() later), then build the routes. Returns, for
@@ -65,6 +68,7 @@ class Network {
   Platform& platform_;
   config::FlowGranularity granularity_;
   bool symmetric_;
+  int nodes_per_stage_;
   std::map<Signature, int> paths_;  // path -> index into hops_ / routes_
   std::vector<std::vector<Hop>> hops_;
   std::vector<int> routes_;  // path index -> route id

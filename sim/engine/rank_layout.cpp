@@ -41,9 +41,17 @@ bool symmetric_mode(const SimulationInput& in) {
   // With tensor parallelism rank 0's TP and data-parallel collectives use its own ports; the other
   // groups' instances use other GPUs' ports and NICs (one per GPU where links are not shared), so
   // the representative sees what every rank sees (tests/unit/cli/tensor_parallel_test.cpp).
-  // Pipeline stages run different programs: no one rank stands for all.
-  return in.graph.info.world_size >= kAutoSymmetricFrom && !in.stragglers.any() && !shared_links && in.jobs == 1 &&
-         in.graph.info.pp_group == 1;
+  // Pipeline stages run different programs: one rank stands for each stage, on a node of its own.
+  return in.graph.info.world_size >= kAutoSymmetricFrom && !in.stragglers.any() && !shared_links && in.jobs == 1 && stages_fill_nodes(in);
+}
+
+bool stages_fill_nodes(const SimulationInput& in) {
+  const auto& info = in.graph.info;
+  return info.world_size / info.pp_group % in.topology.node.gpus == 0;
+}
+
+int representatives(const SimulationInput& in) {
+  return symmetric_mode(in) ? in.graph.info.pp_group : in.graph.info.world_size;
 }
 
 }  // namespace shardsim::engine

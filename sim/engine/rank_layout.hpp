@@ -13,6 +13,10 @@ namespace shardsim::engine {
 // take consecutive nodes; interleaved, node n of job j is node n * jobs + j.
 [[nodiscard]] int physical_rank(const SimulationInput& in, int job, int r);
 
+// Whether every pipeline stage spans whole nodes (always without pipelining), as symmetric mode
+// needs: it simulates one rank per stage, each on a node of its own.
+[[nodiscard]] bool stages_fill_nodes(const SimulationInput& in);
+
 // A deterministic standard normal draw for (seed, op, rank), independent of event order.
 [[nodiscard]] double normal(std::uint64_t seed, int op, int rank);
 

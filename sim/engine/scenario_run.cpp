@@ -51,23 +51,23 @@ SimulationResult simulate(const graph::Prepared& p, const Deadline& deadline, bo
   }
   const CollectiveAlgorithm& collective = calibrated_ring ? static_cast<const CollectiveAlgorithm&>(*calibrated_ring) : nccl;
   SimulationInput input{graph,
-                              topo,
-                              static_cast<int>(scenario.cluster.nodes),
-                              *compute,
-                              collective,
-                              scenario.simulation.flows,
-                              scenario.simulation.mode,
-                              scenario.stragglers,
-                              deadline,
-                              scenario.cluster.jobs,
-                              scenario.cluster.placement};
+                        topo,
+                        static_cast<int>(scenario.cluster.nodes),
+                        *compute,
+                        collective,
+                        scenario.simulation.flows,
+                        scenario.simulation.mode,
+                        scenario.stragglers,
+                        deadline,
+                        scenario.cluster.jobs,
+                        scenario.cluster.placement};
   input.cohorts = cohorts;
   input.fold = fold;
   // simulation.max_op_instances: the engine keeps state per op and cohort of alike ranks, and
   // ranks can all come to differ (jitter, stragglers, contention); past the limit that could
   // exhaust memory before the wall-time budget could stop it.
   const auto& limit = scenario.simulation.max_op_instances;
-  const std::int64_t ranks = symmetric_mode(input) ? 1 : std::int64_t{graph.info.world_size} * scenario.cluster.jobs;
+  const std::int64_t ranks = std::int64_t{representatives(input)} * (symmetric_mode(input) ? 1 : scenario.cluster.jobs);
   const double instances = static_cast<double>(graph.size()) * static_cast<double>(ranks);
   if (instances > static_cast<double>(limit.value)) {
     throw ConfigError(limit.where, "simulation.max_op_instances",

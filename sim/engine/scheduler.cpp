@@ -29,7 +29,9 @@ Simulator::Simulator(const SimulationInput& in, int simulated)
       simulated_(simulated),
       jobs_(in.jobs),
       total_(simulated * in.jobs),
-      cohorts_(simulated * in.jobs, predecessor_counts(in.graph), in.stragglers.jitter > 0 || !in.cohorts ? simulated * in.jobs : 1,
+      // Room for the cohorts there will be at least: every rank (jitter), else one per pipeline stage.
+      cohorts_(simulated * in.jobs, predecessor_counts(in.graph),
+               in.stragglers.jitter > 0 || !in.cohorts ? simulated * in.jobs : std::min(simulated * in.jobs, in.graph.info.pp_group),
                [this](Group g, int rank) { return instance_of(g, rank); }),
       t0_(std::chrono::steady_clock::now()) {
   const std::size_t n = g_.size();
@@ -41,7 +43,8 @@ Simulator::Simulator(const SimulationInput& in, int simulated)
     for (const auto& [succ, kind] : g_.successors(id)) successors_[o].push_back(succ);
     const graph::Op& op = g_.op(id);
     if (op.is_collective()) {
-      arrived_[o].assign(static_cast<std::size_t>(groups_.instances(op.group) * jobs_), 0);
+      arrived_[o].assign(
+          simulated_ < world_ ? simulated_instances(op.group).size() : static_cast<std::size_t>(groups_.instances(op.group) * jobs_), 0);
     } else if (op.kind != OpKind::cpu_wait) {
       duration_[o] = in.compute.duration(op);
       // An infinite time would never fire and read as a stall; say where it comes from instead.
@@ -57,14 +60,16 @@ Simulator::Simulator(const SimulationInput& in, int simulated)
   // its own times.
   std::vector<double> slow(static_cast<std::size_t>(total_), 1.0);
   for (const auto& s : in.stragglers.slow_gpus) {
-    if (s.rank < simulated_) slow[static_cast<std::size_t>(s.rank)] = s.factor;
+    for (int r = 0; r < simulated_; ++r) {
+      if (real_rank(r) == s.rank) slow[static_cast<std::size_t>(r)] = s.factor;
+    }
   }
   std::map<std::pair<int, double>, std::vector<int>> alike;
   for (int r = 0; r < total_; ++r) {
     if (in.stragglers.jitter > 0 || !in.cohorts) {
       cohorts_.add({r}, slow[static_cast<std::size_t>(r)]);
     } else {
-      alike[{g_.info.stage_of(r % simulated_), slow[static_cast<std::size_t>(r)]}].push_back(r);
+      alike[{g_.info.stage_of(real_rank(r)), slow[static_cast<std::size_t>(r)]}].push_back(r);
     }
   }
   for (auto& [kind, members] : alike) cohorts_.add(std::move(members), kind.second);
@@ -150,7 +155,7 @@ SimulationResult Simulator::run(const Network& network) {
 }
 
 int Simulator::instance_of(Group g, int rank) const {
-  return (rank / simulated_) * groups_.instances(g) + groups_.instance_of(g, rank % simulated_);
+  return (rank / simulated_) * groups_.instances(g) + groups_.instance_of(g, real_rank(rank));
 }
 
 std::vector<int> Simulator::physical_members(const graph::Op& op, int inst) const {
@@ -173,15 +178,33 @@ std::vector<int> Simulator::physical_members(const graph::Op& op, int inst) cons
 }
 
 std::vector<int> Simulator::simulated_instances(Group g) const {
-  if (simulated_ < world_) return {groups_.instance_of(g, 0)};
+  if (simulated_ < world_) {
+    std::vector<int>& out = simulated_instances_[static_cast<std::size_t>(g)];
+    if (out.empty()) {
+      for (int r = 0; r < simulated_; ++r) out.push_back(groups_.instance_of(g, real_rank(r)));
+      std::sort(out.begin(), out.end());
+      out.erase(std::unique(out.begin(), out.end()), out.end());
+    }
+    return out;
+  }
   std::vector<int> out(static_cast<std::size_t>(groups_.instances(g) * jobs_));
   for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int>(i);
   return out;
 }
 
+std::size_t Simulator::slot(Group g, int inst) const {
+  if (simulated_ == world_) return static_cast<std::size_t>(inst);
+  // Symmetric: the few instances the representatives are in, in order (a handful per kind).
+  const std::vector<int>& mine = simulated_instances_[static_cast<std::size_t>(g)];
+  return static_cast<std::size_t>(std::lower_bound(mine.begin(), mine.end(), inst) - mine.begin());
+}
+
 int Simulator::expected_arrivals(Group g, int inst) const {
-  if (simulated_ == world_) return groups_.size(g);
-  return groups_.instance_of(g, 0) == inst ? 1 : 0;
+  // Both ends of a pipeline send are stages' representatives, simulated in either mode.
+  if (simulated_ == world_ || g == Group::pp) return groups_.size(g);
+  int n = 0;
+  for (int r = 0; r < simulated_; ++r) n += groups_.instance_of(g, real_rank(r)) == inst ? 1 : 0;
+  return n;
 }
 
 SimulationResult Simulator::result() {
@@ -201,6 +224,23 @@ SimulationResult Simulator::result() {
   r.timeline = cohorts_.take_timeline(simulated_, cohort_of_class);
   for (int c : cohort_of_class) r.waiting.push_back(std::move(cohorts_[c].waiting));
   holding_.resize(static_cast<std::size_t>(simulated_));
+  if (simulated_ > 1 && simulated_ < world_) {
+    // Symmetric with pipeline stages: every rank takes its stage representative's class, so
+    // that reports read any rank by its real number.
+    const graph::Timeline& sim = r.timeline;
+    std::vector<int> class_of(static_cast<std::size_t>(world_));
+    for (int rank = 0; rank < world_; ++rank) class_of[static_cast<std::size_t>(rank)] = sim.class_of(g_.info.stage_of(rank));
+    std::vector<graph::Interval> intervals(g_.size() * static_cast<std::size_t>(sim.classes()));
+    for (std::size_t o = 0; o < g_.size(); ++o) {
+      for (int c = 0; c < sim.classes(); ++c)
+        intervals[o * static_cast<std::size_t>(sim.classes()) + static_cast<std::size_t>(c)] = sim.at_class(static_cast<int>(o), c);
+    }
+    r.timeline = graph::Timeline(g_.size(), std::move(class_of), sim.classes(), std::move(intervals));
+    r.timeline.set_simulated(simulated_);
+    std::vector<std::vector<graph::Interval>> holding(static_cast<std::size_t>(world_));
+    for (int s = 0; s < simulated_; ++s) holding[static_cast<std::size_t>(real_rank(s))] = std::move(holding_[static_cast<std::size_t>(s)]);
+    holding_ = std::move(holding);
+  }
   r.holding = std::move(holding_);
   return r;
 }
@@ -352,7 +392,7 @@ void Simulator::check_finished() const {
       if (cohorts_.interval(c, static_cast<int>(o)).end >= 0) continue;
       const int r = k.members.front();
       throw RuntimeError(fmt::format("the simulation stalled: op \"{}\" never ran on rank {}{} (a dependency that is never met)",
-                                     g_.op(static_cast<int>(o)).name, r % simulated_,
+                                     g_.op(static_cast<int>(o)).name, real_rank(r),
                                      jobs_ > 1 ? fmt::format(" of job {}", r / simulated_) : std::string()));
     }
   }

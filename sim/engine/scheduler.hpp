@@ -83,8 +83,11 @@ class Simulator {
 
  private:
   // ---- jobs (cluster.jobs) ---------------------------------------------------------------------
-  // A simulated rank s is rank s % simulated_ of job s / simulated_ (several jobs only in full
+  // A simulated rank s is rank real_rank(s) of job s / simulated_ (several jobs only in full
   // mode). A collective instance numbers the instances of every job: job * instances + instance.
+  // In symmetric mode the simulated ranks are the stages' representatives, world / simulated_
+  // apart (rank 0 alone without pipelining).
+  [[nodiscard]] int real_rank(int s) const { return s % simulated_ * (world_ / simulated_); }
 
   [[nodiscard]] int instance_of(Group g, int rank) const;
 
@@ -92,11 +95,14 @@ class Simulator {
   [[nodiscard]] std::vector<int> physical_members(const graph::Op& op, int inst) const;
 
   // The pipeline stage of a cohort's ranks (cohorts never span stages).
-  [[nodiscard]] int stage_of(int cohort) const { return g_.info.stage_of(cohorts_[cohort].members.front() % simulated_); }
+  [[nodiscard]] int stage_of(int cohort) const { return g_.info.stage_of(real_rank(cohorts_[cohort].members.front())); }
 
-  // The instances of a group this simulation runs: every one of every job, or the representative
-  // rank 0's alone (symmetric mode: thousands of TP groups, one simulated).
+  // The instances of a group this simulation runs: every one of every job, or the
+  // representatives' alone (symmetric mode: thousands of TP groups, one per stage simulated).
   [[nodiscard]] std::vector<int> simulated_instances(Group g) const;
+  // Where an instance's arrival count is kept: the instance itself (full mode), or its place among
+  // the simulated instances (symmetric).
+  [[nodiscard]] std::size_t slot(Group g, int inst) const;
 
   // Ranks of the instance that this simulation runs (all, or only the representative rank 0).
   [[nodiscard]] int expected_arrivals(Group g, int inst) const;
@@ -205,8 +211,9 @@ class Simulator {
   EngineStats stats_;
   std::vector<std::vector<int>> successors_;
   std::vector<double> duration_;
-  std::vector<std::vector<int>> arrived_;                             // per collective op and instance: ranks arrived
-  std::unordered_map<std::uint64_t, std::vector<Arrival>> arrivals_;  // (op, instance): not launched yet
+  std::vector<std::vector<int>> arrived_;                                     // per collective op and instance slot: ranks arrived
+  mutable std::array<std::vector<int>, graph::kGroups> simulated_instances_;  // symmetric mode, per group kind
+  std::unordered_map<std::uint64_t, std::vector<Arrival>> arrivals_;          // (op, instance): not launched yet
   std::vector<Launch> launches_;
   std::unordered_map<std::uint64_t, int> launch_of_;  // (op, instance) running: its launch
   std::vector<Ending> endings_;

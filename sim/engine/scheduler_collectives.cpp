@@ -34,7 +34,7 @@ void Simulator::arrive(int op_id, int c, double now) {
   std::vector<int> full;
   for (const auto& [inst, k] : cohorts_.instances(c, g)) {
     arrivals_[key(op_id, inst)].push_back(Arrival{ref, now});
-    if ((counts[static_cast<std::size_t>(inst)] += k) == expected_arrivals(g, inst)) full.push_back(inst);
+    if ((counts[slot(g, inst)] += k) == expected_arrivals(g, inst)) full.push_back(inst);
   }
   if (!full.empty()) launch(op_id, full, now);
 }

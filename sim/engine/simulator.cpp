@@ -37,10 +37,13 @@ SimulationResult simulate(const SimulationInput& in) {
   FabricRegistry fabrics;
   register_builtin_fabrics(fabrics);
   const bool per_hop = !symmetric && in.flows == FlowGranularity::edge;
-  Platform platform(in.topology, symmetric ? 1 : in.nodes * in.jobs, fabrics, symmetric, per_hop);
+  // Symmetric: one node per pipeline stage (one without pipelining), where its representative
+  // runs; a stage's nodes fold onto its node.
+  const int stages = in.graph.info.pp_group;
+  Platform platform(in.topology, symmetric ? stages : in.nodes * in.jobs, fabrics, symmetric, per_hop);
   for (const auto& d : in.stragglers.degraded_links) platform.degrade(physical_rank(in, 0, static_cast<int>(d.rank)), d.link, d.factor);
-  Network network(platform, in.flows, symmetric);
-  Simulator sim(in, symmetric ? 1 : in.graph.info.world_size);
+  Network network(platform, in.flows, symmetric, symmetric ? in.graph.info.world_size / stages / in.topology.node.gpus : 1);
+  Simulator sim(in, representatives(in));
   sim.add_routes(network);
   network.build_routes();
   sim.fold(network);

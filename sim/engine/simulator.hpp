@@ -12,8 +12,8 @@
 #include "core/deadline.hpp"
 #include "engine/collective.hpp"
 #include "engine/compute_model.hpp"
-#include "graph/timeline.hpp"
 #include "graph/step_graph.hpp"
+#include "graph/timeline.hpp"
 
 namespace shardsim::engine {
 
@@ -25,7 +25,6 @@ struct EngineStats {
   std::size_t timer_events = 0;
   std::size_t cohorts = 0;  // groups of ranks simulated as one (engine/cohorts.hpp), at the end
 };
-
 
 class FabricRegistry;
 
@@ -59,8 +58,10 @@ struct SimulationInput {
 };
 
 struct SimulationResult {
-  // Of job 0's simulated ranks: all, or the representative rank 0 (symmetric mode). Ranks that
-  // ran every op at the same times share a class (the engine's cohorts).
+  // Of job 0's simulated ranks: all, or the representatives (symmetric mode): rank 0 alone, or with
+  // pipeline stages every rank, each in the class of its stage's representative (its
+  // simulated() count says how many were simulated). Ranks that ran every op at the same times
+  // share a class (the engine's cohorts).
   graph::Timeline timeline;
   EngineStats stats;
   // Who waits for whom: per timeline class, when its ranks waited at a collective for the
@@ -69,12 +70,16 @@ struct SimulationResult {
   // streams overlap, and the report measures their union within the step.
   std::vector<std::vector<graph::Interval>> waiting;
   std::vector<std::vector<graph::Interval>> holding;
-  std::vector<double> job_ends;  // per job (cluster.jobs): when its last op ended
+  std::vector<double> job_ends;                    // per job (cluster.jobs): when its last op ended
   std::vector<graph::ComputeSplit> compute_split;  // per op: the compute model's seconds by kind of work (0 for collectives)
 };
 
-// Whether `input` runs in symmetric mode (one representative rank).
+// Whether `input` runs in symmetric mode (one representative rank per pipeline stage).
 [[nodiscard]] bool symmetric_mode(const SimulationInput& input);
+
+// How many ranks the engine simulates: every rank (full mode), or in symmetric mode one per
+// pipeline stage (the stage's first rank, s x world / pp; rank 0 alone without pipelining).
+[[nodiscard]] int representatives(const SimulationInput& input);
 
 // Throws RuntimeError if the schedule stalls (an op never becomes ready) or if the run takes more
 // its wall-clock deadline (the message says how far it got).

@@ -28,6 +28,10 @@ class Timeline {
   Timeline(std::size_t ops, std::vector<int> class_of, int classes, std::vector<Interval> intervals = {});
 
   [[nodiscard]] int world() const { return static_cast<int>(class_of_.size()); }
+  // How many of the ranks were simulated (symmetric mode with pipeline stages: one per stage,
+  // the others given its class); the world unless said.
+  [[nodiscard]] int simulated() const { return simulated_ < 0 ? world() : simulated_; }
+  void set_simulated(int ranks) { simulated_ = ranks; }
   [[nodiscard]] std::size_t ops() const { return ops_; }
   [[nodiscard]] int classes() const { return classes_; }
   [[nodiscard]] int class_of(int rank) const { return class_of_[static_cast<std::size_t>(rank)]; }
@@ -48,6 +52,7 @@ class Timeline {
   int classes_ = 0;
   std::vector<int> class_of_;
   std::vector<Interval> intervals_;
+  int simulated_ = -1;
 };
 
 }  // namespace shardsim::graph

@@ -258,7 +258,7 @@ Summary summarize(const SummaryInput& in) {
   s.params_non_embedding = in.model.total_params() - in.model.embedding_params();
   s.flops_per_token = in.model.mfu_flops_per_token();
   s.world_size = g.info.world_size;
-  s.simulated_ranks = t.world();
+  s.simulated_ranks = t.simulated();
   // Ranks whose timelines are alike give alike figures: one of each is enough.
   std::vector<int> ranks;
   {

@@ -155,8 +155,13 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
     row("NVMe (ZeRO-Infinity)", fmt::format("{} per node of {}  ->  {}", gib(s.nvme_bytes_per_node), gib(s.nvme_capacity),
                                             s.nvme_bytes_per_node <= s.nvme_capacity ? "fits" : "DOES NOT FIT"));
   }
-  if (s.simulated_ranks < s.world_size) {
+  if (s.simulated_ranks == 1 && s.world_size > 1) {
     out += fmt::format("\n  symmetric mode: rank 0 simulated for all {} ranks (every rank does the same)\n", s.world_size);
+  } else if (s.simulated_ranks < s.world_size) {
+    out += fmt::format(
+        "\n  symmetric mode: the first rank of each of the {} pipeline stages simulated for all {} ranks (every rank "
+        "of a stage does the same)\n",
+        s.simulated_ranks, s.world_size);
   }
   if (s.job_ends.size() > 1) {
     const auto [first, last] = std::minmax_element(s.job_ends.begin(), s.job_ends.end());

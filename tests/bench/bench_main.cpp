@@ -41,8 +41,8 @@ const std::vector<std::string> k405b_tp8{"model.preset=llama3.1-405b", "cluster.
 // 405B as TP 8 x PP 16 (1F1B, 16 micro-batches of one sequence) x FSDP 128 on 16,384 GPUs: the
 // parallelism issue's 3D target. Every op is counted on every rank by max_op_instances (the
 // worst case, every rank its own cohort), hence the raised limit.
-const std::vector<std::string> k405b_3d{"model.preset=llama3.1-405b", "cluster.nodes=2048", "parallelism.tp=8", "parallelism.pp=16",
-                                        "training.micro_batch=16", "simulation.max_op_instances=1000000000"};
+const std::vector<std::string> k405b_3d{"model.preset=llama3.1-405b", "cluster.nodes=2048",      "parallelism.tp=8",
+                                        "parallelism.pp=16",          "training.micro_batch=16", "simulation.max_op_instances=1000000000"};
 
 struct Result {
   double prepare_s = 0;
@@ -194,16 +194,24 @@ int main() {
       {"Llama 3.1 405B, 16,384 GPUs, symmetric", "scenarios/llama3.1-70b_1024xh100.yaml", with(k405b, "simulation.mode=symmetric"), 10.0},
       // Targets of the scale issue: 131,072 GPUs, full under 10 s (and 2 GiB), symmetric under 1 s.
       {"Llama 3.1 405B, 131,072 GPUs, full", "scenarios/llama3.1-70b_1024xh100.yaml", with(k405b_131k, "simulation.mode=full"), 10.0},
-      {"Llama 3.1 405B, 131,072 GPUs, symmetric", "scenarios/llama3.1-70b_1024xh100.yaml", with(k405b_131k, "simulation.mode=symmetric"), 1.0},
+      {"Llama 3.1 405B, 131,072 GPUs, symmetric", "scenarios/llama3.1-70b_1024xh100.yaml", with(k405b_131k, "simulation.mode=symmetric"),
+       1.0},
       {"405B TP 8 x FSDP, 16,384 GPUs, full", "scenarios/llama3.1-70b_1024xh100.yaml", with(k405b_tp8, "simulation.mode=full"), 10.0},
-      {"405B TP 8 x FSDP, 16,384 GPUs, symmetric", "scenarios/llama3.1-70b_1024xh100.yaml", with(k405b_tp8, "simulation.mode=symmetric"), 1.0},
-      {"405B TP 8 x PP 16 x FSDP, 16,384 GPUs, full", "scenarios/llama3.1-70b_1024xh100.yaml", with(k405b_3d, "simulation.mode=full"), 10.0},
+      {"405B TP 8 x FSDP, 16,384 GPUs, symmetric", "scenarios/llama3.1-70b_1024xh100.yaml", with(k405b_tp8, "simulation.mode=symmetric"),
+       1.0},
+      {"405B TP 8 x PP 16 x FSDP, 16,384 GPUs, full", "scenarios/llama3.1-70b_1024xh100.yaml", with(k405b_3d, "simulation.mode=full"),
+       10.0},
+      // One representative per pipeline stage (16 simulated ranks).
+      {"405B TP 8 x PP 16 x FSDP, 16,384 GPUs, symmetric", "scenarios/llama3.1-70b_1024xh100.yaml",
+       with(k405b_3d, "simulation.mode=symmetric"), 1.0},
       // Target (issue "Nothing silently wrong"): within its wall-time limit, every phase counted.
-      {"100,000 layers (tiny Llama, 8 GPUs), limit 60 s", "tests/data/tiny_llama.yaml",
-       {"model.layers=100000", "simulation.max_wall_time=60s"}, 60.0},
+      {"100,000 layers (tiny Llama, 8 GPUs), limit 60 s",
+       "tests/data/tiny_llama.yaml",
+       {"model.layers=100000", "simulation.max_wall_time=60s"},
+       60.0},
   };
-  std::printf("%-48s %7s %9s %8s %9s %10s %8s %11s %9s %10s %14s %8s\n", "case", "GPUs", "ranks sim", "cohorts", "prepare s", "simulate s", "peak MiB",
-              "op inst/s", "flows", "step s", "GPU-s / wall-s", "target");
+  std::printf("%-48s %7s %9s %8s %9s %10s %8s %11s %9s %10s %14s %8s\n", "case", "GPUs", "ranks sim", "cohorts", "prepare s", "simulate s",
+              "peak MiB", "op inst/s", "flows", "step s", "GPU-s / wall-s", "target");
   int missed = 0;
   for (const auto& c : cases) {
     Result r;
@@ -216,9 +224,9 @@ int main() {
     const bool met = r.prepare_s + r.simulate_s <= c.target_s;
     missed += met ? 0 : 1;
     // Simulated GPU-seconds per wall-clock second: GPUs x simulated time / wall time.
-    std::printf("%-48s %7d %9d %8.0f %9.3f %10.3f %8.0f %11.0f %9.0f %10.3f %14.3g %5.2f s %s\n", c.label, r.world, r.simulated, r.cohorts, r.prepare_s,
-                r.simulate_s, r.peak_rss_mib, r.ops / r.simulate_s, r.flows, r.step_s, r.world * r.step_s / r.simulate_s, c.target_s,
-                met ? "met" : "MISSED");
+    std::printf("%-48s %7d %9d %8.0f %9.3f %10.3f %8.0f %11.0f %9.0f %10.3f %14.3g %5.2f s %s\n", c.label, r.world, r.simulated, r.cohorts,
+                r.prepare_s, r.simulate_s, r.peak_rss_mib, r.ops / r.simulate_s, r.flows, r.step_s, r.world * r.step_s / r.simulate_s,
+                c.target_s, met ? "met" : "MISSED");
   }
 
   // The allocator model: time per allocation should not grow with their number (exponent ~1).

@@ -22,7 +22,7 @@ Figures run(std::vector<std::string> sets) {
   return test::in_child([sets] {
     const auto r = engine::simulate(test::prepared("tests/data/tiny_llama.yaml", sets));
     // One step (FSDP1 without forward prefetch): the step time is the makespan.
-    Figures f{r.timeline.makespan(), r.timeline.world(), -1, 0};
+    Figures f{r.timeline.makespan(), r.timeline.simulated(), -1, 0};
     // The rank that held collectives up longest (the sum of its holding intervals is enough to rank).
     for (std::size_t rank = 0; rank < r.holding.size(); ++rank) {
       double held = 0;
@@ -47,6 +47,33 @@ TEST_CASE("symmetric mode simulates one rank and agrees with full mode where ran
     CHECK(full.simulated == 32);
     CHECK(sym.simulated == 1);
     CHECK(sym.step == doctest::Approx(full.step).epsilon(0.01));
+  }
+}
+
+TEST_CASE("symmetric mode with pipeline stages simulates one rank per stage and agrees with full mode") {
+  // 4 nodes of 8: every stage fills whole nodes (pp 2: 16 GPUs, pp 4: 8). The representatives'
+  // pipeline sends cross from one stage's node to the next's, as the full platform's do.
+  struct Layout {
+    int pp;
+    std::vector<std::string> sets;
+  };
+  // clang-format off
+  const std::vector<Layout> layouts{
+      {2, {"parallelism.tp=8"}},
+      {2, {"parallelism.tp=4", "training.micro_batch=4"}},
+      {2, {"parallelism.tp=2", "parallelism.pp_schedule=interleaved_1f1b", "parallelism.pp_stages_per_rank=2", "training.micro_batch=4"}},
+      {4, {"parallelism.pp_schedule=zbv", "parallelism.pp_stages_per_rank=2", "training.micro_batch=4", "model.layers=8"}},
+      {2, {"parallelism.tp=2", "parallelism.cp=2", "fsdp.version=2", "training.seq_len=1024"}},
+      {2, {"fsdp.version=2", "fsdp.sharding=hybrid_shard"}}};
+  // clang-format on
+  for (const auto& layout : layouts) {
+    CAPTURE(layout.sets.front());
+    const auto base = with({"cluster.nodes=4", "parallelism.pp=" + std::to_string(layout.pp)}, layout.sets);
+    const Figures full = run(with(base, {"simulation.mode=full"}));
+    const Figures sym = run(with(base, {"simulation.mode=symmetric"}));
+    CHECK(full.simulated == 32);
+    CHECK(sym.simulated == layout.pp);
+    CHECK(sym.step == doctest::Approx(full.step).epsilon(1e-12));
   }
 }
 
@@ -76,7 +103,8 @@ TEST_CASE("jitter is reproducible with its seed") {
 }
 
 TEST_CASE("symmetric mode refuses stragglers") {
-  CHECK_THROWS_AS((void)test::scenario("tests/data/tiny_llama.yaml",
-                                        std::vector<std::string>{"simulation.mode=symmetric", "stragglers.slow_gpus=[{rank: 1, factor: 2}]"}),
-                  ConfigError);
+  CHECK_THROWS_AS(
+      (void)test::scenario("tests/data/tiny_llama.yaml",
+                           std::vector<std::string>{"simulation.mode=symmetric", "stragglers.slow_gpus=[{rank: 1, factor: 2}]"}),
+      ConfigError);
 }
