@@ -120,11 +120,7 @@ std::vector<int> FsdpStepBuilder::gather_copies(const fsdp::Segment& tp, std::st
   const int input = io_.last(Stream::compute);
   std::vector<int> out;
   for (int j = 1; j < n; ++j) {
-    Op op = make(OpKind::send, Stream::tp, fmt::format("TP AG {}{} copy {}/{}", tp.name, note, j, n - 1), u);
-    op.group = Group::tp;
-    op.shift = j;
-    op.bytes = bytes;
-    const int id = issue(std::move(op));
+    const int id = issue(shift_send(Group::tp, j, bytes, Stream::tp, fmt::format("TP AG {}{} copy {}/{}", tp.name, note, j, n - 1), u));
     g_.add_edge(input, id, EdgeKind::data);
     g_.add_edge(tp_wait_, id, EdgeKind::data);
     out.push_back(id);
@@ -156,11 +152,7 @@ void FsdpStepBuilder::scattered_chunks(OpKind kind, const std::string& name, con
     op.work = chunk_of(gemms, n);
     const int chunk = compute(std::move(op), u);
     if (j == n) break;
-    Op copy = make(OpKind::send, Stream::tp, fmt::format("TP RS {}{} copy {}/{}", tp.name, note, j, n - 1), u);
-    copy.group = Group::tp;
-    copy.shift = j;
-    copy.bytes = bytes / n;
-    last_copy = issue(std::move(copy));
+    last_copy = issue(shift_send(Group::tp, j, bytes / n, Stream::tp, fmt::format("TP RS {}{} copy {}/{}", tp.name, note, j, n - 1), u));
     g_.add_edge(chunk, last_copy, EdgeKind::data);
   }
   Op sum = make(kind, Stream::compute, fmt::format("TP RS {}{} sum", tp.name, note), u);
@@ -195,8 +187,7 @@ void FsdpStepBuilder::forward_fused(const fsdp::Segment& s, int segment, int u) 
   }
   Op op = make(OpKind::forward, Stream::compute, name, u);
   op.work = std::move(rest);
-  const double saved = activation_bytes(s.activation.saved, checkpoint_mode(s, cfg_.training), batch_);
-  if (saved > 0) op.memory.push_back({s.is_loss ? MemCategory::loss : MemCategory::activations, saved, false, Pool::compute});
+  save_activations(op, s);
   compute(std::move(op), u);
   if (scatter >= 0) {
     scattered_chunks(OpKind::forward, name, {forward_gemm(s.kernels.back(), batch_)}, plan_.segments[static_cast<std::size_t>(scatter)], "",
@@ -261,8 +252,7 @@ void FsdpStepBuilder::backward_fused(const fsdp::Segment& s, int segment, int u)
   Op op = make(OpKind::backward, Stream::compute, name, u);
   op.work = std::move(grads);
   backward_memory(op, s, u, mode, BackwardPart::all);
-  const int id = compute(std::move(op), u);
-  if (!plan_.traits.shards_params && s.numel > 0 && syncing()) bucket_reduce(static_cast<double>(s.numel), id, false);
+  reduce_replicated(s, compute(std::move(op), u));
   if (lone) {
     scattered_chunks(OpKind::backward, name, {grad_input_gemm(s.kernels.front(), batch_)}, *before, "", u);
   } else if (before != nullptr) {

@@ -136,9 +136,14 @@ void FsdpStepBuilder::forward_compute(const fsdp::Segment& s, int segment, int u
 void FsdpStepBuilder::plain_forward(const fsdp::Segment& s, int u) {
   Op op = make(OpKind::forward, Stream::compute, "FWD " + s.name, u);
   op.work = forward_work(s, batch_);
+  save_activations(op, s);
+  compute(std::move(op), u);
+}
+
+// What the segment's forward keeps for its backward (per its checkpointing mode).
+void FsdpStepBuilder::save_activations(Op& op, const fsdp::Segment& s) const {
   const double saved = activation_bytes(s.activation.saved, checkpoint_mode(s, cfg_.training), batch_);
   if (saved > 0) op.memory.push_back({s.is_loss ? MemCategory::loss : MemCategory::activations, saved, false, Pool::compute});
-  compute(std::move(op), u);
 }
 
 // ---- backward ------------------------------------------------------------------------------
@@ -232,9 +237,13 @@ void FsdpStepBuilder::plain_backward(const fsdp::Segment& s, int u) {
   backward_memory(op, s, u, mode, part_);
   if (part_ == BackwardPart::weight && op.work.launches == 0 && op.memory.empty()) return;  // no weights, nothing kept
   const int id = compute(std::move(op), u);
-  if (part_ != BackwardPart::input && !plan_.traits.shards_params && s.numel > 0 && syncing()) {
-    bucket_reduce(static_cast<double>(s.numel), id, false);
-  }
+  if (part_ != BackwardPart::input) reduce_replicated(s, id);
+}
+
+// Without sharded parameters (DDP, ZeRO-1), the segment's gradients join the bucketed all-reduce
+// (or reduce-scatter) once the backward op `id` has made them, on the micro-step that syncs.
+void FsdpStepBuilder::reduce_replicated(const fsdp::Segment& s, int id) {
+  if (!plan_.traits.shards_params && s.numel > 0 && syncing()) bucket_reduce(static_cast<double>(s.numel), id, false);
 }
 
 // A segment's backward op allocates its transient activations and frees its saved ones; the

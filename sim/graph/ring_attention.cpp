@@ -67,11 +67,8 @@ std::vector<int> FsdpStepBuilder::ring_kv(const fsdp::Segment& cp, std::string_v
     return arrive;
   }
   for (int i = 1; i < n; ++i) {
-    Op send = make(OpKind::send, Stream::cp, fmt::format("CP send {}{} {}/{}", cp.name, note, i, n - 1), u);
-    send.group = Group::cp;
-    send.shift = 1;
-    send.bytes = gathered / n;
-    arrive[static_cast<std::size_t>(i)] = wire(std::move(send));
+    arrive[static_cast<std::size_t>(i)] =
+        wire(shift_send(Group::cp, 1, gathered / n, Stream::cp, fmt::format("CP send {}{} {}/{}", cp.name, note, i, n - 1), u));
   }
   return arrive;
 }
@@ -109,11 +106,7 @@ void FsdpStepBuilder::ring_backward(const model::Kernel& attention, const fsdp::
     add.work = memory_work(kKvGradStep * elements, 4);
     const int added = compute(std::move(add), u);
     g_.add_edge(sent, added, EdgeKind::data);  // the gradient from the previous rank
-    Op send = make(OpKind::send, Stream::cp, fmt::format("CP send dK dV {} {}/{}", cp.name, i + 1, n), u);
-    send.group = Group::cp;
-    send.shift = 1;
-    send.bytes = gradients;
-    sent = issue(std::move(send));
+    sent = issue(shift_send(Group::cp, 1, gradients, Stream::cp, fmt::format("CP send dK dV {} {}/{}", cp.name, i + 1, n), u));
     g_.add_edge(added, sent, EdgeKind::data);
   }
   tp_wait_ = sent;  // the own K/V gradient, back after the cp-th send

@@ -58,6 +58,15 @@ class FsdpStepBuilder {
     return io_.issue(std::move(op));
   }
   static Op make(OpKind kind, Stream stream, std::string name, int unit) { return make_op(kind, stream, std::move(name), unit); }
+  // A copy step over a group: every member sends `bytes` to the one `shift` places after it
+  // (async TP's chunk copies, the CP ring's K/V and gradient passes).
+  static Op shift_send(Group group, int shift, double bytes, Stream stream, std::string name, int unit) {
+    Op op = make(OpKind::send, stream, std::move(name), unit);
+    op.group = group;
+    op.shift = shift;
+    op.bytes = bytes;
+    return op;
+  }
   void rate_limit();
   void unshard(int u, Phase phase, int prefetch_trigger);
   void wait_unshard(int u, Phase phase);
@@ -80,6 +89,8 @@ class FsdpStepBuilder {
   void backward_memory(Op& op, const fsdp::Segment& s, int u, model::AcMode mode, BackwardPart part);
   void plain_forward(const fsdp::Segment& s, int u);
   void plain_backward(const fsdp::Segment& s, int u);
+  void save_activations(Op& op, const fsdp::Segment& s) const;
+  void reduce_replicated(const fsdp::Segment& s, int id);
 
   // ---- context parallelism's ring attention (ring_attention.cpp) ----
   void forward_ring(const fsdp::Segment& s, int segment, int u);

@@ -33,10 +33,10 @@ struct GraphInfo {
   int reshard_group = 1;    // FSDP2 reshard_after_forward = d: ranks per reshard group (stride tp_group)
   int steps = 1;
   int micro_steps = 1;
-  std::int64_t tokens_per_micro_step = 0;  // per rank
-  std::vector<MemEffect> initial_memory;   // what each rank holds before the first step
+  std::int64_t tokens_per_micro_step = 0;                    // per rank
+  std::vector<MemEffect> initial_memory;                     // what each rank holds before the first step
   std::vector<std::vector<MemEffect>> stage_initial_memory;  // with pipeline stages: per stage instead
-  double nvme_bytes = 0;                   // what each rank keeps on its node's NVMe drives (ZeRO-Infinity)
+  double nvme_bytes = 0;                                     // what each rank keeps on its node's NVMe drives (ZeRO-Infinity)
 
   [[nodiscard]] int stage_of(int rank) const { return rank % world_size / (world_size / pp_group); }
   [[nodiscard]] const std::vector<MemEffect>& initial_memory_of(int rank) const {

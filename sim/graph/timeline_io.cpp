@@ -3,11 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "core/error.hpp"
 #include "core/json_text.hpp"
-
-#include <limits>
 
 namespace shardsim::graph {
 namespace {

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "graph/timeline.hpp"
 #include "graph/step_graph.hpp"
+#include "graph/timeline.hpp"
 
 namespace shardsim::graph {
 
@@ -42,7 +42,7 @@ struct TimelineFile {
   int world_size = 1;  // of the job; the file holds the first timeline.world() ranks
   int steps = 1;
   std::vector<TimelineOp> ops;  // ops[i].id == i
-  graph::Timeline timeline;    // seconds from a common t0; -1 where an op did not run
+  graph::Timeline timeline;     // seconds from a common t0; -1 where an op did not run
 };
 
 // The ops of `g` with their times on the first min(max_ranks, world) ranks of `t`.
