@@ -46,7 +46,8 @@ struct GraphInfo {
 
 class StepGraph {
  public:
-  using Dag = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, Op, EdgeProps>;
+  // Edges in a vector, not the default list: a step graph only grows, and a list allocates per edge.
+  using Dag = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, Op, EdgeProps, boost::no_property, boost::vecS>;
 
   // Boost 1.74's adjacency_list has no move constructor (and its swap copies): a move would copy
   // every op and edge, seconds and gigabytes for a 100,000-layer model. The DAG lives behind a
