@@ -27,7 +27,30 @@ struct Figures {
   double reserved_gib = 0;
   double step_s = 0;
   bool fits = false;  // no out-of-memory and no allocator retries
+  // The reported step taken apart (one rank, its busiest stage's compute): the compute stream's
+  // work by kind as the compute model prices it, communication that leaves it idle by kind, the
+  // pipeline bubble, and the waits the slowest ranks cause.
+  double gemm_s = 0;
+  double attention_s = 0;
+  double memory_bound_s = 0;
+  double launch_s = 0;
+  double other_s = 0;  // host copies, CPU and NVMe work
+  double exposed_dp_s = 0;
+  double exposed_tp_s = 0;
+  double exposed_pp_s = 0;
+  double exposed_cp_s = 0;
+  double bubble = 0;   // fraction of the step
+  double waits_s = 0;  // the longest a rank held others up at collectives
 };
+
+// One line: where the simulated step goes.
+std::string decomposition(const Figures& f) {
+  return fmt::format(
+      "step {:.3f} s: GEMM {:.3f}, attention {:.3f}, memory-bound {:.3f}, launches {:.3f}, host/NVMe {:.3f}; exposed DP "
+      "{:.3f}, TP {:.3f}, PP {:.3f}, CP {:.3f}; bubble {:.1f} %; slow-rank waits {:.3f}",
+      f.step_s, f.gemm_s, f.attention_s, f.memory_bound_s, f.launch_s, f.other_s, f.exposed_dp_s, f.exposed_tp_s, f.exposed_pp_s,
+      f.exposed_cp_s, 100 * f.bubble, f.waits_s);
+}
 
 Figures simulate(const std::string& scenario, const std::vector<std::string>& sets) {
   std::fflush(stdout);
@@ -40,8 +63,23 @@ Figures simulate(const std::string& scenario, const std::vector<std::string>& se
     try {
       const auto p = shardsim::cli::prepare(std::string(SHARDSIM_SOURCE_DIR) + "/" + scenario, sets);
       const auto s = shardsim::cli::simulate(p).summary;
-      f = Figures{s.tokens_per_s_per_gpu,        s.tflops_per_gpu, s.mfu, s.memory.peak_reserved / (1024.0 * 1024 * 1024), s.step_time,
-                  !s.oom && s.alloc_retries == 0};
+      f.tokens_per_s = s.tokens_per_s_per_gpu;
+      f.tflops = s.tflops_per_gpu;
+      f.mfu = s.mfu;
+      f.reserved_gib = s.memory.peak_reserved / (1024.0 * 1024 * 1024);
+      f.step_s = s.step_time;
+      f.fits = !s.oom && s.alloc_retries == 0;
+      f.gemm_s = s.compute_split.gemm;
+      f.attention_s = s.compute_split.attention;
+      f.memory_bound_s = s.compute_split.memory;
+      f.launch_s = s.compute_split.launch;
+      f.other_s = s.compute_split.other;
+      f.exposed_dp_s = s.dp_exposed_comm_s;
+      f.exposed_tp_s = s.tp_exposed_comm_s;
+      f.exposed_pp_s = s.pp_exposed_comm_s;
+      f.exposed_cp_s = s.cp_exposed_comm_s;
+      f.bubble = s.bubble_fraction;
+      f.waits_s = s.waits.empty() ? 0 : s.waits.front().caused_s;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "%s: %s\n", scenario.c_str(), e.what());
     }
@@ -149,13 +187,15 @@ int main(int argc, char** argv) {
   int outside = 0;
   std::vector<shardsim::report::Residual> residuals;
   for (const auto& c : cases) {
-    const double predicted = pick(simulate(c.scenario, c.sets), c.metric);
+    const Figures f = simulate(c.scenario, c.sets);
+    const double predicted = pick(f, c.metric);
     const double error = predicted / c.measured - 1;
     if (std::string(c.metric) != "GiB reserved") residuals.push_back({c.id, c.metric, regime_of(c.scenario), error});
     const bool within = std::abs(error) <= c.bound;
     outside += within ? 0 : 1;
     std::printf("  %-3s %-14s %10.1f %10.1f %+7.1f%%  %s%s\n", c.id, c.metric, predicted, c.measured, 100 * error, c.source,
                 within ? "" : fmt::format("  OUTSIDE its bound of {:.0f}%", 100 * c.bound).c_str());
+    if (!check && std::string(c.metric) != "GiB reserved") std::printf("        %s\n", decomposition(f).c_str());
   }
   // Leave-one-out: each case's 90% range from the others, and whether its measured value is in it.
   int inside = 0;
