@@ -6,8 +6,8 @@
 #include <limits>
 
 #include "config/overrides.hpp"
-#include "config/topology_library.hpp"
 #include "config/sections.hpp"
+#include "config/topology_library.hpp"
 #include "config/yaml_load.hpp"
 #include "core/reader.hpp"
 
@@ -34,14 +34,19 @@ constexpr std::array kScenarioParams{
     ParamSpec{"calibration", "file path", "-", "calibration YAML from `shardsim calibrate` (shardsim describe calibration)"},
 };
 constexpr std::array kClusterParams{
-    ParamSpec{"topology", "file path or name", "", "topology YAML, relative to this file, or the name of a shipped one (h100_sxm_8x_ib400)"},
+    ParamSpec{"topology", "file path or name", "",
+              "topology YAML, relative to this file, or the name of a shipped one (h100_sxm_8x_ib400)"},
     ParamSpec{"nodes", "integer", "1", "number of nodes; world size = nodes x node.gpus", Range{1, 1 << 20}},
     ParamSpec{"overrides", "mapping of dotted topology keys", "{}", "e.g. {gpu.memory: 96GiB}"},
     ParamSpec{"jobs", "integer", "1",
               "identical copies of this job sharing the fabric, each on its own `nodes` nodes; the report is job 0's", Range{1, 1024}},
-    ParamSpec{"placement", "", "packed",
+    ParamSpec{"placement",
+              "",
+              "packed",
               "how the jobs' nodes are laid out: packed gives each job consecutive nodes, interleaved deals node i to job i mod "
-              "jobs (so jobs share leaf switches and their uplinks)", {}, kPlacementNames},
+              "jobs (so jobs share leaf switches and their uplinks)",
+              {},
+              kPlacementNames},
 };
 constexpr std::array kModelParams{
     ParamSpec{"preset", "model name", "-", "a built-in model (shardsim describe models)"},
@@ -62,10 +67,20 @@ constexpr std::array kTrainingParams{
     ParamSpec{"grad_accum", "integer", "1", "micro-steps per optimizer step", Range{1, 1 << 16}},
     ParamSpec{"no_sync", "bool", "false", "with grad_accum: keep unsharded gradients and reduce only on the last micro-step"},
     ParamSpec{"optimizer", "", "adamw", "optimizer (state bytes per parameter, step cost)", {}, kOptimizerNames},
-    ParamSpec{"activation_checkpointing", "", "none",
-              "what the forward keeps for backward: selective = per-op (torchtitan), blocks = every k-th block in full", {}, kAcNames},
-    ParamSpec{"checkpoint_every", "integer", "2", "with activation_checkpointing: blocks, checkpoint blocks 0, k, 2k, ...", Range{1, 1 << 20}},
-    ParamSpec{"dtype", "fp32 | bf16", "fp32", "storage type of parameters, gradients and optimizer state; bf16 is pure-bf16 training", {}, kDTypeNames},
+    ParamSpec{"activation_checkpointing",
+              "",
+              "none",
+              "what the forward keeps for backward: selective = per-op (torchtitan), blocks = every k-th block in full",
+              {},
+              kAcNames},
+    ParamSpec{"checkpoint_every", "integer", "2", "with activation_checkpointing: blocks, checkpoint blocks 0, k, 2k, ...",
+              Range{1, 1 << 20}},
+    ParamSpec{"dtype",
+              "fp32 | bf16",
+              "fp32",
+              "storage type of parameters, gradients and optimizer state; bf16 is pure-bf16 training",
+              {},
+              kDTypeNames},
     ParamSpec{"compile", "bool", "false",
               "torch.compile per transformer block, as torchtitan applies it: the memory-bound kernels between matmuls fused "
               "(llama blocks; README, sim/model/blocks.cpp)"},
@@ -74,14 +89,25 @@ constexpr std::array kTrainingParams{
 constexpr std::array kSimulationParams{
     ParamSpec{"steps", "auto | integer", "auto",
               "training steps simulated back to back, the last reported; auto = 2 where the first step differs (FSDP1 forward "
-              "prefetch, ZeRO-3's recorded trace), else 1", Range{1, 100}},
-    ParamSpec{"mode", "", "auto",
-              "full simulates every rank; symmetric one representative (every rank alike); auto: symmetric from 512 GPUs when valid", {}, kModeNames},
-    ParamSpec{"flows", "", "path",
-              "a collective's ring as one SimGrid flow per path (O(1)) or one per ring edge (O(n), for cross-checks)", {}, kFlowNames},
+              "prefetch, ZeRO-3's recorded trace), else 1",
+              Range{1, 100}},
+    ParamSpec{"mode",
+              "",
+              "auto",
+              "full simulates every rank; symmetric one representative (every rank alike); auto: symmetric from 512 GPUs when valid",
+              {},
+              kModeNames},
+    ParamSpec{"flows",
+              "",
+              "path",
+              "a collective's ring as one SimGrid flow per path (O(1)) or one per ring edge (O(n), for cross-checks)",
+              {},
+              kFlowNames},
     ParamSpec{"max_ops", "integer", "1000000", "limit: ops in the step graph (all steps and micro-steps)", Range{1, 100'000'000}},
-    ParamSpec{"max_op_instances", "integer", "200000000", "limit: ops x ranks the engine simulates (about 30 bytes of memory each)", Range{1, static_cast<double>(std::int64_t{1} << 50)}},
-    ParamSpec{"max_wall_time", "duration", "30min", "limit: wall-clock time the engine may run before it stops with an error", Range{1e-3, 1e6, Dimension::seconds}},
+    ParamSpec{"max_op_instances", "integer", "200000000", "limit: ops x ranks the engine simulates (about 30 bytes of memory each)",
+              Range{1, static_cast<double>(std::int64_t{1} << 50)}},
+    ParamSpec{"max_wall_time", "duration", "30min", "limit: wall-clock time the engine may run before it stops with an error",
+              Range{1e-3, 1e6, Dimension::seconds}},
 };
 
 constexpr std::array<std::string_view, 4> kProtocolNames{"auto", "ll", "ll128", "simple"};
@@ -107,7 +133,10 @@ constexpr std::array kStragglerParams{
     ParamSpec{"slow_gpus", "list of {rank, factor}", "[]", "ranks whose compute takes factor times as long"},
     ParamSpec{"degraded_links", "list of {rank, link: nvlink | nic, factor}", "[]", "links that keep factor of their bandwidth"},
     ParamSpec{"jitter", "number", "0", "sigma of a log-normal factor on every compute op's duration", Range{0, 10}},
-    ParamSpec{"seed", "integer", "1", "seed of the jitter (same seed, same result)", Range{0, 1e18}},
+    ParamSpec{"gpu_variation", "number", "0",
+              "sigma of a log-normal speed factor each GPU keeps for the whole run (GPUs of one SKU differ: Sinha et al., SC'22)",
+              Range{0, 10}},
+    ParamSpec{"seed", "integer", "1", "seed of the jitter and the variation (same seed, same result)", Range{0, 1e18}},
 };
 constexpr Schema kStragglerSchema{"stragglers", "ranks that do not behave like the others", kStragglerParams};
 constexpr std::array kSlowGpuParams{
@@ -143,7 +172,8 @@ std::filesystem::path topology_file(const Reader& c) {
   if (auto shipped = find_shipped_topology(value)) return *shipped;
   const auto names = shipped_topologies();
   std::vector<std::string_view> views(names.begin(), names.end());
-  std::string message = fmt::format("no shipped topology named {} (a path needs a folder or .yaml); expected one of {}", quote(value), join(views));
+  std::string message =
+      fmt::format("no shipped topology named {} (a path needs a folder or .yaml); expected one of {}", quote(value), join(views));
   if (auto g = closest_match(value, views); !g.empty()) message += fmt::format(" (did you mean \"{}\"?)", g);
   c.fail("topology", message);
 }
@@ -159,6 +189,7 @@ Stragglers read_stragglers(const Reader& top, std::int64_t world) {
     return DegradedLink{item.integer("rank", 0, world - 1), pick<LinkKind>(item, "link"), item.number("factor")};
   });
   s.jitter = r.number("jitter");
+  s.gpu_variation = r.number("gpu_variation");
   s.seed = static_cast<std::uint64_t>(r.integer("seed"));
   r.finish();
   return s;

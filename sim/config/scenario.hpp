@@ -177,9 +177,12 @@ struct DegradedLink {
 struct Stragglers {
   std::vector<SlowGpu> slow_gpus;
   std::vector<DegradedLink> degraded_links;
-  double jitter = 0;       // compute durations x exp(jitter x N(0, 1)), per op and rank
-  std::uint64_t seed = 1;  // of the jitter
-  [[nodiscard]] bool any() const { return !slow_gpus.empty() || !degraded_links.empty() || jitter > 0; }
+  double jitter = 0;         // compute durations x exp(jitter x N(0, 1)), per op and rank
+  double gpu_variation = 0;  // compute durations x exp(gpu_variation x N(0, 1)), per rank for the whole run
+  std::uint64_t seed = 1;    // of the jitter and the variation
+  [[nodiscard]] bool any() const { return !slow_gpus.empty() || !degraded_links.empty() || jitter > 0 || gpu_variation > 0; }
+  // Whether every rank runs at its own speed (each its own cohort in the engine).
+  [[nodiscard]] bool per_rank() const { return jitter > 0 || gpu_variation > 0; }
 };
 
 // Which NCCL algorithm and protocol run each collective (engine/collectives/). Algorithm names

@@ -31,7 +31,7 @@ Simulator::Simulator(const SimulationInput& in, int simulated)
       total_(simulated * in.jobs),
       // Room for the cohorts there will be at least: every rank (jitter), else one per pipeline stage.
       cohorts_(simulated * in.jobs, predecessor_counts(in.graph),
-               in.stragglers.jitter > 0 || !in.cohorts ? simulated * in.jobs : std::min(simulated * in.jobs, in.graph.info.pp_group),
+               in.stragglers.per_rank() || !in.cohorts ? simulated * in.jobs : std::min(simulated * in.jobs, in.graph.info.pp_group),
                [this](Group g, int rank) { return instance_of(g, rank); }),
       t0_(std::chrono::steady_clock::now()) {
   const std::size_t n = g_.size();
@@ -64,9 +64,16 @@ Simulator::Simulator(const SimulationInput& in, int simulated)
       if (real_rank(r) == s.rank) slow[static_cast<std::size_t>(r)] = s.factor;
     }
   }
+  // GPU-to-GPU variation: each GPU's own log-normal factor for the whole run (a draw apart from
+  // every op's jitter: op -1). Jobs draw alike (job j's rank r is the same draw as job 0's).
+  if (in.stragglers.gpu_variation > 0) {
+    for (int r = 0; r < total_; ++r) {
+      slow[static_cast<std::size_t>(r)] *= std::exp(in.stragglers.gpu_variation * normal(in.stragglers.seed, -1, real_rank(r)));
+    }
+  }
   std::map<std::pair<int, double>, std::vector<int>> alike;
   for (int r = 0; r < total_; ++r) {
-    if (in.stragglers.jitter > 0 || !in.cohorts) {
+    if (in.stragglers.per_rank() || !in.cohorts) {
       cohorts_.add({r}, slow[static_cast<std::size_t>(r)]);
     } else {
       alike[{g_.info.stage_of(real_rank(r)), slow[static_cast<std::size_t>(r)]}].push_back(r);

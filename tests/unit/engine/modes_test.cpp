@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "collective_support.hpp"
+#include "engine/rank_layout.hpp"
 #include "engine/scenario_run.hpp"
 #include "fixtures/fixtures.hpp"
 #include "test_support.hpp"
@@ -75,6 +77,67 @@ TEST_CASE("symmetric mode with pipeline stages simulates one rank per stage and 
     CHECK(sym.simulated == layout.pp);
     CHECK(sym.step == doctest::Approx(full.step).epsilon(1e-12));
   }
+}
+
+namespace {
+
+// 8 GPUs of one node: a 1 ms memory-bound op on each, then an 8-byte all-reduce over all of them.
+// When the all-reduce started (the last rank's op ended) and ended.
+struct Span {
+  double start = 0;
+  double end = 0;
+};
+Span op_then_all_reduce(double variation, std::uint64_t seed) {
+  return test::in_child([=] {
+    const auto topo = test::topology("h100_sxm_8x_ib400.yaml");
+    const engine::RooflineModel compute(topo, true);
+    const auto nccl = test::collectives(topo, test::collectives_settings());
+    graph::StepGraph g;
+    g.info.world_size = 8;
+    g.info.shard_group = 8;
+    graph::Op op;
+    op.kind = graph::OpKind::forward;
+    op.stream = graph::Stream::compute;
+    op.name = "FWD";
+    op.work.memory_bytes = 1e-3 * 3.35e12 * 0.85;  // 1 ms at the topology's achieved HBM bandwidth
+    const int fwd = g.add_op(op);
+    graph::Op ar;
+    ar.kind = graph::OpKind::all_reduce;
+    ar.stream = graph::Stream::nccl;
+    ar.name = "AR";
+    ar.group = graph::Group::shard;
+    ar.bytes = 8;
+    const int id = g.add_op(ar);
+    g.add_edge(fwd, id, graph::EdgeKind::data);
+    engine::SimulationInput in{g, topo, 1, compute, nccl};
+    in.stragglers.gpu_variation = variation;
+    in.stragglers.seed = seed;
+    const auto r = engine::simulate(in);
+    return Span{r.timeline.at(id, 0).start, r.timeline.at(id, 0).end};
+  });
+}
+
+}  // namespace
+
+TEST_CASE("GPU-to-GPU variation: a collective waits for the slowest GPU's own factor") {
+  // Each GPU keeps exp(sigma z) for the whole run, z = engine::normal(seed, -1, rank): the
+  // all-reduce starts when the slowest of the 8 ends its 1 ms op, max exp(sigma z_r) ms.
+  const double sigma = 0.05;
+  double slowest = 0;
+  for (int r = 0; r < 8; ++r) slowest = std::max(slowest, std::exp(sigma * engine::normal(7, -1, r)));
+  const Span base = op_then_all_reduce(0, 7);
+  const Span varied = op_then_all_reduce(sigma, 7);
+  CHECK(base.start == doctest::Approx(1e-3));
+  CHECK(varied.start == doctest::Approx(slowest * 1e-3).epsilon(1e-9));
+  CHECK(varied.end - varied.start == doctest::Approx(base.end - base.start).epsilon(1e-9));  // the collective itself is not slowed
+  // Over seeds, ln(wait) / sigma is the maximum of 8 standard normals, whose mean is 1.4236 (the
+  // expected maximum of n normals, integrated numerically; for n = 128: 2.5946, 1,024: 3.2482): the slowest of
+  // n GPUs paces every collective, and n grows the wait like sigma sqrt(2 ln n).
+  constexpr int kSeeds = 48;
+  double sum = 0;
+  for (int seed = 1; seed <= kSeeds; ++seed)
+    sum += std::log(op_then_all_reduce(sigma, static_cast<std::uint64_t>(seed)).start / 1e-3) / sigma;
+  CHECK(sum / kSeeds == doctest::Approx(1.4236).epsilon(0.18));  // standard deviation 0.61: standard error 0.088, the bound 2.9 of them
 }
 
 TEST_CASE("a slow GPU makes every other rank wait for it at each collective") {
