@@ -66,7 +66,8 @@ TEST_CASE("symmetric mode with pipeline stages simulates one rank per stage and 
       {2, {"parallelism.tp=2", "parallelism.pp_schedule=interleaved_1f1b", "parallelism.pp_stages_per_rank=2", "training.micro_batch=4"}},
       {4, {"parallelism.pp_schedule=zbv", "parallelism.pp_stages_per_rank=2", "training.micro_batch=4", "model.layers=8"}},
       {2, {"parallelism.tp=2", "parallelism.cp=2", "fsdp.version=2", "training.seq_len=1024"}},
-      {2, {"fsdp.version=2", "fsdp.sharding=hybrid_shard"}}};
+      {2, {"fsdp.version=2", "fsdp.sharding=hybrid_shard"}},
+      {2, {"parallelism.tp=2", "model.arch=gpt", "model.kv_heads=8", "model.tie_embeddings=true"}}};  // the tied gradients' all-reduce between stages
   // clang-format on
   for (const auto& layout : layouts) {
     CAPTURE(layout.sets.front());
