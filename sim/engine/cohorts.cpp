@@ -108,15 +108,16 @@ int Cohorts::split(int id, graph::Group g, const std::vector<int>& sorted_instan
   return child;
 }
 
-graph::Timeline Cohorts::take_timeline(int ranks, std::vector<int>& cohort_of_class) {
+graph::Timeline Cohorts::take_timeline(int ranks, std::vector<int>& cohort_of_class, const std::function<int(int)>& simulated_of) {
   std::vector<int> class_of(static_cast<std::size_t>(ranks));
   std::vector<int> class_of_cohort(cohorts_.size(), -1);
   cohort_of_class.clear();
   for (int r = 0; r < ranks; ++r) {
-    int& cls = class_of_cohort[static_cast<std::size_t>(of(r))];
+    const int cohort = of(simulated_of ? simulated_of(r) : r);
+    int& cls = class_of_cohort[static_cast<std::size_t>(cohort)];
     if (cls < 0) {
       cls = static_cast<int>(cohort_of_class.size());
-      cohort_of_class.push_back(of(r));
+      cohort_of_class.push_back(cohort);
     }
     class_of[static_cast<std::size_t>(r)] = cls;
   }

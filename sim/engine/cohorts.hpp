@@ -94,10 +94,12 @@ class Cohorts {
   // cohort, which starts as a copy of `id`, and returns it. Both keep at least one rank.
   int split(int id, graph::Group g, const std::vector<int>& sorted_instances);
 
-  // The timeline of the ranks below `ranks` (job 0's), one class per cohort holding one of them,
-  // and each class's cohort. Takes the cohorts' intervals and counts (the cohorts keep none
-  // after), so that they are not held twice.
-  [[nodiscard]] graph::Timeline take_timeline(int ranks, std::vector<int>& cohort_of_class);
+  // The timeline of `ranks` ranks, one class per cohort holding one of them, and each class's
+  // cohort; rank r is simulated rank simulated_of(r) (by default r itself: job 0's ranks; in
+  // symmetric mode with pipeline stages, its stage's representative). Takes the cohorts'
+  // intervals and counts (the cohorts keep none after), so that they are not held twice.
+  [[nodiscard]] graph::Timeline take_timeline(int ranks, std::vector<int>& cohort_of_class,
+                                              const std::function<int(int)>& simulated_of = nullptr);
 
  private:
   [[nodiscard]] std::size_t cell(int id, int op) const {

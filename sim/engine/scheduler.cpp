@@ -43,8 +43,10 @@ Simulator::Simulator(const SimulationInput& in, int simulated)
     for (const auto& [succ, kind] : g_.successors(id)) successors_[o].push_back(succ);
     const graph::Op& op = g_.op(id);
     if (op.is_collective()) {
-      arrived_[o].assign(
-          simulated_ < world_ ? simulated_instances(op.group).size() : static_cast<std::size_t>(groups_.instances(op.group) * jobs_), 0);
+      if (simulated_ < world_) note_simulated_instances(op.group);
+      arrived_[o].assign(simulated_ < world_ ? simulated_instances_[static_cast<std::size_t>(op.group)].size()
+                                             : static_cast<std::size_t>(groups_.instances(op.group) * jobs_),
+                         0);
     } else if (op.kind != OpKind::cpu_wait) {
       duration_[o] = in.compute.duration(op);
       // An infinite time would never fire and read as a stall; say where it comes from instead.
@@ -184,16 +186,24 @@ std::vector<int> Simulator::physical_members(const graph::Op& op, int inst) cons
   return out;
 }
 
-std::vector<int> Simulator::simulated_instances(Group g) const {
-  if (simulated_ < world_) {
-    std::vector<int>& out = simulated_instances_[static_cast<std::size_t>(g)];
-    if (out.empty()) {
-      for (int r = 0; r < simulated_; ++r) out.push_back(groups_.instance_of(g, real_rank(r)));
-      std::sort(out.begin(), out.end());
-      out.erase(std::unique(out.begin(), out.end()), out.end());
-    }
-    return out;
+void Simulator::note_simulated_instances(Group g) {
+  auto& mine = simulated_instances_[static_cast<std::size_t>(g)];
+  if (!mine.empty()) return;
+  for (int r = 0; r < simulated_; ++r) mine.push_back(groups_.instance_of(g, real_rank(r)));
+  std::sort(mine.begin(), mine.end());
+  auto& expected = expected_[static_cast<std::size_t>(g)];
+  for (auto it = mine.begin(); it != mine.end();) {
+    const auto next = std::upper_bound(it, mine.end(), *it);
+    // Both ends of a pipeline send are stages' representatives; other groups' instances hold
+    // as many representatives as arrive at them.
+    expected.push_back(g == Group::pp ? groups_.size(g) : static_cast<int>(next - it));
+    it = next;
   }
+  mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
+}
+
+std::vector<int> Simulator::simulated_instances(Group g) const {
+  if (simulated_ < world_) return simulated_instances_[static_cast<std::size_t>(g)];
   std::vector<int> out(static_cast<std::size_t>(groups_.instances(g) * jobs_));
   for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int>(i);
   return out;
@@ -207,11 +217,8 @@ std::size_t Simulator::slot(Group g, int inst) const {
 }
 
 int Simulator::expected_arrivals(Group g, int inst) const {
-  // Both ends of a pipeline send are stages' representatives, simulated in either mode.
-  if (simulated_ == world_ || g == Group::pp) return groups_.size(g);
-  int n = 0;
-  for (int r = 0; r < simulated_; ++r) n += groups_.instance_of(g, real_rank(r)) == inst ? 1 : 0;
-  return n;
+  if (simulated_ == world_) return groups_.size(g);
+  return expected_[static_cast<std::size_t>(g)][slot(g, inst)];
 }
 
 SimulationResult Simulator::result() {
@@ -228,21 +235,14 @@ SimulationResult Simulator::result() {
     }
   }
   std::vector<int> cohort_of_class;
-  r.timeline = cohorts_.take_timeline(simulated_, cohort_of_class);
-  for (int c : cohort_of_class) r.waiting.push_back(std::move(cohorts_[c].waiting));
   holding_.resize(static_cast<std::size_t>(simulated_));
-  if (simulated_ > 1 && simulated_ < world_) {
-    // Symmetric with pipeline stages: every rank takes its stage representative's class, so
-    // that reports read any rank by its real number.
-    const graph::Timeline& sim = r.timeline;
-    std::vector<int> class_of(static_cast<std::size_t>(world_));
-    for (int rank = 0; rank < world_; ++rank) class_of[static_cast<std::size_t>(rank)] = sim.class_of(g_.info.stage_of(rank));
-    std::vector<graph::Interval> intervals(g_.size() * static_cast<std::size_t>(sim.classes()));
-    for (std::size_t o = 0; o < g_.size(); ++o) {
-      for (int c = 0; c < sim.classes(); ++c)
-        intervals[o * static_cast<std::size_t>(sim.classes()) + static_cast<std::size_t>(c)] = sim.at_class(static_cast<int>(o), c);
-    }
-    r.timeline = graph::Timeline(g_.size(), std::move(class_of), sim.classes(), std::move(intervals));
+  // Symmetric with pipeline stages: every rank takes its stage representative's class (the
+  // representative of stage s is simulated rank s), so that reports read any rank by its number.
+  const bool stages = simulated_ > 1 && simulated_ < world_;
+  r.timeline = stages ? cohorts_.take_timeline(world_, cohort_of_class, [this](int rank) { return g_.info.stage_of(rank); })
+                      : cohorts_.take_timeline(simulated_, cohort_of_class);
+  for (int c : cohort_of_class) r.waiting.push_back(std::move(cohorts_[c].waiting));
+  if (stages) {
     r.timeline.set_simulated(simulated_);
     std::vector<std::vector<graph::Interval>> holding(static_cast<std::size_t>(world_));
     for (int s = 0; s < simulated_; ++s) holding[static_cast<std::size_t>(real_rank(s))] = std::move(holding_[static_cast<std::size_t>(s)]);

@@ -100,6 +100,7 @@ class Simulator {
   // The instances of a group this simulation runs: every one of every job, or the
   // representatives' alone (symmetric mode: thousands of TP groups, one per stage simulated).
   [[nodiscard]] std::vector<int> simulated_instances(Group g) const;
+  void note_simulated_instances(Group g);  // symmetric: fills simulated_instances_ and expected_ for g
   // Where an instance's arrival count is kept: the instance itself (full mode), or its place among
   // the simulated instances (symmetric).
   [[nodiscard]] std::size_t slot(Group g, int inst) const;
@@ -211,9 +212,12 @@ class Simulator {
   EngineStats stats_;
   std::vector<std::vector<int>> successors_;
   std::vector<double> duration_;
-  std::vector<std::vector<int>> arrived_;                                     // per collective op and instance slot: ranks arrived
-  mutable std::array<std::vector<int>, graph::kGroups> simulated_instances_;  // symmetric mode, per group kind
-  std::unordered_map<std::uint64_t, std::vector<Arrival>> arrivals_;          // (op, instance): not launched yet
+  std::vector<std::vector<int>> arrived_;  // per collective op and instance slot: ranks arrived
+  // Symmetric mode, per group kind its collectives use: the instances the representatives are in
+  // (ascending) and how many ranks arrive at each.
+  std::array<std::vector<int>, graph::kGroups> simulated_instances_;
+  std::array<std::vector<int>, graph::kGroups> expected_;
+  std::unordered_map<std::uint64_t, std::vector<Arrival>> arrivals_;  // (op, instance): not launched yet
   std::vector<Launch> launches_;
   std::unordered_map<std::uint64_t, int> launch_of_;  // (op, instance) running: its launch
   std::vector<Ending> endings_;

@@ -7,6 +7,7 @@
 #include "engine/rank_layout.hpp"
 #include "engine/scenario_run.hpp"
 #include "fixtures/fixtures.hpp"
+#include "graph/issuer.hpp"
 #include "test_support.hpp"
 
 using namespace shardsim;
@@ -96,16 +97,10 @@ Span op_then_all_reduce(double variation, std::uint64_t seed) {
     graph::StepGraph g;
     g.info.world_size = 8;
     g.info.shard_group = 8;
-    graph::Op op;
-    op.kind = graph::OpKind::forward;
-    op.stream = graph::Stream::compute;
-    op.name = "FWD";
+    graph::Op op = graph::make_op(graph::OpKind::forward, graph::Stream::compute, "FWD", -1);
     op.work.memory_bytes = 1e-3 * 3.35e12 * 0.85;  // 1 ms at the topology's achieved HBM bandwidth
     const int fwd = g.add_op(op);
-    graph::Op ar;
-    ar.kind = graph::OpKind::all_reduce;
-    ar.stream = graph::Stream::nccl;
-    ar.name = "AR";
+    graph::Op ar = graph::make_op(graph::OpKind::all_reduce, graph::Stream::nccl, "AR", -1);
     ar.group = graph::Group::shard;
     ar.bytes = 8;
     const int id = g.add_op(ar);
