@@ -31,24 +31,30 @@ constexpr std::array kTopologyParams{
 };
 constexpr std::array kGpuParams{
     ParamSpec{"model", "string", "", "GPU model, e.g. H100-SXM"},
-    ParamSpec{"arch", "", "hopper",
-              "GPU generation: picks NCCL's per-generation constants (LL bandwidth caps, NVLS efficiency)", {}, kGpuArchNames},
+    ParamSpec{"arch",
+              "",
+              "hopper",
+              "GPU generation: picks NCCL's per-generation constants (LL bandwidth caps, NVLS efficiency)",
+              {},
+              kGpuArchNames},
     ParamSpec{"memory", "size", "", "device memory, e.g. 80GiB", Range{1 << 20, 1e15, Dimension::bytes}},
     ParamSpec{"peak_flops", "mapping {bf16, fp32, fp8, mxfp8}", "", "dense peak compute per data type"},
     ParamSpec{"hbm_bandwidth", "bandwidth", "", "peak device-memory bandwidth", kBandwidthRange},
     ParamSpec{"efficiency", "mapping", "{}", "achievable fractions of peak (see gpu.efficiency)"},
     ParamSpec{"compute_model", "roofline", "roofline", "how compute ops are priced (engine/compute_model.hpp; shardsim describe compute)"},
     ParamSpec{"kernel_launch", "duration", "4us", "fixed cost of each kernel (launch and tail)", kDurationRange},
-    ParamSpec{"comm_interference", "fraction", "0.1",
-              "compute throughput lost while a collective runs (NCCL's SMs and HBM traffic)", Range{0, 0.9}},
+    ParamSpec{"comm_interference", "fraction", "0.1", "compute throughput lost while a collective runs (NCCL's SMs and HBM traffic)",
+              Range{0, 0.9}},
     ParamSpec{"launch_queue", "integer", "1024",
               "kernel launches the CPU can have pending before a launch blocks: how far the CPU runs ahead of the GPU "
-              "(undocumented by CUDA; 1024 is the depth commonly observed)", Range{16, 1 << 20}},
+              "(undocumented by CUDA; 1024 is the depth commonly observed)",
+              Range{16, 1 << 20}},
 };
 constexpr std::array kPeakParams{
     ParamSpec{"bf16", "compute rate", "", "dense bf16 tensor-core peak", kFlopRateRange},
     ParamSpec{"fp32", "compute rate", "", "fp32 peak (non-tensor-core)", kFlopRateRange},
-    ParamSpec{"fp8", "compute rate", "-", "dense fp8 (e4m3 / e5m2) tensor-core peak; absent: no fp8 GEMMs (training.float8 refused)", kFlopRateRange},
+    ParamSpec{"fp8", "compute rate", "-", "dense fp8 (e4m3 / e5m2) tensor-core peak; absent: no fp8 GEMMs (training.float8 refused)",
+              kFlopRateRange},
     ParamSpec{"mxfp8", "compute rate", "-", "dense MXFP8 (block-scaled fp8) peak; absent: no MXFP8 (recipe mxfp8 refused)", kFlopRateRange},
 };
 constexpr std::array kEfficiencyParams{
@@ -58,7 +64,8 @@ constexpr std::array kEfficiencyParams{
     ParamSpec{"memory", "fraction", "0.8", "memory-bound kernels, fraction of hbm_bandwidth", kFractionRange},
     ParamSpec{"matmul_fp8", "fraction", "-",
               "large fp8 GEMMs with tensorwise scales, fraction of peak_flops.fp8; unset: matmul's (torchao's float8 roofline "
-              "assumes the same fraction)", kFractionRange},
+              "assumes the same fraction)",
+              kFractionRange},
     ParamSpec{"matmul_fp8_rowwise", "fraction", "-", "fp8 GEMMs with rowwise scales, fraction of peak_flops.fp8; unset: matmul_fp8's",
               kFractionRange},
     ParamSpec{"matmul_mxfp8", "fraction", "-", "MXFP8 GEMMs, fraction of peak_flops.mxfp8; unset: matmul_fp8's", kFractionRange},
@@ -76,19 +83,27 @@ constexpr std::array kLinkParams{
     ParamSpec{"bandwidth", "bandwidth", "", "per direction, e.g. 400Gbps or 450GB/s", kBandwidthRange},
     ParamSpec{"latency", "duration", "1us",
               "one-way latency of one hop. Collectives: NVLink steps cost NCCL's per-step constants; a NIC's latency plus "
-              "fabric.switch_latency is the network latency NCCL adds to each inter-node step (graph->latencyInter)", kDurationRange},
-    ParamSpec{"efficiency", "fraction", "1", "fraction of bandwidth a collective's payload achieves (NCCL busbw / link rate)", kFractionRange},
+              "fabric.switch_latency is the network latency NCCL adds to each inter-node step (graph->latencyInter)",
+              kDurationRange},
+    ParamSpec{"efficiency", "fraction", "1", "fraction of bandwidth a collective's payload achieves (NCCL busbw / link rate)",
+              kFractionRange},
 };
 constexpr std::array kFabricParams{
     ParamSpec{"kind", "single_switch | fat_tree | rail_optimized_fat_tree", "single_switch", "how nodes are connected"},
     ParamSpec{"oversubscription", "number", "1", "leaf downlink / uplink bandwidth ratio", Range{1, 1024}},
     ParamSpec{"nodes_per_leaf", "integer", "1",
-              "nodes under one leaf switch (fat_tree): traffic between leaves crosses their uplinks, which those nodes share", Range{1, 1 << 20}},
-    ParamSpec{"switch_latency", "duration", "1us", "latency of the switches between two nodes, added to each inter-node collective step", kDurationRange},
+              "nodes under one leaf switch (fat_tree): traffic between leaves crosses their uplinks, which those nodes share",
+              Range{1, 1 << 20}},
+    ParamSpec{"switch_latency", "duration", "1us", "latency of the switches between two nodes, added to each inter-node collective step",
+              kDurationRange},
 };
 constexpr std::array kHostParams{
     ParamSpec{"memory_bandwidth", "bandwidth", "100GB/s", "CPU DRAM bandwidth (CPU-offloaded optimizer)", kBandwidthRange},
     ParamSpec{"cpu", "", "intel", "CPU vendor: NCCL caps the LL protocol's multi-node bandwidth by it", {}, kCpuVendorNames},
+    ParamSpec{"kernel_dispatch", "duration", "0us",
+              "CPU time the training process spends on each kernel it launches (Python, PyTorch's dispatcher, the "
+              "launch call): the GPU runs no sooner than the CPU issues; 0 leaves the CPU out (docs/fidelity.md)",
+              kDurationRange},
     ParamSpec{"memory", "size", "-", "CPU DRAM per node (checked against what offloading puts there); absent: not checked",
               Range{1 << 20, 1e18, Dimension::bytes}},
     ParamSpec{"nvme", "mapping {read, write, capacity}", "-",
@@ -262,6 +277,7 @@ TopologyConfig load_topology(const std::filesystem::path& file, const ConfigNode
     h.finish();
     t.host.memory_bandwidth = ByteRate(h.quantity("memory_bandwidth", Dimension::byte_rate));
     t.host.cpu = static_cast<CpuVendor>(h.choice_index("cpu"));
+    t.host.kernel_dispatch = Seconds(h.quantity("kernel_dispatch", Dimension::seconds));
     t.host.memory = Bytes(h.opt_quantity("memory", Dimension::bytes).value_or(0));
     if (const ConfigNode* nvme = h.node("nvme")) {
       if (!nvme->is_map()) h.fail("nvme", fmt::format("expected a mapping {{read, write, capacity}}; got {}", nvme->describe()));

@@ -94,6 +94,10 @@ struct NvmeSpec {
 struct HostSpec {
   ByteRate memory_bandwidth;  // CPU DRAM, used by the CPU-offload optimizer step
   CpuVendor cpu = CpuVendor::intel;
+  // CPU seconds per kernel launched: the CPU issues each rank's ops one after another in program
+  // order, and an op's GPU work starts no sooner than its first kernel is issued and ends no
+  // sooner than its last (engine/scheduler.cpp). 0: not modelled.
+  Seconds kernel_dispatch;
   Bytes memory;  // CPU DRAM per node; 0: not given (host memory is then not checked)
   NvmeSpec nvme;
 };
@@ -114,8 +118,8 @@ struct TopologyConfig {
 [[nodiscard]] TopologyConfig load_topology(const std::filesystem::path& file, const ConfigNode& overrides,
                                            const std::string& overrides_path);
 // The same, reading files through `source`; a missing file is reported at `ref` when given.
-[[nodiscard]] TopologyConfig load_topology(const std::filesystem::path& file, const ConfigNode& overrides, const std::string& overrides_path,
-                                           const FileSource& source, const std::optional<FileRef>& ref);
+[[nodiscard]] TopologyConfig load_topology(const std::filesystem::path& file, const ConfigNode& overrides,
+                                           const std::string& overrides_path, const FileSource& source, const std::optional<FileRef>& ref);
 
 // At most this many topology files extend one another.
 inline constexpr std::size_t kMaxExtendsChain = 16;

@@ -1,8 +1,23 @@
 #include "engine/cohorts.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 namespace shardsim::engine {
+
+double CpuState::lag(int op) const {
+  const auto after = std::upper_bound(lags.begin(), lags.end(), op, [](int o, const auto& l) { return o < l.first; });
+  return after == lags.begin() ? 0.0 : std::prev(after)->second;
+}
+
+void CpuState::released(int op, double lag) {
+  // Waits release in program order (each follows the one before: graph/issuer.hpp); a running
+  // largest kept by wait stays right even if one did not.
+  const auto at = std::upper_bound(lags.begin(), lags.end(), op, [](int o, const auto& l) { return o < l.first; });
+  const double before = at == lags.begin() ? 0.0 : std::prev(at)->second;
+  auto it = lags.insert(at, {op, std::max(before, lag)});
+  for (auto next = std::next(it); next != lags.end(); ++next) next->second = std::max(next->second, it->second);
+}
 
 Cohorts::Cohorts(int ranks, std::vector<std::int32_t> preds, int expected, InstanceOf instance_of)
     : ops_(preds.size()),
@@ -42,6 +57,7 @@ int Cohorts::add(std::vector<int> members, double slow) {
   }
   streams_.push_back(StreamState{});
   streams_.back().slow = slow;
+  cpus_.emplace_back();
   return id;
 }
 
@@ -102,6 +118,7 @@ int Cohorts::split(int id, graph::Group g, const std::vector<int>& sorted_instan
     remaining(child, static_cast<int>(o)) = remaining(id, static_cast<int>(o));
   }
   streams_.push_back(streams_[static_cast<std::size_t>(id)]);
+  cpus_.push_back(cpus_[static_cast<std::size_t>(id)]);
   to.waiting = from.waiting;
   for (auto& v : from.instances) v.clear();
   from.children.push_back(child);

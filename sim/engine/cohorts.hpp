@@ -30,6 +30,20 @@ struct StreamState {
   double since = 0;      // when `remaining` was last brought up to date
   std::uint32_t version = 0;
   double slow = 1;  // stragglers.slow_gpus factor
+  // The running op ends no sooner than this: when the CPU issued its last kernel (host.kernel_dispatch).
+  double not_before = 0;
+};
+
+// How far a cohort's CPU thread fell behind its dispatch-only clock (host.kernel_dispatch): the
+// CPU issues op o at dispatch(o) + lag, dispatch(o) the dispatch seconds of o and every op before
+// it in program order, lag the largest (time released - dispatch(w)) over the CPU waits w before
+// o that blocked it. By wait, ascending, each with that running largest lag.
+struct CpuState {
+  std::vector<std::pair<int, double>> lags;
+  // The lag of op `op`: the CPU passed every wait before it.
+  [[nodiscard]] double lag(int op) const;
+  // CPU wait `op` let the CPU go on `lag` behind its dispatch-only clock.
+  void released(int op, double lag);
 };
 
 struct Cohort {
@@ -70,6 +84,7 @@ class Cohorts {
   [[nodiscard]] std::int32_t& remaining(int id, int op) { return remaining_[cell(id, op)]; }
   // The cohort's compute stream (kept apart from the rest: read at every timer event).
   [[nodiscard]] StreamState& stream(int id) { return streams_[static_cast<std::size_t>(id)]; }
+  [[nodiscard]] CpuState& cpu(int id) { return cpus_[static_cast<std::size_t>(id)]; }
   [[nodiscard]] CohortRef ref(int id) const { return {id, count()}; }
 
   // Whether `r` names its cohort alone: nothing split off it since `r` was taken.
@@ -116,6 +131,7 @@ class Cohorts {
   std::deque<Cohort> cohorts_;              // stable references while cohorts are added
   std::vector<int> last_child_;             // per cohort: the last cohort split off it, -1 if none (kept apart: read per event)
   std::vector<StreamState> streams_;        // per cohort
+  std::vector<CpuState> cpus_;              // per cohort
   std::vector<int> of_;                     // per simulated rank
   InstanceOf instance_of_;
 };

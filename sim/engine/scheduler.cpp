@@ -58,6 +58,19 @@ Simulator::Simulator(const SimulationInput& in, int simulated)
       }
     }
   }
+  const double per_kernel = in.topology.host.kernel_dispatch.value();
+  if (per_kernel > 0) {
+    dispatch_.resize(n);
+    for (std::size_t o = 0; o < n; ++o) dispatch_[o] = per_kernel * g_.op(static_cast<int>(o)).kernels_launched();
+    dispatched_.assign(static_cast<std::size_t>(g_.info.pp_group), std::vector<double>(n));
+    for (int stage = 0; stage < g_.info.pp_group; ++stage) {
+      double sum = 0;
+      for (std::size_t o = 0; o < n; ++o) {
+        if (g_.op(static_cast<int>(o)).runs_on_stage(stage)) sum += dispatch_[o];
+        dispatched_[static_cast<std::size_t>(stage)][o] = sum;
+      }
+    }
+  }
   // Ranks start in one cohort per pipeline stage and slow-GPU factor; with jitter every rank draws
   // its own times.
   std::vector<double> slow(static_cast<std::size_t>(total_), 1.0);
@@ -279,18 +292,21 @@ void Simulator::start(int op_id, int c, double now) {
     finish(op_id, c, now);
     return;
   }
+  if (waits_for_cpu(op_id, c, now)) return;
   if (op.is_collective()) {
     arrive(op_id, c, now);
     return;
   }
   cohorts_.interval(c, op_id).start = now;
   double d = duration_[static_cast<std::size_t>(op_id)];
-  if (d <= 0) {
+  // The GPU ends the op no sooner than the CPU has issued its last kernel.
+  const double not_before = issued(op_id, c);
+  if (d <= 0 && not_before <= now) {
     finish(op_id, c, now);
     return;
   }
   if (op.stream != graph::Stream::compute) {
-    push_timer(now + d, op_id, c, 0);
+    push_timer(std::max(now + d, not_before), op_id, c, 0);
     return;
   }
   StreamState& s = cohorts_.stream(c);
@@ -299,7 +315,31 @@ void Simulator::start(int op_id, int c, double now) {
   s.op = op_id;
   s.remaining = d;
   s.since = now;
-  push_timer(now + d / speed(s), op_id, c, ++s.version);
+  s.not_before = not_before;
+  push_timer(std::max(now + d / speed(s), not_before), op_id, c, ++s.version);
+}
+
+double Simulator::issued(int op, int c) {
+  if (dispatch_.empty()) return -1;
+  return dispatched_[static_cast<std::size_t>(stage_of(c))][static_cast<std::size_t>(op)] + cohorts_.cpu(c).lag(op);
+}
+
+bool Simulator::waits_for_cpu(int op, int c, double now) {
+  if (dispatch_.empty()) return false;
+  const double last = issued(op, c);
+  const graph::Op& o = g_.op(op);
+  // Its GPU work can start once the first of its kernels is issued.
+  const double cost = dispatch_[static_cast<std::size_t>(op)];
+  const double first = last - cost + cost / std::max(1, o.kernels_launched());
+  if (first > now) {
+    push_timer(first, op, c, 0, true);
+    return true;
+  }
+  if (o.kind == OpKind::cpu_wait) {
+    // The CPU was blocked here until now (the event ran): it issues what follows from now on.
+    cohorts_.cpu(c).released(op, now - dispatched_[static_cast<std::size_t>(stage_of(c))][static_cast<std::size_t>(op)]);
+  }
+  return false;
 }
 
 void Simulator::collective_changes(int c, int delta, double now) {
@@ -310,7 +350,7 @@ void Simulator::collective_changes(int c, int delta, double now) {
   if (s.op < 0 || before == after) return;
   s.remaining -= (now - s.since) * before;
   s.since = now;
-  push_timer(now + std::max(0.0, s.remaining) / after, s.op, c, ++s.version);
+  push_timer(std::max(now + std::max(0.0, s.remaining) / after, s.not_before), s.op, c, ++s.version);
 }
 
 void Simulator::finish(int op_id, int c, double now) {
@@ -344,7 +384,16 @@ void Simulator::on_timer() {
     const Timer t = timers_.top();
     timers_.pop();
     ++stats_.timer_events;
-    if (t.who >= 0) {
+    if (t.begin) {
+      // The CPU has issued the op by now: it starts on every cohort the timer names.
+      const CohortRef who{t.who, t.generation};
+      if (cohorts_.alone(who)) {
+        start(t.op, t.who, t.time);
+      } else {
+        const std::vector<int> cs = expanded(who);
+        for (int c : cs) start(t.op, c, t.time);
+      }
+    } else if (t.who >= 0) {
       const CohortRef who{t.who, t.generation};
       const std::vector<int> cs = cohorts_.alone(who) ? std::vector<int>{} : expanded(who);
       const auto ended = [&](int c) {
@@ -365,8 +414,8 @@ void Simulator::on_timer() {
   arm();
 }
 
-void Simulator::push_timer(double time, int op, int who, std::uint32_t version) {
-  timers_.push(Timer{time, seq_++, op, who, cohorts_.count(), version});
+void Simulator::push_timer(double time, int op, int who, std::uint32_t version, bool begin) {
+  timers_.push(Timer{time, seq_++, op, who, cohorts_.count(), version, begin});
 }
 
 void Simulator::arm() {

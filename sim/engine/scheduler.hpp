@@ -43,6 +43,7 @@ struct Timer {
   int who;                    // cohort (an op on its streams), or -1 - ending (collective instances ending)
   int generation = 0;         // cohorts when pushed: `who` then (CohortRef)
   std::uint32_t version = 0;  // compute: stale once the cohort's op was rescheduled
+  bool begin = false;         // the op starts (it waited for the CPU to issue it), else it ends
   bool operator>(const Timer& o) const { return time != o.time ? time > o.time : seq > o.seq; }
 };
 
@@ -120,6 +121,13 @@ class Simulator {
 
   void start(int op_id, int c, double now);
 
+  // ---- the CPU that issues the ops (host.kernel_dispatch) ----------------------------------------
+  // When cohort c's CPU has issued op `op`'s last kernel; -1 when the CPU is not modelled.
+  [[nodiscard]] double issued(int op, int c);
+  // Whether op `op`, ready at `now` on cohort c, waits for the CPU to issue its first kernel
+  // (then it starts later, from a timer); a CPU wait that passes lets the CPU go on.
+  bool waits_for_cpu(int op, int c, double now);
+
   [[nodiscard]] double speed(const StreamState& s) const { return s.collectives > 0 ? slowed_ : 1.0; }
 
   // A collective starts or ends on a cohort's GPUs: their compute stream changes speed (NCCL takes
@@ -159,7 +167,7 @@ class Simulator {
 
   void on_timer();
 
-  void push_timer(double time, int op, int who, std::uint32_t version);
+  void push_timer(double time, int op, int who, std::uint32_t version, bool begin = false);
 
   // Keeps a SimGrid kernel timer set at the earliest pending event, so that SimGrid's clock
   // stops there; an earlier event arms another one (a stale timer finds nothing to do).
@@ -212,6 +220,10 @@ class Simulator {
   EngineStats stats_;
   std::vector<std::vector<int>> successors_;
   std::vector<double> duration_;
+  // host.kernel_dispatch: each op's dispatch seconds, and per pipeline stage their running sum
+  // in program order (op id order; ops of other stages add nothing). Empty when not modelled.
+  std::vector<double> dispatch_;
+  std::vector<std::vector<double>> dispatched_;
   std::vector<std::vector<int>> arrived_;  // per collective op and instance slot: ranks arrived
   // Symmetric mode, per group kind its collectives use: the instances the representatives are in
   // (ascending) and how many ranks arrive at each.

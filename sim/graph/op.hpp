@@ -2,6 +2,7 @@
 // This is what `shardsim export` writes and what the replay harness executes on GPUs.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -171,6 +172,12 @@ struct Op {
 
   [[nodiscard]] bool is_collective() const { return group != Group::none; }
   [[nodiscard]] bool runs_on_stage(int s) const { return stage < 0 || stage == s || peer_stage == s; }
+  // Kernels (and copies) the CPU launches for the op: none for a CPU wait or the CPU's own work,
+  // one for a collective or a copy, else the compute model's count (at least one).
+  [[nodiscard]] int kernels_launched() const {
+    if (kind == OpKind::cpu_wait || stream == Stream::cpu) return 0;
+    return std::max(1, work.launches);
+  }
 };
 
 [[nodiscard]] std::string_view to_string(OpKind k);

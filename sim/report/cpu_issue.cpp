@@ -6,7 +6,7 @@
 
 namespace shardsim::report {
 
-std::vector<double> cpu_issue_times(const graph::StepGraph& g, const graph::Timeline& t, int rank, int launch_queue) {
+std::vector<double> cpu_issue_times(const graph::StepGraph& g, const graph::Timeline& t, int rank, const IssueRules& rules) {
   struct Pending {
     std::int64_t first;  // the index of the op's first kernel among all launched (from 1)
     double end;          // when the GPU finishes its kernels
@@ -30,9 +30,10 @@ std::vector<double> cpu_issue_times(const graph::StepGraph& g, const graph::Time
       continue;
     }
     const std::int64_t kernels = std::max(1, op.work.launches);
+    cpu += rules.kernel_dispatch * op.kernels_launched();
     // Room for this op's kernels: with launched + kernels issued, the first `done` must be done,
     // so every op holding one of them must have ended.
-    const std::int64_t done = launched + kernels - launch_queue;
+    const std::int64_t done = launched + kernels - rules.launch_queue;
     while (!pending.empty() && pending.front().first <= done) {
       drained = std::max(drained, pending.front().end);
       pending.pop_front();

@@ -73,7 +73,7 @@ double MemoryPoint::total() const {
   return std::accumulate(bytes.begin(), bytes.end(), 0.0);
 }
 
-MemoryTimeline memory_timeline(const graph::StepGraph& g, const graph::Timeline& t, int rank, int launch_queue, double capacity,
+MemoryTimeline memory_timeline(const graph::StepGraph& g, const graph::Timeline& t, int rank, const IssueRules& issue, double capacity,
                                const Deadline& deadline) {
   struct Event {
     double time;
@@ -87,7 +87,7 @@ MemoryTimeline memory_timeline(const graph::StepGraph& g, const graph::Timeline&
     const auto& mem = g.op(static_cast<int>(o)).memory;
     any_at_issue = std::any_of(mem.begin(), mem.end(), [](const graph::MemEffect& m) { return m.at_issue; });
   }
-  const std::vector<double> issued = any_at_issue ? cpu_issue_times(g, t, rank, launch_queue) : std::vector<double>();
+  const std::vector<double> issued = any_at_issue ? cpu_issue_times(g, t, rank, issue) : std::vector<double>();
   const int stage = g.info.stage_of(rank);
   for (std::size_t o = 0; o < g.size(); ++o) {
     const auto id = static_cast<int>(o);
@@ -417,7 +417,9 @@ Summary summarize(const SummaryInput& in) {
   }
 
   for (int r : ranks) {
-    MemoryTimeline m = memory_timeline(g, t, r, in.scenario.cluster.topology.gpu.launch_queue, s.gpu_memory, deadline);
+    MemoryTimeline m =
+        memory_timeline(g, t, r, {in.scenario.cluster.topology.gpu.launch_queue, in.scenario.cluster.topology.host.kernel_dispatch.value()},
+                        s.gpu_memory, deadline);
     s.oom = s.oom || m.alloc_failures > 0;
     s.alloc_retries = std::max(s.alloc_retries, m.alloc_retries);
     if (r == 0 || m.peak_reserved > s.memory.peak_reserved) s.memory = std::move(m);

@@ -9,9 +9,10 @@
 
 #include "config/scenario.hpp"
 #include "core/deadline.hpp"
-#include "graph/timeline.hpp"
 #include "graph/step_graph.hpp"
+#include "graph/timeline.hpp"
 #include "model/transformer.hpp"
+#include "report/cpu_issue.hpp"
 
 namespace shardsim::report {
 
@@ -43,19 +44,19 @@ struct MemoryTimeline {
   int alloc_failures = 0;    // allocations that failed even then: CUDA out of memory
 };
 
-// `launch_queue`: gpu.launch_queue, which bounds how far ahead of the GPU the CPU makes the
-// allocations marked at_issue (report/cpu_issue.hpp). `capacity`: the GPU's memory, which the
+// `issue`: gpu.launch_queue and host.kernel_dispatch, which bound how far ahead of the GPU the
+// CPU makes the allocations marked at_issue (report/cpu_issue.hpp). `capacity`: the GPU's memory, which the
 // caching allocator keeps reserved memory under by releasing its cache (caching_allocator.hpp).
 // `deadline`: checked as the ops are replayed (a model of 100,000 layers has millions).
-[[nodiscard]] MemoryTimeline memory_timeline(const graph::StepGraph& g, const graph::Timeline& t, int rank, int launch_queue = 1024,
+[[nodiscard]] MemoryTimeline memory_timeline(const graph::StepGraph& g, const graph::Timeline& t, int rank, const IssueRules& issue = {},
                                              double capacity = std::numeric_limits<double>::infinity(), const Deadline& deadline = {});
 
 // A rank that made others wait at collectives (stragglers), within the reported step. Each figure
 // is a length of time, never a sum over concurrent waits: at most the step time.
 struct RankWait {
   int rank = 0;
-  double waited_s = 0;  // time it waited at some collective for the group's last rank
-  double caused_s = 0;  // time some rank waited at a collective for this one, the last to arrive
+  double waited_s = 0;              // time it waited at some collective for the group's last rank
+  double caused_s = 0;              // time some rank waited at a collective for this one, the last to arrive
   double others_waited_mean_s = 0;  // the other ranks' time waiting for it, on average
   double others_waited_max_s = 0;   // and the most any of them waited for it
 };
@@ -76,10 +77,10 @@ struct Summary {
   double tokens_per_s_per_gpu = 0;
   double tflops_per_gpu = 0;  // model FLOPs (MFU convention) per second, in TFLOPS
   double mfu = 0;
-  double compute_s = 0;       // time the compute stream is busy in the step (the exposed-comm rank)
-  double comm_s = 0;          // time some collective runs in the step
-  double exposed_comm_s = 0;  // collectives running while the compute stream is idle (max over ranks)
-  double tp_comm_s = 0;       // of comm_s: tensor-parallel collectives (the exposed-comm rank)
+  double compute_s = 0;          // time the compute stream is busy in the step (the exposed-comm rank)
+  double comm_s = 0;             // time some collective runs in the step
+  double exposed_comm_s = 0;     // collectives running while the compute stream is idle (max over ranks)
+  double tp_comm_s = 0;          // of comm_s: tensor-parallel collectives (the exposed-comm rank)
   double tp_exposed_comm_s = 0;  // of exposed_comm_s: tensor-parallel collectives
   // Pipeline parallelism: stages, the sends between them (of comm_s and exposed_comm_s), and the
   // bubble: the share of the step a stage's compute stream waits for another stage, averaged
@@ -114,7 +115,7 @@ struct Summary {
   int gpus_per_node = 1;
   double host_memory_capacity = 0;  // per node (topology host.memory), 0: not given
   double nvme_bytes_per_node = 0;
-  double nvme_capacity = 0;         // per node (topology host.nvme.capacity)
+  double nvme_capacity = 0;  // per node (topology host.nvme.capacity)
   // How far off shardsim has been on published runs like this one (report/error_band.hpp): the
   // 90% range of the measured value around this prediction; range_runs == 0: none.
   double tokens_range_low = 0;
@@ -123,16 +124,16 @@ struct Summary {
   std::string range_basis;
   int exposed_rank = 0;
   double gpu_memory = 0;
-  MemoryTimeline memory;        // of the rank with the highest peak reserved memory
-  bool oom = false;             // some rank's allocation failed even after releasing the cache
-  int alloc_retries = 0;        // the most allocator retries on one rank (each slows the run)
-  std::vector<RankWait> waits;  // the ranks that caused the most waiting, most first (at most 5)
+  MemoryTimeline memory;                     // of the rank with the highest peak reserved memory
+  bool oom = false;                          // some rank's allocation failed even after releasing the cache
+  int alloc_retries = 0;                     // the most allocator retries on one rank (each slows the run)
+  std::vector<RankWait> waits;               // the ranks that caused the most waiting, most first (at most 5)
   double step_time_without_stragglers = -1;  // the same run with every rank alike (stragglers only; -1: not run)
-  std::vector<double> job_ends;  // cluster.jobs > 1: when each job's run ended (the figures are job 0's)
-  std::vector<std::string> warnings;  // settings that did not apply (ConfigWarning::str())
-  std::string calibration;       // the calibration file in use (scenario key calibration), empty without one
-  std::string calibration_name;  // its name: key
-  std::string calibration_covers;  // what it replaces (config::calibration_coverage)
+  std::vector<double> job_ends;              // cluster.jobs > 1: when each job's run ended (the figures are job 0's)
+  std::vector<std::string> warnings;         // settings that did not apply (ConfigWarning::str())
+  std::string calibration;                   // the calibration file in use (scenario key calibration), empty without one
+  std::string calibration_name;              // its name: key
+  std::string calibration_covers;            // what it replaces (config::calibration_coverage)
 };
 
 struct SummaryInput {
@@ -144,8 +145,8 @@ struct SummaryInput {
   // them (engine/simulator.hpp); optional.
   const std::vector<std::vector<graph::Interval>>* waiting = nullptr;
   const std::vector<std::vector<graph::Interval>>* holding = nullptr;
-  const std::vector<double>* job_ends = nullptr;  // per job (engine), optional
-  const Deadline* deadline = nullptr;             // simulation.max_wall_time, optional
+  const std::vector<double>* job_ends = nullptr;                    // per job (engine), optional
+  const Deadline* deadline = nullptr;                               // simulation.max_wall_time, optional
   const std::vector<graph::ComputeSplit>* compute_split = nullptr;  // per op (engine), optional
 };
 

@@ -1,0 +1,96 @@
+// The CPU that issues the ops (host.kernel_dispatch): the GPU starts an op no sooner than the CPU
+// has issued its first kernel and ends it no sooner than its last; after a CPU wait the CPU issues
+// again from the moment it was released. Every figure below is worked by hand from the ops'
+// times: h100_sxm_8x_ib400.yaml prices a kernel launch at 4 us on the GPU.
+#include <doctest/doctest.h>
+
+#include <array>
+
+#include "collective_support.hpp"
+#include "engine/simulator.hpp"
+#include "graph/issuer.hpp"
+#include "test_support.hpp"
+
+using namespace shardsim;
+
+namespace {
+
+constexpr double kUs = 1e-6;
+constexpr double kHbm = 3.35e12 * 0.85;  // the topology's achieved HBM bandwidth
+
+// `count` compute ops one after another on one GPU's compute stream, each `gpu_us` of
+// memory-bound work in `kernels` kernels; then, if `wait`, a CPU wait on the last op and one more
+// op of a single kernel. Returns when each op started and ended (us), the CPU costing
+// `dispatch_us` per kernel.
+using Spans = std::array<graph::Interval, 12>;  // in_child returns a plain value
+
+Spans chain(int count, double gpu_us, int kernels, double dispatch_us, bool wait = false) {
+  return test::in_child([=] {
+    auto topo = test::topology("h100_sxm_8x_ib400.yaml");
+    topo.host.kernel_dispatch = Seconds(dispatch_us * kUs);
+    const engine::RooflineModel compute(topo, true);
+    const auto nccl = test::collectives(topo, test::collectives_settings());
+    graph::StepGraph g;
+    g.info.world_size = 8;
+    g.info.shard_group = 8;
+    graph::Issuer io(g);
+    const auto work = [&](std::string name, double us, int launches) {
+      graph::Op op = graph::make_op(graph::OpKind::forward, graph::Stream::compute, std::move(name), -1);
+      op.work.memory_bytes = us * kUs * kHbm;
+      op.work.launches = launches;
+      return io.issue(std::move(op));
+    };
+    int last = -1;
+    for (int i = 0; i < count; ++i) last = work("FWD " + std::to_string(i), gpu_us, kernels);
+    if (wait) {
+      io.cpu_wait(last, "wait");
+      work("after", gpu_us, 1);
+    }
+    engine::SimulationInput in{g, topo, 1, compute, nccl};
+    const auto r = engine::simulate(in);
+    Spans out{};
+    for (std::size_t o = 0; o < g.size(); ++o) {
+      const graph::Interval& i = r.timeline.at(static_cast<int>(o), 0);
+      out.at(o) = {i.start / kUs, i.end / kUs};
+    }
+    return out;
+  });
+}
+
+}  // namespace
+
+TEST_CASE("a CPU-bound step: dispatch exceeds GPU time and paces the GPU") {
+  // 10 ops of 5 kernels, each 10 us of work + 5 x 4 us of launches = 30 us on the GPU; the CPU
+  // spends 5 x 20 = 100 us issuing each. Op i's first kernel is issued at 100 i + 20 us, its last
+  // at 100 (i + 1): the GPU runs it from then on and ends it at 100 (i + 1) us, idle in between.
+  const auto gpu = chain(10, 10, 5, 0);
+  CHECK(gpu[9].end == doctest::Approx(300));  // without the CPU: 10 x 30 us back to back
+  const auto cpu = chain(10, 10, 5, 20);
+  for (int i = 0; i < 10; ++i) {
+    CAPTURE(i);
+    CHECK(cpu[static_cast<std::size_t>(i)].start == doctest::Approx(100 * i + 20));
+    CHECK(cpu[static_cast<std::size_t>(i)].end == doctest::Approx(100 * (i + 1)));
+  }
+}
+
+TEST_CASE("a GPU-bound step: the CPU runs ahead and costs only the first kernel's dispatch") {
+  // 1,000 us of work + 20 us of launches per op against 100 us of dispatch: the GPU never waits
+  // after the first kernel (20 us), so the step ends 20 us later than without the CPU.
+  const auto gpu = chain(10, 1000, 5, 0);
+  const auto cpu = chain(10, 1000, 5, 20);
+  CHECK(gpu[9].end == doctest::Approx(10 * 1020));
+  CHECK(cpu[9].end == doctest::Approx(10 * 1020 + 20));
+}
+
+TEST_CASE("after a CPU wait the CPU issues again from when it was released") {
+  // Op 0 (1 kernel): issued at 20 us, ends at 20 + 1,000 + 4. The CPU blocks on it (the wait
+  // op) until then, and only then issues the next op's kernel: it starts 20 us later, at 1,044,
+  // where without the CPU it would start as the wait passes, at 1,004.
+  const auto gpu = chain(1, 1000, 1, 0, true);
+  const auto cpu = chain(1, 1000, 1, 20, true);
+  CHECK(gpu[2].start == doctest::Approx(1004));
+  CHECK(cpu[0].end == doctest::Approx(1024));
+  CHECK(cpu[1].start == doctest::Approx(1024));  // the wait passes as op 0 ends
+  CHECK(cpu[2].start == doctest::Approx(1044));
+  CHECK(cpu[2].end == doctest::Approx(1044 + 1004));
+}
