@@ -69,7 +69,8 @@ class Baseline {
 
 }  // namespace
 
-Prepared prepare(const std::filesystem::path& scenario_file, std::span<const std::string> assignments, Deadline::Clock::time_point started) {
+Prepared prepare(const std::filesystem::path& scenario_file, std::span<const std::string> assignments,
+                 Deadline::Clock::time_point started) {
   config::ScenarioConfig scenario = config::load_scenario(scenario_file, assignments);
   // The topology first: a fabric kind the engine does not know is reported before the model.
   engine::check_topology(scenario.cluster.topology);
@@ -84,9 +85,8 @@ Outcome simulate(const Prepared& p, Deadline::Clock::time_point started) {
   std::optional<Baseline> baseline;
   if (p.scenario.stragglers.any()) baseline.emplace(p, deadline);
   Outcome out{engine::simulate(p, deadline), {}};
-  out.summary = report::summarize(
-      {p.scenario, p.model, p.graph, out.result.timeline, &out.result.waiting, &out.result.holding, &out.result.job_ends, &deadline,
-       &out.result.compute_split});
+  out.summary = report::summarize({p.scenario, p.model, p.graph, out.result.timeline, &out.result.waiting, &out.result.holding,
+                                   &out.result.waiting_for_cpu, &out.result.job_ends, &deadline, &out.result.compute_split});
   if (baseline) out.summary.step_time_without_stragglers = baseline->finish();
   return out;
 }

@@ -120,6 +120,7 @@ int Cohorts::split(int id, graph::Group g, const std::vector<int>& sorted_instan
   streams_.push_back(streams_[static_cast<std::size_t>(id)]);
   cpus_.push_back(cpus_[static_cast<std::size_t>(id)]);
   to.waiting = from.waiting;
+  to.for_cpu = from.for_cpu;
   for (auto& v : from.instances) v.clear();
   from.children.push_back(child);
   return child;

@@ -49,6 +49,7 @@ struct CpuState {
 struct Cohort {
   std::vector<int> members;              // simulated ranks, ascending
   std::vector<graph::Interval> waiting;  // at collectives, for the group's last rank
+  std::vector<graph::Interval> for_cpu;  // the compute stream idle for the CPU to issue (host.kernel_dispatch)
   std::vector<int> children;             // cohorts split off this one, in creation order
   // Per group kind, (instance, members in it) by ascending instance; filled when first asked.
   std::array<std::vector<std::pair<int, int>>, graph::kGroups> instances;

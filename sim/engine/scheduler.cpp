@@ -254,7 +254,10 @@ SimulationResult Simulator::result() {
   const bool stages = simulated_ > 1 && simulated_ < world_;
   r.timeline = stages ? cohorts_.take_timeline(world_, cohort_of_class, [this](int rank) { return g_.info.stage_of(rank); })
                       : cohorts_.take_timeline(simulated_, cohort_of_class);
-  for (int c : cohort_of_class) r.waiting.push_back(std::move(cohorts_[c].waiting));
+  for (int c : cohort_of_class) {
+    r.waiting.push_back(std::move(cohorts_[c].waiting));
+    r.waiting_for_cpu.push_back(std::move(cohorts_[c].for_cpu));
+  }
   if (stages) {
     r.timeline.set_simulated(simulated_);
     std::vector<std::vector<graph::Interval>> holding(static_cast<std::size_t>(world_));
@@ -316,6 +319,8 @@ void Simulator::start(int op_id, int c, double now) {
   s.remaining = d;
   s.since = now;
   s.not_before = not_before;
+  // Its kernels run as the CPU issues them: the GPU waits for the last.
+  if (not_before > now + d / speed(s)) cohorts_[c].for_cpu.push_back({now + d / speed(s), not_before});
   push_timer(std::max(now + d / speed(s), not_before), op_id, c, ++s.version);
 }
 
@@ -332,6 +337,8 @@ bool Simulator::waits_for_cpu(int op, int c, double now) {
   const double cost = dispatch_[static_cast<std::size_t>(op)];
   const double first = last - cost + cost / std::max(1, o.kernels_launched());
   if (first > now) {
+    // Ready with the compute stream idle (it follows the stream's last op): idle for the CPU.
+    if (o.stream == graph::Stream::compute) cohorts_[c].for_cpu.push_back({now, first});
     push_timer(first, op, c, 0, true);
     return true;
   }

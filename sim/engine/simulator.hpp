@@ -70,6 +70,9 @@ struct SimulationResult {
   // streams overlap, and the report measures their union within the step.
   std::vector<std::vector<graph::Interval>> waiting;
   std::vector<std::vector<graph::Interval>> holding;
+  // Per timeline class: when its compute stream stood idle for the CPU to issue kernels
+  // (host.kernel_dispatch): before an op's first kernel, and within an op before its last.
+  std::vector<std::vector<graph::Interval>> waiting_for_cpu;
   std::vector<double> job_ends;                    // per job (cluster.jobs): when its last op ended
   std::vector<graph::ComputeSplit> compute_split;  // per op: the compute model's seconds by kind of work (0 for collectives)
 };

@@ -424,6 +424,9 @@ Summary summarize(const SummaryInput& in) {
     s.alloc_retries = std::max(s.alloc_retries, m.alloc_retries);
     if (r == 0 || m.peak_reserved > s.memory.peak_reserved) s.memory = std::move(m);
   }
+  if (in.waiting_for_cpu != nullptr && !in.waiting_for_cpu->empty()) {
+    s.waiting_for_cpu_s = length(merged((*in.waiting_for_cpu)[static_cast<std::size_t>(t.class_of(s.exposed_rank))], start, end));
+  }
   if (in.waiting != nullptr && in.holding != nullptr) s.waits = rank_waits(t, *in.waiting, *in.holding, start, end);
   if (in.job_ends != nullptr && in.job_ends->size() > 1) s.job_ends = *in.job_ends;
   for (const auto& w : in.scenario.warnings) s.warnings.push_back(w.str());

@@ -112,6 +112,9 @@ struct Summary {
   double pcie_s = 0;
   double cpu_s = 0;
   double nvme_s = 0;
+  // The exposed-communication rank's compute stream idle for the CPU to issue kernels
+  // (host.kernel_dispatch; 0 when that is 0): before an op's first, and within an op before its last.
+  double waiting_for_cpu_s = 0;
   int gpus_per_node = 1;
   double host_memory_capacity = 0;  // per node (topology host.memory), 0: not given
   double nvme_bytes_per_node = 0;
@@ -145,9 +148,10 @@ struct SummaryInput {
   // them (engine/simulator.hpp); optional.
   const std::vector<std::vector<graph::Interval>>* waiting = nullptr;
   const std::vector<std::vector<graph::Interval>>* holding = nullptr;
-  const std::vector<double>* job_ends = nullptr;                    // per job (engine), optional
-  const Deadline* deadline = nullptr;                               // simulation.max_wall_time, optional
-  const std::vector<graph::ComputeSplit>* compute_split = nullptr;  // per op (engine), optional
+  const std::vector<std::vector<graph::Interval>>* waiting_for_cpu = nullptr;  // per timeline class (engine), optional
+  const std::vector<double>* job_ends = nullptr;                               // per job (engine), optional
+  const Deadline* deadline = nullptr;                                          // simulation.max_wall_time, optional
+  const std::vector<graph::ComputeSplit>* compute_split = nullptr;             // per op (engine), optional
 };
 
 // The ranks summaries look at: all of them up to 256, else 256 spread evenly plus the stragglers.

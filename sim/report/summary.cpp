@@ -107,6 +107,11 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
         fmt::format("{:.4f} s / {:.4f} s{}", c.memory, c.launch,
                     c.other > 0 ? fmt::format("  (and {:.4f} s of PCIe and host work)", c.other) : std::string()));
   }
+  if (scenario.cluster.topology.host.kernel_dispatch.value() > 0) {
+    row("compute waiting for the CPU",
+        fmt::format("{:.4f} s  (kernels not yet issued: {:.3g} us of CPU per kernel, rank {})", s.waiting_for_cpu_s,
+                    1e6 * scenario.cluster.topology.host.kernel_dispatch.value(), s.exposed_rank));
+  }
   row("communication", fmt::format("{:.4f} s", s.comm_s));
   if (!s.float8_recipe.empty()) row("  parameter all-gathers", fmt::format("{} per GPU per step", gib(s.all_gather_bytes)));
   if (tp > 1) row("  of which tensor parallel", fmt::format("{:.4f} s", s.tp_comm_s));
@@ -260,6 +265,7 @@ nlohmann::json summary_json(const Summary& s) {
       {"host_memory_per_node_bytes", s.memory.peak_host * s.gpus_per_node},
       {"nvme_bytes_per_node", s.nvme_bytes_per_node},
       {"offload_busy_s", {{"pcie", s.pcie_s}, {"cpu", s.cpu_s}, {"nvme", s.nvme_s}}},
+      {"waiting_for_cpu_s", s.waiting_for_cpu_s},
       {"peak_memory_rank", s.memory.rank},
       {"peak_memory_op", s.memory.peak_op},
       {"gpu_memory_bytes", s.gpu_memory},

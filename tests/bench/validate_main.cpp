@@ -29,7 +29,7 @@ struct Figures {
   bool fits = false;  // no out-of-memory and no allocator retries
   // The reported step taken apart (one rank, its busiest stage's compute): the compute stream's
   // work by kind as the compute model prices it, communication that leaves it idle by kind, the
-  // pipeline bubble, and the waits the slowest ranks cause.
+  // pipeline bubble, the waits the slowest ranks cause and those for the CPU.
   double gemm_s = 0;
   double attention_s = 0;
   double memory_bound_s = 0;
@@ -41,15 +41,16 @@ struct Figures {
   double exposed_cp_s = 0;
   double bubble = 0;   // fraction of the step
   double waits_s = 0;  // the longest a rank held others up at collectives
+  double cpu_s = 0;    // the compute stream idle for the CPU to issue its next op (host.kernel_dispatch)
 };
 
 // One line: where the simulated step goes.
 std::string decomposition(const Figures& f) {
   return fmt::format(
       "step {:.3f} s: GEMM {:.3f}, attention {:.3f}, memory-bound {:.3f}, launches {:.3f}, host/NVMe {:.3f}; exposed DP "
-      "{:.3f}, TP {:.3f}, PP {:.3f}, CP {:.3f}; bubble {:.1f} %; slow-rank waits {:.3f}",
+      "{:.3f}, TP {:.3f}, PP {:.3f}, CP {:.3f}; bubble {:.1f} %; slow-rank waits {:.3f}; waiting for the CPU {:.3f}",
       f.step_s, f.gemm_s, f.attention_s, f.memory_bound_s, f.launch_s, f.other_s, f.exposed_dp_s, f.exposed_tp_s, f.exposed_pp_s,
-      f.exposed_cp_s, 100 * f.bubble, f.waits_s);
+      f.exposed_cp_s, 100 * f.bubble, f.waits_s, f.cpu_s);
 }
 
 Figures simulate(const std::string& scenario, const std::vector<std::string>& sets) {
@@ -80,6 +81,7 @@ Figures simulate(const std::string& scenario, const std::vector<std::string>& se
       f.exposed_cp_s = s.cp_exposed_comm_s;
       f.bubble = s.bubble_fraction;
       f.waits_s = s.waits.empty() ? 0 : s.waits.front().caused_s;
+      f.cpu_s = s.waiting_for_cpu_s;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "%s: %s\n", scenario.c_str(), e.what());
     }

@@ -20,11 +20,15 @@ constexpr double kHbm = 3.35e12 * 0.85;  // the topology's achieved HBM bandwidt
 
 // `count` compute ops one after another on one GPU's compute stream, each `gpu_us` of
 // memory-bound work in `kernels` kernels; then, if `wait`, a CPU wait on the last op and one more
-// op of a single kernel. Returns when each op started and ended (us), the CPU costing
-// `dispatch_us` per kernel.
-using Spans = std::array<graph::Interval, 12>;  // in_child returns a plain value
+// op of a single kernel; the CPU costs `dispatch_us` per kernel.
+// When each op started and ended (us), and how long the compute stream waited for the CPU (us).
+struct Run {
+  std::array<graph::Interval, 12> ops{};  // in_child returns a plain value
+  double for_cpu = 0;
+  const graph::Interval& operator[](std::size_t i) const { return ops.at(i); }
+};
 
-Spans chain(int count, double gpu_us, int kernels, double dispatch_us, bool wait = false) {
+Run chain(int count, double gpu_us, int kernels, double dispatch_us, bool wait = false) {
   return test::in_child([=] {
     auto topo = test::topology("h100_sxm_8x_ib400.yaml");
     topo.host.kernel_dispatch = Seconds(dispatch_us * kUs);
@@ -48,11 +52,12 @@ Spans chain(int count, double gpu_us, int kernels, double dispatch_us, bool wait
     }
     engine::SimulationInput in{g, topo, 1, compute, nccl};
     const auto r = engine::simulate(in);
-    Spans out{};
+    Run out;
     for (std::size_t o = 0; o < g.size(); ++o) {
       const graph::Interval& i = r.timeline.at(static_cast<int>(o), 0);
-      out.at(o) = {i.start / kUs, i.end / kUs};
+      out.ops.at(o) = {i.start / kUs, i.end / kUs};
     }
+    for (const graph::Interval& i : r.waiting_for_cpu.at(0)) out.for_cpu += (i.end - i.start) / kUs;
     return out;
   });
 }
@@ -71,6 +76,9 @@ TEST_CASE("a CPU-bound step: dispatch exceeds GPU time and paces the GPU") {
     CHECK(cpu[static_cast<std::size_t>(i)].start == doctest::Approx(100 * i + 20));
     CHECK(cpu[static_cast<std::size_t>(i)].end == doctest::Approx(100 * (i + 1)));
   }
+  // Idle for the CPU: 20 us before each op's first kernel, and 50 of each op's 100 us on the GPU.
+  CHECK(cpu.for_cpu == doctest::Approx(10 * (20 + 50)));
+  CHECK(gpu.for_cpu == 0);
 }
 
 TEST_CASE("a GPU-bound step: the CPU runs ahead and costs only the first kernel's dispatch") {
@@ -80,6 +88,7 @@ TEST_CASE("a GPU-bound step: the CPU runs ahead and costs only the first kernel'
   const auto cpu = chain(10, 1000, 5, 20);
   CHECK(gpu[9].end == doctest::Approx(10 * 1020));
   CHECK(cpu[9].end == doctest::Approx(10 * 1020 + 20));
+  CHECK(cpu.for_cpu == doctest::Approx(20));
 }
 
 TEST_CASE("after a CPU wait the CPU issues again from when it was released") {
@@ -93,4 +102,5 @@ TEST_CASE("after a CPU wait the CPU issues again from when it was released") {
   CHECK(cpu[1].start == doctest::Approx(1024));  // the wait passes as op 0 ends
   CHECK(cpu[2].start == doctest::Approx(1044));
   CHECK(cpu[2].end == doctest::Approx(1044 + 1004));
+  CHECK(cpu.for_cpu == doctest::Approx(20 + 20));  // before op 0, and after the wait
 }

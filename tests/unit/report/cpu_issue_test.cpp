@@ -99,3 +99,24 @@ TEST_CASE("memory: allocations marked at_issue happen when the CPU issues the op
   const auto gpu = report::memory_timeline(g, t, 0, 1024);
   CHECK(gpu.peak == doctest::Approx(30 * MiB));
 }
+
+TEST_CASE("cpu issue: each kernel costs the CPU its dispatch") {
+  // 0.1 s of CPU per kernel; the GPU timeline as the engine would give it (an op starts once its
+  // first kernel is issued). Op 0 (2 kernels): first kernel issued at 0.1, last at 0.2, run at
+  // [0.1, 0.3]. Op 1 (3): first at 0.3, last at 0.5, run at [0.5, 0.6]: the stream is idle from
+  // 0.3 but the CPU had issued its first kernel by then (the gap is something else's). Op 2 (1):
+  // at 0.6, run at [0.6, 0.7]. Op 3 (4): first at 0.7, last at 1.0, run at [0.9, 1.0].
+  graph::StepGraph g;
+  for (int k : {2, 3, 1, 4}) g.add_op(op(OpKind::forward, Stream::compute, k));
+  graph::Timeline t(4, 1);
+  t.at(0, 0) = {0.1, 0.3};
+  t.at(1, 0) = {0.5, 0.6};
+  t.at(2, 0) = {0.6, 0.7};
+  t.at(3, 0) = {0.9, 1.0};
+  const report::IssueRules rules(1024, 0.1);
+  const auto issued = report::cpu_issue_times(g, t, 0, rules);  // the last kernel, never later than the GPU start
+  CHECK(issued[0] == doctest::Approx(0.1));
+  CHECK(issued[1] == doctest::Approx(0.5));
+  CHECK(issued[2] == doctest::Approx(0.6));
+  CHECK(issued[3] == doctest::Approx(0.9));
+}
