@@ -5,15 +5,25 @@
 
 namespace shardsim::engine {
 
+namespace {
+
+// The first of `lags` past op `op`.
+std::size_t after(const std::vector<std::pair<int, double>>& lags, int op) {
+  const auto it = std::upper_bound(lags.begin(), lags.end(), op, [](int o, const auto& l) { return o < l.first; });
+  return static_cast<std::size_t>(it - lags.begin());
+}
+
+}  // namespace
+
 double CpuState::lag(int op) const {
-  const auto after = std::upper_bound(lags.begin(), lags.end(), op, [](int o, const auto& l) { return o < l.first; });
-  return after == lags.begin() ? 0.0 : std::prev(after)->second;
+  const std::size_t i = after(lags, op);
+  return i == 0 ? 0.0 : lags[i - 1].second;
 }
 
 void CpuState::released(int op, double lag) {
   // Waits release in program order (each follows the one before: graph/issuer.hpp); a running
   // largest kept by wait stays right even if one did not.
-  const auto at = std::upper_bound(lags.begin(), lags.end(), op, [](int o, const auto& l) { return o < l.first; });
+  const auto at = lags.begin() + static_cast<std::ptrdiff_t>(after(lags, op));
   const double before = at == lags.begin() ? 0.0 : std::prev(at)->second;
   auto it = lags.insert(at, {op, std::max(before, lag)});
   for (auto next = std::next(it); next != lags.end(); ++next) next->second = std::max(next->second, it->second);

@@ -86,6 +86,7 @@ class Cohorts {
   // The cohort's compute stream (kept apart from the rest: read at every timer event).
   [[nodiscard]] StreamState& stream(int id) { return streams_[static_cast<std::size_t>(id)]; }
   [[nodiscard]] CpuState& cpu(int id) { return cpus_[static_cast<std::size_t>(id)]; }
+  [[nodiscard]] const CpuState& cpu(int id) const { return cpus_[static_cast<std::size_t>(id)]; }
   [[nodiscard]] CohortRef ref(int id) const { return {id, count()}; }
 
   // Whether `r` names its cohort alone: nothing split off it since `r` was taken.

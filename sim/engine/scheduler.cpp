@@ -324,7 +324,7 @@ void Simulator::start(int op_id, int c, double now) {
   push_timer(std::max(now + d / speed(s), not_before), op_id, c, ++s.version);
 }
 
-double Simulator::issued(int op, int c) {
+double Simulator::issued(int op, int c) const {
   if (dispatch_.empty()) return -1;
   return dispatched_[static_cast<std::size_t>(stage_of(c))][static_cast<std::size_t>(op)] + cohorts_.cpu(c).lag(op);
 }

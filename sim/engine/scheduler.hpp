@@ -123,7 +123,7 @@ class Simulator {
 
   // ---- the CPU that issues the ops (host.kernel_dispatch) ----------------------------------------
   // When cohort c's CPU has issued op `op`'s last kernel; -1 when the CPU is not modelled.
-  [[nodiscard]] double issued(int op, int c);
+  [[nodiscard]] double issued(int op, int c) const;
   // Whether op `op`, ready at `now` on cohort c, waits for the CPU to issue its first kernel
   // (then it starts later, from a timer); a CPU wait that passes lets the CPU go on.
   bool waits_for_cpu(int op, int c, double now);

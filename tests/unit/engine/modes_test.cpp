@@ -81,6 +81,22 @@ TEST_CASE("symmetric mode with pipeline stages simulates one rank per stage and 
   }
 }
 
+TEST_CASE("the CPU's dispatch cost gives the same step in symmetric and full mode and lengthens a small step") {
+  // tiny_llama's kernels are microseconds long: at 20 us of CPU per kernel its step is CPU-bound
+  // (FSDP1, with the rate limiter's CPU waits by default, without them, and with TP x PP).
+  for (const auto& layout : std::vector<std::vector<std::string>>{{"cluster.nodes=4"},
+                                                                  {"cluster.nodes=4", "fsdp.limit_all_gathers=false"},
+                                                                  {"cluster.nodes=4", "parallelism.pp=2", "parallelism.tp=8"}}) {
+    CAPTURE(layout.back());
+    const Figures without = run(with(layout, {"simulation.mode=full"}));
+    const auto cpu = with(layout, {"cluster.overrides.host.kernel_dispatch=20us"});
+    const Figures full = run(with(cpu, {"simulation.mode=full"}));
+    const Figures sym = run(with(cpu, {"simulation.mode=symmetric"}));
+    CHECK(full.step > 1.5 * without.step);
+    CHECK(sym.step == doctest::Approx(full.step).epsilon(1e-12));
+  }
+}
+
 namespace {
 
 // 8 GPUs of one node: a 1 ms memory-bound op on each, then an 8-byte all-reduce over all of them.
