@@ -11,14 +11,15 @@
 #include <iostream>
 #include <sstream>
 
-#include "core/args.hpp"
 #include "cli/commands.hpp"
 #include "config/calibration.hpp"
-#include "core/error.hpp"
+#include "core/args.hpp"
 #include "core/atomic_file.hpp"
+#include "core/error.hpp"
 #include "core/json_text.hpp"
 #include "core/units.hpp"
 #include "validate/calibrate.hpp"
+#include "validate/cpu_dispatch.hpp"
 #include "validate/kernel_samples.hpp"
 #include "validate/kineto_events.hpp"
 #include "validate/nccl_tests.hpp"
@@ -56,9 +57,10 @@ validate::BenchResults trace_samples(const std::string& file, std::string& summa
   int backward = 0;
   for (const auto& a : s.bench.attention) backward += a.call.backward ? 1 : 0;
   summary += fmt::format("  {}: PyTorch profiler trace{}, {} GEMM samples, {} attention samples ({} forward, {} backward)\n", file,
-                         s.bench.device.empty() ? "" : fmt::format(" ({})", s.bench.device), s.bench.gemms.size(),
-                         s.bench.attention.size(), static_cast<int>(s.bench.attention.size()) - backward, backward);
+                         s.bench.device.empty() ? "" : fmt::format(" ({})", s.bench.device), s.bench.gemms.size(), s.bench.attention.size(),
+                         static_cast<int>(s.bench.attention.size()) - backward, backward);
   for (const auto& n : s.notes) summary += fmt::format("    note: {}\n", n.substr(file.size() + 2));
+  if (const auto cpu = validate::cpu_dispatch(parsed.kineto)) summary += fmt::format("    CPU: {}\n", validate::describe(*cpu));
   return std::move(s.bench);
 }
 

@@ -60,11 +60,16 @@ struct Marker {
   double dur = 0;
 };
 
-// A CUDA/HIP runtime call that launched GPU work, on CPU thread `tid`.
+// A CUDA/HIP runtime (or driver) call on CPU thread `tid`: one that launched GPU work shares its
+// correlation id with a GpuOp; `synchronizes` marks the calls that block the CPU until the GPU
+// has run something (cudaStreamSynchronize, cudaDeviceSynchronize, cudaEventSynchronize, a
+// synchronous cudaMemcpy, and their hip names).
 struct Launch {
   std::int64_t correlation = 0;
   double ts = 0;
   std::int64_t tid = -1;
+  double dur = 0;
+  bool synchronizes = false;
 };
 
 // A CPU operator whose shapes price a kernel (GEMMs and fused attention; kernel_samples.hpp says
@@ -91,11 +96,11 @@ struct KinetoEvents {
   std::vector<Marker> markers;
   std::vector<Launch> launches;
   std::vector<ShapedOp> shaped_ops;  // in file order
-  std::optional<int> rank;        // distributedInfo.rank
-  std::optional<int> world_size;  // distributedInfo.world_size
-  std::string backend;            // distributedInfo.backend
-  std::string device;             // deviceProperties[0].name
-  std::int64_t events = 0;        // trace events read, kept or not
+  std::optional<int> rank;           // distributedInfo.rank
+  std::optional<int> world_size;     // distributedInfo.world_size
+  std::string backend;               // distributedInfo.backend
+  std::string device;                // deviceProperties[0].name
+  std::int64_t events = 0;           // trace events read, kept or not
 };
 
 // A JSON file read by read_trace_file: the events of a Kineto trace, and the document's other

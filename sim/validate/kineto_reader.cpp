@@ -41,6 +41,17 @@ struct EventRecord {
   }
 };
 
+// Runtime and driver calls that block the CPU until the GPU has run the work before them.
+bool synchronizes(std::string_view call) {
+  for (std::string_view prefix : {"cuda", "hip", "cu"}) {
+    if (call.starts_with(prefix)) {
+      call.remove_prefix(prefix.size());
+      break;
+    }
+  }
+  return call.ends_with("Synchronize") || call == "Memcpy" || call == "Memcpy2D";
+}
+
 bool iequals(const std::string& a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i) {
@@ -361,7 +372,8 @@ class Handler {
       return;
     }
     if (event_.correlation >= 0 && (cat == "cuda_runtime" || cat == "cuda_driver")) {
-      k.launches.push_back(Launch{event_.correlation, event_.ts, event_.tid});
+      k.launches.push_back(
+          Launch{event_.correlation, event_.ts, event_.tid, event_.has_dur ? std::max(0.0, event_.dur) : 0.0, synchronizes(event_.name)});
       return;
     }
     if (iequals(cat, "cpu_op") && event_.has_dur && keeps_shapes_of(event_.name)) {
