@@ -45,9 +45,9 @@ bool symmetric_mode(const SimulationInput& in) {
   return in.graph.info.world_size >= kAutoSymmetricFrom && !in.stragglers.any() && !shared_links && in.jobs == 1 && stages_fill_nodes(in);
 }
 
-bool stages_fill_nodes(const SimulationInput& in) {
-  const auto& info = in.graph.info;
-  return info.world_size / info.pp_group % in.topology.node.gpus == 0;
+int nodes_per_stage(const SimulationInput& in) {
+  const int stage_gpus = in.graph.info.world_size / in.graph.info.pp_group;
+  return stage_gpus % in.topology.node.gpus == 0 ? stage_gpus / in.topology.node.gpus : 0;
 }
 
 int representatives(const SimulationInput& in) {

@@ -13,9 +13,13 @@ namespace shardsim::engine {
 // take consecutive nodes; interleaved, node n of job j is node n * jobs + j.
 [[nodiscard]] int physical_rank(const SimulationInput& in, int job, int r);
 
-// Whether every pipeline stage spans whole nodes (always without pipelining), as symmetric mode
-// needs: it simulates one rank per stage, each on a node of its own.
-[[nodiscard]] bool stages_fill_nodes(const SimulationInput& in);
+// The nodes one pipeline stage spans (all of them without pipelining), 0 where a stage does not
+// fill whole nodes. Symmetric mode needs whole nodes: it simulates one rank per stage, each on a
+// node of its own onto which the stage's nodes fold.
+[[nodiscard]] int nodes_per_stage(const SimulationInput& in);
+[[nodiscard]] inline bool stages_fill_nodes(const SimulationInput& in) {
+  return nodes_per_stage(in) > 0;
+}
 
 // A deterministic standard normal draw for (seed, op, rank), independent of event order.
 [[nodiscard]] double normal(std::uint64_t seed, int op, int rank);

@@ -42,7 +42,7 @@ SimulationResult simulate(const SimulationInput& in) {
   const int stages = in.graph.info.pp_group;
   Platform platform(in.topology, symmetric ? stages : in.nodes * in.jobs, fabrics, symmetric, per_hop);
   for (const auto& d : in.stragglers.degraded_links) platform.degrade(physical_rank(in, 0, static_cast<int>(d.rank)), d.link, d.factor);
-  Network network(platform, in.flows, symmetric, symmetric ? in.graph.info.world_size / stages / in.topology.node.gpus : 1);
+  Network network(platform, in.flows, symmetric, symmetric ? nodes_per_stage(in) : 1);
   Simulator sim(in, representatives(in));
   sim.add_routes(network);
   network.build_routes();
