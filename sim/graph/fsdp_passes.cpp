@@ -390,6 +390,7 @@ void FsdpStepBuilder::optimizer() {
   if (shards_optimizer_only() && plan_.param_bytes != plan_.master_bytes) {
     bytes += static_cast<double>(shard) * (plan_.master_bytes + plan_.param_bytes);
   }
+  grad_norm_all_reduces();
   // With offload the step runs on the CPU thread over host memory, after the final callback's
   // synchronize (fsdp-semantics.md section 5).
   Op op = make(OpKind::optimizer, offload_ ? Stream::cpu : Stream::compute, fmt::format("optimizer step {}", step_), -1);
@@ -402,8 +403,9 @@ void FsdpStepBuilder::optimizer() {
   op.memory.insert(op.memory.end(), grad_shard_frees_.begin(), grad_shard_frees_.end());
   grad_shard_frees_.clear();
   const int id = issue(std::move(op));
-  // The final callback makes the compute stream wait for every reduction stream.
-  for (Stream s : {Stream::compute, Stream::nccl, Stream::reduce_scatter, Stream::all_reduce, Stream::d2h}) {
+  // The final callback makes the compute stream wait for every reduction stream (and the step
+  // for the gradient norm).
+  for (Stream s : {Stream::compute, Stream::nccl, Stream::reduce_scatter, Stream::all_reduce, Stream::d2h, Stream::tp}) {
     g_.add_edge(io_.last(s), id, EdgeKind::data);
   }
   last_optimizer_ = id;
@@ -412,6 +414,28 @@ void FsdpStepBuilder::optimizer() {
     for (std::size_t u = 0; u < plan_.units.size(); ++u) at(available_, static_cast<int>(u)) = -1;
   }
   precompute_float8_scales();
+}
+
+// Gradient-norm clipping (clip_grad_norm_ before the step, as torchtitan, fms-fsdp and Megatron
+// run it by default; reading and scaling the gradients is in the optimizer's bytes): the squared
+// norms of a rank's gradient shards are summed over the ranks the gradients are split across, a
+// 4-byte all-reduce per mesh dimension (DTensor's full_tensor of the norm): the shard group where
+// gradients are sharded (not DDP's replicated ones), then the TP group. Every rank's step waits
+// for them: a synchronization of the whole job once a step. torchtitan all-reduces the norm over
+// the pipeline stages as well (torchtitan#596), which is not modelled.
+void FsdpStepBuilder::grad_norm_all_reduces() {
+  const auto all_reduce = [&](Group group, Stream stream, std::string_view over) {
+    Op ar = make(OpKind::all_reduce, stream, fmt::format("grad norm AR {} {}", over, step_), -1);
+    ar.group = group;
+    ar.bytes = 4;  // one fp32 sum of squares
+    const int id = issue(std::move(ar));
+    // The norm is taken once every gradient is reduced (after the final callback).
+    for (Stream s : {Stream::compute, Stream::nccl, Stream::reduce_scatter, Stream::all_reduce, Stream::d2h}) {
+      g_.add_edge(io_.last(s), id, EdgeKind::data);
+    }
+  };
+  if (plan_.traits.shards_optimizer && plan_.shard_group > 1) all_reduce(Group::shard, Stream::all_reduce, "dp");
+  if (plan_.tp_group > 1) all_reduce(Group::tp, Stream::tp, "tp");  // on TP's stream, as its other collectives
 }
 
 // Megatron's distributed optimizer keeps, for the 1/dp of the parameters a rank updates, the

@@ -29,9 +29,9 @@ TEST_CASE("a run past simulation.max_wall_time stops with exit code 1, names the
                           r.err.find(" while building routes,") != std::string::npos;
   const bool after_run = r.err.find(" while summarising the ") != std::string::npos;
   CHECK((in_run || before_run || after_run));
-  // Once the engine runs, the message says how far it got: 653 ops x 1,024 ranks.
+  // Once the engine runs, the message says how far it got: 654 ops x 1,024 ranks.
   if (in_run || r.err.find(" while building routes,") != std::string::npos)
-    CHECK(r.err.find(" of 668672 op instances done (") != std::string::npos);
+    CHECK(r.err.find(" of 669696 op instances done (") != std::string::npos);
   CHECK(r.out.empty());
   CHECK_FALSE(fs::exists(dir / "out"));
 }

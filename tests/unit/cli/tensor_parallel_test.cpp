@@ -2,13 +2,11 @@
 // collectives sit on the critical path, run over NVLink while the group fits in a node, and fall
 // off a cliff when it spans nodes.
 #include <doctest/doctest.h>
-
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "cli/pipeline.hpp"
 #include "graph/groups.hpp"
@@ -48,7 +46,7 @@ TpRun run(int tp, int nics_per_node) {
 
 TEST_CASE("tensor parallel across nodes: the TP collectives leave NVLink for the NICs") {
   const TpRun in_node = run(8, 8);
-  const TpRun rails = run(16, 8);  // DGX H100: one 400 Gb/s NIC per GPU
+  const TpRun rails = run(16, 8);    // DGX H100: one 400 Gb/s NIC per GPU
   const TpRun one_nic = run(16, 1);  // one 400 Gb/s NIC per node
   INFO("tp 8: TP " << in_node.tp_comm << " s; tp 16, 8 NICs: " << rails.tp_comm << " s; 1 NIC: " << one_nic.tp_comm << " s");
   // Without async TP the compute waits for every TP collective: all of it is exposed.
@@ -67,7 +65,8 @@ TEST_CASE("tensor parallel across nodes: the TP collectives leave NVLink for the
 }
 
 TEST_CASE("tensor parallel: the Perfetto trace shows the TP stream as a named track with its collectives") {
-  const auto p = cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", std::vector<std::string>{"fsdp.version=2", "parallelism.tp=2"});
+  const auto p =
+      cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", std::vector<std::string>{"fsdp.version=2", "parallelism.tp=2"});
   const auto out = cli::simulate(p);
   const auto trace = nlohmann::json::parse(report::chrome_trace(p.graph, out.result.timeline, 2));
   const int tp_tid = static_cast<int>(graph::Stream::tp);
@@ -78,8 +77,9 @@ TEST_CASE("tensor parallel: the Perfetto trace shows the TP stream as a named tr
     if (e["ph"] == "X" && e["tid"] == tp_tid) ++tp_events;
   }
   CHECK(named);
-  // Per rank: 4 blocks x 8 + the embedding's 2 + the output's 2 + the loss's 1 = 37, on 2 ranks shown.
-  CHECK(tp_events == 2 * 37);
+  // Per rank: 4 blocks x 8 + the embedding's 2 + the output's 2 + the loss's 1 + the gradient
+  // norm's all-reduce 1 = 38, on 2 ranks shown.
+  CHECK(tp_events == 2 * 38);
 }
 
 TEST_CASE("tensor parallel: symmetric mode gives full mode's figures, TP inside a node and across nodes") {

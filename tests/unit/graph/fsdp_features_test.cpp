@@ -61,7 +61,8 @@ TEST_CASE("hybrid sharding crosses hosts only with the all-reduce of each shard:
   for (std::size_t i = 0; i < p.graph.size(); ++i) {
     const auto& op = p.graph.op(static_cast<int>(i));
     if (op.group == graph::Group::replicate) cross += ring_bytes(op, 4);
-    if (op.group == graph::Group::shard) CHECK(op.kind != graph::OpKind::all_reduce);
+    // Within the node, the shard group all-reduces only the gradient norm (4 bytes).
+    if (op.group == graph::Group::shard && op.kind == graph::OpKind::all_reduce) CHECK(op.bytes == 4);
   }
   CHECK(cross == doctest::Approx(2.0 * 3 / 4 * m / 8));
 }
@@ -175,4 +176,42 @@ TEST_CASE("a dotted wrap key on a scenario that leaves fsdp.wrap at its default 
   // two per unit: two block units and the root.
   const auto p = tiny({"fsdp.wrap.blocks_per_unit=2"});
   CHECK(p.plan.units.size() == 3);
+}
+
+TEST_CASE("gradient clipping all-reduces the norm once a step: over the shard group and over TP") {
+  // The squared norm (one fp32) is summed where the gradients are split: FSDP's shard group, then
+  // the TP group; the optimizer step waits for both, and both wait for the last reduce-scatter.
+  // DDP's gradients are whole on every rank: nothing to sum.
+  const auto norms = [](const graph::StepGraph& g) {
+    std::vector<const graph::Op*> out;
+    for (std::size_t o = 0; o < g.size(); ++o) {
+      const auto& op = g.op(static_cast<int>(o));
+      if (op.name.starts_with("grad norm AR")) out.push_back(&op);
+    }
+    return out;
+  };
+  const auto p = tiny({"fsdp.version=2", "parallelism.tp=2"});
+  const auto ars = norms(p.graph);
+  REQUIRE(ars.size() == 2);
+  CHECK(ars[0]->group == graph::Group::shard);
+  CHECK(ars[1]->group == graph::Group::tp);
+  int optimizer = -1;
+  int last_rs = -1;
+  for (std::size_t o = 0; o < p.graph.size(); ++o) {
+    const auto& op = p.graph.op(static_cast<int>(o));
+    if (op.kind == graph::OpKind::optimizer) optimizer = op.id;
+    if (op.kind == graph::OpKind::reduce_scatter) last_rs = op.id;
+  }
+  for (const graph::Op* ar : ars) {
+    CHECK(ar->kind == graph::OpKind::all_reduce);
+    CHECK(ar->bytes == 4);
+    CHECK(ar->id > last_rs);
+    CHECK(ar->id < optimizer);
+  }
+  const auto preds = p.graph.predecessors(optimizer);
+  CHECK(std::any_of(preds.begin(), preds.end(), [&](const auto& e) { return e.first == ars[1]->id; }));
+  const auto first = p.graph.predecessors(ars[0]->id);
+  CHECK(std::any_of(first.begin(), first.end(), [&](const auto& e) { return e.first == last_rs; }));
+  CHECK(norms(tiny({"fsdp.sharding=no_shard"}).graph).empty());
+  CHECK(norms(tiny({"training.grad_accum=2"}).graph).size() == 1);  // once a step, not per micro-step
 }
