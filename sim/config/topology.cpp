@@ -78,6 +78,9 @@ constexpr std::array kNodeParams{
     ParamSpec{"nics", "integer dividing gpus", "-",
               "NICs per node (default: one per GPU); with fewer, GPUs 0..gpus/nics-1 share the first, and so on", Range{1, 1024}},
     ParamSpec{"nvls", "bool", "false", "the NVSwitch reduces and multicasts (NVLink SHARP, NVSwitch 3 and later): NCCL's NVLS algorithms"},
+    ParamSpec{"nvlink_mesh", "bool", "false",
+              "GPUs wired to each other without an NVSwitch (HGX 4-GPU boards): each pair has 1/(gpus - 1) of a GPU's nvlink "
+              "bandwidth, and a group's rings use the pairs among its members"},
 };
 constexpr std::array kLinkParams{
     ParamSpec{"bandwidth", "bandwidth", "", "per direction, e.g. 400Gbps or 450GB/s", kBandwidthRange},
@@ -199,6 +202,10 @@ NodeSpec read_node(const Reader& top) {
     r.fail("nics", fmt::format("expected a divisor of node.gpus ({}) so that as many GPUs share each NIC; got {}", n.gpus, n.nics));
   }
   n.nvls = r.boolean("nvls");
+  n.nvlink_mesh = r.boolean("nvlink_mesh");
+  if (n.nvls && n.nvlink_mesh)
+    r.fail("nvls", "NVLink SHARP needs an NVSwitch; node.nvlink_mesh wires the GPUs without one (expected one of them)");
+  if (n.nvlink_mesh && n.gpus < 2) r.fail("nvlink_mesh", fmt::format("a mesh needs at least 2 GPUs in the node; node.gpus is {}", n.gpus));
   return n;
 }
 

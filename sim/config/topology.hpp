@@ -75,6 +75,8 @@ struct NodeSpec {
   LinkSpec nic;       // one NIC (per direction)
   int nics = 8;       // NICs per node, dividing gpus; GPU l uses NIC l / (gpus / nics)
   bool nvls = false;  // the NVSwitch reduces and multicasts (NVLink SHARP): NCCL's NVLS algorithms
+  // GPUs wired to each other without an NVSwitch: a link per pair with 1/(gpus - 1) of `nvlink`.
+  bool nvlink_mesh = false;
 };
 
 struct FabricSpec {

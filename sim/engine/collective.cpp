@@ -10,6 +10,7 @@ ClusterView cluster_view(const config::TopologyConfig& topo) {
   v.switch_latency = topo.fabric.switch_latency.value();
   v.nics_per_node = topo.node.nics;
   v.nvls = topo.node.nvls;
+  v.nvlink_mesh = topo.node.nvlink_mesh;
   v.arch = topo.gpu.arch;
   v.cpu = topo.host.cpu;
   return v;

@@ -52,14 +52,17 @@ struct ClusterView {
   config::LinkSpec nvlink;
   config::LinkSpec nic;
   double switch_latency = 0;
-  int nics_per_node = 0;  // NICs the GPUs of a node share; 0: one per GPU
-  bool nvls = false;      // NVLink SHARP (node.nvls)
+  int nics_per_node = 0;     // NICs the GPUs of a node share; 0: one per GPU
+  bool nvls = false;         // NVLink SHARP (node.nvls)
+  bool nvlink_mesh = false;  // a link per GPU pair, 1/(gpus_per_node - 1) of nvlink each (node.nvlink_mesh)
   config::GpuArch arch = config::GpuArch::hopper;
   config::CpuVendor cpu = config::CpuVendor::intel;
   // Symmetric mode: plans keep, of each path, only the hops leaving its busiest node (patterns.hpp).
   bool busiest_node_only = false;
 
   [[nodiscard]] int node_of(int rank) const { return rank / gpus_per_node; }
+  // The NVLink bandwidth one hop between two GPUs gets: a port's, or in a mesh a pair's.
+  [[nodiscard]] double nvlink_pair_share() const { return nvlink_mesh ? 1.0 / (gpus_per_node - 1) : 1.0; }
   [[nodiscard]] int nics() const { return nics_per_node > 0 ? nics_per_node : gpus_per_node; }
   // The NIC a rank sends through, numbered across the cluster: node * nics() + index in node.
   [[nodiscard]] int nic_of(int rank) const { return node_of(rank) * nics() + rank % gpus_per_node * nics() / gpus_per_node; }

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/reader.hpp"
 
 namespace shardsim::engine {
@@ -44,14 +46,15 @@ Platform::Platform(const config::TopologyConfig& topo, int nodes, const FabricRe
     : gpus_per_node_(topo.node.gpus),
       nics_per_node_(topo.node.nics),
       nodes_per_leaf_(folded ? 1 : topo.fabric.nodes_per_leaf),
-      folded_(folded) {
+      folded_(folded),
+      mesh_(topo.node.nvlink_mesh) {
   const int nodes_per_leaf = nodes_per_leaf_;
   const FabricInfo& fabric = fabrics.get(topo.fabric.kind);
   const int g = topo.node.gpus;
   zone_ = sg4::create_star_zone("cluster");
   const auto world = static_cast<std::size_t>(nodes) * static_cast<std::size_t>(g);
   gpus_.reserve(world);
-  nvlink_.reserve(world);
+  nvlink_.reserve(mesh_ ? world * static_cast<std::size_t>(g) : world);
   nic_.reserve(static_cast<std::size_t>(nodes) * static_cast<std::size_t>(nics_per_node_));
   for (int leaf = 0; leaf * nodes_per_leaf < nodes; ++leaf) {
     // A leaf's uplinks are sized for a full leaf even where fewer of its nodes are in use.
@@ -61,9 +64,18 @@ Platform::Platform(const config::TopologyConfig& topo, int nodes, const FabricRe
     for (int i = 0; i < nics_per_node_; ++i) {
       nic_.push_back(duplex(*zone_, fmt::format("nic{}", node * nics_per_node_ + i), effective(topo.node.nic)));
     }
+    if (mesh_) {
+      for (int a = 0; a < g; ++a) {
+        for (int b = 0; b < g; ++b) {
+          nvlink_.push_back(
+              a < b ? duplex(*zone_, fmt::format("nvlink{}-{}", node * g + a, node * g + b), effective(topo.node.nvlink) / (g - 1))
+                    : nullptr);
+        }
+      }
+    }
     for (int local = 0; local < g; ++local) {
       const int rank = node * g + local;
-      nvlink_.push_back(duplex(*zone_, fmt::format("nvlink{}", rank), effective(topo.node.nvlink)));
+      if (!mesh_) nvlink_.push_back(duplex(*zone_, fmt::format("nvlink{}", rank), effective(topo.node.nvlink)));
       if (!gpu_routes) continue;
       auto* host = zone_->create_host(fmt::format("gpu{}", rank), 1.0);
       std::vector<sg4::LinkInRoute> route{sg4::LinkInRoute(nic_of(rank), sg4::LinkInRoute::Direction::UP)};
@@ -97,6 +109,10 @@ void Platform::append_links(const Hop& hop, std::vector<sg4::LinkInRoute>& route
   using Dir = sg4::LinkInRoute::Direction;
   const auto src = static_cast<std::size_t>(hop.src);
   const auto dst = static_cast<std::size_t>(hop.dst);
+  if (hop.via == Via::nvlink && mesh_) {
+    route.emplace_back(pair_link(hop.src, hop.dst), hop.src < hop.dst ? Dir::UP : Dir::DOWN);
+    return;
+  }
   if (hop.via == Via::nvlink) {
     route.emplace_back(nvlink_[src], Dir::UP);
     route.emplace_back(nvlink_[dst], Dir::DOWN);
@@ -160,10 +176,28 @@ void Platform::add_hop_route(const Hop& hop) {
   zone_->add_bypass_route(gpu(hop.src)->get_netpoint(), gpu(hop.dst)->get_netpoint(), nullptr, nullptr, route);
 }
 
+sg4::Link* Platform::pair_link(int a, int b) const {
+  const int g = gpus_per_node_;
+  const int node = a / g;
+  const int lo = std::min(a, b) % g;
+  const int hi = std::max(a, b) % g;
+  return nvlink_[static_cast<std::size_t>((node * g + lo) * g + hi)];
+}
+
 void Platform::degrade(int rank, config::LinkKind link, double factor) {
+  const auto slow = [factor](sg4::Link* l) { l->set_bandwidth(l->get_bandwidth() * factor); };
   // A degraded NIC slows every GPU that shares it (node.nics below node.gpus).
-  auto* l = link == config::LinkKind::nic ? nic_of(rank) : nvlink_[static_cast<std::size_t>(rank)];
-  l->set_bandwidth(l->get_bandwidth() * factor);
+  if (link == config::LinkKind::nic) {
+    slow(nic_of(rank));
+  } else if (mesh_) {
+    // A GPU's NVLink in a mesh: its links to every other GPU of the node.
+    const int first = rank / gpus_per_node_ * gpus_per_node_;
+    for (int other = first; other < first + gpus_per_node_; ++other) {
+      if (other != rank) slow(pair_link(rank, other));
+    }
+  } else {
+    slow(nvlink_[static_cast<std::size_t>(rank)]);
+  }
 }
 
 void Platform::seal() {

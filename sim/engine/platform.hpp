@@ -5,6 +5,8 @@
 //   gpu0 ─nvlink0─┐                 ┌─nvlink8─ gpu8
 //   gpu1 ─nvlink1─┤ NVSwitch        ├─nvlink9─ gpu9        intra-node: nvlink_a UP, nvlink_b DOWN
 //    ...          ┘                 └   ...
+// or, with node.nvlink_mesh (no NVSwitch), a link per pair of a node's GPUs with 1/(gpus - 1) of
+// a GPU's NVLink bandwidth: intra-node a -> b crosses link {a, b}, UP when a < b.
 //   gpu0 ─nic0──┐                      ┌──nic8── gpu8
 //   gpu1 ─nic1──┼─[uplink0]─ fabric ─[uplink1]─┼──nic9── gpu9   inter-node: nic_a UP, [uplinks], nic_b DOWN
 //    ...        ┘                      └   ...
@@ -89,13 +91,16 @@ class Platform {
   [[nodiscard]] simgrid::s4u::Link* nic_of(int rank) const;
 
   [[nodiscard]] int leaf_of(int rank) const { return rank / gpus_per_node_ / nodes_per_leaf_; }
+  // The mesh link between two GPUs of one node.
+  [[nodiscard]] simgrid::s4u::Link* pair_link(int a, int b) const;
 
   int gpus_per_node_ = 1;
   int nics_per_node_ = 1;
   int nodes_per_leaf_ = 1;
   bool folded_ = false;
   std::vector<simgrid::s4u::Host*> gpus_;
-  std::vector<simgrid::s4u::Link*> nvlink_;
+  std::vector<simgrid::s4u::Link*> nvlink_;  // per GPU; with a mesh, per node and pair (node * g * g + a * g + b, a < b)
+  bool mesh_ = false;
   std::vector<simgrid::s4u::Link*> nic_;                   // node * nics_per_node_ + index
   std::vector<std::vector<simgrid::s4u::Link*>> uplinks_;  // per leaf
   std::set<std::pair<int, int>> hop_routes_;               // (src, dst) pairs routed by add_hop_route

@@ -146,12 +146,18 @@ std::vector<Path> to_paths(const Traffic& t, std::span<const int> ranks, const G
     lowest = b.node;
   }
   if (g >= 2) {
-    Path intra{{}, t.intra};
-    intra.hops.reserve(static_cast<std::size_t>(fold ? g : n));
-    for (int i = 0; i < n; ++i) {
-      if (keep(lowest, at(i))) intra.hops.push_back(Hop{at(i), at(i / g * g + (i % g + 1) % g), Via::nvlink});
+    // Through an NVSwitch one ring, each member sending to the next. In a mesh NCCL spreads its
+    // channels over the pairs among the members: g - 1 patterns, in the r-th each member sends to
+    // the one r places on, each carrying 1/(g - 1) of the bytes, so that every pair link is used.
+    const int shifts = cluster.nvlink_mesh ? g - 1 : 1;
+    for (int r = 1; r <= shifts; ++r) {
+      Path intra{{}, t.intra / shifts};
+      intra.hops.reserve(static_cast<std::size_t>(fold ? g : n));
+      for (int i = 0; i < n; ++i) {
+        if (keep(lowest, at(i))) intra.hops.push_back(Hop{at(i), at(i / g * g + (i % g + r) % g), Via::nvlink});
+      }
+      paths.push_back(std::move(intra));
     }
-    paths.push_back(std::move(intra));
   }
   if (nodes >= 2) {
     Path ring{{}, t.rail_ring};
@@ -193,12 +199,14 @@ double transfer_time(const Traffic& t, std::span<const int> ranks, const GroupSh
   const double nic = cluster.nic.bandwidth.value() * cluster.nic.efficiency;
   if (shape.ranks <= 1) return 0.0;
   if (shape.uniform) {
-    const double intra = shape.per_node >= 2 ? t.intra / nvlink : 0.0;
+    // In a mesh the group's members in a node share g - 1 of a GPU's gpus_per_node - 1 pair links.
+    const double intra_rate = nvlink * (cluster.nvlink_mesh ? (shape.per_node - 1) * cluster.nvlink_pair_share() : 1.0);
+    const double intra = shape.per_node >= 2 ? t.intra / intra_rate : 0.0;
     const double inter = shape.nodes >= 2 ? shape.per_nic * (t.rail_ring + t.rail_tree * double_tree_max_degree(shape.nodes)) / nic : 0.0;
     return std::max(intra, inter);
   }
-  // Flat ring: count each port's hops.
-  std::map<int, int> nvl_out;  // hops per port and direction
+  // Flat ring: count each port's hops (in a mesh, each pair link's, at a pair's share).
+  std::map<int, int> nvl_out;  // hops per port (pair) and direction
   std::map<int, int> nvl_in;
   std::map<int, int> nic_out;
   std::map<int, int> nic_in;
@@ -208,13 +216,15 @@ double transfer_time(const Traffic& t, std::span<const int> ranks, const GroupSh
   for (std::size_t i = 0; i < n; ++i) {
     const int a = ranks[i];
     const int b = ranks[(i + 1) % n];
-    if (cluster.node_of(a) == cluster.node_of(b)) {
+    if (cluster.node_of(a) == cluster.node_of(b) && cluster.nvlink_mesh) {
+      most_nvl = std::max(most_nvl, ++nvl_out[a * cluster.gpus_per_node + b % cluster.gpus_per_node]);
+    } else if (cluster.node_of(a) == cluster.node_of(b)) {
       most_nvl = std::max({most_nvl, ++nvl_out[a], ++nvl_in[b]});
     } else {
       most_nic = std::max({most_nic, ++nic_out[cluster.nic_of(a)], ++nic_in[cluster.nic_of(b)]});
     }
   }
-  return std::max(most_nvl * t.flat_ring / nvlink, most_nic * t.flat_ring / nic);
+  return std::max(most_nvl * t.flat_ring / (nvlink * cluster.nvlink_pair_share()), most_nic * t.flat_ring / nic);
 }
 
 }  // namespace shardsim::engine::collectives

@@ -43,7 +43,8 @@ struct Traffic {
 };
 
 // The patterns a group of this shape has, in the order plan() returns their paths: flat_ring
-// alone for non-uniform groups; otherwise intra (2+ ranks per node), rail_ring and rail_tree
+// alone for non-uniform groups; otherwise intra (2+ ranks per node; in an NVLink mesh g - 1
+// patterns, one per shift r: each member sends to the one r places on), rail_ring and rail_tree
 // (2+ nodes). The same for every algorithm and size, as the engine's routes need. With
 // cluster.busiest_node_only (symmetric mode), each path keeps only the hops leaving the node that
 // sends most of them (the lowest-numbered of equals): what the engine folds a path to, without

@@ -107,3 +107,26 @@ TEST_CASE("contention: replicate-group all-reduces of 4 GPUs sharing a NIC each 
   const double expected = (8.4 + 2 * 14) * kUs + 4 * kS / 46e9;
   for (int rank = 0; rank < 16; ++rank) CHECK(r.timeline.at(0, rank).end == doctest::Approx(expected).epsilon(1e-6));
 }
+
+TEST_CASE("an NVLink mesh: a pair of GPUs gets its pair link, a whole node every pair") {
+  // topologies/h200_sxm_4x_ib400.yaml: 4 GPUs wired to each other, 450 GB/s x 0.8 = 360 GB/s a
+  // GPU, 120 GB/s a pair. All four: each rank sends 3/4 S over its three pair links, as through a
+  // switch port of 360 GB/s. Two (shard groups {0, 1} and {2, 3}): S / 2 over one pair link at
+  // 120 GB/s against a 360 GB/s port, the latency alike: the mesh takes S / 2 x (1/120 - 1/360)
+  // per GB/s longer.
+  const auto mesh = test::topology("h200_sxm_4x_ib400.yaml");
+  const auto switched = test::topology("h200_sxm_4x_ib400.yaml", {{"node.nvlink_mesh", "false"}});
+  const auto ring = test::collectives_settings("ring", "simple");
+  const auto time = [&](const config::TopologyConfig& topo, int shard_group) {
+    return test::in_child([&] {
+      const auto g = test::collectives_graph(4, shard_group, {test::collective_op(OpKind::all_gather, kS)});
+      return test::simulate(g, topo, 1, test::collectives(topo, ring)).timeline.at(0, 0).end;
+    });
+  };
+  CHECK(time(mesh, 4) == doctest::Approx(time(switched, 4)).epsilon(1e-9));
+  CHECK(time(mesh, 2) - time(switched, 2) == doctest::Approx(kS / 2 * (1 / 120e9 - 1 / 360e9)).epsilon(1e-6));
+}
+
+TEST_CASE("an NVLink mesh refuses NVLink SHARP") {
+  CHECK_THROWS_AS((void)test::topology("h200_sxm_4x_ib400.yaml", {{"node.nvls", "true"}}), ConfigError);
+}
