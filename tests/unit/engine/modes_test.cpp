@@ -53,6 +53,18 @@ TEST_CASE("symmetric mode simulates one rank and agrees with full mode where ran
   }
 }
 
+TEST_CASE("symmetric mode agrees with full mode on an NVLink mesh") {
+  // Nodes of 4 H200 wired pairwise: TP 2 runs over one pair link, the shard group across nodes.
+  for (const auto& layout : std::vector<std::vector<std::string>>{{"parallelism.tp=2"}, {"parallelism.tp=4"}, {"parallelism.pp=2"}}) {
+    CAPTURE(layout.front());
+    const auto base = with({"cluster.topology=h200_sxm_4x_ib400", "cluster.nodes=4", "fsdp.version=2"}, layout);
+    const Figures full = run(with(base, {"simulation.mode=full"}));
+    const Figures sym = run(with(base, {"simulation.mode=symmetric"}));
+    CHECK(full.simulated == 16);
+    CHECK(sym.step == doctest::Approx(full.step).epsilon(1e-12));
+  }
+}
+
 TEST_CASE("symmetric mode with pipeline stages simulates one rank per stage and agrees with full mode") {
   // 4 nodes of 8: every stage fills whole nodes (pp 2: 16 GPUs, pp 4: 8). The representatives'
   // pipeline sends cross from one stage's node to the next's, as the full platform's do.
