@@ -295,15 +295,15 @@ void Simulator::start(int op_id, int c, double now) {
     finish(op_id, c, now);
     return;
   }
-  if (waits_for_cpu(op_id, c, now)) return;
+  // The GPU ends the op no sooner than the CPU has issued its last kernel.
+  const double not_before = issued(op_id, c);
+  if (waits_for_cpu(op_id, c, now, not_before)) return;
   if (op.is_collective()) {
     arrive(op_id, c, now);
     return;
   }
   cohorts_.interval(c, op_id).start = now;
   double d = duration_[static_cast<std::size_t>(op_id)];
-  // The GPU ends the op no sooner than the CPU has issued its last kernel.
-  const double not_before = issued(op_id, c);
   if (d <= 0 && not_before <= now) {
     finish(op_id, c, now);
     return;
@@ -319,9 +319,10 @@ void Simulator::start(int op_id, int c, double now) {
   s.remaining = d;
   s.since = now;
   s.not_before = not_before;
+  const double gpu_end = now + d / speed(s);
   // Its kernels run as the CPU issues them: the GPU waits for the last.
-  if (not_before > now + d / speed(s)) cohorts_[c].for_cpu.push_back({now + d / speed(s), not_before});
-  push_timer(std::max(now + d / speed(s), not_before), op_id, c, ++s.version);
+  if (not_before > gpu_end) cohorts_[c].for_cpu.push_back({gpu_end, not_before});
+  push_timer(std::max(gpu_end, not_before), op_id, c, ++s.version);
 }
 
 double Simulator::issued(int op, int c) const {
@@ -329,9 +330,8 @@ double Simulator::issued(int op, int c) const {
   return dispatched_[static_cast<std::size_t>(stage_of(c))][static_cast<std::size_t>(op)] + cohorts_.cpu(c).lag(op);
 }
 
-bool Simulator::waits_for_cpu(int op, int c, double now) {
+bool Simulator::waits_for_cpu(int op, int c, double now, double last) {
   if (dispatch_.empty()) return false;
-  const double last = issued(op, c);
   const graph::Op& o = g_.op(op);
   // Its GPU work can start once the first of its kernels is issued.
   const double cost = dispatch_[static_cast<std::size_t>(op)];

@@ -124,9 +124,10 @@ class Simulator {
   // ---- the CPU that issues the ops (host.kernel_dispatch) ----------------------------------------
   // When cohort c's CPU has issued op `op`'s last kernel; -1 when the CPU is not modelled.
   [[nodiscard]] double issued(int op, int c) const;
-  // Whether op `op`, ready at `now` on cohort c, waits for the CPU to issue its first kernel
-  // (then it starts later, from a timer); a CPU wait that passes lets the CPU go on.
-  bool waits_for_cpu(int op, int c, double now);
+  // Whether op `op`, ready at `now` on cohort c and issued in full at `issued` (issued()), waits
+  // for the CPU to issue its first kernel (then it starts later, from a timer); a CPU wait that
+  // passes lets the CPU go on.
+  bool waits_for_cpu(int op, int c, double now, double issued);
 
   [[nodiscard]] double speed(const StreamState& s) const { return s.collectives > 0 ? slowed_ : 1.0; }
 

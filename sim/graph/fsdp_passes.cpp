@@ -403,17 +403,21 @@ void FsdpStepBuilder::optimizer() {
   op.memory.insert(op.memory.end(), grad_shard_frees_.begin(), grad_shard_frees_.end());
   grad_shard_frees_.clear();
   const int id = issue(std::move(op));
-  // The final callback makes the compute stream wait for every reduction stream (and the step
-  // for the gradient norm).
-  for (Stream s : {Stream::compute, Stream::nccl, Stream::reduce_scatter, Stream::all_reduce, Stream::d2h, Stream::tp}) {
-    g_.add_edge(io_.last(s), id, EdgeKind::data);
-  }
+  after_reductions(id);
+  g_.add_edge(io_.last(Stream::tp), id, EdgeKind::data);  // the gradient norm's TP all-reduce
   last_optimizer_ = id;
   // shard_optimizer: the next step starts from parameters updated in pieces (gather_updated).
   if (shards_optimizer_only()) {
     for (std::size_t u = 0; u < plan_.units.size(); ++u) at(available_, static_cast<int>(u)) = -1;
   }
   precompute_float8_scales();
+}
+
+// The final callback makes the compute stream wait for every reduction stream.
+void FsdpStepBuilder::after_reductions(int id) {
+  for (Stream s : {Stream::compute, Stream::nccl, Stream::reduce_scatter, Stream::all_reduce, Stream::d2h}) {
+    g_.add_edge(io_.last(s), id, EdgeKind::data);
+  }
 }
 
 // Gradient-norm clipping (clip_grad_norm_ before the step, as torchtitan, fms-fsdp and Megatron
@@ -428,11 +432,8 @@ void FsdpStepBuilder::grad_norm_all_reduces() {
     Op ar = make(OpKind::all_reduce, stream, fmt::format("grad norm AR {} {}", over, step_), -1);
     ar.group = group;
     ar.bytes = 4;  // one fp32 sum of squares
-    const int id = issue(std::move(ar));
-    // The norm is taken once every gradient is reduced (after the final callback).
-    for (Stream s : {Stream::compute, Stream::nccl, Stream::reduce_scatter, Stream::all_reduce, Stream::d2h}) {
-      g_.add_edge(io_.last(s), id, EdgeKind::data);
-    }
+    // The norm is taken once every gradient is reduced.
+    after_reductions(issue(std::move(ar)));
   };
   if (plan_.traits.shards_optimizer && plan_.shard_group > 1) all_reduce(Group::shard, Stream::all_reduce, "dp");
   if (plan_.tp_group > 1) all_reduce(Group::tp, Stream::tp, "tp");  // on TP's stream, as its other collectives

@@ -109,9 +109,10 @@ class FsdpStepBuilder {
   void gather_updated(int u);  // shard_optimizer: the updated parameters, before their first forward
   void optimizer();
   int stage_output();
-  void amax_all_reduces(int u);  // training.float8 all-gather without precomputed scales
-  void precompute_float8_scales();
-  void grad_norm_all_reduces();                              // ... with them, after the optimizer step
+  void amax_all_reduces(int u);                              // training.float8 all-gather without precomputed scales
+  void precompute_float8_scales();                           // ... with them, after the optimizer step
+  void grad_norm_all_reduces();                              // gradient-norm clipping, before the optimizer step
+  void after_reductions(int id);                             // op `id` waits for every gradient reduction (the final callback)
   [[nodiscard]] double distributed_optimizer_bytes() const;  // per parameter of a rank's 1/dp
   [[nodiscard]] std::vector<fsdp::TraceEvent> backward_events() const;
   [[nodiscard]] std::vector<int> forward_prefetch_targets(std::size_t from) const;
