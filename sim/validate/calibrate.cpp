@@ -61,7 +61,17 @@ std::vector<double> fit_kernel(const std::vector<Sample>& samples, const std::st
     p.rows.push_back(features(s));
     p.y.push_back(s.seconds - launch);
   }
-  const auto c = solve(p, what, p.rows.front().size() + 1);
+  // A fixed cost beside a rate (features {1, size}) needs two sizes at least: kernels of one size
+  // (a small model's one classifier GEMM) give no fixed cost beyond the launch, only the rate.
+  const bool one_size =
+      p.rows.front().size() == 2 && std::ranges::all_of(p.rows, [&](const std::vector<double>& x) { return x[1] == p.rows.front()[1]; });
+  if (one_size) {
+    for (auto& x : p.rows) x.erase(x.begin());
+    fit.notes.push_back(fmt::format("{}: every sample has one size: fitted as the launch cost plus one rate, no fixed cost", what));
+  }
+  const auto solved = solve(p, what, p.rows.front().size() + 1);
+  std::vector<double> c(solved.size() + (one_size ? 1 : 0), 0.0);  // no fixed cost where one_size
+  std::ranges::copy(solved, c.end() - static_cast<std::ptrdiff_t>(solved.size()));
   std::vector<double> predicted;
   std::vector<double> measured;
   for (const auto& s : samples) {
@@ -86,7 +96,8 @@ void note_range(CalibrationFit& fit, const std::string& what, const std::vector<
     hi = std::max(hi, flops(s));
   }
   fit.notes.push_back(
-      fmt::format("{}: fitted on kernels of {:.3g} to {:.3g} GFLOP; larger and smaller ones are priced by extrapolating the fit", what, lo / 1e9, hi / 1e9));
+      fmt::format("{}: fitted on kernels of {:.3g} to {:.3g} GFLOP; larger and smaller ones are priced by extrapolating the fit", what,
+                  lo / 1e9, hi / 1e9));
 }
 
 }  // namespace

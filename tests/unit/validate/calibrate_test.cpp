@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "config/calibration.hpp"
@@ -189,4 +190,29 @@ TEST_CASE("too few samples is a clear error, not a wild fit") {
   } catch (const RuntimeError& e) {
     CHECK(std::string(e.what()) == "calibrate: memory: 2 samples; need at least 3");
   }
+}
+
+TEST_CASE("GEMMs of one size (a small model's classifier, as in the MI300X ResNet trace) give a rate, no fixed cost") {
+  // Copies fix the launch at kLaunch; three GEMMs of 2 x 1024^3 FLOPs taking 4 us + 10 us, 4 us +
+  // 11 us and 4 us + 12 us: one rate through the launch, each weighted by the inverse square of
+  // its time beyond the launch (relative error): minimise sum ((F r' - x_i) / x_i)^2 over
+  // r' = 1 / rate, so rate = sum (F / x_i)^2 / sum F / x_i.
+  validate::BenchResults b;
+  for (double bytes = 1 << 20; bytes <= 64.0 * (1 << 20); bytes *= 2) b.memory.push_back({bytes, kLaunch + bytes / kMemoryBandwidth});
+  const double flops = 2.0 * 1024 * 1024 * 1024;
+  double num = 0;
+  double den = 0;
+  for (double x : {10e-6, 11e-6, 12e-6}) {
+    validate::GemmSample g{1024, 1024, 1024, 1, 0};
+    g.seconds = kLaunch + x;
+    b.gemms.push_back(g);
+    num += flops / x;
+    den += flops * flops / (x * x);
+  }
+  const auto fit = validate::fit_calibration(b);
+  REQUIRE(fit.calibration.gemm.has_value());
+  CHECK(fit.calibration.gemm->rate == doctest::Approx(den / num).epsilon(1e-6));
+  CHECK(fit.calibration.gemm->half_rate_flops == 0);
+  CHECK(std::ranges::count(fit.notes,
+                           std::string("gemm: every sample has one size: fitted as the launch cost plus one rate, no fixed cost")) == 1);
 }
