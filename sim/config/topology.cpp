@@ -295,7 +295,7 @@ TopologyConfig load_topology(const std::filesystem::path& file, const ConfigNode
       t.host.nvme.capacity = Bytes(n.quantity("capacity", Dimension::bytes));
     }
   }
-  if (t.node.nvls && (t.gpu.arch == GpuArch::volta || t.gpu.arch == GpuArch::ampere)) {
+  if (t.node.nvls && (t.gpu.arch == GpuArch::volta || t.gpu.arch == GpuArch::ampere || t.gpu.arch == GpuArch::cdna3)) {
     Reader node(*root.find("node"), "node", kNodeSchema);
     node.fail("nvls", fmt::format("NVLink SHARP needs NVSwitch 3 (Hopper or later); gpu.arch is {}",
                                   kGpuArchNames[static_cast<std::size_t>(t.gpu.arch)]));

@@ -68,10 +68,17 @@ double net_step_latency(Algo a, Protocol p, const GroupShape& shape, const Clust
   return table + network * (p == Protocol::simple ? 2 : 1);
 }
 
+namespace {
+// The llMaxBws row of one node's GPU generation. RCCL's own LL caps for MI300 (cdna3) are not
+// modelled: it takes Hopper's, its contemporary (LL only prices messages of tens of kilobytes).
+std::size_t ll_row(config::GpuArch arch) {
+  return arch == config::GpuArch::cdna3 ? static_cast<std::size_t>(config::GpuArch::hopper) : static_cast<std::size_t>(arch);
+}
+}  // namespace
+
 double ll_max_busbw(const GroupShape& shape, const ClusterView& cluster) {
   const std::size_t column = shape.nodes <= 2 ? static_cast<std::size_t>(shape.nodes - 1) : 2;
-  const std::size_t row =
-      shape.nodes == 1 ? static_cast<std::size_t>(cluster.arch) : (cluster.cpu == config::CpuVendor::amd ? std::size_t{1} : 0);
+  const std::size_t row = shape.nodes == 1 ? ll_row(cluster.arch) : (cluster.cpu == config::CpuVendor::amd ? std::size_t{1} : 0);
   return kLlMaxBw[row][column] * kGBps;
 }
 

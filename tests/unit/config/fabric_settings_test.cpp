@@ -111,10 +111,16 @@ TEST_CASE("node.nvls needs an NVSwitch that reduces: Hopper or later") {
   CHECK_THROWS_WITH_AS(
       config::load_topology(topo.path(), ConfigNode{}, ""),
       (topo.str() + ":12:9: error: node.nvls: NVLink SHARP needs NVSwitch 3 (Hopper or later); gpu.arch is ampere").c_str(), ConfigError);
-  TempFile arch("topo.yaml", topology_text("", "  arch: hoper\n"));
-  CHECK_THROWS_WITH_AS(config::load_topology(arch.path(), ConfigNode{}, ""),
-                       (arch.str() + ":7:9: error: gpu.arch: expected one of volta, ampere, hopper, blackwell; got \"hoper\" (did you "
-                                     "mean \"hopper\"?)")
-                           .c_str(),
+  // AMD's MI300 GPUs have no NVSwitch at all (an Infinity Fabric mesh).
+  TempFile amd("topo.yaml", topology_text("  nvls: true\n", "  arch: cdna3\n"));
+  CHECK_THROWS_WITH_AS(config::load_topology(amd.path(), ConfigNode{}, ""),
+                       (amd.str() + ":12:9: error: node.nvls: NVLink SHARP needs NVSwitch 3 (Hopper or later); gpu.arch is cdna3").c_str(),
                        ConfigError);
+  TempFile arch("topo.yaml", topology_text("", "  arch: hoper\n"));
+  CHECK_THROWS_WITH_AS(
+      config::load_topology(arch.path(), ConfigNode{}, ""),
+      (arch.str() + ":7:9: error: gpu.arch: expected one of volta, ampere, hopper, blackwell, cdna3; got \"hoper\" (did you "
+                    "mean \"hopper\"?)")
+          .c_str(),
+      ConfigError);
 }

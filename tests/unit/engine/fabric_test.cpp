@@ -130,3 +130,21 @@ TEST_CASE("an NVLink mesh: a pair of GPUs gets its pair link, a whole node every
 TEST_CASE("an NVLink mesh refuses NVLink SHARP") {
   CHECK_THROWS_AS((void)test::topology("h200_sxm_4x_ib400.yaml", {{"node.nvls", "true"}}), ConfigError);
 }
+
+TEST_CASE("an MI300X node: RCCL's rings over the Infinity Fabric mesh, 48 GB/s a link") {
+  // topologies/mi300x_8x_ib400.yaml: 7 xGMI links of 64 GB/s a direction per GPU at 0.75 (48
+  // GB/s usable, AMD's figure). All eight GPUs: each sends 7/8 S over its seven links, 336 GB/s;
+  // a pair: S / 2 over one link, 48 GB/s. Ring / Simple latency: base 8.4 us plus 3.4 us a step
+  // (NCCL's Hopper constants, cdna3 has no RCCL ones).
+  const auto mi300x = test::topology("mi300x_8x_ib400.yaml");
+  CHECK(mi300x.gpu.arch == config::GpuArch::cdna3);
+  const auto ring = test::collectives_settings("ring", "simple");
+  const auto time = [&](int shard_group) {
+    return test::in_child([&] {
+      const auto g = test::collectives_graph(8, shard_group, {test::collective_op(OpKind::all_gather, kS)});
+      return test::simulate(g, mi300x, 1, test::collectives(mi300x, ring)).timeline.at(0, 0).end;
+    });
+  };
+  CHECK(time(8) == doctest::Approx((8.4 + 7 * 3.4) * kUs + 7.0 / 8 * kS / 336e9).epsilon(1e-6));
+  CHECK(time(2) == doctest::Approx((8.4 + 3.4) * kUs + kS / 2 / 48e9).epsilon(1e-6));
+}
