@@ -11,6 +11,7 @@
 
 #include "collective_support.hpp"
 #include "engine/calibrated_ring.hpp"
+#include "real_data.hpp"
 #include "validate/calibrate.hpp"
 #include "validate/nccl_tests.hpp"
 
@@ -27,11 +28,8 @@ std::string read(const std::filesystem::path& p) {
 
 // Fits the log, simulates one all-reduce per size of it over all its ranks, checks each.
 void check_log(const char* name, const validate::NcclTestsHints& hints) {
-  const auto file = test::source_dir() / ".." / "shared" / "real-data" / name;
-  if (!std::filesystem::exists(file)) {
-    MESSAGE("skipped: " << file.string() << " is absent (../shared/real-data is not part of a clone)");
-    return;
-  }
+  const auto file = test::real_data(name);
+  if (file.empty()) return;
   const auto log = validate::parse_nccl_tests(read(file), file.string(), hints);
   validate::BenchResults bench;
   const auto link = log.nodes == 1 ? config::LinkClass::nvlink : config::LinkClass::nic;

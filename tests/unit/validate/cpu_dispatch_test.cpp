@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "real_data.hpp"
 #include "test_support.hpp"
 #include "validate/kineto_events.hpp"
 
@@ -50,11 +51,8 @@ TEST_CASE("CPU dispatch from a trace: the mean launch-to-launch gap where the th
 // launches, 163.4 us each. The estimate (every step's gaps, the optimizer's and those between
 // steps too) must come within 5 % of that, between the two paces.
 TEST_CASE("CPU dispatch from a real trace: DDP ResNet-50 on A100 issues a kernel every 130-230 us") {
-  const auto file = test::source_dir() / ".." / "shared" / "real-data" / "hta_ddp_resnet50_2xa100_rank0.json.gz";
-  if (!std::filesystem::exists(file)) {
-    MESSAGE("skipped: " << file.string() << " is absent (../shared/real-data is not part of a clone)");
-    return;
-  }
+  const auto file = test::real_data("hta_ddp_resnet50_2xa100_rank0.json.gz");
+  if (file.empty()) return;
   const auto d = validate::cpu_dispatch(validate::read_trace_file(file).kineto);
   REQUIRE(d.has_value());
   MESSAGE(validate::describe(*d));

@@ -1,5 +1,7 @@
 // GEMM and attention samples out of profiler traces for `shardsim calibrate`: kernels tied to the
 // operator that launched them, shapes and causality read from the operator's recorded inputs.
+#include "validate/kernel_samples.hpp"
+
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
@@ -8,9 +10,9 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "real_data.hpp"
 #include "test_support.hpp"
 #include "validate/calibrate.hpp"
-#include "validate/kernel_samples.hpp"
 #include "validate/kineto_events.hpp"
 
 using namespace shardsim;
@@ -115,7 +117,8 @@ TEST_CASE("trace kernels: each GEMM and attention operator's kernels, with its s
   CHECK(notes.find("1 operator left out: aten::bmm in a dtype other than bf16 / fp16") != std::string::npos);
   CHECK(notes.find("1 operator left out: aten::mm that launched no GPU work") != std::string::npos);
   CHECK(notes.find("1 operator left out: aten::mm whose matrix shapes do not multiply") != std::string::npos);
-  CHECK(notes.find("aten::_scaled_dot_product_efficient_attention_backward whose is_causal is not recorded (\"Concrete Inputs\" position 11)") !=
+  CHECK(notes.find(
+            "aten::_scaled_dot_product_efficient_attention_backward whose is_causal is not recorded (\"Concrete Inputs\" position 11)") !=
         std::string::npos);
 }
 
@@ -128,7 +131,8 @@ TEST_CASE("trace kernels: a trace without shapes, or without GEMMs, says what it
       (void)validate::kernel_samples(events);
       FAIL("expected an error");
     } catch (const ConfigError& e) {
-      CHECK(std::string(e.what()).find("records no operator shapes; expected a trace profiled with torch.profiler.profile(record_shapes=True)") !=
+      CHECK(std::string(e.what()).find(
+                "records no operator shapes; expected a trace profiled with torch.profiler.profile(record_shapes=True)") !=
             std::string::npos);
     }
   }
@@ -147,11 +151,8 @@ TEST_CASE("trace kernels: a trace without shapes, or without GEMMs, says what it
 // 26 addmm, all bf16, 197.598 us in all; the last is the vocabulary projection 141 x 512 x 30522,
 // 41.28 us; 4 flash forwards of [1, 141, 8, 64], not causal, 10.08 + 9.12 + 9.12 + 9.088 us.
 TEST_CASE("real trace: GEMM and attention samples of BERT-small on an H100, and the calibration they fit") {
-  const auto file = test::source_dir() / ".." / "shared" / "real-data" / "tracelens_bert_small_h100.json.gz";
-  if (!std::filesystem::exists(file)) {
-    MESSAGE("skipped: " << file.string() << " is absent (../shared/real-data is not part of a clone)");
-    return;
-  }
+  const auto file = test::real_data("tracelens_bert_small_h100.json.gz");
+  if (file.empty()) return;
   const auto s = validate::kernel_samples(validate::read_trace_file(file).kineto);
   REQUIRE(s.bench.gemms.size() == 26);
   double total = 0;

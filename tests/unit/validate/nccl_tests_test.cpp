@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "real_data.hpp"
 #include "test_support.hpp"
 #include "validate/calibrate.hpp"
 
@@ -51,15 +52,6 @@ std::string message_of(const std::function<void()>& f) {
     return e.what();
   }
   return "(no error)";
-}
-
-std::filesystem::path real(const char* name) {
-  const auto p = test::source_dir() / ".." / "shared" / "real-data" / name;
-  if (!std::filesystem::exists(p)) {
-    MESSAGE("skipped: " << p.string() << " is absent (../shared/real-data is not part of a clone)");
-    return {};
-  }
-  return p;
 }
 
 std::string read(const std::filesystem::path& p) {
@@ -174,7 +166,7 @@ TEST_CASE("a collective fit with fewer than 3 sizes is refused, --min-bytes coun
 }
 
 TEST_CASE("real nccl-tests: the 2 x 8 H100 ring log is 16 ranks, and its large sizes run at the busbw it prints") {
-  const auto file = real("nccl-tests_all_reduce_ring_2x8_h100.log");
+  const auto file = test::real_data("nccl-tests_all_reduce_ring_2x8_h100.log");
   if (file.empty()) return;
   validate::NcclTestsHints hints;
   hints.nodes = 2;
@@ -199,7 +191,7 @@ TEST_CASE("real nccl-tests: the 2 x 8 H100 ring log is 16 ranks, and its large s
 }
 
 TEST_CASE("real nccl-tests: the 1 x 8 H100 NVLS log states 8 ranks on one node, fitted within 10 % at every size") {
-  const auto file = real("nccl-tests_all_reduce_1x8_h100_nvls.log");
+  const auto file = test::real_data("nccl-tests_all_reduce_1x8_h100_nvls.log");
   if (file.empty()) return;
   const auto log = validate::parse_nccl_tests(read(file), file.string(), {});
   CHECK(log.ranks == 8);

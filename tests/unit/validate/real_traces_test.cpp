@@ -13,6 +13,7 @@
 #include <filesystem>
 
 #include "core/error.hpp"
+#include "real_data.hpp"
 #include "test_support.hpp"
 #include "validate/compare.hpp"
 #include "validate/kineto.hpp"
@@ -23,20 +24,6 @@ using namespace shardsim;
 
 namespace {
 
-std::filesystem::path real_data() {
-  return test::source_dir() / ".." / "shared" / "real-data";
-}
-
-// The file, or an empty path (and a message) when the real data is not there.
-std::filesystem::path real(const char* name) {
-  const auto p = real_data() / name;
-  if (!std::filesystem::exists(p)) {
-    MESSAGE("skipped: " << p.string() << " is absent (../shared/real-data is not part of a clone)");
-    return {};
-  }
-  return p;
-}
-
 int count(const validate::StepMetrics& m, const char* kind) {
   return m.count_by_kind.count(kind) > 0 ? m.count_by_kind.at(kind) : 0;
 }
@@ -44,7 +31,7 @@ int count(const validate::StepMetrics& m, const char* kind) {
 }  // namespace
 
 TEST_CASE("real trace: DDP ResNet-50 on 2 x A100, CPU ProfilerStep#4-6, rank 0 of 2") {
-  const auto file = real("hta_ddp_resnet50_2xa100_rank0.json.gz");
+  const auto file = test::real_data("hta_ddp_resnet50_2xa100_rank0.json.gz");
   if (file.empty()) return;
   const auto t = validate::load_trace(file);
   REQUIRE(t.ranks.size() == 1);
@@ -81,7 +68,7 @@ TEST_CASE("real trace: DDP ResNet-50 on 2 x A100, CPU ProfilerStep#4-6, rank 0 o
 }
 
 TEST_CASE("real trace: BERT on one H100, ProfilerStep#6 on the CPU and on the GPU counts once") {
-  const auto file = real("tracelens_bert_small_h100.json.gz");
+  const auto file = test::real_data("tracelens_bert_small_h100.json.gz");
   if (file.empty()) return;
   const auto t = validate::load_trace(file);
   REQUIRE(t.ranks.size() == 1);
@@ -96,7 +83,7 @@ TEST_CASE("real trace: BERT on one H100, ProfilerStep#6 on the CPU and on the GP
 }
 
 TEST_CASE("real trace: DDP ResNet-18 on MI300X without ProfilerStep: five optimizer steps") {
-  const auto file = real("tracelens_ddp_resnet18_mi300x.json.gz");
+  const auto file = test::real_data("tracelens_ddp_resnet18_mi300x.json.gz");
   if (file.empty()) return;
   const auto t = validate::load_trace(file);
   REQUIRE(t.ranks.size() == 1);
@@ -116,7 +103,7 @@ TEST_CASE("real trace: DDP ResNet-18 on MI300X without ProfilerStep: five optimi
 }
 
 TEST_CASE("real trace: the MI300X kernel sequence repeats every 472 kernels") {
-  const auto file = real("tracelens_ddp_resnet18_mi300x.json.gz");
+  const auto file = test::real_data("tracelens_ddp_resnet18_mi300x.json.gz");
   if (file.empty()) return;
   // Without its optimizer annotations, the steps come from the repeating sequence.
   auto parsed = validate::read_trace_file(file);
@@ -134,7 +121,7 @@ TEST_CASE("real trace: the MI300X kernel sequence repeats every 472 kernels") {
 }
 
 TEST_CASE("real trace: --rank that disagrees with distributedInfo is refused") {
-  const auto file = real("hta_ddp_resnet50_2xa100_rank0.json.gz");
+  const auto file = test::real_data("hta_ddp_resnet50_2xa100_rank0.json.gz");
   if (file.empty()) return;
   validate::TraceRequest req{{file}, {}, 5};
   try {
