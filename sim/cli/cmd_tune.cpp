@@ -149,7 +149,7 @@ Search search(const Options& o, const sweep::TuneSpace& space) {
   const auto fn = simulate_point_function(o.scenario, o.sets);
   const auto t0 = std::chrono::steady_clock::now();
   Search s;
-  sweep::SweepSpec stage1{o.scenario, o.sets, sweep::dimensions_of(space.stage1), sweep::stage1_points(space), {}, {}, false};
+  sweep::SweepSpec stage1{o.scenario, o.sets, sweep::dimensions_of(space.stage1), sweep::stage1_points(space), {}, {}, false, {}};
   if (o.out) stage1.out = *o.out / "stage-1";
   s.stage1 = stage1.points.size();
   s.results = run_stage(stage1, o.jobs, fn).results;
@@ -159,7 +159,7 @@ Search search(const Options& o, const sweep::TuneSpace& space) {
     s.finalists = best.size();
     auto dims = stage1.dimensions;
     for (const auto& d : sweep::dimensions_of(space.stage2)) dims.push_back(d);
-    sweep::SweepSpec stage2{o.scenario, o.sets, dims, sweep::stage2_points(space, best), {}, {}, false};
+    sweep::SweepSpec stage2{o.scenario, o.sets, dims, sweep::stage2_points(space, best), {}, {}, false, {}};
     if (o.out) stage2.out = *o.out / "stage-2";
     s.stage2 = stage2.points.size();
     if (s.stage2 > 0) {

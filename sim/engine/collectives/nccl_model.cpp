@@ -28,6 +28,12 @@ constexpr std::array<Row, 4> kNetLat{Row{5.0, 8.5, 14}, Row{2.7, 4.0, 14.0}, Row
 // 1, 2, more nodes. Across nodes NCCL reads row 0 (Intel and other CPUs) or row 1 (AMD).
 constexpr std::array<Row, 4> kLlMaxBw{Row{39.0, 39.0, 20.4}, Row{87.7, 22.5, 19.0}, Row{141.0, 45.0, 35.0}, Row{282.0, 90.0, 70.0}};
 
+// The llMaxBws row of one node's GPU generation. RCCL's own LL caps for MI300 (cdna3) are not
+// modelled: it takes Hopper's, its contemporary (LL only prices messages of tens of kilobytes).
+std::size_t ll_row(config::GpuArch arch) {
+  return arch == config::GpuArch::cdna3 ? static_cast<std::size_t>(config::GpuArch::hopper) : static_cast<std::size_t>(arch);
+}
+
 // treeCorrectionFactor by protocol, for log2(bytes / 64) = 0 .. 22.
 constexpr std::array<std::array<double, 23>, 3> kTreeCorrection{{
     {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
@@ -67,14 +73,6 @@ double net_step_latency(Algo a, Protocol p, const GroupShape& shape, const Clust
   const double network = cluster.nic.latency.value() + cluster.switch_latency;
   return table + network * (p == Protocol::simple ? 2 : 1);
 }
-
-namespace {
-// The llMaxBws row of one node's GPU generation. RCCL's own LL caps for MI300 (cdna3) are not
-// modelled: it takes Hopper's, its contemporary (LL only prices messages of tens of kilobytes).
-std::size_t ll_row(config::GpuArch arch) {
-  return arch == config::GpuArch::cdna3 ? static_cast<std::size_t>(config::GpuArch::hopper) : static_cast<std::size_t>(arch);
-}
-}  // namespace
 
 double ll_max_busbw(const GroupShape& shape, const ClusterView& cluster) {
   const std::size_t column = shape.nodes <= 2 ? static_cast<std::size_t>(shape.nodes - 1) : 2;
