@@ -41,7 +41,10 @@ struct EventRecord {
   }
 };
 
-// Runtime and driver calls that block the CPU until the GPU has run the work before them.
+// Runtime and driver calls that block the CPU until the GPU has run the work before them: the
+// synchronizes, synchronous copies (HIP's hipMemcpyWithStream, PyTorch's blocking copy on ROCm)
+// and freeing device memory (cudaFree / hipFree wait for the device: in the MI300X ResNet-18
+// trace of shared/real-data, 469 hipFree calls last over 1 ms, 3.3 s in all, up to 70 ms each).
 bool synchronizes(std::string_view call) {
   for (std::string_view prefix : {"cuda", "hip", "cu"}) {
     if (call.starts_with(prefix)) {
@@ -49,7 +52,7 @@ bool synchronizes(std::string_view call) {
       break;
     }
   }
-  return call.ends_with("Synchronize") || call == "Memcpy" || call == "Memcpy2D";
+  return call.ends_with("Synchronize") || call == "Memcpy" || call == "Memcpy2D" || call == "MemcpyWithStream" || call == "Free";
 }
 
 bool iequals(const std::string& a, std::string_view b) {
