@@ -210,14 +210,20 @@ int main(int argc, char** argv) {
   }
   // Leave-one-out: each case's 90% range from the others, and whether its measured value is in it.
   int inside = 0;
+  std::string missed;  // the cases outside their range
   for (std::size_t i = 0; i < residuals.size(); ++i) {
     auto others = residuals;
     others.erase(others.begin() + static_cast<std::ptrdiff_t>(i));
     const auto band = shardsim::report::error_band(others, residuals[i].regime);
     const double e = residuals[i].error;  // predicted = measured x (1 + e): inside when e within the band's errors
-    inside += e >= band.error_low && e <= band.error_high ? 1 : 0;
+    if (e >= band.error_low && e <= band.error_high) {
+      ++inside;
+    } else {
+      missed += fmt::format("{}{} {:+.1f}%", missed.empty() ? "" : ", ", residuals[i].id, 100 * e);
+    }
   }
-  std::printf("leave-one-out: %d of %zu measured values inside the 90%% range the other runs give\n", inside, residuals.size());
+  std::printf("leave-one-out: %d of %zu measured values inside the 90%% range the other runs give%s\n", inside, residuals.size(),
+              missed.empty() ? "" : fmt::format(" (outside: {})", missed).c_str());
   const std::string csv = shardsim::report::residuals_csv(residuals);
   if (!residuals_out.empty()) {
     std::ofstream(residuals_out) << csv;
