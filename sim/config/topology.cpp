@@ -45,6 +45,11 @@ constexpr std::array kGpuParams{
     ParamSpec{"kernel_launch", "duration", "4us", "fixed cost of each kernel (launch and tail)", kDurationRange},
     ParamSpec{"comm_interference", "fraction", "0.1", "compute throughput lost while a collective runs (NCCL's SMs and HBM traffic)",
               Range{0, 0.9}},
+    ParamSpec{"attention_half_keys", "number", "240",
+              "keys per query at which flash attention runs at half its long-sequence rate (a fixed cost per query tile): "
+              "240 fits FlashAttention-3 and Triton FA2 forward on H100 within 1.5 % (pytorch/benchmark#2391); taken for "
+              "other GPUs and backward [assumed]; 0: no length effect",
+              Range{0, 1e6}},
     ParamSpec{"launch_queue", "integer", "1024",
               "kernel launches the CPU can have pending before a launch blocks: how far the CPU runs ahead of the GPU "
               "(undocumented by CUDA; 1024 is the depth commonly observed)",
@@ -185,6 +190,7 @@ GpuSpec read_gpu(const Reader& top) {
   g.compute_model = Choice{r.text("compute_model"), "gpu.compute_model", r.where("compute_model"), ConfigNode{}};
   g.kernel_launch = Seconds(r.quantity("kernel_launch", Dimension::seconds));
   g.comm_interference = r.number("comm_interference");
+  g.attention_half_keys = r.number("attention_half_keys");
   g.launch_queue = static_cast<int>(r.integer("launch_queue"));
   return g;
 }

@@ -59,6 +59,10 @@ struct GpuSpec {
   // Fraction of compute throughput lost while a collective runs on the GPU: NCCL kernels occupy
   // SMs (one CTA per channel) and HBM bandwidth for their copies.
   double comm_interference = 0.1;
+  // Keys each query visits at which a flash-attention kernel runs at half its long-sequence rate:
+  // a fixed cost per query tile (loading Q, the softmax epilogue, writing O) spread over the keys
+  // it loops over, so a kernel over L keys takes (1 + L_half / L) x its FLOPs at that rate.
+  double attention_half_keys = 240;
   // Kernel launches the CPU can have queued on the GPU before the next launch blocks; bounds how
   // far the CPU thread runs ahead (allocations happen at CPU time).
   int launch_queue = 1024;

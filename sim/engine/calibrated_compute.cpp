@@ -9,6 +9,8 @@ ComputeRates calibrated_rates(ComputeRates r, const config::CalibrationConfig& c
   }
   r.attention_forward = c.attention_forward_rate.value_or(r.attention_forward);
   r.attention_backward = c.attention_backward_rate.value_or(r.attention_backward);
+  // A fitted attention rate is the rate measured at the traced lengths, flat: no length curve on top.
+  if (c.attention_forward_rate || c.attention_backward_rate) r.attention_half_keys = 0;
   r.memory = c.memory_bandwidth.value_or(r.memory);
   r.kernel_launch = c.kernel_launch.value_or(r.kernel_launch);
   // Float8 GEMM rates stay nominal: calibrations time bf16 / fp16 GEMMs only.

@@ -19,6 +19,7 @@ ComputeRates ComputeRates::nominal(const config::TopologyConfig& topo, bool low_
   r.gemm_mxfp8 = g.peak_mxfp8.value() * g.efficiency.mxfp8();
   r.attention_forward = peak * g.efficiency.attention_forward;
   r.attention_backward = peak * g.efficiency.attention_backward;
+  r.attention_half_keys = g.attention_half_keys;
   r.memory = g.hbm_bandwidth.value() * g.efficiency.memory;
   r.kernel_launch = g.kernel_launch.value();
   r.pcie = topo.node.pcie.bandwidth.value();
@@ -49,11 +50,16 @@ double RooflineModel::gemm_seconds(const graph::Gemm& gemm) const {
   return std::max((gemm.flops() + r_.gemm_half_flops) / gemm_rate(gemm.type), bytes / r_.memory);
 }
 
+double RooflineModel::attention_seconds(const graph::AttentionCall& a) const {
+  const double rate = a.backward ? r_.attention_backward : r_.attention_forward;
+  return a.flops() / rate * (1 + r_.attention_half_keys / a.keys_per_query());
+}
+
 graph::ComputeSplit RooflineModel::split(const graph::Op& op) const {
   const graph::Work& w = op.work;
   graph::ComputeSplit s;
   for (const graph::Gemm& gemm : w.gemms) s.gemm += gemm_seconds(gemm);
-  s.attention = w.attention_flops(false) / r_.attention_forward + w.attention_flops(true) / r_.attention_backward;
+  for (const graph::AttentionCall& a : w.attention) s.attention += attention_seconds(a);
   s.memory = w.memory_bytes / r_.memory;
   s.launch = w.launches * r_.kernel_launch;
   s.other = (w.pcie_bytes > 0 ? w.pcie_bytes / r_.pcie + r_.pcie_latency : 0.0) + w.host_bytes / r_.host_memory;

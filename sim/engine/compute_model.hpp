@@ -1,6 +1,7 @@
 // Prices compute ops. The default, `roofline`, adds up each kind of work at its achievable rate:
 //   t = sum over GEMMs max((F + F_half) / R_gemm(type), bytes / B_memory)
-//     + attention FLOPs / R_attention (fwd, bwd)
+//     + sum over attention calls F / R_attention (fwd, bwd) x (1 + L_half / L), L the keys a query
+//       visits (the sequence, half of it causal, per ring step)
 //     + memory-bound bytes / B_memory + kernels x launch cost
 //     + PCIe bytes / PCIe bandwidth (host copies) + host bytes / CPU memory bandwidth
 // Kernels of one op run one after another on the compute stream, so their times add. The rates
@@ -46,11 +47,12 @@ struct ComputeRates {
   double gemm_fp8 = 0;
   double gemm_fp8_rowwise = 0;
   double gemm_mxfp8 = 0;
-  double attention_forward = 1;
+  double attention_forward = 1;  // FLOP/s of long-sequence attention
   double attention_backward = 1;
-  double memory = 1;         // bytes/s of bandwidth-bound kernels
-  double kernel_launch = 0;  // seconds per kernel
-  double pcie = 1;           // bytes/s host <-> device
+  double attention_half_keys = 0;  // keys per query at which attention runs at half that rate (0: none)
+  double memory = 1;               // bytes/s of bandwidth-bound kernels
+  double kernel_launch = 0;        // seconds per kernel
+  double pcie = 1;                 // bytes/s host <-> device
   double pcie_latency = 0;
   double host_memory = 1;  // bytes/s of CPU work
   double nvme_read = 0;    // bytes/s of NVMe one GPU's process gets: the node's drives / its GPUs (0: none)
@@ -67,6 +69,7 @@ class RooflineModel final : public ComputeModel {
   // `low_precision`: compute runs in bf16/fp16 (tensor-core peak), else fp32.
   RooflineModel(const config::TopologyConfig& topo, bool low_precision) : r_(ComputeRates::nominal(topo, low_precision)) {}
   [[nodiscard]] double duration(const graph::Op& op) const override { return split(op).total(); }
+  [[nodiscard]] double attention_seconds(const graph::AttentionCall& call) const;
   [[nodiscard]] graph::ComputeSplit split(const graph::Op& op) const override;
   [[nodiscard]] double speed_while_communicating() const override { return 1.0 - r_.comm_interference; }
   [[nodiscard]] const ComputeRates& rates() const { return r_; }

@@ -30,6 +30,11 @@ double AttentionCall::flops() const {
   return backward ? 2.5 * f : f;
 }
 
+double AttentionCall::keys_per_query() const {
+  const double keys = static_cast<double>(seq) / steps;
+  return causal ? keys / 2 : keys;
+}
+
 double Work::gemm_flops() const {
   double f = 0;
   for (const auto& g : gemms) f += g.flops();

@@ -109,6 +109,8 @@ struct AttentionCall {
   int cp = 1;                          // context parallelism: this rank's 1/cp of the queries (load-balanced) against every key
   int steps = 1;                       // ring attention: the op runs one of `steps` equal steps of the call (K/V of one rank each)
   [[nodiscard]] double flops() const;  // 4 b s^2 h d (/2 causal) / cp / steps; backward 2.5x (recomputes S, P)
+  // Keys a query visits on average in one kernel: a step's keys (s / steps), half of them causal.
+  [[nodiscard]] double keys_per_query() const;
 };
 
 // What a compute op does, in the terms the compute model prices and the replay harness runs.

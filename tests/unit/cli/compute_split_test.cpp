@@ -12,25 +12,28 @@ TEST_CASE("the step's compute splits into GEMM, attention, memory-bound and laun
   const auto s = cli::simulate(p).summary;
   // The step's compute-stream work, summed from the graph.
   double gemm_flops = 0;
-  double fwd_attention = 0;
-  double bwd_attention = 0;
+  // Attention: each call's FLOPs at the topology's rate, its per-query-tile cost on top
+  // (1 + attention_half_keys / keys per query; engine/compute_model.hpp).
+  const auto& gpu = p.scenario.cluster.topology.gpu;
+  const double peak = gpu.peak_bf16.value();
+  double attention = 0;
   double memory_bytes = 0;
   int launches = 0;
   for (std::size_t i = 0; i < p.graph.size(); ++i) {
     const auto& op = p.graph.op(static_cast<int>(i));
     if (op.step != s.reported_step || op.is_collective() || op.stream != graph::Stream::compute) continue;
     gemm_flops += op.work.gemm_flops();
-    fwd_attention += op.work.attention_flops(false);
-    bwd_attention += op.work.attention_flops(true);
+    for (const auto& a : op.work.attention) {
+      const double eff = a.backward ? gpu.efficiency.attention_backward : gpu.efficiency.attention_forward;
+      attention += a.flops() / (peak * eff) * (1 + gpu.attention_half_keys / a.keys_per_query());
+    }
     memory_bytes += op.work.memory_bytes;
     launches += op.work.launches;
   }
   // Roofline (engine/compute_model.hpp): bf16 peak x the topology's efficiency per kind of work.
-  const auto& gpu = p.scenario.cluster.topology.gpu;
-  const double peak = gpu.peak_bf16.value();
   CHECK(s.compute_split.gemm == doctest::Approx(gemm_flops / (peak * gpu.efficiency.matmul)));
-  CHECK(s.compute_split.attention == doctest::Approx(fwd_attention / (peak * gpu.efficiency.attention_forward) +
-                                                     bwd_attention / (peak * gpu.efficiency.attention_backward)));
+  CHECK(s.compute_split.attention == doctest::Approx(attention));
+  CHECK(gpu.attention_half_keys == 240);
   CHECK(s.compute_split.memory == doctest::Approx(memory_bytes / (gpu.hbm_bandwidth.value() * gpu.efficiency.memory)));
   CHECK(s.compute_split.launch == doctest::Approx(launches * gpu.kernel_launch.value()));
   CHECK(s.compute_split.other == 0);

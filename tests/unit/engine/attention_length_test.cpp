@@ -1,0 +1,60 @@
+// Attention by sequence length (engine/compute_model.hpp): a flash-attention kernel has a fixed
+// cost per query tile, spread over the keys each query visits, so it takes (1 + L_half / L) x
+// its FLOPs at the long-sequence rate. L_half = 240 keys fits FlashAttention-3 and Triton FA2
+// forward on H100 (pytorch/benchmark#2391: 16 heads of 128, batch x sequence = 16K, not causal;
+// FA3 430 TFLOPS at 512 keys, 621 at 16K). Worked by hand on the DGX H100 topology.
+#include <doctest/doctest.h>
+
+#include "config/calibration.hpp"
+#include "config/topology.hpp"
+#include "engine/calibrated_compute.hpp"
+#include "engine/compute_model.hpp"
+#include "test_support.hpp"
+
+using namespace shardsim;
+
+namespace {
+
+config::TopologyConfig dgx_h100() {
+  return config::load_topology(test::source_dir() / "topologies/h100_sxm_8x_ib400.yaml", ConfigNode{}, "");
+}
+
+// Llama 3 8B's attention: 32 query heads of 128 (8 K/V heads), one sequence, causal.
+graph::AttentionCall llama(std::int64_t seq, bool backward = false) {
+  return graph::AttentionCall{1, seq, 32, 8, 128, true, backward};
+}
+
+}  // namespace
+
+TEST_CASE("attention at two sequence lengths: 2,048 and 8,192 tokens, causal, on an H100") {
+  const engine::RooflineModel m(engine::ComputeRates::nominal(dgx_h100(), true));
+  // Forward at 0.35 x 989 TFLOPS = 346.15 TFLOPS. 2,048 tokens: 4 x 2048^2 x 32 x 128 / 2 =
+  // 3.436e10 FLOPs, 99.26 us at that rate; a causal query visits 1,024 keys on average, so
+  // x (1 + 240 / 1024) = 1.234: 122.5 us. 8,192 tokens: 16 x the FLOPs, 1.588 ms, 4,096 keys,
+  // x 1.0586: 1.681 ms, 13.7 x the short one where the FLOPs alone say 16 x.
+  CHECK(m.attention_seconds(llama(2048)) == doctest::Approx(122.53e-6).epsilon(1e-3));
+  CHECK(m.attention_seconds(llama(8192)) == doctest::Approx(1.6813e-3).epsilon(1e-3));
+  // Backward: 2.5 x the FLOPs at 0.28 x 989 = 276.92 TFLOPS, the same length factor.
+  CHECK(m.attention_seconds(llama(8192, true)) == doctest::Approx(2.5 * 5.4976e11 / 276.92e12 * 1.05859).epsilon(1e-3));
+  // Not causal: every query visits all 2,048 keys, x (1 + 240 / 2048) on twice the FLOPs.
+  auto full = llama(2048);
+  full.causal = false;
+  CHECK(m.attention_seconds(full) == doctest::Approx(2 * 99.26e-6 * (1 + 240.0 / 2048)).epsilon(1e-3));
+  // A ring step of context parallelism 4 at 8,192 tokens: 1/16 of the FLOPs (1/4 of the queries,
+  // one of 4 K/V chunks), 2,048 keys a step, half of them visited: the 2,048-token factor.
+  auto step = llama(8192);
+  step.cp = 4;
+  step.steps = 4;
+  CHECK(m.attention_seconds(step) == doctest::Approx(5.4976e11 / 16 / 346.15e12 * 1.234375).epsilon(1e-3));
+}
+
+TEST_CASE("attention_half_keys 0 prices every FLOP at one rate, and so does a calibrated attention rate") {
+  auto topo = dgx_h100();
+  topo.gpu.attention_half_keys = 0;
+  const engine::RooflineModel flat(engine::ComputeRates::nominal(topo, true));
+  CHECK(flat.attention_seconds(llama(2048)) == doctest::Approx(99.26e-6).epsilon(1e-3));
+  config::CalibrationConfig cal;
+  cal.attention_forward_rate = 300e12;
+  const engine::RooflineModel calibrated(engine::calibrated_rates(engine::ComputeRates::nominal(dgx_h100(), true), cal));
+  CHECK(calibrated.attention_seconds(llama(2048)) == doctest::Approx(3.436e10 / 300e12).epsilon(1e-3));
+}
