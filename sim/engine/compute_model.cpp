@@ -52,7 +52,8 @@ double RooflineModel::gemm_seconds(const graph::Gemm& gemm) const {
 
 double RooflineModel::attention_seconds(const graph::AttentionCall& a) const {
   const double rate = a.backward ? r_.attention_backward : r_.attention_forward;
-  return a.flops() / rate * (1 + r_.attention_half_keys / a.keys_per_query());
+  const double keys = a.keys_per_query();
+  return keys > 0 ? a.flops() / rate * (1 + r_.attention_half_keys / keys) : 0.0;  // no keys: no work
 }
 
 graph::ComputeSplit RooflineModel::split(const graph::Op& op) const {

@@ -53,6 +53,9 @@ TEST_CASE("attention_half_keys 0 prices every FLOP at one rate, and so does a ca
   topo.gpu.attention_half_keys = 0;
   const engine::RooflineModel flat(engine::ComputeRates::nominal(topo, true));
   CHECK(flat.attention_seconds(llama(2048)) == doctest::Approx(99.26e-6).epsilon(1e-3));
+  // An empty call costs nothing (not 0 x (1 + 240 / 0)).
+  const engine::RooflineModel curved(engine::ComputeRates::nominal(dgx_h100(), true));
+  CHECK(curved.attention_seconds(llama(0)) == 0);
   config::CalibrationConfig cal;
   cal.attention_forward_rate = 300e12;
   const engine::RooflineModel calibrated(engine::calibrated_rates(engine::ComputeRates::nominal(dgx_h100(), true), cal));
