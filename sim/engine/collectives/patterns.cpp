@@ -216,12 +216,12 @@ double transfer_time(const Traffic& t, std::span<const int> ranks, const GroupSh
   for (std::size_t i = 0; i < n; ++i) {
     const int a = ranks[i];
     const int b = ranks[(i + 1) % n];
-    if (cluster.node_of(a) == cluster.node_of(b) && cluster.nvlink_mesh) {
-      most_nvl = std::max(most_nvl, ++nvl_out[a * cluster.gpus_per_node + b % cluster.gpus_per_node]);
-    } else if (cluster.node_of(a) == cluster.node_of(b)) {
-      most_nvl = std::max({most_nvl, ++nvl_out[a], ++nvl_in[b]});
-    } else {
+    if (cluster.node_of(a) != cluster.node_of(b)) {
       most_nic = std::max({most_nic, ++nic_out[cluster.nic_of(a)], ++nic_in[cluster.nic_of(b)]});
+    } else if (cluster.nvlink_mesh) {
+      most_nvl = std::max(most_nvl, ++nvl_out[a * cluster.gpus_per_node + b % cluster.gpus_per_node]);
+    } else {
+      most_nvl = std::max({most_nvl, ++nvl_out[a], ++nvl_in[b]});
     }
   }
   return std::max(most_nvl * t.flat_ring / (nvlink * cluster.nvlink_pair_share()), most_nic * t.flat_ring / nic);

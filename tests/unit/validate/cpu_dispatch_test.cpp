@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <optional>
 
 #include "real_data.hpp"
 #include "test_support.hpp"
@@ -44,6 +45,21 @@ TEST_CASE("CPU dispatch from a trace: the mean launch-to-launch gap where the th
   CHECK_FALSE(validate::cpu_dispatch(validate::KinetoEvents{}).has_value());
 }
 
+namespace {
+
+// The estimate for a real trace of ../shared/real-data, described in the test's output; none
+// where the trace is absent (the test then skips).
+std::optional<validate::DispatchEstimate> from_real_trace(const char* name) {
+  const auto file = test::real_data(name);
+  if (file.empty()) return std::nullopt;
+  auto d = validate::cpu_dispatch(validate::read_trace_file(file).kineto);
+  REQUIRE(d.has_value());
+  MESSAGE(validate::describe(*d));
+  return d;
+}
+
+}  // namespace
+
 // Real data: DDP ResNet-50 on 2 x A100 (../shared/real-data, HTA, MIT), CPU-bound. Read with
 // Python's json module from the step annotations: "## forward ##" lasts 103.1 ms and its thread
 // launches 453 GPU ops in it (228 us each); "## backward ##" 101.1 ms with 791 launches on
@@ -51,11 +67,8 @@ TEST_CASE("CPU dispatch from a trace: the mean launch-to-launch gap where the th
 // launches, 163.4 us each. The estimate (every step's gaps, the optimizer's and those between
 // steps too) must come within 5 % of that, between the two paces.
 TEST_CASE("CPU dispatch from a real trace: DDP ResNet-50 on A100 issues a kernel every 130-230 us") {
-  const auto file = test::real_data("hta_ddp_resnet50_2xa100_rank0.json.gz");
-  if (file.empty()) return;
-  const auto d = validate::cpu_dispatch(validate::read_trace_file(file).kineto);
-  REQUIRE(d.has_value());
-  MESSAGE(validate::describe(*d));
+  const auto d = from_real_trace("hta_ddp_resnet50_2xa100_rank0.json.gz");
+  if (!d) return;
   CHECK(d->per_kernel == doctest::Approx(163.4e-6).epsilon(0.05));
   CHECK(d->per_kernel > 126.8e-6);
   CHECK(d->per_kernel < 227.6e-6);
@@ -70,11 +83,8 @@ TEST_CASE("CPU dispatch from a real trace: DDP ResNet-50 on A100 issues a kernel
 // thread's median launch-to-launch gap is 3.9 us, and a gap of 30 us would already be a slow
 // eager step's pace.
 TEST_CASE("CPU dispatch from a real trace: DDP ResNet-18 on MI300X, where hipFree holds the thread") {
-  const auto file = test::real_data("tracelens_ddp_resnet18_mi300x.json.gz");
-  if (file.empty()) return;
-  const auto d = validate::cpu_dispatch(validate::read_trace_file(file).kineto);
-  REQUIRE(d.has_value());
-  MESSAGE(validate::describe(*d));
+  const auto d = from_real_trace("tracelens_ddp_resnet18_mi300x.json.gz");
+  if (!d) return;
   CHECK(d->per_kernel > 3.25e-6);
   CHECK(d->per_kernel < 30e-6);
   CHECK(d->left_out > 469);
