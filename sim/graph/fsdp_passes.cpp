@@ -261,8 +261,10 @@ void FsdpStepBuilder::backward_memory(Op& op, const fsdp::Segment& s, int u, mod
   }
   if (part == BackwardPart::input) return;
   if (saved > 0) op.memory.push_back({act, -saved, true, Pool::compute});
-  const bool first_micro_of_grads = !at(grads_alive_, u);
-  if (s.numel > 0 && unit(u).numel > 0 && first_micro_of_grads) {
+  // FSDP2 accumulating in a wider reduce dtype moves each micro-step's gradient into the
+  // accumulator, so every backward makes a new one (upcast_accumulation()).
+  const bool new_grads = !at(grads_alive_, u) || (v2_ && upcasts_accumulated_grads());
+  if (s.numel > 0 && unit(u).numel > 0 && new_grads) {
     if (!plan_.traits.shards_params) {
       // DDP's gradients in the parameters' dtype (the master one); the distributed optimizer's
       // main gradients in the reduce dtype (Megatron's contiguous grad buffer).
@@ -321,6 +323,7 @@ void FsdpStepBuilder::gather_updated(int u) {
 // hybrid sharding); none under no_sync, where the unsharded gradients stay for the next micro-step.
 void FsdpStepBuilder::reduce(int u) {
   if (!has_params(u)) return;
+  if (v2_ && upcasts_accumulated_grads()) upcast_accumulation(u);
   if (!syncing()) {
     at(grads_alive_, u) = true;
     return;
@@ -337,7 +340,9 @@ void FsdpStepBuilder::reduce(int u) {
     // The compute stream waits for the previous reduce-scatter, then chunk_cat copies the
     // gradients into the reduce-scatter input (reduce dtype), allocated for the RS stream.
     Op copy = make(OpKind::copy, Stream::compute, "copy-in " + unit(u).name, u);
-    copy.work = memory_work(grad_bytes(u) + buffer, 1);
+    double grads = 0;
+    for (double piece : at(grad_pieces_, u)) grads += piece;
+    copy.work = memory_work(grads + buffer, 1);
     copy.memory.push_back({MemCategory::reduce_buffers, buffer, false, Pool::reduce_scatter});
     for (double piece : at(grad_pieces_, u)) copy.memory.push_back({MemCategory::gradients, -piece, true, Pool::compute});
     at(grad_pieces_, u).clear();
@@ -376,6 +381,35 @@ void FsdpStepBuilder::reduce(int u) {
     last_d2h_ = issue(std::move(d2h));
     g_.add_edge(reduced, last_d2h_, EdgeKind::data);
   }
+}
+
+// FSDP2 under no_sync (and pipelining) with a reduce dtype wider than the parameters' keeps the
+// accumulated unsharded gradients in the reduce dtype: after the first micro-step's backward of a
+// unit each gradient is cast (FSDPParam.to_accumulated_grad_if_needed: read 2, write 4 bytes an
+// element in bf16 / fp32) and later micro-steps' gradients are added to it and freed
+// (accumulate_unsharded_grad_if_needed: read 2 + 4, write 4), on the compute stream at
+// post-backward. The accumulator is what the last micro-step's copy-in reads.
+void FsdpStepBuilder::upcast_accumulation(int u) {
+  auto& pieces = at(grad_pieces_, u);
+  const bool first = !at(grads_alive_, u);
+  if (first && syncing()) return;  // a single micro-step: reduced as made, nothing accumulated
+  const double numel = static_cast<double>(unit(u).numel);
+  const double accumulator = numel * plan_.reduce_bytes;
+  const std::size_t made_from = first ? 0 : 1;  // pieces[0] is the accumulator after the first
+  double made = 0;
+  for (std::size_t i = made_from; i < pieces.size(); ++i) made += pieces[i];
+  Op op = make(OpKind::copy, Stream::compute, (first ? "grad upcast " : "grad accumulate ") + unit(u).name, u);
+  op.work = memory_work(first ? made + accumulator : made + 2 * accumulator, static_cast<int>(pieces.size() - made_from));
+  if (first) op.memory.push_back({MemCategory::gradients, accumulator, false, Pool::compute});
+  for (std::size_t i = made_from; i < pieces.size(); ++i) op.memory.push_back({MemCategory::gradients, -pieces[i], true, Pool::compute});
+  if (first) {
+    pieces.assign(1, accumulator);
+  } else {
+    pieces.resize(1);
+  }
+  const int id = issue(std::move(op));
+  g_.add_edge(at(last_compute_, u), id, EdgeKind::data);
+  at(last_compute_, u) = id;
 }
 
 // ---- optimizer ------------------------------------------------------------------------------

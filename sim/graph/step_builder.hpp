@@ -105,6 +105,7 @@ class FsdpStepBuilder {
   void forward_compute(const fsdp::Segment& s, int segment, int u);
   void backward_compute(const fsdp::Segment& s, int segment, int u);
   void reduce(int u);
+  void upcast_accumulation(int u);  // FSDP2: this micro-step's gradients into the reduce-dtype accumulator
   void bucket_reduce(double numel, int producer, bool flush);
   void gather_updated(int u);  // shard_optimizer: the updated parameters, before their first forward
   void optimizer();
@@ -134,6 +135,8 @@ class FsdpStepBuilder {
   [[nodiscard]] Stream ag_stream() const { return v2_ ? Stream::all_gather : Stream::nccl; }
   [[nodiscard]] Stream rs_stream() const { return v2_ ? Stream::reduce_scatter : Stream::nccl; }
   [[nodiscard]] bool syncing() const;  // reduce gradients in this micro-step (no_sync)
+  // Gradients accumulate over micro-steps in the reduce dtype, wider than the parameters'.
+  [[nodiscard]] bool upcasts_accumulated_grads() const { return accumulate_ && micro_steps_ > 1 && plan_.reduce_bytes > plan_.grad_bytes; }
   template <class T>
   [[nodiscard]] static T& at(std::vector<T>& v, int u) {
     return v[static_cast<std::size_t>(u)];

@@ -25,6 +25,7 @@ struct Figures {
   double tflops = 0;
   double mfu = 0;
   double reserved_gib = 0;
+  double allocated_gib = 0;  // peak allocated (torch.cuda.max_memory_allocated)
   double step_s = 0;
   bool fits = false;  // no out-of-memory and no allocator retries
   // The reported step taken apart (one rank, its busiest stage's compute): the compute stream's
@@ -68,6 +69,7 @@ Figures simulate(const std::string& scenario, const std::vector<std::string>& se
       f.tflops = s.tflops_per_gpu;
       f.mfu = s.mfu;
       f.reserved_gib = s.memory.peak_reserved / (1024.0 * 1024 * 1024);
+      f.allocated_gib = s.memory.peak / (1024.0 * 1024 * 1024);
       f.step_s = s.step_time;
       f.fits = !s.oom && s.alloc_retries == 0;
       f.gemm_s = s.compute_split.gemm;
@@ -99,7 +101,7 @@ Figures simulate(const std::string& scenario, const std::vector<std::string>& se
 struct Case {
   const char* id;
   const char* scenario;
-  const char* metric;  // "tokens/s", "TFLOPS", "GiB reserved"
+  const char* metric;  // "tokens/s", "TFLOPS", "GiB reserved", "GiB allocated"
   double measured;
   const char* source;
   // The |relative error| this case may have before `--check` fails: today's error plus about two
@@ -111,6 +113,7 @@ struct Case {
 double pick(const Figures& f, const std::string& metric) {
   if (metric == "tokens/s") return f.tokens_per_s;
   if (metric == "TFLOPS") return f.tflops;
+  if (metric == "GiB allocated") return f.allocated_gib;
   return f.reserved_gib;
 }
 
@@ -182,13 +185,19 @@ int main(int argc, char** argv) {
       {"P3", "validation/published/p3_llama3.1-405b_128xh100_tp8_float8.yaml", "tokens/s", 185, "torchtitan docs/performance.md, Float8 + async TP", 0.03, {kAsync}},
       // TP x PP x FSDP (micro-batches not published: torchtitan's default then, the pipeline degree).
       {"P4", "validation/published/p4_llama3.1-405b_512xh100_tp8_pp8.yaml", "tokens/s", 76, "torchtitan 405B benchmark (2024-12), TP 8 x PP 8", 0.08},
-      {"P4", "validation/published/p4_llama3.1-405b_512xh100_tp8_pp8.yaml", "GiB reserved", 75.3, "same run, peak memory", 0.21},
-      // FSDP2 x TP on nodes of 4 H200 (KempnerForge; InfiniBand bandwidth assumed; memory not compared: reserved or allocated is not said).
+      {"P4", "validation/published/p4_llama3.1-405b_512xh100_tp8_pp8.yaml", "GiB reserved", 75.3, "same run, peak memory", 0.06},
+      // FSDP2 x TP on nodes of 4 H200 (KempnerForge; InfiniBand bandwidth assumed).
       {"P8", "validation/published/p8_llama3-8b_tp2_4xh200.yaml", "tokens/s", 6495, "KempnerForge mfu_scaling (2026-04), 8B TP 2 x FSDP 2", 0.10},
       {"P8", "validation/published/p8_llama3-8b_tp4_8xh200.yaml", "tokens/s", 5537, "same, 8B TP 4 x FSDP 2", 0.23},
       {"P8", "validation/published/p8_llama3-8b_tp4_32xh200.yaml", "tokens/s", 4872, "same, 8B TP 4 x FSDP 8", 0.36},
       {"P8", "validation/published/p8_llama3-13b_tp4_32xh200.yaml", "tokens/s", 3260, "same, 13B TP 4 x FSDP 8", 0.18},
-      {"P8", "validation/published/p8_llama3-70b_tp4_32xh200.yaml", "tokens/s", 552, "same, 70B TP 4 x FSDP 8", 0.43},
+      {"P8", "validation/published/p8_llama3-70b_tp4_32xh200.yaml", "tokens/s", 552, "same, 70B TP 4 x FSDP 8", 0.49},
+      // Their peak allocated memory (the log's mem=, max_memory_allocated in GiB).
+      {"P8", "validation/published/p8_llama3-8b_tp2_4xh200.yaml", "GiB allocated", 45.9, "same, 8B TP 2 x FSDP 2, peak allocated", 0.17},
+      {"P8", "validation/published/p8_llama3-8b_tp4_8xh200.yaml", "GiB allocated", 32.7, "same, 8B TP 4 x FSDP 2, peak allocated", 0.22},
+      {"P8", "validation/published/p8_llama3-8b_tp4_32xh200.yaml", "GiB allocated", 27.6, "same, 8B TP 4 x FSDP 8, peak allocated", 0.37},
+      {"P8", "validation/published/p8_llama3-13b_tp4_32xh200.yaml", "GiB allocated", 36.3, "same, 13B TP 4 x FSDP 8, peak allocated", 0.27},
+      {"P8", "validation/published/p8_llama3-70b_tp4_32xh200.yaml", "GiB allocated", 93.2, "same, 70B TP 4 x FSDP 8, peak allocated", 0.07},
       // F1's bf16 job on 8 MI300X (mi300x_8x_ib400: matmul from a measured MAMF, attention and the other kernels assumed).
       {"F1", "validation/published/f1_llama3-8b_8xh100_bf16.yaml", "tokens/s", 5376.5, "torchao float8 README (2025-08), 8 x MI300X bf16", 0.38, {kMi300x}},
       // clang-format on
@@ -201,12 +210,13 @@ int main(int argc, char** argv) {
     const Figures f = simulate(c.scenario, c.sets);
     const double predicted = pick(f, c.metric);
     const double error = predicted / c.measured - 1;
-    if (std::string(c.metric) != "GiB reserved") residuals.push_back({c.id, c.metric, regime_of(c.scenario, c.sets), error});
+    const bool memory = std::string(c.metric).starts_with("GiB");
+    if (!memory) residuals.push_back({c.id, c.metric, regime_of(c.scenario, c.sets), error});
     const bool within = std::abs(error) <= c.bound;
     outside += within ? 0 : 1;
     std::printf("  %-3s %-14s %10.1f %10.1f %+7.1f%%  %s%s\n", c.id, c.metric, predicted, c.measured, 100 * error, c.source,
                 within ? "" : fmt::format("  OUTSIDE its bound of {:.0f}%", 100 * c.bound).c_str());
-    if (!check && std::string(c.metric) != "GiB reserved") std::printf("        %s\n", decomposition(f).c_str());
+    if (!check && !memory) std::printf("        %s\n", decomposition(f).c_str());
   }
   // Leave-one-out: each case's 90% range from the others, and whether its measured value is in it.
   int inside = 0;

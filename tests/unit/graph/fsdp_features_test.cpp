@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <map>
 #include <vector>
 
 #include "fixtures/fixtures.hpp"
@@ -75,6 +76,59 @@ TEST_CASE("shard_grad_op gathers once per step, full shard twice, the root once"
 TEST_CASE("no_sync reduces only in the last micro-step") {
   CHECK(count(tiny({"training.grad_accum=2"}).graph, graph::OpKind::reduce_scatter) == 10);
   CHECK(count(tiny({"training.grad_accum=2", "training.no_sync=true"}).graph, graph::OpKind::reduce_scatter) == 5);
+}
+
+TEST_CASE("FSDP2 no_sync accumulates each unit's gradients in the fp32 reduce dtype (FSDPParam.to_accumulated_grad_if_needed)") {
+  // Three micro-steps, bf16 parameters, fp32 reduce: after the first backward of a unit its
+  // bf16 gradients are cast into an fp32 accumulator (read 2 + write 4 bytes an element), the
+  // two later ones added to it (read 2 + 4, write 4) and freed; the last micro-step's copy-in
+  // reads the accumulator (4 bytes an element) into the fp32 reduce-scatter buffer.
+  const std::vector<std::string> v2 = {"fsdp.version=2", "training.grad_accum=3", "training.no_sync=true"};
+  const auto p = tiny(v2);
+  std::map<int, std::vector<const graph::Op*>> upcasts, accumulates, copy_ins;
+  for (std::size_t i = 0; i < p.graph.size(); ++i) {
+    const auto& op = p.graph.op(static_cast<int>(i));
+    if (op.name.starts_with("grad upcast ")) upcasts[op.unit].push_back(&op);
+    if (op.name.starts_with("grad accumulate ")) accumulates[op.unit].push_back(&op);
+    if (op.name.starts_with("copy-in ")) copy_ins[op.unit].push_back(&op);
+  }
+  int units = 0;
+  for (std::size_t u = 0; u < p.plan.units.size(); ++u) {
+    const double numel = static_cast<double>(p.plan.units[u].numel);
+    if (numel == 0) continue;
+    ++units;
+    const int id = static_cast<int>(u);
+    REQUIRE(upcasts[id].size() == 1);
+    REQUIRE(accumulates[id].size() == 2);
+    REQUIRE(copy_ins[id].size() == 1);
+    const graph::Op& upcast = *upcasts[id][0];
+    CHECK(upcast.work.memory_bytes == doctest::Approx(6 * numel));
+    double allocated = 0;
+    double freed = 0;
+    for (const auto& m : upcast.memory) (m.bytes > 0 ? allocated : freed) += m.bytes;
+    CHECK(allocated == doctest::Approx(4 * numel));  // the accumulator
+    CHECK(freed == doctest::Approx(-2 * numel));     // the first micro-step's bf16 gradients
+    for (const graph::Op* a : accumulates[id]) {
+      CHECK(a->work.memory_bytes == doctest::Approx(10 * numel));
+      double net = 0;
+      for (const auto& m : a->memory) net += m.bytes;
+      CHECK(net == doctest::Approx(-2 * numel));  // frees that micro-step's bf16 gradients
+    }
+    const double buffer = 4.0 * static_cast<double>(p.plan.units[u].padded_numel);
+    CHECK(copy_ins[id][0]->work.memory_bytes == doctest::Approx(4 * numel + buffer));
+  }
+  CHECK(units == static_cast<int>(upcasts.size()));
+  // Nothing to upcast when the reduce dtype is the parameters' (the gradients accumulate in
+  // place), or with one micro-step.
+  auto v2_bf16 = v2;
+  v2_bf16.push_back("fsdp.mixed_precision.reduce=bf16");
+  for (const auto& sets : {v2_bf16, std::vector<std::string>{"fsdp.version=2"}}) {
+    const auto q = tiny(sets);
+    for (std::size_t i = 0; i < q.graph.size(); ++i) {
+      const auto& name = q.graph.op(static_cast<int>(i)).name;
+      CHECK_FALSE((name.starts_with("grad upcast ") || name.starts_with("grad accumulate ")));
+    }
+  }
 }
 
 TEST_CASE("no_shard all-reduces DDP buckets of bucket_size while backward runs") {
