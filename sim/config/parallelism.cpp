@@ -23,6 +23,12 @@ constexpr std::array kParallelismParams{
     ParamSpec{"tp_sequence_parallel", "bool", "true",
               "with tp: norms and residuals on sequence shards, all-gather / reduce-scatter around attention and MLP instead "
               "of all-reduce (torchtitan's default)"},
+    ParamSpec{"tp_loss_parallel", "bool", "true",
+              "with tp: the output's logits stay sharded over the vocabulary and the cross-entropy runs on the shards "
+              "(torchtitan's loss_parallel); false: the logits are all-gathered and every rank computes the loss on all of them"},
+    ParamSpec{"tp_shard_embedding", "bool", "true",
+              "with tp: the token embedding split over the vocabulary (RowwiseParallel, torchtitan); false: every TP rank holds "
+              "the whole embedding (sharded by FSDP alone) and looks tokens up itself"},
     ParamSpec{"tp_async", "bool", "false",
               "with tp and sequence parallelism: async TP (torch's micro-pipelined collective matmul, symmetric memory): "
               "sequence all-gathers fused with the matmuls reading them, reduce-scatters with the matmul producing them, "
@@ -85,6 +91,14 @@ ParallelismConfig read_parallelism(const Reader& top, std::vector<ConfigWarning>
   if (p.tp == 1 && r.has("tp_sequence_parallel")) {
     warnings.push_back({r.where("tp_sequence_parallel"), "parallelism.tp_sequence_parallel",
                         "sequence parallelism applies with tensor parallelism (tp > 1); it is ignored"});
+  }
+  p.loss_parallel = r.boolean("tp_loss_parallel");
+  p.shard_embedding = r.boolean("tp_shard_embedding");
+  p.shard_embedding_where = r.where("tp_shard_embedding");
+  for (const char* key : {"tp_loss_parallel", "tp_shard_embedding"}) {
+    if (p.tp == 1 && r.has(key)) {
+      warnings.push_back({r.where(key), fmt::format("parallelism.{}", key), "applies with tensor parallelism (tp > 1); it is ignored"});
+    }
   }
   p.tp_async = r.boolean("tp_async");
   p.tp_async_where = r.where("tp_async");

@@ -65,6 +65,12 @@ constexpr std::array kTrainingParams{
     ParamSpec{"seq_len", "integer", "", "tokens per sequence", Range{1, 1 << 24}},
     ParamSpec{"micro_batch", "integer", "1", "sequences per GPU per micro-step", Range{1, 1 << 20}},
     ParamSpec{"grad_accum", "integer", "1", "micro-steps per optimizer step", Range{1, 1 << 16}},
+    ParamSpec{"loss_upcast", "bool", "true",
+              "cross-entropy on the logits cast to fp32, as torchtitan (cross_entropy(logits.float())); false: in the logits' "
+              "dtype (F.cross_entropy on bf16 logits): half the loss's traffic and memory"},
+    ParamSpec{"keep_logits", "bool", "false",
+              "the training loop keeps the logits alive through backward (logits = model(x); loss(logits).backward()); "
+              "torchtitan deletes them first (del pred)"},
     ParamSpec{"no_sync", "bool", "false", "with grad_accum: keep unsharded gradients and reduce only on the last micro-step"},
     ParamSpec{"optimizer", "", "adamw", "optimizer (state bytes per parameter, step cost)", {}, kOptimizerNames},
     ParamSpec{"activation_checkpointing",
@@ -233,6 +239,8 @@ TrainingConfig read_training(const Reader& top) {
   t.seq_len_where = r.where("seq_len");
   t.micro_batch = r.integer("micro_batch");
   t.grad_accum = r.integer("grad_accum");
+  t.loss_upcast = r.boolean("loss_upcast");
+  t.keep_logits = r.boolean("keep_logits");
   t.no_sync = r.boolean("no_sync");
   t.optimizer = pick<Optimizer>(r, "optimizer");
   t.activation_checkpointing = pick<ActivationCheckpointing>(r, "activation_checkpointing");

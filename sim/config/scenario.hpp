@@ -82,7 +82,9 @@ struct TrainingConfig {
   Location seq_len_where;
   std::int64_t micro_batch = 1;
   std::int64_t grad_accum = 1;
-  bool no_sync = false;  // accumulate unsharded gradients without reducing until the last micro-step
+  bool loss_upcast = true;   // cross_entropy(logits.float()) as torchtitan; false: in the logits' dtype
+  bool keep_logits = false;  // the loop holds the logits through backward (torchtitan deletes them)
+  bool no_sync = false;      // accumulate unsharded gradients without reducing until the last micro-step
   Optimizer optimizer = Optimizer::adamw;
   ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::none;
   int checkpoint_every = 2;   // with blocks: checkpoint blocks 0, k, 2k, ...
@@ -203,6 +205,9 @@ enum class PpSchedule { gpipe, one_f_one_b, interleaved_1f1b, zbv, interleaved_z
 struct ParallelismConfig {
   int tp = 1;
   bool sequence_parallel = true;
+  bool loss_parallel = true;    // logits left sharded over the vocabulary for the loss
+  bool shard_embedding = true;  // token embedding split over the vocabulary
+  Location shard_embedding_where;
   bool tp_async = false;  // micro-pipelined collective matmuls (needs sequence parallelism and compile)
   Location tp_async_where;
   int cp = 1;                // context parallelism: ranks splitting each sequence (inside the shard group)

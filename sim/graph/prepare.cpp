@@ -23,7 +23,7 @@ std::string model_label(const model::TransformerSpec& spec) {
 // parallelism.tp as the model allows it: every split dimension divisible by the degree.
 model::TensorParallel tensor_parallel(const config::ScenarioConfig& s, const model::TransformerSpec& spec) {
   const auto& p = s.parallelism;
-  model::TensorParallel tp{p.tp, p.sequence_parallel};
+  model::TensorParallel tp{p.tp, p.sequence_parallel, p.loss_parallel, p.shard_embedding};
   if (p.tp == 1) return tp;
   const std::string model = model_label(spec);
   const auto fail = [&](const std::string& what) { throw ConfigError(p.where, "parallelism.tp", what); };
@@ -33,6 +33,12 @@ model::TensorParallel tensor_parallel(const config::ScenarioConfig& s, const mod
   const auto divides = [&](std::int64_t n, const char* what) {
     if (n % p.tp != 0) fail(fmt::format("{} does not divide {}'s {} {}; expected a divisor of {}", p.tp, model, n, what, n));
   };
+  if (spec.tie_embeddings && !p.shard_embedding) {
+    throw ConfigError(p.shard_embedding_where, "parallelism.tp_shard_embedding",
+                      fmt::format("{} ties its output layer to the embedding, which ColwiseParallel splits over the vocabulary; "
+                                  "expected tp_shard_embedding: true",
+                                  model));
+  }
   divides(spec.heads, "attention heads");
   divides(spec.kv_heads, "key/value heads");
   divides(spec.ffn_hidden, "MLP features (ffn_hidden)");
@@ -177,7 +183,9 @@ Prepared prepare(config::ScenarioConfig scenario, const Deadline& deadline) {
         s.parallelism.cp_where, "parallelism.cp",
         fmt::format("context parallelism is modelled for llama-architecture attention; {} is not one; expected cp: 1", model_label(spec)));
   }
-  p.model = model::build_model(spec, s.training.seq_len, act_bytes, model::BlockOptions{tp, s.training.compile.value, s.parallelism.cp});
+  p.model = model::build_model(
+      spec, s.training.seq_len, act_bytes,
+      model::BlockOptions{tp, s.training.compile.value, s.parallelism.cp, s.training.loss_upcast, s.training.keep_logits});
   apply_float8(p, act_bytes);
   deadline.check("while building the model");
   fsdp::WrapPolicyRegistry policies;

@@ -36,15 +36,20 @@ enum class TpComm : std::uint8_t { none, all_gather, reduce_scatter, all_reduce 
 struct TensorParallel {
   int degree = 1;
   bool sequence_parallel = true;
+  bool loss_parallel = true;    // logits left sharded over the vocabulary for the loss; false: all-gathered
+  bool shard_embedding = true;  // token embedding split over the vocabulary; false: whole on every rank
   [[nodiscard]] bool sp() const { return degree > 1 && sequence_parallel; }
 };
 
 // How each rank holds and runs a block: its tensor-parallel share, and whether torch.compile
-// fuses its memory-bound kernels (blocks.cpp says which fuse).
+// fuses its memory-bound kernels (blocks.cpp says which fuse); and how the training loop
+// computes the loss after the blocks.
 struct BlockOptions {
   TensorParallel tp;
   bool compiled = false;
-  int cp = 1;  // context parallelism: a rank holds 1/cp of each sequence, K and V all-gathered per attention
+  int cp = 1;                // context parallelism: a rank holds 1/cp of each sequence, K and V all-gathered per attention
+  bool loss_upcast = true;   // cross-entropy on fp32 logits (torchtitan); false: in the activations' dtype
+  bool keep_logits = false;  // the training loop holds the logits through backward (no `del pred`)
 };
 
 // One piece of compute done by a module itself (not by its children), per micro-batch of

@@ -13,23 +13,32 @@ std::int64_t vocab_share(const TransformerSpec& s, const TensorParallel& tp) {
   return (s.vocab + tp.degree - 1) / tp.degree;
 }
 
+// The vocabulary the loss runs over on one rank: its shard under loss_parallel, else all of it.
+std::int64_t loss_vocab(const TransformerSpec& s, const TensorParallel& tp) {
+  return tp.degree > 1 && !tp.loss_parallel ? s.vocab : vocab_share(s, tp);
+}
+
 // The loss as torchtitan computes it: cross_entropy(logits.float(), labels). Forward traffic per
 // token: upcast (a+4)V, log-softmax (three fp32 passes, 12V), nll (~4V) = about 22V with a = 2;
 // backward about 18V. Autograd keeps the fp32 log-softmax output (4V); its backward holds the
 // incoming and outgoing fp32 gradients (8V) on top (d1-hand-model.md: 3 x 7.83 GiB at the peak).
+// Without the upcast (training.loss_upcast: false, F.cross_entropy on bf16 logits) the same
+// passes run over elements of the logits' a bytes: no cast, 3aV + aV forward, 18V x a/4
+// backward, aV kept and 2aV at its backward.
 //
 // Tensor parallel (torchtitan's loss_parallel): each rank holds 1/t of the vocabulary's logits,
 // and the softmax's max and sum over the vocabulary are all-reduced (two fp32 per token).
-Module loss_module(const TransformerSpec& s, int act, const TensorParallel& tp) {
-  const auto v = static_cast<double>(vocab_share(s, tp));
+Module loss_module(const TransformerSpec& s, int act, const TensorParallel& tp, bool upcast) {
+  const auto v = static_cast<double>(loss_vocab(s, tp));
   Module m;
   m.name = "loss";
   m.type = "CrossEntropyLoss";
-  if (tp.degree > 1) add_kernel(m, tp_comm_kernel("loss_parallel", TpComm::all_reduce, TpComm::none, 8.0));
-  const double fwd = (act + 4.0) * v + 12.0 * v + 4.0 * v;
-  add_kernel(m, memory_kernel("cross_entropy", fwd, 4, 18.0 * v / fwd));
-  m.activation.saved = {4 * v, 4 * v, 4 * v};
-  m.activation.backward_transient = {8 * v, 8 * v, 8 * v};
+  if (tp.degree > 1 && tp.loss_parallel) add_kernel(m, tp_comm_kernel("loss_parallel", TpComm::all_reduce, TpComm::none, 8.0));
+  const double e = upcast ? 4.0 : static_cast<double>(act);  // bytes of the elements the loss works on
+  const double fwd = (upcast ? act + 4.0 : 0.0) * v + 3 * e * v + e * v;
+  add_kernel(m, memory_kernel("cross_entropy", fwd, upcast ? 4 : 3, 4.5 * e * v / fwd));
+  m.activation.saved = {e * v, e * v, e * v};
+  m.activation.backward_transient = {2 * e * v, 2 * e * v, 2 * e * v};
   return m;
 }
 
@@ -40,14 +49,21 @@ void keep_input(Module& m, double bytes_per_token, double backward_transient = 0
 }
 
 // Tensor parallel: ColwiseParallel over the vocabulary, its input all-gathered from sequence
-// shards (or its input gradient all-reduced), the logits left sharded for loss_parallel.
-Module output_layer(const TransformerSpec& s, std::string name, int act, const TensorParallel& tp) {
+// shards (or its input gradient all-reduced), the logits left sharded for loss_parallel, or
+// all-gathered over the vocabulary without it (output_layouts=Replicate; its backward keeps the
+// rank's slice of the gradient, no collective).
+// A training loop that keeps a reference to the logits (`logits = model(x)` then `loss.backward()`
+// without torchtitan's `del pred`) holds them until the output layer's backward at least: counted
+// as saved by the output layer.
+Module output_layer(const TransformerSpec& s, std::string name, int act, const TensorParallel& tp, bool keep_logits) {
   const double ah = static_cast<double>(act) * static_cast<double>(s.hidden);
   Module out = linear(std::move(name), s.hidden, vocab_share(s, tp), s.head_bias);
   if (s.tie_embeddings) out.params.clear();  // the weight is the embedding's, counted once
   if (tp.degree > 1) out.program.insert(out.program.begin(), ProgramItem{-1, tp_enter("tp_enter", tp, ah)});
+  const double logits = static_cast<double>(act) * static_cast<double>(loss_vocab(s, tp));
+  if (tp.degree > 1 && !tp.loss_parallel) add_kernel(out, tp_comm_kernel("logits_all_gather", TpComm::all_gather, TpComm::none, logits));
   // Keeps its input; its backward holds the bf16 gradient of the logits.
-  keep_input(out, ah, static_cast<double>(act) * static_cast<double>(vocab_share(s, tp)));
+  keep_input(out, keep_logits ? ah + logits : ah, logits);
   return out;
 }
 
@@ -60,10 +76,18 @@ Module final_norm(const TransformerSpec& s, std::string name, int act, const Ten
 }
 
 // Tensor parallel: RowwiseParallel over the vocabulary; the partial embeddings are
-// reduce-scattered to sequence shards (or all-reduced).
+// reduce-scattered to sequence shards (or all-reduced). Not sharded (tp_shard_embedding: false)
+// every rank looks up whole rows; with sequence parallelism the first norm takes its sequence
+// shard of them, and in backward the shards' gradients are all-gathered back.
 Module token_embedding(const TransformerSpec& s, std::string name, int act, const TensorParallel& tp) {
+  const double ah = static_cast<double>(act) * static_cast<double>(s.hidden);
+  if (tp.degree > 1 && !tp.shard_embedding) {
+    Module e = embedding(std::move(name), s.vocab, s.hidden, act);
+    if (tp.sp()) add_kernel(e, tp_comm_kernel("tp_leave", TpComm::none, TpComm::all_gather, ah));
+    return e;
+  }
   Module e = embedding(std::move(name), vocab_share(s, tp), s.hidden, act);
-  if (tp.degree > 1) add_kernel(e, tp_leave("tp_leave", tp, static_cast<double>(act) * static_cast<double>(s.hidden)));
+  if (tp.degree > 1) add_kernel(e, tp_leave("tp_leave", tp, ah));
   return e;
 }
 
@@ -85,8 +109,8 @@ Module build_root(const TransformerSpec& spec, int act_bytes, const BlockOptions
   for (std::int64_t i = 0; i < spec.layers; ++i) add_child(layers, build_block(spec, i, act_bytes, options));
   add_child(root, std::move(layers));
   if (spec.final_norm) add_child(root, final_norm(spec, gpt ? "ln_f" : "norm", act_bytes, tp));
-  add_child(root, output_layer(spec, spec.arch == Arch::llama ? "output" : "lm_head", act_bytes, tp));
-  add_child(root, loss_module(spec, act_bytes, tp));
+  add_child(root, output_layer(spec, spec.arch == Arch::llama ? "output" : "lm_head", act_bytes, tp, options.keep_logits));
+  add_child(root, loss_module(spec, act_bytes, tp, options.loss_upcast));
   return root;
 }
 
@@ -130,7 +154,10 @@ Model build_model(const TransformerSpec& spec, std::int64_t seq_len, int act_byt
     model.embedding_params_ = embedding_numel(model.root);
   } else {
     // The whole model: what every rank of the group holds together (norms once, not t times).
-    const Module whole = build_root(spec, act_bytes, {});
+    BlockOptions one_rank;
+    one_rank.loss_upcast = options.loss_upcast;
+    one_rank.keep_logits = options.keep_logits;
+    const Module whole = build_root(spec, act_bytes, one_rank);
     model.total_params_ = whole.numel();
     model.embedding_params_ = embedding_numel(whole);
   }

@@ -187,17 +187,17 @@ int main(int argc, char** argv) {
       {"P4", "validation/published/p4_llama3.1-405b_512xh100_tp8_pp8.yaml", "tokens/s", 76, "torchtitan 405B benchmark (2024-12), TP 8 x PP 8", 0.08},
       {"P4", "validation/published/p4_llama3.1-405b_512xh100_tp8_pp8.yaml", "GiB reserved", 75.3, "same run, peak memory", 0.06},
       // FSDP2 x TP on nodes of 4 H200 (KempnerForge; InfiniBand bandwidth assumed).
-      {"P8", "validation/published/p8_llama3-8b_tp2_4xh200.yaml", "tokens/s", 6495, "KempnerForge mfu_scaling (2026-04), 8B TP 2 x FSDP 2", 0.10},
-      {"P8", "validation/published/p8_llama3-8b_tp4_8xh200.yaml", "tokens/s", 5537, "same, 8B TP 4 x FSDP 2", 0.23},
-      {"P8", "validation/published/p8_llama3-8b_tp4_32xh200.yaml", "tokens/s", 4872, "same, 8B TP 4 x FSDP 8", 0.36},
-      {"P8", "validation/published/p8_llama3-13b_tp4_32xh200.yaml", "tokens/s", 3260, "same, 13B TP 4 x FSDP 8", 0.18},
-      {"P8", "validation/published/p8_llama3-70b_tp4_32xh200.yaml", "tokens/s", 552, "same, 70B TP 4 x FSDP 8", 0.49},
+      {"P8", "validation/published/p8_llama3-8b_tp2_4xh200.yaml", "tokens/s", 6495, "KempnerForge mfu_scaling (2026-04), 8B TP 2 x FSDP 2", 0.05},
+      {"P8", "validation/published/p8_llama3-8b_tp4_8xh200.yaml", "tokens/s", 5537, "same, 8B TP 4 x FSDP 2", 0.16},
+      {"P8", "validation/published/p8_llama3-8b_tp4_32xh200.yaml", "tokens/s", 4872, "same, 8B TP 4 x FSDP 8", 0.28},
+      {"P8", "validation/published/p8_llama3-13b_tp4_32xh200.yaml", "tokens/s", 3260, "same, 13B TP 4 x FSDP 8", 0.15},
+      {"P8", "validation/published/p8_llama3-70b_tp4_32xh200.yaml", "tokens/s", 552, "same, 70B TP 4 x FSDP 8", 0.48},
       // Their peak allocated memory (the log's mem=, max_memory_allocated in GiB).
-      {"P8", "validation/published/p8_llama3-8b_tp2_4xh200.yaml", "GiB allocated", 45.9, "same, 8B TP 2 x FSDP 2, peak allocated", 0.17},
-      {"P8", "validation/published/p8_llama3-8b_tp4_8xh200.yaml", "GiB allocated", 32.7, "same, 8B TP 4 x FSDP 2, peak allocated", 0.22},
-      {"P8", "validation/published/p8_llama3-8b_tp4_32xh200.yaml", "GiB allocated", 27.6, "same, 8B TP 4 x FSDP 8, peak allocated", 0.37},
-      {"P8", "validation/published/p8_llama3-13b_tp4_32xh200.yaml", "GiB allocated", 36.3, "same, 13B TP 4 x FSDP 8, peak allocated", 0.27},
-      {"P8", "validation/published/p8_llama3-70b_tp4_32xh200.yaml", "GiB allocated", 93.2, "same, 70B TP 4 x FSDP 8, peak allocated", 0.07},
+      {"P8", "validation/published/p8_llama3-8b_tp2_4xh200.yaml", "GiB allocated", 45.9, "same, 8B TP 2 x FSDP 2, peak allocated", 0.06},
+      {"P8", "validation/published/p8_llama3-8b_tp4_8xh200.yaml", "GiB allocated", 32.7, "same, 8B TP 4 x FSDP 2, peak allocated", 0.06},
+      {"P8", "validation/published/p8_llama3-8b_tp4_32xh200.yaml", "GiB allocated", 27.6, "same, 8B TP 4 x FSDP 8, peak allocated", 0.07},
+      {"P8", "validation/published/p8_llama3-13b_tp4_32xh200.yaml", "GiB allocated", 36.3, "same, 13B TP 4 x FSDP 8, peak allocated", 0.07},
+      {"P8", "validation/published/p8_llama3-70b_tp4_32xh200.yaml", "GiB allocated", 93.2, "same, 70B TP 4 x FSDP 8, peak allocated", 0.05},
       // F1's bf16 job on 8 MI300X (mi300x_8x_ib400: matmul from a measured MAMF, attention and the other kernels assumed).
       {"F1", "validation/published/f1_llama3-8b_8xh100_bf16.yaml", "tokens/s", 5376.5, "torchao float8 README (2025-08), 8 x MI300X bf16", 0.38, {kMi300x}},
       // clang-format on

@@ -209,3 +209,62 @@ TEST_CASE("tensor parallel GPT: the same collectives per block as llama and half
   // 2 x 512 tokens x (512 x 1536 + 512 x 512 + 2 x 512 x 1376) / 2.
   CHECK(flops == doctest::Approx(2.0 * 512 * (512.0 * 1536 + 512.0 * 512 + 2 * 512.0 * 1376) / 2));
 }
+
+namespace {
+
+// Bytes the root's forward ops (embedding, final norm, output, loss) keep, in the first micro-step.
+double root_saved(const graph::Prepared& p) {
+  double saved = 0;
+  for (std::size_t i = 0; i < p.graph.size(); ++i) {
+    const auto& op = p.graph.op(static_cast<int>(i));
+    if (op.kind != OpKind::forward || op.step != 0 || op.micro != 0 || op.name.find("layers.") != std::string::npos) continue;
+    for (const auto& m : op.memory) {
+      if ((m.category == graph::MemCategory::activations || m.category == graph::MemCategory::loss) && m.bytes > 0 && !m.at_end)
+        saved += m.bytes;
+    }
+  }
+  return saved;
+}
+
+// The tensor-parallel collectives outside the blocks in the first micro-step, by kind and bytes.
+std::map<std::pair<OpKind, double>, int> root_tp_ops(const graph::Prepared& p) {
+  std::map<std::pair<OpKind, double>, int> out;
+  for (std::size_t i = 0; i < p.graph.size(); ++i) {
+    const auto& op = p.graph.op(static_cast<int>(i));
+    if (op.group != Group::tp || op.step != 0 || op.micro != 0 || op.name.find("layers.") != std::string::npos) continue;
+    ++out[{op.kind, op.bytes}];
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("tensor parallel: the loss on all of the vocabulary, a whole embedding, bf16 loss and logits held, by hand") {
+  // 512 tokens a micro-step, vocabulary V = 1000 (500 a rank), bf16 logits (a = 2).
+  const auto base = tiny({});
+  const auto gathered = tiny({"parallelism.tp_loss_parallel=false"});
+  // loss_parallel: the softmax statistics all-reduced (8 bytes a token); without it the logits
+  // all-gathered over the vocabulary (512 x 1000 x 2 bytes), nothing in backward.
+  const auto lp = root_tp_ops(base);
+  const auto ag = root_tp_ops(gathered);
+  CHECK(lp.count({OpKind::all_reduce, 512.0 * 8}) == 1);
+  CHECK(ag.count({OpKind::all_reduce, 512.0 * 8}) == 0);
+  CHECK(ag.at({OpKind::all_gather, 512.0 * 1000 * 2}) == 1);
+  CHECK(lp.count({OpKind::all_gather, 512.0 * 1000 * 2}) == 0);
+  // The fp32 log-softmax output (4 bytes an element) the loss keeps now spans 1000, not 500 rows.
+  CHECK(root_saved(gathered) - root_saved(base) == doctest::Approx(4.0 * 500 * 512));
+  // Without the upcast it is bf16; held logits add the bf16 logits themselves.
+  const auto bf16 = tiny({"parallelism.tp_loss_parallel=false", "training.loss_upcast=false"});
+  CHECK(root_saved(gathered) - root_saved(bf16) == doctest::Approx(2.0 * 1000 * 512));
+  const auto held = tiny({"parallelism.tp_loss_parallel=false", "training.loss_upcast=false", "training.keep_logits=true"});
+  CHECK(root_saved(held) - root_saved(bf16) == doctest::Approx(2.0 * 1000 * 512));
+  // A whole embedding: 1000 x 512 on every TP rank instead of 500 x 512, and instead of the
+  // reduce-scatter of its partial rows to sequence shards, the shards' gradients all-gathered back.
+  const auto whole = tiny({"parallelism.tp_shard_embedding=false"});
+  CHECK(whole.model.rank_params() - base.model.rank_params() == 500 * 512);
+  CHECK(whole.model.total_params() == base.model.total_params());
+  const auto sharded_ops = root_tp_ops(base);
+  const auto whole_ops = root_tp_ops(whole);
+  CHECK(sharded_ops.at({OpKind::reduce_scatter, kS}) - whole_ops.at({OpKind::reduce_scatter, kS}) == 1);
+  CHECK(whole_ops.at({OpKind::all_gather, kS}) == sharded_ops.at({OpKind::all_gather, kS}));
+}
