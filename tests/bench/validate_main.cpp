@@ -128,6 +128,12 @@ shardsim::report::Regime regime_of(const std::string& scenario, const std::vecto
 
 constexpr const char* kAsync = "parallelism.tp_async=true";
 constexpr const char* kMi300x = "cluster.topology=mi300x_8x_ib400";
+constexpr const char* kCp2 = "parallelism.cp=2";
+constexpr const char* kCp4 = "parallelism.cp=4";
+constexpr const char* kCp8 = "parallelism.cp=8";
+constexpr const char* kSeq64k = "training.seq_len=65536";
+constexpr const char* kSeq128k = "training.seq_len=131072";
+constexpr const char* kSeq256k = "training.seq_len=262144";
 
 int main(int argc, char** argv) {
   // --check: only the table, and exit 1 when a case is outside its bound (ctest -L validation)
@@ -186,6 +192,13 @@ int main(int argc, char** argv) {
       // TP x PP x FSDP (micro-batches not published: torchtitan's default then, the pipeline degree).
       {"P4", "validation/published/p4_llama3.1-405b_512xh100_tp8_pp8.yaml", "tokens/s", 76, "torchtitan 405B benchmark (2024-12), TP 8 x PP 8", 0.08},
       {"P4", "validation/published/p4_llama3.1-405b_512xh100_tp8_pp8.yaml", "GiB reserved", 75.3, "same run, peak memory", 0.06},
+      // FSDP2 x CP on one host (the first row; the others at cp = 2, 4, 8 with the sequence grown alike).
+      {"P5", "validation/published/p5_llama3.1-8b_8xh100_cp.yaml", "tokens/s", 3890, "torchtitan 8B benchmark (2024-12), FSDP 8, 32K", 0.11},
+      {"P5", "validation/published/p5_llama3.1-8b_8xh100_cp.yaml", "tokens/s", 2540, "same, FSDP 4 x CP 2, 64K", 0.04, {kCp2, kSeq64k}},
+      {"P5", "validation/published/p5_llama3.1-8b_8xh100_cp.yaml", "tokens/s", 1071, "same, FSDP 2 x CP 4, 128K", 0.34, {kCp4, kSeq128k}},
+      {"P5", "validation/published/p5_llama3.1-8b_8xh100_cp.yaml", "tokens/s", 548, "same, FSDP 1 x CP 8, 256K", 0.40, {kCp8, kSeq256k}},
+      {"P5", "validation/published/p5_llama3.1-8b_8xh100_cp.yaml", "GiB reserved", 83.9, "same, FSDP 8, 32K, peak memory", 0.08},
+      {"P5", "validation/published/p5_llama3.1-8b_8xh100_cp.yaml", "GiB reserved", 84.5, "same, FSDP 1 x CP 8, 256K, peak memory", 0.09, {kCp8, kSeq256k}},
       // FSDP2 x TP on nodes of 4 H200 (KempnerForge; InfiniBand bandwidth assumed).
       {"P8", "validation/published/p8_llama3-8b_tp2_4xh200.yaml", "tokens/s", 6495, "KempnerForge mfu_scaling (2026-04), 8B TP 2 x FSDP 2", 0.05},
       {"P8", "validation/published/p8_llama3-8b_tp4_8xh200.yaml", "tokens/s", 5537, "same, 8B TP 4 x FSDP 2", 0.16},
