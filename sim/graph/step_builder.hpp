@@ -99,7 +99,7 @@ class FsdpStepBuilder {
   void ring_forward(const model::Kernel& attention, const fsdp::Segment& cp, OpKind kind, const std::string& name, int u);
   void ring_backward(const model::Kernel& attention, const fsdp::Segment& cp, const std::string& name, int u);
 
-  // ---- passes (fsdp_passes.cpp) ----
+  // ---- passes (fsdp_passes.cpp; reduction and optimizer: fsdp_reduction.cpp) ----
   void forward();
   void backward();
   void forward_compute(const fsdp::Segment& s, int segment, int u);

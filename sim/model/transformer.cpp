@@ -154,10 +154,7 @@ Model build_model(const TransformerSpec& spec, std::int64_t seq_len, int act_byt
     model.embedding_params_ = embedding_numel(model.root);
   } else {
     // The whole model: what every rank of the group holds together (norms once, not t times).
-    BlockOptions one_rank;
-    one_rank.loss_upcast = options.loss_upcast;
-    one_rank.keep_logits = options.keep_logits;
-    const Module whole = build_root(spec, act_bytes, one_rank);
+    const Module whole = build_root(spec, act_bytes, {});  // only its parameters are counted
     model.total_params_ = whole.numel();
     model.embedding_params_ = embedding_numel(whole);
   }

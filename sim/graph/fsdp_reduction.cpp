@@ -1,0 +1,216 @@
+// Gradient reduction after backward (FSDP's reduce-scatter with its copy-in and the fp32
+// accumulation of no_sync, hybrid sharding's all-reduce, DDP's buckets, CPU offload's copies
+// out), gradient-norm clipping and the optimizer step. The forward and backward passes that
+// call them are in fsdp_passes.cpp.
+#include <fmt/format.h>
+
+#include "fsdp/model_state.hpp"
+#include "graph/step_builder.hpp"
+
+namespace shardsim::graph {
+
+// DDP (no_shard): gradients fill buckets of fsdp.bucket_size in backward order; a full bucket is
+// all-reduced while backward goes on (DDP's Reducer, bucket_cap_mb = 25 by default). The sharded
+// optimizer (shard_optimizer) reduce-scatters each bucket instead: a rank keeps the reduced
+// gradients of the 1/dp it updates (Megatron's distributed optimizer, ZeRO-1).
+void FsdpStepBuilder::bucket_reduce(double numel, int producer, bool flush) {
+  if (!syncing()) return;
+  bucket_numel_ += numel;
+  const double cap = fsdp_.bucket_size.value() / plan_.master_bytes;
+  if (bucket_numel_ <= 0 || (!flush && bucket_numel_ < cap)) return;
+  const bool scatter = plan_.traits.shards_optimizer;
+  const std::string name = fmt::format("{} bucket ({:.0f} MB)", scatter ? "RS" : "AR", bucket_numel_ * plan_.reduce_bytes / 1e6);
+  Op op = scatter ? make(OpKind::reduce_scatter, rs_stream(), name, -1)
+                  : make(OpKind::all_reduce, v2_ ? Stream::all_reduce : Stream::nccl, name, -1);
+  // The data-parallel ranks: every rank, or with TP those of one TP index.
+  op.group = scatter ? Group::shard : Group::replicate;
+  op.bytes = bucket_numel_ * plan_.reduce_bytes;
+  const int id = issue(std::move(op));
+  g_.add_edge(producer, id, EdgeKind::data);
+  last_reduce_ = id;
+  bucket_numel_ = 0;
+}
+
+// shard_optimizer: each rank updated 1/dp of the parameters; before a unit's first forward of
+// the step they are all-gathered in the compute dtype into the whole parameters every rank keeps
+// (no memory of their own), on the all-gather stream once the optimizer step is done. Per unit,
+// as FSDP unshards, which is how Megatron's overlap_param_gather overlaps them with the forward
+// (per bucket there).
+void FsdpStepBuilder::gather_updated(int u) {
+  Op ag = make(OpKind::all_gather, ag_stream(), "AG " + unit(u).name, u);
+  ag.group = Group::shard;
+  ag.bytes = unsharded_bytes(u);
+  const int id = issue(std::move(ag));
+  g_.add_edge(last_optimizer_, id, EdgeKind::data);
+  at(gather_of_, u) = id;
+  at(available_, u) = id;
+}
+
+// Reduce-scatter of unit u's gradients after its backward (and the inter-node all-reduce of
+// hybrid sharding); none under no_sync, where the unsharded gradients stay for the next micro-step.
+void FsdpStepBuilder::reduce(int u) {
+  if (!has_params(u)) return;
+  if (v2_ && upcasts_accumulated_grads()) upcast_accumulation(u);
+  if (!syncing()) {
+    at(grads_alive_, u) = true;
+    return;
+  }
+  at(grads_alive_, u) = false;
+  const int last = at(last_compute_, u);
+  const double buffer = reduce_buffer_bytes(u);
+  const bool first_micro = micro_ == 0 || accumulate_;
+  int producer = last;
+  Op rs = make(OpKind::reduce_scatter, rs_stream(), "RS " + unit(u).name, u);
+  rs.group = Group::shard;
+  rs.bytes = buffer;
+  if (v2_) {
+    // The compute stream waits for the previous reduce-scatter, then chunk_cat copies the
+    // gradients into the reduce-scatter input (reduce dtype), allocated for the RS stream.
+    Op copy = make(OpKind::copy, Stream::compute, "copy-in " + unit(u).name, u);
+    copy.memory.push_back({MemCategory::reduce_buffers, buffer, false, Pool::reduce_scatter});
+    double grads = 0;
+    for (double piece : at(grad_pieces_, u)) {
+      grads += piece;
+      copy.memory.push_back({MemCategory::gradients, -piece, true, Pool::compute});
+    }
+    copy.work = memory_work(grads + buffer, 1);
+    at(grad_pieces_, u).clear();
+    producer = issue(std::move(copy));
+    g_.add_edge(last, producer, EdgeKind::data);
+    g_.add_edge(last_reduce_, producer, EdgeKind::rate_limit);
+    rs.memory.push_back({MemCategory::reduce_buffers, -buffer, true, Pool::reduce_scatter});
+  } else {
+    // FSDP1 casts to the reduce dtype into a new buffer when it differs, then frees both.
+    const bool cast = plan_.reduce_bytes != plan_.grad_bytes;
+    if (cast) rs.memory.push_back({MemCategory::reduce_buffers, buffer, false, Pool::reduce_scatter});
+    if (cast) rs.memory.push_back({MemCategory::reduce_buffers, -buffer, true, Pool::reduce_scatter});
+    rs.memory.push_back({MemCategory::gradients, -grad_bytes(u), true, Pool::compute});
+  }
+  if (first_micro) {
+    rs.memory.push_back({MemCategory::grad_shards, shard_master_bytes(u), false, Pool::reduce_scatter});
+    grad_shard_frees_.push_back({MemCategory::grad_shards, -shard_master_bytes(u), true, offload_ ? Pool::host : Pool::reduce_scatter});
+  }
+  const int id = issue(std::move(rs));
+  g_.add_edge(producer, id, EdgeKind::data);
+  last_reduce_ = id;
+  int reduced = id;
+  if (plan_.traits.hybrid && plan_.replicate_group > 1) {
+    Op ar = make(OpKind::all_reduce, Stream::all_reduce, "AR " + unit(u).name, u);
+    ar.group = Group::replicate;
+    ar.bytes = static_cast<double>(unit(u).shard_numel) * plan_.reduce_bytes;
+    reduced = issue(std::move(ar));
+    g_.add_edge(id, reduced, EdgeKind::data);
+  }
+  if (offload_) {
+    // The reduced shard goes to pinned host memory for the CPU optimizer.
+    Op d2h = make(OpKind::host_copy, Stream::d2h, "D2H " + unit(u).name, u);
+    d2h.work.pcie_bytes = shard_master_bytes(u);
+    d2h.memory.push_back({MemCategory::grad_shards, -shard_master_bytes(u), true, Pool::reduce_scatter});
+    d2h.memory.push_back({MemCategory::grad_shards, shard_master_bytes(u), true, Pool::host});
+    last_d2h_ = issue(std::move(d2h));
+    g_.add_edge(reduced, last_d2h_, EdgeKind::data);
+  }
+}
+
+// FSDP2 under no_sync (and pipelining) with a reduce dtype wider than the parameters' keeps the
+// accumulated unsharded gradients in the reduce dtype: after the first micro-step's backward of a
+// unit each gradient is cast (FSDPParam.to_accumulated_grad_if_needed: read 2, write 4 bytes an
+// element in bf16 / fp32) and later micro-steps' gradients are added to it and freed
+// (accumulate_unsharded_grad_if_needed: read 2 + 4, write 4), on the compute stream at
+// post-backward. The accumulator is what the last micro-step's copy-in reads.
+void FsdpStepBuilder::upcast_accumulation(int u) {
+  auto& pieces = at(grad_pieces_, u);
+  const bool first = !at(grads_alive_, u);
+  if (first && syncing()) return;  // a single micro-step: reduced as made, nothing accumulated
+  const double numel = static_cast<double>(unit(u).numel);
+  const double accumulator = numel * plan_.reduce_bytes;
+  const std::size_t made_from = first ? 0 : 1;  // pieces[0] is the accumulator after the first
+  double made = 0;
+  for (std::size_t i = made_from; i < pieces.size(); ++i) made += pieces[i];
+  Op op = make(OpKind::copy, Stream::compute, (first ? "grad upcast " : "grad accumulate ") + unit(u).name, u);
+  op.work = memory_work(first ? made + accumulator : made + 2 * accumulator, static_cast<int>(pieces.size() - made_from));
+  if (first) op.memory.push_back({MemCategory::gradients, accumulator, false, Pool::compute});
+  for (std::size_t i = made_from; i < pieces.size(); ++i) op.memory.push_back({MemCategory::gradients, -pieces[i], true, Pool::compute});
+  if (first) {
+    pieces.assign(1, accumulator);
+  } else {
+    pieces.resize(1);
+  }
+  const int id = issue(std::move(op));
+  g_.add_edge(at(last_compute_, u), id, EdgeKind::data);
+  at(last_compute_, u) = id;
+}
+
+// ---- optimizer ------------------------------------------------------------------------------
+
+void FsdpStepBuilder::optimizer() {
+  std::int64_t shard = 0;
+  for (const auto& u : plan_.units) shard += plan_.traits.shards_optimizer ? u.shard_numel : u.numel;
+  double bytes = static_cast<double>(shard) * fsdp::optimizer_bytes_per_param(cfg_.training.optimizer, plan_.master_bytes);
+  // The distributed optimizer then copies its updated master shard into the model's parameters
+  // where their dtypes differ (Megatron's _copy_main_params_to_model_params: read fp32, write
+  // bf16), the shard the all-gather sends. FSDP casts in its all-gather copy-in instead.
+  if (shards_optimizer_only() && plan_.param_bytes != plan_.master_bytes) {
+    bytes += static_cast<double>(shard) * (plan_.master_bytes + plan_.param_bytes);
+  }
+  grad_norm_all_reduces();
+  // With offload the step runs on the CPU thread over host memory, after the final callback's
+  // synchronize (fsdp-semantics.md section 5).
+  Op op = make(OpKind::optimizer, offload_ ? Stream::cpu : Stream::compute, fmt::format("optimizer step {}", step_), -1);
+  if (offload_) {
+    op.work.host_bytes = bytes;
+  } else {
+    op.work = memory_work(bytes, 8 * static_cast<int>(plan_.units.size()));
+  }
+  // zero_grad(set_to_none=True) frees the gradients after the step.
+  op.memory.insert(op.memory.end(), grad_shard_frees_.begin(), grad_shard_frees_.end());
+  grad_shard_frees_.clear();
+  const int id = issue(std::move(op));
+  after_reductions(id);
+  g_.add_edge(io_.last(Stream::tp), id, EdgeKind::data);  // the gradient norm's TP all-reduce
+  last_optimizer_ = id;
+  // shard_optimizer: the next step starts from parameters updated in pieces (gather_updated).
+  if (shards_optimizer_only()) {
+    for (std::size_t u = 0; u < plan_.units.size(); ++u) at(available_, static_cast<int>(u)) = -1;
+  }
+  precompute_float8_scales();
+}
+
+// The final callback makes the compute stream wait for every reduction stream.
+void FsdpStepBuilder::after_reductions(int id) {
+  for (Stream s : {Stream::compute, Stream::nccl, Stream::reduce_scatter, Stream::all_reduce, Stream::d2h}) {
+    g_.add_edge(io_.last(s), id, EdgeKind::data);
+  }
+}
+
+// Gradient-norm clipping (clip_grad_norm_ before the step, as torchtitan, fms-fsdp and Megatron
+// run it by default; reading and scaling the gradients is in the optimizer's bytes): the squared
+// norms of a rank's gradient shards are summed over the ranks the gradients are split across, a
+// 4-byte all-reduce per mesh dimension (DTensor's full_tensor of the norm): the shard group where
+// gradients are sharded (not DDP's replicated ones), then the TP group. Every rank's step waits
+// for them: a synchronization of the whole job once a step. torchtitan all-reduces the norm over
+// the pipeline stages as well (torchtitan#596), which is not modelled.
+void FsdpStepBuilder::grad_norm_all_reduces() {
+  const auto all_reduce = [&](Group group, Stream stream, std::string_view over) {
+    Op ar = make(OpKind::all_reduce, stream, fmt::format("grad norm AR {} {}", over, step_), -1);
+    ar.group = group;
+    ar.bytes = 4;  // one fp32 sum of squares
+    // The norm is taken once every gradient is reduced.
+    after_reductions(issue(std::move(ar)));
+  };
+  if (plan_.traits.shards_optimizer && plan_.shard_group > 1) all_reduce(Group::shard, Stream::all_reduce, "dp");
+  if (plan_.tp_group > 1) all_reduce(Group::tp, Stream::tp, "tp");  // on TP's stream, as its other collectives
+}
+
+// Megatron's distributed optimizer keeps, for the 1/dp of the parameters a rank updates, the
+// optimizer's states and a master copy and main-gradient shard where the parameters' and the
+// gradients' dtypes are not the master one: with bf16 parameters, fp32 gradients and Adam,
+// 4 + 4 + 4 = 12 bytes, so 2 + 4 + 12/d per parameter in all (docs/api-guide/dist_optimizer.md).
+double FsdpStepBuilder::distributed_optimizer_bytes() const {
+  double bytes = static_cast<double>(plan_.master_bytes) * fsdp::optimizer_states(cfg_.training.optimizer);
+  if (plan_.param_bytes != plan_.master_bytes) bytes += plan_.master_bytes;
+  if (plan_.reduce_bytes != plan_.master_bytes) bytes += plan_.master_bytes;
+  return bytes;
+}
+
+}  // namespace shardsim::graph
