@@ -5,16 +5,16 @@
 #include <filesystem>
 #include <iostream>
 
-#include "core/args.hpp"
 #include "cli/commands.hpp"
 #include "cli/pipeline.hpp"
+#include "core/args.hpp"
+#include "core/atomic_file.hpp"
 #include "engine/collective.hpp"
 #include "engine/compute_model.hpp"
 #include "engine/simulator.hpp"
 #include "graph/serialize.hpp"
-#include "core/atomic_file.hpp"
-#include "report/outputs.hpp"
 #include "graph/timeline_io.hpp"
+#include "report/outputs.hpp"
 
 namespace shardsim::cli {
 namespace {
@@ -99,7 +99,7 @@ int cmd_run(std::span<const std::string> argv) {
     set.add(dir / "trace.json", report::chrome_trace(p.graph, result.timeline, kTraceRanks));
     set.add(dir / "timeline.json", graph::to_json(timeline).dump() + "\n");
     set.add(dir / "memory.csv", report::memory_csv(summary.memory));
-    set.add(dir / "memory.svg", report::memory_svg(summary.memory, summary.gpu_memory,
+    set.add(dir / "memory.svg", report::memory_svg(summary.memory, summary.gpu_memory - summary.outside.total(),
                                                    fmt::format("{}: memory of rank {}", summary.scenario, summary.memory.rank)));
     set.commit();
     if (!args.has("--json"))
@@ -109,7 +109,8 @@ int cmd_run(std::span<const std::string> argv) {
 }
 
 int cmd_export(std::span<const std::string> argv) {
-  Args args("shardsim export SCENARIO [--set KEY=VALUE]... --out GRAPH.json\n  the step graph the replay harness runs (docs/graph-format.md)");
+  Args args(
+      "shardsim export SCENARIO [--set KEY=VALUE]... --out GRAPH.json\n  the step graph the replay harness runs (docs/graph-format.md)");
   args.repeated("--set", "KEY=VALUE", "override a scenario key");
   args.value("--out", "GRAPH.json", "where to write the step graph");
   args.parse(argv);

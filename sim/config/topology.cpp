@@ -54,6 +54,11 @@ constexpr std::array kGpuParams{
               "kernel launches the CPU can have pending before a launch blocks: how far the CPU runs ahead of the GPU "
               "(undocumented by CUDA; 1024 is the depth commonly observed)",
               Range{16, 1 << 20}},
+    ParamSpec{"context_memory", "size", "400MB",
+              "device memory the CUDA context takes outside PyTorch's allocator (driver, loaded kernels): around 400 MB with "
+              "CUDA 11.7+ lazy module loading, PyTorch's default (pytorch/pytorch#109888; 287 MB right after the first "
+              "kernel, pytorch/pytorch#86509)",
+              Range{0, 1e12, Dimension::bytes}},
 };
 constexpr std::array kPeakParams{
     ParamSpec{"bf16", "compute rate", "", "dense bf16 tensor-core peak", kFlopRateRange},
@@ -86,6 +91,11 @@ constexpr std::array kNodeParams{
     ParamSpec{"nvlink_mesh", "bool", "false",
               "GPUs wired to each other without an NVSwitch (HGX 4-GPU boards): each pair has 1/(gpus - 1) of a GPU's nvlink "
               "bandwidth, and a group's rings use the pairs among its members"},
+    ParamSpec{"nccl_channels", "integer", "16",
+              "channels NCCL runs per communicator (its log's 'coll channels'): each keeps one connection's buffers per peer, "
+              "outside PyTorch's allocator. 16 as an 8 x H800 node logs (nvidia/nccl#892); NCCL's topology search picks it "
+              "from the links, so a log of your own job gives the figure",
+              Range{1, 64}},
 };
 constexpr std::array kLinkParams{
     ParamSpec{"bandwidth", "bandwidth", "", "per direction, e.g. 400Gbps or 450GB/s", kBandwidthRange},
@@ -192,6 +202,7 @@ GpuSpec read_gpu(const Reader& top) {
   g.comm_interference = r.number("comm_interference");
   g.attention_half_keys = r.number("attention_half_keys");
   g.launch_queue = static_cast<int>(r.integer("launch_queue"));
+  g.context_memory = Bytes(r.quantity("context_memory", Dimension::bytes));
   return g;
 }
 
@@ -209,6 +220,7 @@ NodeSpec read_node(const Reader& top) {
   }
   n.nvls = r.boolean("nvls");
   n.nvlink_mesh = r.boolean("nvlink_mesh");
+  n.nccl_channels = static_cast<int>(r.integer("nccl_channels"));
   if (n.nvls && n.nvlink_mesh)
     r.fail("nvls", "NVLink SHARP needs an NVSwitch; node.nvlink_mesh wires the GPUs without one (expected one of them)");
   if (n.nvlink_mesh && n.gpus < 2) r.fail("nvlink_mesh", fmt::format("a mesh needs at least 2 GPUs in the node; node.gpus is {}", n.gpus));

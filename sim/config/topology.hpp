@@ -66,6 +66,8 @@ struct GpuSpec {
   // Kernel launches the CPU can have queued on the GPU before the next launch blocks; bounds how
   // far the CPU thread runs ahead (allocations happen at CPU time).
   int launch_queue = 1024;
+  // Device memory the CUDA context holds outside PyTorch's allocator (driver state, loaded kernels).
+  Bytes context_memory;
 };
 
 struct LinkSpec {
@@ -83,6 +85,8 @@ struct NodeSpec {
   bool nvls = false;  // the NVSwitch reduces and multicasts (NVLink SHARP): NCCL's NVLS algorithms
   // GPUs wired to each other without an NVSwitch: a link per pair with 1/(gpus - 1) of `nvlink`.
   bool nvlink_mesh = false;
+  // Channels NCCL runs per communicator; each keeps one connection's buffers per peer.
+  int nccl_channels = 16;
 };
 
 struct FabricSpec {

@@ -12,7 +12,6 @@ namespace {
 constexpr std::array<const char*, graph::kMemCategories> kColors{"#4e79a7", "#f28e2b", "#e15759", "#ff9da7",
                                                                  "#76b7b2", "#59a14f", "#edc948", "#b07aa1"};
 
-
 }  // namespace
 
 std::string memory_csv(const MemoryTimeline& m) {
@@ -84,7 +83,8 @@ std::string memory_svg(const MemoryTimeline& m, double capacity, const std::stri
   svg += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle">time</text>)", left + pw / 2, H - 8);
   svg += fmt::format(R"(<line x1="{}" y1="{:.1f}" x2="{}" y2="{:.1f}" stroke="#c00" stroke-dasharray="6,4" stroke-width="2"/>)", left,
                      y(capacity), left + pw, y(capacity));
-  svg += fmt::format(R"(<text x="{}" y="{:.1f}" fill="#c00">GPU memory {:.1f} GiB</text>)", left + 4, y(capacity) - 5, capacity / kGiB);
+  svg += fmt::format(R"(<text x="{}" y="{:.1f}" fill="#c00">GPU memory left to PyTorch {:.1f} GiB</text>)", left + 4, y(capacity) - 5,
+                     capacity / kGiB);
   // Reserved memory (the caching allocator's pools) as a step line above the allocated areas.
   std::string reserved_pts;
   for (std::size_t i = 0; i < m.points.size(); ++i) {

@@ -269,6 +269,7 @@ Summary summarize(const SummaryInput& in) {
   }
   s.reported_step = g.info.steps - 1;
   s.gpu_memory = in.scenario.cluster.topology.gpu.memory.value();
+  s.outside = outside_allocator(g.info, in.scenario.cluster.topology);
   if (const auto& cal = in.scenario.calibration) {
     s.calibration = cal->file.string();
     s.calibration_name = cal->name;
@@ -419,7 +420,7 @@ Summary summarize(const SummaryInput& in) {
   for (int r : ranks) {
     MemoryTimeline m =
         memory_timeline(g, t, r, {in.scenario.cluster.topology.gpu.launch_queue, in.scenario.cluster.topology.host.kernel_dispatch.value()},
-                        s.gpu_memory, deadline);
+                        std::max(0.0, s.gpu_memory - s.outside.total()), deadline);
     s.oom = s.oom || m.alloc_failures > 0;
     s.alloc_retries = std::max(s.alloc_retries, m.alloc_retries);
     if (r == 0 || m.peak_reserved > s.memory.peak_reserved) s.memory = std::move(m);

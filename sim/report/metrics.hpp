@@ -13,6 +13,7 @@
 #include "graph/timeline.hpp"
 #include "model/transformer.hpp"
 #include "report/cpu_issue.hpp"
+#include "report/outside_allocator.hpp"
 
 namespace shardsim::report {
 
@@ -127,6 +128,7 @@ struct Summary {
   std::string range_basis;
   int exposed_rank = 0;
   double gpu_memory = 0;
+  OutsideAllocator outside;                  // the CUDA context and NCCL's buffers: gpu_memory - outside.total() is the allocator's
   MemoryTimeline memory;                     // of the rank with the highest peak reserved memory
   bool oom = false;                          // some rank's allocation failed even after releasing the cache
   int alloc_retries = 0;                     // the most allocator retries on one rank (each slows the run)

@@ -138,11 +138,17 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
                                         "slower than simulated)",
                                         s.alloc_retries, s.alloc_retries == 1 ? "" : "s")
                                   : std::string("fits");
-  row("peak memory (reserved)",
-      fmt::format("{} of {} on rank {}  ->  {}", gib(s.memory.peak_reserved), gib(s.gpu_memory), s.memory.rank, verdict));
+  row("peak memory (reserved)", fmt::format("{} of {} left to PyTorch on rank {}  ->  {}", gib(s.memory.peak_reserved),
+                                            gib(s.gpu_memory - s.outside.total()), s.memory.rank, verdict));
   for (std::size_t p = 0; p + 1 < kPoolLabels.size(); ++p) {
     if (s.memory.reserved_by_pool[p] > 0) row(fmt::format("  {} pool", kPoolLabels[p]), gib(s.memory.reserved_by_pool[p]));
   }
+  const std::string nccl = s.outside.communicators > 0
+                               ? fmt::format(", NCCL buffers {} for {} communicator{} x {} channels", gib(s.outside.nccl),
+                                             s.outside.communicators, s.outside.communicators == 1 ? "" : "s", s.outside.channels)
+                               : std::string();
+  row("outside PyTorch's allocator",
+      fmt::format("{} of the GPU's {}  (CUDA context {}{})", gib(s.outside.total()), gib(s.gpu_memory), gib(s.outside.context), nccl));
   row("peak memory (allocated)", fmt::format("{} at {}", gib(s.memory.peak), s.memory.peak_op));
   for (std::size_t c = 0; c < kCategoryLabels.size(); ++c) {
     row(fmt::format("  {}", kCategoryLabels[c]), gib(s.memory.at_peak[c]));
@@ -269,6 +275,11 @@ nlohmann::json summary_json(const Summary& s) {
       {"peak_memory_rank", s.memory.rank},
       {"peak_memory_op", s.memory.peak_op},
       {"gpu_memory_bytes", s.gpu_memory},
+      {"outside_allocator_bytes",
+       {{"cuda_context", s.outside.context},
+        {"nccl", s.outside.nccl},
+        {"nccl_communicators", s.outside.communicators},
+        {"nccl_channels", s.outside.channels}}},
       {"oom", s.oom},
       {"alloc_retries", s.alloc_retries},
       {"memory_breakdown", breakdown},

@@ -1,0 +1,88 @@
+#include "report/outside_allocator.hpp"
+
+#include <doctest/doctest.h>
+
+#include "report/metrics.hpp"
+
+using namespace shardsim;
+
+namespace {
+
+config::TopologyConfig topology(double context_bytes, int channels) {
+  config::TopologyConfig t;
+  t.gpu.memory = Bytes(80e9);
+  t.gpu.peak_bf16 = FlopRate(1e15);
+  t.gpu.peak_fp32 = FlopRate(1e14);
+  t.gpu.context_memory = Bytes(context_bytes);
+  t.node.nccl_channels = channels;
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("an NCCL connection keeps one buffer per protocol at NCCL's default sizes") {
+  // LL: 8 lines x 512 threads x 8 steps x 16 B; LL128: 120 x 640 x 8 x 8 B; Simple: 1 << 22.
+  CHECK(report::kNcclConnectionBytes == 8.0 * 512 * 8 * 16 + 120.0 * 640 * 8 * 8 + 4194304.0);
+  CHECK(report::kNcclConnectionBytes == 9633792.0);
+}
+
+TEST_CASE("one communicator per parallel group of more than one rank, one connection per peer and channel") {
+  graph::GraphInfo info;
+  SUBCASE("a single GPU has the CUDA context and no NCCL") {
+    const auto o = report::outside_allocator(info, topology(400e6, 16));
+    CHECK(o.communicators == 0);
+    CHECK(o.nccl == 0);
+    CHECK(o.total() == 400e6);
+  }
+  SUBCASE("FSDP over 8 GPUs: one ring communicator, 16 x 9,633,792 B") {
+    info.world_size = 8;
+    info.shard_group = 8;
+    info.reshard_group = 8;
+    const auto o = report::outside_allocator(info, topology(400e6, 16));
+    CHECK(o.communicators == 1);
+    CHECK(o.nccl == doctest::Approx(154140672.0));  // 16 x 9,633,792
+  }
+  SUBCASE("TP 8 x FSDP 4 with FSDP2 resharding to 2 after forward: three communicators") {
+    info.world_size = 32;
+    info.tp_group = 8;
+    info.shard_group = 4;
+    info.reshard_group = 2;
+    const auto o = report::outside_allocator(info, topology(0, 32));
+    CHECK(o.communicators == 3);
+    CHECK(o.nccl == doctest::Approx(3 * 32 * 9633792.0));
+  }
+  SUBCASE("pipeline stages receive from the stage before and the one after") {
+    info.world_size = 4;
+    info.pp_group = 4;
+    const auto o = report::outside_allocator(info, topology(0, 8));
+    CHECK(o.communicators == 1);
+    CHECK(o.nccl == doctest::Approx(2 * 8 * 9633792.0));
+    info.pp_group = 2;
+    info.world_size = 2;
+    CHECK(report::outside_allocator(info, topology(0, 8)).nccl == doctest::Approx(8 * 9633792.0));
+  }
+}
+
+TEST_CASE("what the CUDA context and NCCL hold is not the allocator's: a job that fits only without them is out of memory") {
+  // One rank holding 79.7 GB of an 80 GB GPU: with no context it fits, with 400 MB of context
+  // the allocator has 79.6 GB and the first segment cannot be reserved.
+  graph::StepGraph g;
+  g.info.world_size = 1;
+  g.info.tokens_per_micro_step = 1000;
+  g.info.initial_memory = {{graph::MemCategory::sharded_params, 79.7e9, false, graph::Pool::compute}};
+  graph::Op step;
+  step.kind = graph::OpKind::optimizer;
+  step.stream = graph::Stream::compute;
+  step.name = "optimizer";
+  g.add_op(step);
+  graph::Timeline t(1, 1);
+  t.at(0, 0) = {0, 1};
+  model::Model m;
+  config::ScenarioConfig s;
+  s.cluster.topology = topology(0, 16);
+  CHECK_FALSE(report::summarize({s, m, g, t}).oom);
+  s.cluster.topology = topology(400e6, 16);
+  const auto sum = report::summarize({s, m, g, t});
+  CHECK(sum.oom);
+  CHECK(sum.outside.total() == 400e6);
+}
