@@ -50,6 +50,15 @@ constexpr std::array kGpuParams{
               "240 fits FlashAttention-3 and Triton FA2 forward on H100 within 1.5 % (pytorch/benchmark#2391); taken for "
               "other GPUs and backward [assumed]; 0: no length effect",
               Range{0, 1e6}},
+    ParamSpec{"gemm_output_exposed", "fraction", "0.45",
+              "share of a GEMM's output write, at the memory-bound rate, that its main loop does not hide: a GEMM of "
+              "reduction length K costs k0 / K more (k0 = this x GEMM rate x output element bytes / (2 x memory rate), 106 "
+              "for bf16 on H100), relative to a Llama 3 8B block's GEMMs. 0.45 from XLA's measured H100 matmul table "
+              "(matmul_interpolator_data.h, "
+              "sm_90): t = 6 us + F / 847 TFLOPS + 0.53 x output bytes / 3.35 TB/s fits 28 shapes of 4,096-16,384 "
+              "rows within 3.3 % (FLOPs alone: 23 %); 0.53 of peak HBM is 0.45 of the 0.85 memory-bound rate. "
+              "Other GPUs [assumed]; 0: GEMMs by FLOPs alone",
+              kFractionRange},
     ParamSpec{"launch_queue", "integer", "1024",
               "kernel launches the CPU can have pending before a launch blocks: how far the CPU runs ahead of the GPU "
               "(undocumented by CUDA; 1024 is the depth commonly observed)",
@@ -202,6 +211,7 @@ GpuSpec read_gpu(const Reader& top) {
   g.comm_interference = r.number("comm_interference");
   g.attention_half_keys = r.number("attention_half_keys");
   g.launch_queue = static_cast<int>(r.integer("launch_queue"));
+  g.gemm_output_exposed = r.number("gemm_output_exposed");
   g.context_memory = Bytes(r.quantity("context_memory", Dimension::bytes));
   return g;
 }

@@ -63,6 +63,8 @@ struct GpuSpec {
   // a fixed cost per query tile (loading Q, the softmax epilogue, writing O) spread over the keys
   // it loops over, so a kernel over L keys takes (1 + L_half / L) x its FLOPs at that rate.
   double attention_half_keys = 240;
+  // Share of a GEMM's output write (at the memory-bound rate) its main loop does not hide.
+  double gemm_output_exposed = 0.45;
   // Kernel launches the CPU can have queued on the GPU before the next launch blocks; bounds how
   // far the CPU thread runs ahead (allocations happen at CPU time).
   int launch_queue = 1024;

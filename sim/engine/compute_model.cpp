@@ -14,6 +14,7 @@ ComputeRates ComputeRates::nominal(const config::TopologyConfig& topo, bool low_
   ComputeRates r;
   r.gemm = peak * g.efficiency.matmul;
   r.gemm_element_bytes = low_precision ? 2 : 4;
+  r.gemm_output_exposed = g.gemm_output_exposed;
   r.gemm_fp8 = g.peak_fp8.value() * g.efficiency.fp8();
   r.gemm_fp8_rowwise = g.peak_fp8.value() * g.efficiency.fp8_rowwise();
   r.gemm_mxfp8 = g.peak_mxfp8.value() * g.efficiency.mxfp8();
@@ -41,13 +42,44 @@ double RooflineModel::gemm_rate(graph::GemmType type) const {
   return rate;
 }
 
+double RooflineModel::reference_k() {
+  // Llama 3 8B's block: (out, in) features of wq, wk, wv, wo, w1, w3, w2, at 16,384 tokens.
+  constexpr std::array<std::array<double, 2>, 7> kLinears{
+      {{4096, 4096}, {1024, 4096}, {1024, 4096}, {4096, 4096}, {14336, 4096}, {14336, 4096}, {4096, 14336}}};
+  constexpr double kTokens = 16384;
+  double flops = 0;
+  double flops_over_k = 0;
+  for (const auto& [out, in] : kLinears) {
+    // forward (K = in), grad_input (K = out), grad_weight (K = tokens): the same FLOPs each.
+    const double f = 2 * kTokens * out * in;
+    flops += 3 * f;
+    flops_over_k += f / in + f / out + f / kTokens;
+  }
+  return flops / flops_over_k;
+}
+
 double RooflineModel::gemm_seconds(const graph::Gemm& gemm) const {
   const double m = static_cast<double>(gemm.m);
   const double n = static_cast<double>(gemm.n);
   const double k = static_cast<double>(gemm.k);
   const double operand = gemm.type == graph::GemmType::high ? r_.gemm_element_bytes : 1.0;
-  const double bytes = operand * (m * k + k * n) + r_.gemm_element_bytes * m * n;
-  return std::max((gemm.flops() + r_.gemm_half_flops) / gemm_rate(gemm.type), bytes / r_.memory);
+  const double output = r_.gemm_element_bytes * m * n;
+  const double bytes = operand * (m * k + k * n) + output;
+  const double rate = gemm_rate(gemm.type);
+  double flop_rate = rate;
+  double exposed_write = 0;
+  if (r_.gemm_output_exposed > 0) {
+    // `rate` is what the reference block's GEMMs average, write included; the FLOPs proper run at
+    // rate / (1 - k0 / K_ref), k0 the reduction length whose FLOPs at `rate` take as long as the
+    // exposed write of their output (106 for bf16 on an H100).
+    static const double k_ref = reference_k();
+    const double k0 = r_.gemm_output_exposed * rate * r_.gemm_element_bytes / (2 * r_.memory);
+    if (k0 >= k_ref / 2) throw std::logic_error(fmt::format("GEMM output write k0 = {} is not small against K_ref = {}", k0, k_ref));
+    flop_rate = rate / (1 - k0 / k_ref);
+    exposed_write = r_.gemm_output_exposed * output / r_.memory;
+  }
+  const double compute = (gemm.flops() + r_.gemm_half_flops) / flop_rate + exposed_write;
+  return std::max(compute, bytes / r_.memory);
 }
 
 double RooflineModel::attention_seconds(const graph::AttentionCall& a) const {

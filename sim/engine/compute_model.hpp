@@ -1,5 +1,5 @@
 // Prices compute ops. The default, `roofline`, adds up each kind of work at its achievable rate:
-//   t = sum over GEMMs max((F + F_half) / R_gemm(type), bytes / B_memory)
+//   t = sum over GEMMs max((F + F_half) / R_flops(type) + a C / B_memory, bytes / B_memory)
 //     + sum over attention calls F / R_attention (fwd, bwd) x (1 + L_half / L), L the keys a query
 //       visits (the sequence, half of it causal, per ring step)
 //     + memory-bound bytes / B_memory + kernels x launch cost
@@ -12,6 +12,15 @@
 // m n out; float8 operands 1 byte, high-precision operands and every output the compute dtype's
 // size): a skinny GEMM (one side of a few hundred, as GQA's wk / wv become under TP) moves more
 // bytes per FLOP than the GPU's ridge point and runs at HBM speed, not at the GEMM rate.
+// A GEMM also writes its output tile by tile, and the main loop hides only part of that write: a
+// = gpu.gemm_output_exposed of the C output bytes at B_memory is added, which costs a GEMM of
+// reduction length K the fraction k0 / K more, k0 = a R e / (2 B_memory) with e the output
+// element's bytes (106 for bf16 on an H100 at its topology's rates). So that the topology's
+// R_gemm keeps its meaning, the rate of GEMMs of LLM shapes (topology files quote it so), it is
+// what a Llama 3 8B block's GEMMs (forward, grad_input, grad_weight at 16,384 tokens) average:
+// the FLOPs proper run at R_flops = R_gemm / (1 - k0 / K_ref), K_ref their FLOP-weighted
+// harmonic mean K. A GEMM with a shorter K than that (row-parallel linears under TP) costs more
+// than before the term, a longer one (70B's) less.
 #pragma once
 
 #include <functional>
@@ -40,9 +49,10 @@ class ComputeModel {
 };
 
 struct ComputeRates {
-  double gemm = 1;                // FLOP/s of large GEMMs
-  double gemm_half_flops = 0;     // the GEMM size that runs at half that rate (0: no size effect)
-  double gemm_element_bytes = 2;  // bytes of a high-precision GEMM operand or output element
+  double gemm = 1;                 // FLOP/s of large GEMMs
+  double gemm_half_flops = 0;      // the GEMM size that runs at half that rate (0: no size effect)
+  double gemm_element_bytes = 2;   // bytes of a high-precision GEMM operand or output element
+  double gemm_output_exposed = 0;  // share of a GEMM's output write at `memory` its main loop does not hide
   // Float8 GEMMs (training.float8): tensorwise, rowwise and MXFP8 scales; 0 where the GPU has none.
   double gemm_fp8 = 0;
   double gemm_fp8_rowwise = 0;
@@ -74,8 +84,11 @@ class RooflineModel final : public ComputeModel {
   [[nodiscard]] double speed_while_communicating() const override { return 1.0 - r_.comm_interference; }
   [[nodiscard]] const ComputeRates& rates() const { return r_; }
   [[nodiscard]] double gemm_rate(graph::GemmType type) const;
-  // One GEMM's seconds: its FLOPs at the type's rate, or its bytes at HBM speed if slower.
+  // One GEMM's seconds: its FLOPs at the type's rate with the exposed part of its output write,
+  // or its bytes at HBM speed if slower.
   [[nodiscard]] double gemm_seconds(const graph::Gemm& gemm) const;
+  // The reduction length at which a GEMM runs at exactly the type's rate (K_ref above).
+  [[nodiscard]] static double reference_k();
 
  private:
   ComputeRates r_;

@@ -152,15 +152,17 @@ TEST_CASE("async TP: the copies and chunks pipeline as the schedule lets them") 
     CHECK(copy <= 23.3e-6 + 20e-6);
   }
   // Attention's chunk: wq, wk, wv on this rank (4,096 -> 512, 128, 128) over 1,024 rows, 6.44
-  // GFLOP at 989 TFLOPS x 0.68 = 9.6 us, plus 3 launches of 4 us: 21.6 us, shorter than a copy.
+  // GFLOP at 989 TFLOPS x 0.68 = 9.58 us, x 1.0105 for the output write at K = 4,096 (1 - 106.28 /
+  // 6,870.71 + 106.28 / 4,096; engine/compute_model.hpp): 9.68 us, plus 3 launches of 4 us: 21.7
+  // us, shorter than a copy.
   // Bandwidth-bound: each chunk waits for its copy, so the first chunk runs during the first
   // copy and the last ends one chunk after the 7th copy.
-  CHECK(attention[1] == doctest::Approx(21.6e-6).epsilon(0.01));
+  CHECK(attention[1] == doctest::Approx(21.7e-6).epsilon(0.005));
   CHECK(attention[2] == doctest::Approx(7 * attention[0] + attention[1]).epsilon(0.01));
-  // The MLP's chunk: w1 and w3 (4,096 -> 1,792 each), 30.1 GFLOP: 44.7 us plus 2 launches, 52.7
-  // us, longer than a copy. Compute-bound: each copy lands while the chunk before runs, and the 8
+  // The MLP's chunk: w1 and w3 (4,096 -> 1,792 each), 30.1 GFLOP: 44.76 us x 1.0105 = 45.23 us
+  // plus 2 launches, 53.2 us, longer than a copy. Compute-bound: each copy lands while the chunk before runs, and the 8
   // chunks run back to back, where NCCL's all-gather would come first.
-  CHECK(mlp[1] == doctest::Approx(52.7e-6).epsilon(0.01));
+  CHECK(mlp[1] == doctest::Approx(53.2e-6).epsilon(0.005));
   CHECK(mlp[2] == doctest::Approx(8 * mlp[1]).epsilon(0.01));
 }
 
