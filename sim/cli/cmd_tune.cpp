@@ -34,7 +34,7 @@ constexpr std::size_t kShown = 5;
 Args tune_args() {
   Args a("shardsim tune SCENARIO [--memory-limit 70GiB] [-j N] [--out DIR]");
   a.repeated("--set", "KEY=VALUE", "override a scenario key before tuning");
-  a.value("--memory-limit", "BYTES", "peak memory allowed, e.g. 70GiB (default: the GPU's memory)");
+  a.value("--memory-limit", "BYTES", "peak reserved memory allowed, e.g. 70GiB (default: what the GPU leaves to PyTorch's allocator)");
   a.value("--batch", "N", "sequences per data-parallel rank per optimizer step, kept fixed (default: micro_batch x grad_accum)");
   a.value("--tp", "auto | N,N,...",
           "also search tensor-parallel degrees (auto: those inside a node the model allows), keeping the global batch");

@@ -52,12 +52,11 @@ constexpr std::array kGpuParams{
               Range{0, 1e6}},
     ParamSpec{"gemm_output_exposed", "fraction", "0.45",
               "share of a GEMM's output write, at the memory-bound rate, that its main loop does not hide: a GEMM of "
-              "reduction length K costs k0 / K more (k0 = this x GEMM rate x output element bytes / (2 x memory rate), 106 "
-              "for bf16 on H100), relative to a Llama 3 8B block's GEMMs. 0.45 from XLA's measured H100 matmul table "
-              "(matmul_interpolator_data.h, "
-              "sm_90): t = 6 us + F / 847 TFLOPS + 0.53 x output bytes / 3.35 TB/s fits 28 shapes of 4,096-16,384 "
-              "rows within 3.3 % (FLOPs alone: 23 %); 0.53 of peak HBM is 0.45 of the 0.85 memory-bound rate. "
-              "Other GPUs [assumed]; 0: GEMMs by FLOPs alone",
+              "reduction length K costs k0 / K more (k0 = this x GEMM rate x output element bytes / (2 x memory rate), "
+              "106 for bf16 on H100), relative to a Llama 3 8B block's GEMMs. 0.45 from XLA's measured H100 matmul "
+              "table (matmul_interpolator_data.h, sm_90): t = 6 us + F / 847 TFLOPS + 0.53 x output bytes / 3.35 TB/s "
+              "fits 28 shapes of 4,096-16,384 rows within 3.3 % (FLOPs alone: 23 %); 0.53 of peak HBM is 0.45 of the "
+              "0.85 memory-bound rate. Other GPUs [assumed]; 0: GEMMs by FLOPs alone",
               kFractionRange},
     ParamSpec{"launch_queue", "integer", "1024",
               "kernel launches the CPU can have pending before a launch blocks: how far the CPU runs ahead of the GPU "
@@ -212,6 +211,21 @@ GpuSpec read_gpu(const Reader& top) {
   g.attention_half_keys = r.number("attention_half_keys");
   g.launch_queue = static_cast<int>(r.integer("launch_queue"));
   g.gemm_output_exposed = r.number("gemm_output_exposed");
+  {
+    // The exposed output write of a GEMM costs k0 / K of its FLOP time (engine/compute_model.hpp);
+    // past k0 = 1,000 the figures contradict each other (the write alone would outlast the FLOPs of
+    // the GEMMs the matmul rate describes). Real GPUs are near 100-200.
+    const double memory_rate = g.hbm_bandwidth.value() * g.efficiency.memory;
+    const double gemm_rate = std::max({g.peak_bf16.value() * g.efficiency.matmul, g.peak_fp8.value() * g.efficiency.fp8(),
+                                       g.peak_fp8.value() * g.efficiency.fp8_rowwise(), g.peak_mxfp8.value() * g.efficiency.mxfp8()});
+    const double k0 = g.gemm_output_exposed * gemm_rate / memory_rate;
+    if (k0 > 1000)
+      r.fail("gemm_output_exposed",
+             fmt::format("with GEMMs at {:.0f} TFLOPS and memory-bound kernels at {:.0f} GB/s, the exposed output write costs a "
+                         "GEMM as much as {:.0f} of its reduction length (expected at most 1,000: lower this, or check "
+                         "hbm_bandwidth and efficiency.memory)",
+                         gemm_rate / 1e12, memory_rate / 1e9, k0));
+  }
   g.context_memory = Bytes(r.quantity("context_memory", Dimension::bytes));
   return g;
 }

@@ -6,6 +6,8 @@
 #include <array>
 #include <stdexcept>
 
+#include "core/error.hpp"
+
 namespace shardsim::engine {
 
 ComputeRates ComputeRates::nominal(const config::TopologyConfig& topo, bool low_precision) {
@@ -74,7 +76,14 @@ double RooflineModel::gemm_seconds(const graph::Gemm& gemm) const {
     // exposed write of their output (106 for bf16 on an H100).
     static const double k_ref = reference_k();
     const double k0 = r_.gemm_output_exposed * rate * r_.gemm_element_bytes / (2 * r_.memory);
-    if (k0 >= k_ref / 2) throw std::logic_error(fmt::format("GEMM output write k0 = {} is not small against K_ref = {}", k0, k_ref));
+    // The topology refuses k0 above 1,000 (config/topology.cpp); a calibration's memory bandwidth
+    // can still make it so.
+    if (k0 >= k_ref / 2)
+      throw RuntimeError(
+          fmt::format("{} GEMMs at {:.0f} TFLOPS against memory-bound kernels at {:.0f} GB/s: the exposed output write "
+                      "(gpu.gemm_output_exposed) would cost more than the FLOPs; check the calibration's "
+                      "memory_bandwidth or lower gpu.gemm_output_exposed",
+                      graph::gemm_type_name(gemm.type), rate / 1e12, r_.memory / 1e9));
     flop_rate = rate / (1 - k0 / k_ref);
     exposed_write = r_.gemm_output_exposed * output / r_.memory;
   }

@@ -70,7 +70,7 @@ std::string pareto_svg(const std::vector<PointResult>& results, const std::strin
     mem_max = std::max(mem_max, r.number("peak_memory_bytes"));
     t_lo = std::min(t_lo, objective.value(r));
     t_hi = std::max(t_hi, objective.value(r));
-    const double cap = r.number("gpu_memory_bytes");
+    const double cap = r.allocator_memory();
     if (capacity && *capacity != cap) one_capacity = false;
     capacity = cap;
   }
@@ -92,9 +92,10 @@ std::string pareto_svg(const std::vector<PointResult>& results, const std::strin
   out += fmt::format(R"(<text x="20" y="24" font-size="15">{}</text>)"
                      "\n",
                      svg::escape(title));
-  out += fmt::format(R"(<text x="20" y="42" font-size="11" fill="#555">filled: Pareto frontier (no other point is both better by {} and smaller); x: over GPU memory; {} is better</text>)"
-                     "\n",
-                     svg::escape(objective.name()), objective.higher_is_better() ? "up" : "down");
+  out += fmt::format(
+      R"(<text x="20" y="42" font-size="11" fill="#555">filled: Pareto frontier (no other point is both better by {} and smaller); x: over GPU memory; {} is better</text>)"
+      "\n",
+      svg::escape(objective.name()), objective.higher_is_better() ? "up" : "down");
   for (double g : svg::ticks(0, x_hi, 6)) {
     out += fmt::format(
         R"(<line x1="{0:.1f}" y1="{1}" x2="{0:.1f}" y2="{2}" stroke="#e5e5e5"/><text x="{0:.1f}" y="{3}" text-anchor="middle">{4:g}</text>)"
@@ -115,11 +116,10 @@ std::string pareto_svg(const std::vector<PointResult>& results, const std::strin
                      left + pw / 2, H - 16);
   out += fmt::format(R"svg(<text transform="translate(20 {}) rotate(-90)" text-anchor="middle">{}{}</text>)svg"
                      "\n",
-                     top + ph / 2, svg::escape(objective.name()),
-                     objective.kind() == Objective::Kind::throughput ? "" : " (s)");
+                     top + ph / 2, svg::escape(objective.name()), objective.kind() == Objective::Kind::throughput ? "" : " (s)");
   if (capacity && one_capacity && std::isfinite(*capacity)) {
     out += fmt::format(R"(<line x1="{0:.1f}" y1="{1}" x2="{0:.1f}" y2="{2}" stroke="#c00" stroke-dasharray="6,4" stroke-width="2"/>)"
-                       R"(<text x="{3:.1f}" y="{4}" fill="#c00" text-anchor="end">GPU memory {5}</text>)"
+                       R"(<text x="{3:.1f}" y="{4}" fill="#c00" text-anchor="end">left to PyTorch {5}</text>)"
                        "\n",
                        x(*capacity), top, top + ph, x(*capacity) - 4, top + 14, svg::escape(svg::gib(*capacity)));
   }

@@ -38,6 +38,18 @@ double PointResult::number(std::string_view key) const {
   return it->get<double>();
 }
 
+double PointResult::allocator_memory() const {
+  double outside = 0;
+  const auto it = metrics.find("outside_allocator_bytes");
+  if (it != metrics.end() && it->is_object()) {
+    for (const char* part : {"cuda_context", "nccl"}) {
+      const auto v = it->find(part);
+      if (v != it->end() && v->is_number()) outside += v->get<double>();
+    }
+  }
+  return number("gpu_memory_bytes") - outside;
+}
+
 bool PointResult::oom() const {
   const auto it = metrics.find("oom");
   if (it != metrics.end() && it->is_boolean() && it->get<bool>()) return true;

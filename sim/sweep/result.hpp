@@ -32,6 +32,9 @@ struct PointResult {
   [[nodiscard]] bool ok() const { return error.empty(); }
   [[nodiscard]] double number(std::string_view key) const;  // NaN when absent or not a number
   [[nodiscard]] bool oom() const;                           // the summary's "oom", or allocator retries
+  // What the GPU leaves to PyTorch's allocator: gpu_memory_bytes less the CUDA context and NCCL's
+  // buffers (outside_allocator_bytes; none in results written before shardsim counted them).
+  [[nodiscard]] double allocator_memory() const;
   [[nodiscard]] bool fits() const { return ok() && !oom(); }
 };
 

@@ -55,7 +55,18 @@ TEST_CASE("pareto.svg is valid XML with a circle per fitting point (frontier fil
   CHECK(x.count_class("circle.frontier") == 3);
   CHECK(x.count_class("path.oom") == 1);
   CHECK(x.count_class("polyline.frontier-line") == 1);
-  CHECK(std::find(x.texts.begin(), x.texts.end(), "GPU memory 80.0 GiB") != x.texts.end());
+  CHECK(std::find(x.texts.begin(), x.texts.end(), "left to PyTorch 80.0 GiB") != x.texts.end());
+}
+
+TEST_CASE("pareto.svg draws the memory line at what the GPU leaves to PyTorch after the CUDA context and NCCL") {
+  auto points = pareto_points();
+  for (auto& p : points) {
+    if (p.ok()) p.metrics["outside_allocator_bytes"] = {{"cuda_context", 0.5 * kGiB}, {"nccl", 1.5 * kGiB}};
+  }
+  CHECK(points[0].allocator_memory() == 78 * kGiB);
+  const auto x = test::check_xml(sweep::pareto_svg(points, "memory"));
+  REQUIRE_MESSAGE(x.well_formed, x.error);
+  CHECK(std::find(x.texts.begin(), x.texts.end(), "left to PyTorch 78.0 GiB") != x.texts.end());
 }
 
 TEST_CASE("heatmap.svg has one cell per pair of values of the first two swept keys showing the best over the third") {
@@ -95,7 +106,7 @@ TEST_CASE("heatmap.svg has one cell per pair of values of the first two swept ke
   // The best of every cell that fits, by tokens/s per GPU (the default objective), then its step time and memory.
   CHECK(std::count(x.texts.begin(), x.texts.end(), "120 tokens/s") == 5);
   CHECK(std::count(x.texts.begin(), x.texts.end(), "0.5000 s, 30.0 GiB") == 5);
-  CHECK(std::count(x.texts.begin(), x.texts.end(), "<q&>") == 1);      // escaped in the file, read back by the parser
+  CHECK(std::count(x.texts.begin(), x.texts.end(), "<q&>") == 1);  // escaped in the file, read back by the parser
 }
 
 TEST_CASE("a heatmap needs a swept key that varies: one row for one and none for none") {
@@ -132,7 +143,8 @@ TEST_CASE("index.html lists the best settings by tokens/s and the failed points 
 TEST_CASE("sweeps rank by their objective: the best throughput is not the fastest step") {
   // A micro-batch axis on 8 GPUs: mb=1 steps in 1.0 s at 8,000 tokens/s per GPU, mb=2 in 1.8 s at
   // 9,000, mb=4 in 4.0 s at 8,200. By throughput mb=2 is best; by step time mb=1.
-  std::vector<sweep::PointResult> rs{point(0, {"training.micro_batch=1"}, 40, 1.0, 8000), point(1, {"training.micro_batch=2"}, 60, 1.8, 9000),
+  std::vector<sweep::PointResult> rs{point(0, {"training.micro_batch=1"}, 40, 1.0, 8000),
+                                     point(1, {"training.micro_batch=2"}, 60, 1.8, 9000),
                                      point(2, {"training.micro_batch=4"}, 70, 4.0, 8200)};
   for (auto& r : rs) r.metrics["world_size"] = 8;
   const sweep::Objective throughput;
@@ -169,7 +181,8 @@ TEST_CASE("time to a token budget ranks by the whole job's throughput") {
   CHECK(sweep::best_points(rs, 2, sweep::Objective{}) == std::vector<std::size_t>{0, 1});
   CHECK(o.format(o.value(rs[1])) == "90.4 days");
   CHECK_THROWS_AS((void)sweep::parse_objective("time_to_tokens:"), UsageError);
-  CHECK_THROWS_WITH_AS((void)sweep::parse_objective("speed"),
-                       "--objective: expected one of throughput, step_time, time_to_tokens:N (N tokens, e.g. time_to_tokens:1e12); got \"speed\"",
-                       UsageError);
+  CHECK_THROWS_WITH_AS(
+      (void)sweep::parse_objective("speed"),
+      "--objective: expected one of throughput, step_time, time_to_tokens:N (N tokens, e.g. time_to_tokens:1e12); got \"speed\"",
+      UsageError);
 }
