@@ -55,8 +55,8 @@ constexpr std::array kGpuParams{
               "reduction length K costs k0 / K more (k0 = this x GEMM rate x output element bytes / (2 x memory rate), "
               "106 for bf16 on H100), relative to a Llama 3 8B block's GEMMs. 0.45 from XLA's measured H100 matmul "
               "table (matmul_interpolator_data.h, sm_90): t = 6 us + F / 847 TFLOPS + 0.53 x output bytes / 3.35 TB/s "
-              "fits 28 shapes of 4,096-16,384 rows within 3.3 % (FLOPs alone: 23 %); 0.53 of peak HBM is 0.45 of the "
-              "0.85 memory-bound rate. Other GPUs [assumed]; 0: GEMMs by FLOPs alone",
+              "fits 28 shapes of 4,096-16,384 rows within 3.3 % (FLOPs and a fixed cost: 23 %); 0.53 of peak HBM is 0.45 of "
+              "the 0.85 memory-bound rate. Other GPUs [assumed]; 0: GEMMs by FLOPs alone",
               kFractionRange},
     ParamSpec{"launch_queue", "integer", "1024",
               "kernel launches the CPU can have pending before a launch blocks: how far the CPU runs ahead of the GPU "
