@@ -99,7 +99,7 @@ int cmd_run(std::span<const std::string> argv) {
     set.add(dir / "trace.json", report::chrome_trace(p.graph, result.timeline, kTraceRanks));
     set.add(dir / "timeline.json", graph::to_json(timeline).dump() + "\n");
     set.add(dir / "memory.csv", report::memory_csv(summary.memory));
-    set.add(dir / "memory.svg", report::memory_svg(summary.memory, summary.gpu_memory - summary.outside.total(),
+    set.add(dir / "memory.svg", report::memory_svg(summary.memory, summary.allocator_memory(),
                                                    fmt::format("{}: memory of rank {}", summary.scenario, summary.memory.rank)));
     set.commit();
     if (!args.has("--json"))

@@ -420,7 +420,7 @@ Summary summarize(const SummaryInput& in) {
   for (int r : ranks) {
     MemoryTimeline m =
         memory_timeline(g, t, r, {in.scenario.cluster.topology.gpu.launch_queue, in.scenario.cluster.topology.host.kernel_dispatch.value()},
-                        std::max(0.0, s.gpu_memory - s.outside.total()), deadline);
+                        s.allocator_memory(), deadline);
     s.oom = s.oom || m.alloc_failures > 0;
     s.alloc_retries = std::max(s.alloc_retries, m.alloc_retries);
     if (r == 0 || m.peak_reserved > s.memory.peak_reserved) s.memory = std::move(m);

@@ -2,6 +2,7 @@
 // from the graph and the timeline the engine (or the replay harness) produced.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <limits>
 #include <string>
@@ -128,7 +129,7 @@ struct Summary {
   std::string range_basis;
   int exposed_rank = 0;
   double gpu_memory = 0;
-  OutsideAllocator outside;                  // the CUDA context and NCCL's buffers: gpu_memory - outside.total() is the allocator's
+  OutsideAllocator outside;                  // the CUDA context and NCCL's buffers
   MemoryTimeline memory;                     // of the rank with the highest peak reserved memory
   bool oom = false;                          // some rank's allocation failed even after releasing the cache
   int alloc_retries = 0;                     // the most allocator retries on one rank (each slows the run)
@@ -139,6 +140,9 @@ struct Summary {
   std::string calibration;                   // the calibration file in use (scenario key calibration), empty without one
   std::string calibration_name;              // its name: key
   std::string calibration_covers;            // what it replaces (config::calibration_coverage)
+
+  // What the GPU leaves to PyTorch's caching allocator once the CUDA context and NCCL hold theirs.
+  [[nodiscard]] double allocator_memory() const { return std::max(0.0, gpu_memory - outside.total()); }
 };
 
 struct SummaryInput {

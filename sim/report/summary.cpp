@@ -139,7 +139,7 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
                                         s.alloc_retries, s.alloc_retries == 1 ? "" : "s")
                                   : std::string("fits");
   row("peak memory (reserved)", fmt::format("{} of {} left to PyTorch on rank {}  ->  {}", gib(s.memory.peak_reserved),
-                                            gib(s.gpu_memory - s.outside.total()), s.memory.rank, verdict));
+                                            gib(s.allocator_memory()), s.memory.rank, verdict));
   for (std::size_t p = 0; p + 1 < kPoolLabels.size(); ++p) {
     if (s.memory.reserved_by_pool[p] > 0) row(fmt::format("  {} pool", kPoolLabels[p]), gib(s.memory.reserved_by_pool[p]));
   }
