@@ -204,7 +204,13 @@ void FsdpStepBuilder::backward() {
         const bool keep = !syncing() && !unit(e.unit).reshard_after_forward;
         if ((plan_.traits.shards_params || casts_params()) && !keep) reshard(e.unit, Phase::backward);
         if (mode == config::BackwardPrefetch::post) prefetch(backward_prefetch_targets(e.unit), Phase::backward, at(gather_of_, e.unit));
-        if (plan_.traits.shards_params) reduce(e.unit);
+        if (plan_.traits.shards_params) {
+          reduce(e.unit);
+        } else {
+          // DDP's gradients (param.grad, Megatron's grad buffer) stay and accumulate over the
+          // micro-steps and pipeline micro-batches until zero_grad after the optimizer step.
+          at(grads_alive_, e.unit) = has_params(e.unit);
+        }
         break;
       }
     }
@@ -263,8 +269,9 @@ void FsdpStepBuilder::backward_memory(Op& op, const fsdp::Segment& s, int u, mod
   if (part == BackwardPart::input) return;
   if (saved > 0) op.memory.push_back({act, -saved, true, Pool::compute});
   // FSDP2 accumulating in a wider reduce dtype moves each micro-step's gradient into the
-  // accumulator, so every backward makes a new one (upcast_accumulation()).
-  const bool new_grads = !at(grads_alive_, u) || (v2_ && upcasts_accumulated_grads());
+  // accumulator, so every backward makes a new one (upcast_accumulation()); DDP accumulates in
+  // its own gradients.
+  const bool new_grads = !at(grads_alive_, u) || (v2_ && plan_.traits.shards_params && upcasts_accumulated_grads());
   if (s.numel > 0 && unit(u).numel > 0 && new_grads) {
     if (!plan_.traits.shards_params) {
       // DDP's gradients in the parameters' dtype (the master one); the distributed optimizer's
@@ -297,7 +304,7 @@ void FsdpStepBuilder::fill_info() {
   info.steps = steps_;
   info.micro_steps = micro_steps_;
   // A TP group shares its micro-batch, and a pipeline's stages each run all of it.
-  info.tokens_per_micro_step = batch_.tokens() / plan_.tp_group / plan_.pp_group;
+  info.tokens_per_micro_step = static_cast<double>(batch_.tokens()) / plan_.tp_group / plan_.pp_group;
   std::int64_t shard = 0;
   std::int64_t whole = 0;
   for (const auto& u : plan_.units) {

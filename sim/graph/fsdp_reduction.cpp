@@ -165,6 +165,7 @@ void FsdpStepBuilder::optimizer() {
   // zero_grad(set_to_none=True) frees the gradients after the step.
   op.memory.insert(op.memory.end(), grad_shard_frees_.begin(), grad_shard_frees_.end());
   grad_shard_frees_.clear();
+  if (!plan_.traits.shards_params) grads_alive_.assign(grads_alive_.size(), false);
   const int id = issue(std::move(op));
   after_reductions(id);
   g_.add_edge(io_.last(Stream::tp), id, EdgeKind::data);  // the gradient norm's TP all-reduce

@@ -207,7 +207,8 @@ StepGraph from_json(const json& j, const std::string& source) {
   }
   g.info.steps = count("steps", 1, 100);
   g.info.micro_steps = count("micro_steps", 1, 1 << 16);
-  g.info.tokens_per_micro_step = in.integer(in.field(info, "tokens_per_micro_step", "info"), "info.tokens_per_micro_step", 1, kMaxDim);
+  g.info.tokens_per_micro_step =
+      in.number(in.field(info, "tokens_per_micro_step", "info"), "info.tokens_per_micro_step", 1e-6, static_cast<double>(kMaxDim));
   g.info.initial_memory = effects_from(in, in.field(info, "initial_memory", "info"), "info.initial_memory");
   const json& ops = in.array(in.field(j, "ops", ""), "ops");
   if (ops.empty()) in.fail("ops", "no ops; expected the step graph of a scenario (shardsim export SCENARIO --out FILE)");

@@ -33,8 +33,8 @@ struct GraphInfo {
   int reshard_group = 1;    // FSDP2 reshard_after_forward = d: ranks per reshard group (stride tp_group)
   int steps = 1;
   int micro_steps = 1;
-  std::int64_t tokens_per_micro_step = 0;                    // per rank
-  std::vector<MemEffect> initial_memory;                     // what each rank holds before the first step
+  double tokens_per_micro_step = 0;       // per GPU: its group's share of a micro-batch (fractional where tp x pp does not divide it)
+  std::vector<MemEffect> initial_memory;  // what each rank holds before the first step
   std::vector<std::vector<MemEffect>> stage_initial_memory;  // with pipeline stages: per stage instead
   double nvme_bytes = 0;                                     // what each rank keeps on its node's NVMe drives (ZeRO-Infinity)
 

@@ -347,7 +347,7 @@ class Zero3Builder {
     info.replicate_group = 1;
     info.steps = steps_;
     info.micro_steps = static_cast<int>(cfg_.training.grad_accum);
-    info.tokens_per_micro_step = batch_.tokens();
+    info.tokens_per_micro_step = static_cast<double>(batch_.tokens());
     const std::int64_t shard = shard_numel();
     std::int64_t persistent = 0;
     for (const auto& u : plan_.units) persistent += u.persistent_numel;

@@ -317,3 +317,32 @@ TEST_CASE("pipeline: tied embeddings - the last stage holds a copy and the two s
       [sets] { return cli::simulate(cli::prepare(test::source_dir() / "scenarios/llama3.1-8b_8xh100.yaml", sets)).summary.step_time; });
   CHECK(step > 0);
 }
+
+TEST_CASE("pipeline: DDP's gradients accumulate in one buffer over the micro-batches, not one per micro-batch") {
+  // Megatron-style DDP x PP: stage 0 of the tiny Llama (4 blocks over pp 2) holds the embedding
+  // (1,000 x 512) and blocks 0-1 (4 x 512^2 + 3 x 1,376 x 512 + 2 x 512 = 3,163,136 each):
+  // 6,838,272 parameters, their gradients in fp32 (DDP's, the master dtype): 27,353,088 bytes.
+  const auto grads = [](int microbatches) {
+    return test::in_child([microbatches] {
+      const auto p =
+          prepare({"fsdp.version=2", "fsdp.sharding=no_shard", "parallelism.pp=2", fmt::format("training.micro_batch={}", microbatches)});
+      const auto out = cli::simulate(p);
+      const auto m = report::memory_timeline(p.graph, out.result.timeline, 0);
+      double most = 0;
+      for (const auto& point : m.points) most = std::max(most, point.bytes[static_cast<std::size_t>(graph::MemCategory::grad_shards)]);
+      return most;
+    });
+  };
+  CHECK(grads(1) == doctest::Approx(27'353'088.0));
+  CHECK(grads(8) == doctest::Approx(27'353'088.0));
+}
+
+TEST_CASE("pipeline: tokens per GPU where the pipeline does not divide a micro-batch's tokens") {
+  // 4 micro-batches of one 510-token sequence over pp 4: each GPU's share is 510 / 4 = 127.5
+  // tokens a micro-batch, 510 a step (not 4 x 127 = 508).
+  const double tokens = test::in_child([] {
+    const auto p = prepare({"fsdp.version=2", "parallelism.pp=4", "training.micro_batch=4", "training.seq_len=510"});
+    return cli::simulate(p).summary.tokens_per_step_per_gpu;
+  });
+  CHECK(tokens == doctest::Approx(510.0));
+}

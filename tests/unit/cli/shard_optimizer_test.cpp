@@ -160,3 +160,15 @@ TEST_CASE("shard_optimizer: about the time of DDP and less memory") {
   CHECK(zero1.step < ddp.step * 1.2);
   CHECK(zero1.peak < ddp.peak);
 }
+
+TEST_CASE("DDP and the distributed optimizer make their gradients once a step, however many micro-steps") {
+  // Gradients accumulate in param.grad (DDP) or Megatron's grad buffer over the micro-steps; one
+  // set is allocated, by the first backward, and zero_grad frees it after the optimizer step.
+  for (const char* sharding : {"fsdp.sharding=shard_optimizer", "fsdp.sharding=no_shard"}) {
+    CAPTURE(sharding);
+    const State one = model_state({sharding});
+    const State four = model_state({sharding, "training.grad_accum=4"});
+    REQUIRE(one.grads > 0);
+    CHECK(four.grads == doctest::Approx(one.grads));
+  }
+}
