@@ -91,6 +91,18 @@ constexpr std::array kTrainingParams{
               "torch.compile per transformer block, as torchtitan applies it: the memory-bound kernels between matmuls fused "
               "(llama blocks; README, sim/model/blocks.cpp)"},
     ParamSpec{"float8", "mapping", "-", "float8 training of the linears, torchao's recipes (see training.float8)"},
+    ParamSpec{"attention",
+              "",
+              "flash",
+              "how attention runs: flash = one fused kernel (FlashAttention, what SDPA picks on these GPUs); unfused = the "
+              "scores materialized, two batched GEMMs around a softmax kernel, all of s x s per head (SDPA's math backend, "
+              "Megatron-LM before --use-flash-attn)",
+              {},
+              kAttentionNames},
+    ParamSpec{"dropout", "probability", "0",
+              "GPT blocks: dropout on the attention probabilities (needs attention: unfused) and on both residual branches, "
+              "as Megatron-LM's attention_dropout and hidden_dropout; its masks and kernels are priced",
+              Range{0, 0.99}},
 };
 constexpr std::array kSimulationParams{
     ParamSpec{"steps", "auto | integer", "auto",
@@ -247,6 +259,8 @@ TrainingConfig read_training(const Reader& top) {
   t.checkpoint_every = static_cast<int>(r.integer("checkpoint_every"));
   t.dtype = pick<DType>(r, "dtype");
   t.compile = {r.boolean("compile"), r.where("compile")};
+  t.attention = {pick<AttentionKernel>(r, "attention"), r.where("attention")};
+  t.dropout = {r.number("dropout"), r.where("dropout")};
   t.float8 = read_float8(r);
   if (t.dtype == DType::fp16) r.fail("dtype", "expected fp32 or bf16 (pure fp16 training is not modelled)");
   return t;
@@ -317,6 +331,9 @@ std::string_view to_string(BackwardPrefetch b) {
 }
 std::string_view to_string(Optimizer o) {
   return kOptimizerNames[static_cast<std::size_t>(o)];
+}
+std::string_view to_string(AttentionKernel a) {
+  return kAttentionNames[static_cast<std::size_t>(a)];
 }
 
 ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const std::string> assignments) {

@@ -27,6 +27,9 @@ enum class ActivationCheckpointing { none, selective, full, blocks };
 enum class Sharding { full_shard, shard_grad_op, no_shard, hybrid_shard, hybrid_shard_zero2, zero3, shard_optimizer };
 enum class HookOrder { post_first, pre_first };
 enum class BackwardPrefetch { pre, post, none };
+// How attention runs: one fused kernel (FlashAttention; SDPA's pick on these GPUs), or the
+// scores materialized between two batched GEMMs (SDPA's math backend, Megatron-LM before flash).
+enum class AttentionKernel { flash, unfused };
 
 [[nodiscard]] int dtype_bytes(DType t);
 [[nodiscard]] std::string_view to_string(DType t);
@@ -34,6 +37,7 @@ enum class BackwardPrefetch { pre, post, none };
 [[nodiscard]] std::string_view to_string(Sharding s);
 [[nodiscard]] std::string_view to_string(BackwardPrefetch b);
 [[nodiscard]] std::string_view to_string(Optimizer o);
+[[nodiscard]] std::string_view to_string(AttentionKernel a);
 
 template <class T>
 struct Located {
@@ -87,9 +91,11 @@ struct TrainingConfig {
   bool no_sync = false;      // accumulate unsharded gradients without reducing until the last micro-step
   Optimizer optimizer = Optimizer::adamw;
   ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::none;
-  int checkpoint_every = 2;   // with blocks: checkpoint blocks 0, k, 2k, ...
-  DType dtype = DType::fp32;  // how parameters, gradients and optimizer state are stored
-  Located<bool> compile;      // torch.compile per transformer block (model/blocks.cpp: what fuses)
+  int checkpoint_every = 2;            // with blocks: checkpoint blocks 0, k, 2k, ...
+  DType dtype = DType::fp32;           // how parameters, gradients and optimizer state are stored
+  Located<bool> compile;               // torch.compile per transformer block (model/blocks.cpp: what fuses)
+  Located<AttentionKernel> attention;  // model/attention_impl.hpp
+  Located<double> dropout;             // GPT blocks: attention_dropout and hidden_dropout (Megatron-LM's)
   Float8Config float8;
 };
 

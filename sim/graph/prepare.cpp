@@ -51,6 +51,25 @@ model::TensorParallel tensor_parallel(const config::ScenarioConfig& s, const mod
   return tp;
 }
 
+// training.attention and training.dropout where they are modelled (model/attention_impl.hpp).
+void check_attention(const config::ScenarioConfig& s, const model::TransformerSpec& spec) {
+  const auto& t = s.training;
+  const bool unfused = t.attention.value == config::AttentionKernel::unfused;
+  if (unfused && s.parallelism.cp > 1) {
+    throw ConfigError(t.attention.where, "training.attention",
+                      "torch's ring attention (parallelism.cp) runs flash kernels per step; expected attention: flash with cp > 1");
+  }
+  if (t.dropout.value > 0 && spec.arch != model::Arch::gpt) {
+    throw ConfigError(t.dropout.where, "training.dropout",
+                      fmt::format("dropout is modelled for GPT blocks (Megatron-LM's, GPT-2's); {} has {} blocks; expected 0",
+                                  model_label(spec), model::to_string(spec.arch)));
+  }
+  if (t.dropout.value > 0 && !unfused) {
+    throw ConfigError(t.dropout.where, "training.dropout",
+                      "dropout inside a flash attention kernel is not modelled; expected dropout: 0, or attention: unfused");
+  }
+}
+
 }  // namespace
 
 std::vector<int> tensor_parallel_degrees(const config::ScenarioConfig& scenario) {
@@ -183,9 +202,11 @@ Prepared prepare(config::ScenarioConfig scenario, const Deadline& deadline) {
         s.parallelism.cp_where, "parallelism.cp",
         fmt::format("context parallelism is modelled for llama-architecture attention; {} is not one; expected cp: 1", model_label(spec)));
   }
-  p.model = model::build_model(
-      spec, s.training.seq_len, act_bytes,
-      model::BlockOptions{tp, s.training.compile.value, s.parallelism.cp, s.training.loss_upcast, s.training.keep_logits});
+  check_attention(s, spec);
+  const bool unfused = s.training.attention.value == config::AttentionKernel::unfused;
+  p.model = model::build_model(spec, s.training.seq_len, act_bytes,
+                               model::BlockOptions{tp, s.training.compile.value, s.parallelism.cp, s.training.loss_upcast,
+                                                   s.training.keep_logits, unfused, s.training.dropout.value});
   apply_float8(p, act_bytes);
   deadline.check("while building the model");
   fsdp::WrapPolicyRegistry policies;

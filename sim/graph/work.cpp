@@ -23,6 +23,31 @@ GemmType gemm_type(const model::Kernel& k, GemmRole role) {
   return GemmType::high;
 }
 
+// training.attention: unfused (model/attention_impl.hpp): per sequence and head, the scores'
+// two batched GEMMs (rows stacked over sequences and heads) and the softmax and dropout kernels
+// over its s x s elements.
+void add_unfused_attention(Work& w, const model::Kernel& k, const Batch& b, bool backward) {
+  const std::int64_t s = b.seq_len;
+  const std::int64_t rows = b.sequences * k.heads * s;
+  const std::int64_t d = k.head_dim;
+  const double a = k.score_bytes;
+  const double scores = static_cast<double>(rows) * static_cast<double>(s);
+  const bool dropout = k.dropout > 0;
+  if (!backward) {
+    w.gemms.push_back(Gemm{rows, s, d});  // S = Q K^T
+    w.gemms.push_back(Gemm{rows, d, s});  // O = P V
+    w.memory_bytes += (2 * a + (dropout ? 2 * a + 1 : 0)) * scores;
+    w.launches += 3 + (dropout ? 1 : 0);
+  } else {
+    w.gemms.push_back(Gemm{rows, s, d});  // dP = dO V^T
+    w.gemms.push_back(Gemm{rows, d, s});  // dV = P^T dO
+    w.gemms.push_back(Gemm{rows, d, s});  // dQ = dS K
+    w.gemms.push_back(Gemm{rows, d, s});  // dK = dS^T Q
+    w.memory_bytes += (3 * a + (dropout ? 2 * a + 1 : 0)) * scores;
+    w.launches += 5 + (dropout ? 1 : 0);
+  }
+}
+
 }  // namespace
 
 Gemm forward_gemm(const model::Kernel& k, const Batch& b) {
@@ -46,6 +71,10 @@ void add_forward_work(Work& w, const model::Kernel& k, const Batch& b, bool cast
       break;
     }
     case model::KernelKind::attention:
+      if (k.unfused) {
+        add_unfused_attention(w, k, b, false);
+        break;
+      }
       w.attention.push_back(AttentionCall{b.sequences, b.seq_len, k.heads, k.kv_heads, k.head_dim, k.causal, false, b.cp});
       w.launches += 1;
       break;
@@ -73,6 +102,10 @@ void add_backward_work(Work& w, const model::Kernel& k, const Batch& b, bool gra
     }
     case model::KernelKind::attention:
       if (!grad_input) break;  // no weights: all of it is input gradients
+      if (k.unfused) {
+        add_unfused_attention(w, k, b, true);
+        break;
+      }
       w.attention.push_back(AttentionCall{b.sequences, b.seq_len, k.heads, k.kv_heads, k.head_dim, k.causal, true, b.cp});
       w.launches += 1;
       break;

@@ -11,6 +11,8 @@
 //   gpt none:        x, ln1 out, c_attn out (q, k, v), SDPA out, c_proj in, ln2 in and out,
 //                    c_fc out, gelu out                          = a(9h + 2f) + lse
 //   gpt selective:   x, c_attn out, SDPA out, c_fc out           = a(5h + f) + lse
+//   (training.dropout on GPT: two 1-byte residual masks, 2h, kept without checkpointing; unfused
+//   attention's probabilities instead of lse: model/attention_impl.hpp)
 //   full (any):      the block input only                        = a h
 // While a block's backward runs, what the mode did not keep is recomputed and alive, plus
 // gradient buffers of about a(h + f).
@@ -50,6 +52,7 @@
 #include <array>
 #include <stdexcept>
 
+#include "model/attention_impl.hpp"
 #include "model/kernels.hpp"
 
 namespace shardsim::model {
@@ -167,7 +170,8 @@ Module multihead_attention(std::string name, const TransformerSpec& s, int act, 
   return m;
 }
 
-Module gpt_block(const TransformerSpec& s, std::int64_t index, int act, const TensorParallel& tp) {
+Module gpt_block(const TransformerSpec& s, std::int64_t index, int act, const BlockOptions& options) {
+  const TensorParallel& tp = options.tp;
   const double a = act;
   const std::int64_t t = tp.degree;
   const double ti = static_cast<double>(t);
@@ -209,11 +213,17 @@ Module gpt_block(const TransformerSpec& s, std::int64_t index, int act, const Te
   scale_memory_kernels(ln1, seq_share);
   scale_memory_kernels(ln2, seq_share);
   add_child(block, std::move(ln1));
+  // Hidden dropout (training.dropout) on each branch, fused into the residual add as Megatron's
+  // bias_dropout_add: forward also writes a 1-byte mask, (3a + 1) h. Backward (2 x forward, as
+  // every memory kernel here) covers accumulating the skip's gradient (3a h) and the dropout's
+  // (read the gradient and the mask, write: (2a + 1) h).
+  const double mask = options.dropout > 0 ? 1 : 0;
+  auto residual = [&] { add_kernel(block, memory_kernel("residual_add", (3 * a + mask) * h * seq_share, 1)); };
   add_child(block, std::move(attn));
-  add_kernel(block, memory_kernel("residual_add", 3 * a * h * seq_share, 1));
+  residual();
   add_child(block, std::move(ln2));
   add_child(block, std::move(mlp));
-  add_kernel(block, memory_kernel("residual_add", 3 * a * h * seq_share, 1));
+  residual();
 
   const double lse = 4.0 * static_cast<double>(heads);
   if (t == 1) {
@@ -223,6 +233,7 @@ Module gpt_block(const TransformerSpec& s, std::int64_t index, int act, const Te
   } else {
     set_activation(block, {a * (4 * h + 5 * w + 2 * f) + lse, a * (h + 4 * w + f) + lse, a * h}, a * (h + f));
   }
+  add_recomputed_activation(block, 2 * mask * h * seq_share);  // the dropout masks
   mark_selective_recompute(block);
   return block;
 }
@@ -314,7 +325,7 @@ Module build_block(const TransformerSpec& s, std::int64_t index, int act_bytes, 
     case Arch::llama:
       return llama_block(s, index, act_bytes, options);
     case Arch::gpt:
-      return gpt_block(s, index, act_bytes, options.tp);
+      return gpt_block(s, index, act_bytes, options);
     case Arch::seed_block:
       return seed_block(s, index, act_bytes);
     case Arch::torch_decoder:

@@ -47,9 +47,11 @@ struct TensorParallel {
 struct BlockOptions {
   TensorParallel tp;
   bool compiled = false;
-  int cp = 1;                // context parallelism: a rank holds 1/cp of each sequence, K and V all-gathered per attention
-  bool loss_upcast = true;   // cross-entropy on fp32 logits (torchtitan); false: in the activations' dtype
-  bool keep_logits = false;  // the training loop holds the logits through backward (no `del pred`)
+  int cp = 1;                      // context parallelism: a rank holds 1/cp of each sequence, K and V all-gathered per attention
+  bool loss_upcast = true;         // cross-entropy on fp32 logits (torchtitan); false: in the activations' dtype
+  bool keep_logits = false;        // the training loop holds the logits through backward (no `del pred`)
+  bool unfused_attention = false;  // training.attention: unfused (model/attention_impl.hpp)
+  double dropout = 0;              // training.dropout (GPT blocks)
 };
 
 // One piece of compute done by a module itself (not by its children), per micro-batch of
@@ -84,6 +86,11 @@ struct Kernel {
   bool recomputed_by_selective = false;
   // tp_comm: a context-parallel collective (over the cp group) rather than a tensor-parallel one.
   bool context_parallel = false;
+  // attention: the scores materialized (training.attention: unfused) in `score_bytes` per
+  // element, with dropout of this probability on them (model/attention_impl.hpp).
+  bool unfused = false;
+  double dropout = 0;
+  int score_bytes = 2;
 };
 
 enum class AcMode { none = 0, selective = 1, full = 2 };

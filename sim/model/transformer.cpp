@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "model/attention_impl.hpp"
 #include "model/blocks.hpp"
 #include "model/kernels.hpp"
 
@@ -149,6 +150,7 @@ Model build_model(const TransformerSpec& spec, std::int64_t seq_len, int act_byt
   model.tp = tp;
   model.compiled = options.compiled;
   model.root = build_root(spec, act_bytes, options);
+  if (options.unfused_attention) apply_unfused_attention(model.root, seq_len, act_bytes, options.dropout);
   if (tp.degree == 1) {
     model.total_params_ = model.root.numel();
     model.embedding_params_ = embedding_numel(model.root);
