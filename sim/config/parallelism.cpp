@@ -71,6 +71,10 @@ constexpr std::array kParallelismParams{
               "with pp: the micro-batches training.micro_batch is split into; -1: one sequence each (torchtitan's default "
               "pipeline_parallel_microbatch_size 1)",
               Range{-1, 1 << 16}},
+    ParamSpec{"pp_scatter_gather", "bool", "false",
+              "with pp and tp without sequence parallelism: each TP rank sends 1/tp of the activation (or its gradient) to "
+              "the next stage, whose TP group all-gathers it (Megatron-LM's scatter/gather of pipeline tensors, on by default "
+              "there); false: every TP rank sends all of it (torch.distributed.pipelining)"},
     ParamSpec{"pp_split_points", "list of integers", "[]",
               "with pp: the first layer of stages 1 .. pp x v - 1, ascending (torchtitan's pipeline_parallel_split_points as "
               "layer indices); empty: layers split evenly, earlier stages taking the remainder"},
@@ -150,8 +154,14 @@ ParallelismConfig read_parallelism(const Reader& top, std::vector<ConfigWarning>
       }
     }
   }
+  p.pp_scatter_gather = r.boolean("pp_scatter_gather");
+  if (p.pp_scatter_gather && p.pp > 1 && (p.tp == 1 || p.sequence_parallel)) {
+    warnings.push_back({r.where("pp_scatter_gather"), "parallelism.pp_scatter_gather",
+                        p.tp == 1 ? "applies with tensor parallelism (tp > 1); it is ignored"
+                                  : "with sequence parallelism each TP rank already sends its own sequence shard; it is ignored"});
+  }
   if (p.pp == 1) {
-    for (const char* key : {"pp_schedule", "pp_stages_per_rank", "pp_microbatches", "pp_split_points"}) {
+    for (const char* key : {"pp_schedule", "pp_stages_per_rank", "pp_microbatches", "pp_split_points", "pp_scatter_gather"}) {
       if (r.has(key))
         warnings.push_back({r.where(key), fmt::format("parallelism.{}", key), "applies with pipeline parallelism (pp > 1); it is ignored"});
     }

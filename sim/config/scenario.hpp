@@ -224,6 +224,7 @@ struct ParallelismConfig {
   int pp_stages_per_rank = 1;        // v: model chunks per rank (interleaved_1f1b; zbv: 2, in a V)
   int pp_microbatches = 0;           // micro-batches training.micro_batch is split into; 0: one sequence each
   std::vector<int> pp_split_points;  // first layer of stages 1 .. pp x v - 1 (empty: an even split)
+  bool pp_scatter_gather = false;    // Megatron's: a send of 1/tp per TP rank, all-gathered over the TP group
   Location pp_where;                 // of parallelism.pp
   Location pp_schedule_where;
   Location pp_microbatches_where;

@@ -192,6 +192,8 @@ StepGraph build_pipeline_graph(const model::Model& whole, const std::vector<fsdp
   const double seq_share = whole.tp.sp() ? 1.0 / whole.tp.degree : 1.0;
   const double bytes =
       static_cast<double>(micro_batch * s.training.seq_len / p.cp) * static_cast<double>(whole.spec.hidden) * whole.act_bytes * seq_share;
+  // Megatron's scatter/gather of pipeline tensors: whole activations on every TP rank only.
+  const bool scatter_gather = p.pp_scatter_gather && whole.tp.degree > 1 && !whole.tp.sp();
   std::vector<std::vector<PipelineAction>> actions;
   for (int r = 0; r < ranks; ++r) actions.push_back(pipeline_actions(p.pp_schedule, r, ranks, microbatches, chunks));
   // Tied embeddings: the first stage's embedding and the last stage's copy of it have their
@@ -227,11 +229,23 @@ StepGraph build_pipeline_graph(const model::Model& whole, const std::vector<fsdp
       if (rank_of(from) == rank_of(to)) return producer;  // the V's turn: both stages on one rank, no send
       Op op = make_op(OpKind::send, Stream::pp, fmt::format("{} mb{} stage {}->{}", forward ? "send act" : "send grad", m, from, to), -1);
       op.group = Group::pp;
-      op.bytes = bytes;
+      op.bytes = scatter_gather ? bytes / whole.tp.degree : bytes;
       op.stage = rank_of(from);
       op.peer_stage = rank_of(to);
       const int id = builders[static_cast<std::size_t>(from)]->issuer().issue(std::move(op));
       g.add_edge(producer, id, EdgeKind::data);
+      return id;
+    };
+    // Megatron's scatter/gather: before model stage `to` uses micro-batch m's input (or
+    // gradient) that arrived in pieces, its TP group all-gathers them, in its own program order.
+    const auto receive = [&](int to, int sent, int m, bool forward) {
+      if (!scatter_gather || sent < 0 || g.op(sent).kind != OpKind::send) return sent;
+      Op ag = make_op(OpKind::all_gather, Stream::tp, fmt::format("TP AG received {} mb{} stage {}", forward ? "act" : "grad", m, to), -1);
+      ag.group = Group::tp;
+      ag.bytes = bytes;
+      ag.stage = rank_of(to);
+      const int id = builders[static_cast<std::size_t>(to)]->issuer().issue(std::move(ag));
+      g.add_edge(sent, id, EdgeKind::data);
       return id;
     };
     // Issue every rank's actions in an order where each one's input exists: the schedules are
@@ -248,15 +262,16 @@ StepGraph build_pipeline_graph(const model::Model& whole, const std::vector<fsdp
           if (a.forward) {
             const int input = c == 0 ? -1 : at(fwd_sent, c - 1, a.micro);
             if (c > 0 && input < 0) break;
-            const int out = b.pipeline_forward(step, a.micro, input);
+            const int out = b.pipeline_forward(step, a.micro, receive(c, input, a.micro, true));
             if (c + 1 < stages) at(fwd_sent, c, a.micro) = send(c, c + 1, out, a.micro, true);
           } else if (a.part == BackwardPart::weight) {
             b.pipeline_backward_weight(step, a.micro);  // after its input part, earlier on this rank
           } else {
             const int grad = c + 1 == stages ? -1 : at(bwd_sent, c + 1, a.micro);
             if (c + 1 < stages && grad < 0) break;
-            const int out =
-                a.part == BackwardPart::input ? b.pipeline_backward_input(step, a.micro, grad) : b.pipeline_backward(step, a.micro, grad);
+            const int received = receive(c, grad, a.micro, false);
+            const int out = a.part == BackwardPart::input ? b.pipeline_backward_input(step, a.micro, received)
+                                                          : b.pipeline_backward(step, a.micro, received);
             if (c > 0) at(bwd_sent, c, a.micro) = send(c, c - 1, out, a.micro, false);
           }
           ++i;

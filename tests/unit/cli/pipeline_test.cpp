@@ -156,6 +156,33 @@ TEST_CASE("pipeline: sends carry a micro-batch's hidden states between neighbour
   }
 }
 
+TEST_CASE("pipeline: Megatron's scatter/gather sends 1/tp of a micro-batch and all-gathers it at the receiver") {
+  // TP 2 without sequence parallelism: each rank holds the whole 512 KiB activation. Whole sends
+  // by default; with pp_scatter_gather each rank sends 256 KiB and the receiving stage's TP group
+  // all-gathers the 512 KiB before using it: one all-gather per send, 48 a step.
+  for (const bool scatter : {false, true}) {
+    CAPTURE(scatter);
+    const auto p = prepare({"fsdp.version=2", "parallelism.pp=4", "training.micro_batch=8", "parallelism.tp=2",
+                            "parallelism.tp_sequence_parallel=false", fmt::format("parallelism.pp_scatter_gather={}", scatter)});
+    int sends = 0;
+    int gathers = 0;
+    for (std::size_t o = 0; o < p.graph.size(); ++o) {
+      const auto& op = p.graph.op(static_cast<int>(o));
+      if (op.kind == OpKind::send) {
+        ++sends;
+        CHECK(op.bytes == 512.0 * 512 * 2 / (scatter ? 2 : 1));
+      }
+      if (op.kind == OpKind::all_gather && op.name.starts_with("TP AG received")) {
+        ++gathers;
+        CHECK(op.bytes == 512.0 * 512 * 2);
+        CHECK(op.group == graph::Group::tp);
+      }
+    }
+    CHECK(sends == 48);
+    CHECK(gathers == (scatter ? 48 : 0));
+  }
+}
+
 TEST_CASE("pipeline: FSDP2 under a pipeline all-gathers and reduce-scatters once per step, not per micro-batch") {
   // torchtitan's default with PP is reshard_after_forward = False, and the schedule turns off
   // gradient sync but for the last micro-batch: each unit one all-gather and one reduce-scatter.
