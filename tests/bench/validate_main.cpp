@@ -124,6 +124,14 @@ shardsim::report::Regime regime_of(const std::string& scenario, const std::vecto
   return shardsim::report::regime_of(s);
 }
 
+// Tokens/s per GPU of a Megatron-LM run reported in TFLOPS per GPU by its paper's count
+// (Narayanan et al., SC'21, eq. 3, full recomputation included): 96 B s l h^2 (1 + s/6h + V/16lh)
+// FLOPs per batch of B sequences of s tokens, i.e. 96 l h^2 (1 + s/6h + V/16lh) per token.
+double megatron_tokens_per_s(double tflops, double layers, double hidden, double seq, double vocab) {
+  const double per_token = 96 * layers * hidden * hidden * (1 + seq / (6 * hidden) + vocab / (16 * layers * hidden));
+  return tflops * 1e12 / per_token;
+}
+
 }  // namespace
 
 constexpr const char* kAsync = "parallelism.tp_async=true";
@@ -211,6 +219,13 @@ int main(int argc, char** argv) {
       {"P8", "validation/published/p8_llama3-8b_tp4_32xh200.yaml", "GiB allocated", 27.6, "same, 8B TP 4 x FSDP 8, peak allocated", 0.07},
       {"P8", "validation/published/p8_llama3-13b_tp4_32xh200.yaml", "GiB allocated", 36.3, "same, 13B TP 4 x FSDP 8, peak allocated", 0.07},
       {"P8", "validation/published/p8_llama3-70b_tp4_32xh200.yaml", "GiB allocated", 93.2, "same, 70B TP 4 x FSDP 8, peak allocated", 0.05},
+      // Megatron-LM TP x PP x DP on Selene (published-runs-2.md P6; SC'21 table 1, run_table_1.sh),
+      // published in TFLOPS by the paper's count with V = 51,200: as tokens/s per GPU.
+      {"P6", "validation/published/p6_gpt-1.7b_32xa100.yaml", "tokens/s", megatron_tokens_per_s(137, 24, 2304, 2048, 51200), "Megatron-LM SC'21 table 1, GPT 1.7B, DP 32", 0.16},
+      {"P6", "validation/published/p6_gpt-7.5b_128xa100.yaml", "tokens/s", megatron_tokens_per_s(142, 36, 4096, 2048, 51200), "same, 7.5B, TP 4 x DP 32", 0.12},
+      {"P6", "validation/published/p6_gpt-39b_512xa100.yaml", "tokens/s", megatron_tokens_per_s(138, 48, 8192, 2048, 51200), "same, 39B, TP 8 x PP 2 x DP 32", 0.08},
+      {"P6", "validation/published/p6_gpt-145b_1536xa100.yaml", "tokens/s", megatron_tokens_per_s(148, 80, 12288, 2048, 51200), "same, 145B, TP 8 x PP 8 x DP 24, interleaved", 0.14},
+      {"P6", "validation/published/p6_gpt-530b_2520xa100.yaml", "tokens/s", megatron_tokens_per_s(163, 105, 20480, 2048, 51200), "same, 530B, TP 8 x PP 35 x DP 9, interleaved", 0.15},
       // F1's bf16 job on 8 MI300X (mi300x_8x_ib400: matmul from a measured MAMF, attention and the other kernels assumed).
       {"F1", "validation/published/f1_llama3-8b_8xh100_bf16.yaml", "tokens/s", 5376.5, "torchao float8 README (2025-08), 8 x MI300X bf16", 0.38, {kMi300x}},
       // clang-format on
