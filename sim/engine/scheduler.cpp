@@ -187,10 +187,16 @@ std::vector<int> Simulator::physical_members(const graph::Op& op, int inst) cons
   for (int& r : out) r = physical_rank(in_, job, r);
   if (op.kind == graph::OpKind::send && g != Group::pp) {
     // Every member sends to the one `shift` places after it: (sender, receiver) pairs, as the
-    // send plan reads them.
+    // send plan reads them. Symmetric mode folds a stage's nodes onto its first: the pairs sent
+    // from its other nodes are copies of those sent from the first, whose folded NIC hop stands
+    // for the node's traffic both ways, so only the first node's are kept (else each copy would
+    // load the folded NIC again: a CP ring's dK/dV sends across 8 nodes took 2.4 x as long).
+    const int g_node = in_.topology.node.gpus;
+    const int stage_nodes = simulated_ < world_ ? nodes_per_stage(in_) : 0;
     std::vector<int> pairs;
     const std::size_t n = out.size();
     for (std::size_t i = 0; i < n; ++i) {
+      if (stage_nodes > 0 && (out[i] / g_node) % stage_nodes != 0) continue;
       pairs.push_back(out[i]);
       pairs.push_back(out[(i + static_cast<std::size_t>(op.shift)) % n]);
     }

@@ -65,6 +65,22 @@ TEST_CASE("symmetric mode agrees with full mode on an NVLink mesh") {
   }
 }
 
+TEST_CASE("symmetric mode agrees with full mode where a context-parallel ring spans nodes") {
+  // TP 8 fills each node, so the CP group of 4 is one GPU on each of the 4 nodes: its ring's
+  // dK/dV (and, with alltoall, K/V) go as sends from every member to the next across nodes. Folded,
+  // only the first node's send stands for them (each other one's would load its NIC again: 2.4 x
+  // the time before that was so).
+  for (const char* rotate : {"parallelism.cp_rotate=allgather", "parallelism.cp_rotate=alltoall"}) {
+    CAPTURE(rotate);
+    const std::vector<std::string> base{"cluster.nodes=4",  "fsdp.version=2",        "parallelism.tp=8",
+                                        "parallelism.cp=4", "training.seq_len=4096", rotate};
+    const Figures full = run(with(base, {"simulation.mode=full"}));
+    const Figures sym = run(with(base, {"simulation.mode=symmetric"}));
+    CHECK(sym.simulated == 1);
+    CHECK(sym.step == doctest::Approx(full.step).epsilon(1e-12));
+  }
+}
+
 TEST_CASE("symmetric mode with pipeline stages simulates one rank per stage and agrees with full mode") {
   // 4 nodes of 8: every stage fills whole nodes (pp 2: 16 GPUs, pp 4: 8). The representatives'
   // pipeline sends cross from one stage's node to the next's, as the full platform's do.
