@@ -200,6 +200,13 @@ int main(int argc, char** argv) {
       // TP x PP x FSDP (micro-batches not published: torchtitan's default then, the pipeline degree).
       {"P4", "validation/published/p4_llama3.1-405b_512xh100_tp8_pp8.yaml", "tokens/s", 76, "torchtitan 405B benchmark (2024-12), TP 8 x PP 8", 0.08},
       {"P4", "validation/published/p4_llama3.1-405b_512xh100_tp8_pp8.yaml", "GiB reserved", 75.3, "same run, peak memory", 0.06},
+      // Its FSDP x CP rows (the same job, the sequence grown with CP).
+      {"P4", "validation/published/p4_llama3.1-405b_512xh100_tp8_pp8.yaml", "tokens/s", 47, "same, FSDP 4 x CP 2, 64K", 0.19, {kCp2, kSeq64k}},
+      {"P4", "validation/published/p4_llama3.1-405b_512xh100_tp8_pp8.yaml", "tokens/s", 31, "same, FSDP 2 x CP 4, 128K", 0.19, {kCp4, kSeq128k}},
+      {"P4", "validation/published/p4_llama3.1-405b_512xh100_tp8_pp8.yaml", "tokens/s", 16, "same, FSDP 1 x CP 8, 256K", 0.30, {kCp8, kSeq256k}},
+      {"P4", "validation/published/p4_llama3.1-405b_512xh100_tp8_pp8.yaml", "GiB reserved", 75.9, "same, CP 2, peak memory", 0.06, {kCp2, kSeq64k}},
+      {"P4", "validation/published/p4_llama3.1-405b_512xh100_tp8_pp8.yaml", "GiB reserved", 77.1, "same, CP 4, peak memory", 0.04, {kCp4, kSeq128k}},
+      {"P4", "validation/published/p4_llama3.1-405b_512xh100_tp8_pp8.yaml", "GiB reserved", 84.9, "same, CP 8, peak memory", 0.10, {kCp8, kSeq256k}},
       // FSDP2 x CP on one host (the first row; the others at cp = 2, 4, 8 with the sequence grown alike).
       {"P5", "validation/published/p5_llama3.1-8b_8xh100_cp.yaml", "tokens/s", 3890, "torchtitan 8B benchmark (2024-12), FSDP 8, 32K", 0.11},
       {"P5", "validation/published/p5_llama3.1-8b_8xh100_cp.yaml", "tokens/s", 2540, "same, FSDP 4 x CP 2, 64K", 0.04, {kCp2, kSeq64k}},
