@@ -93,7 +93,7 @@ std::string pareto_svg(const std::vector<PointResult>& results, const std::strin
                      "\n",
                      svg::escape(title));
   out += fmt::format(
-      R"(<text x="20" y="42" font-size="11" fill="#555">filled: Pareto frontier (no other point is both better by {} and smaller); x: over GPU memory; {} is better</text>)"
+      R"(<text x="20" y="42" font-size="11" fill="#555">filled: Pareto frontier (no other point is both better by {} and smaller); x: out of memory (over what the GPU leaves to PyTorch); {} is better</text>)"
       "\n",
       svg::escape(objective.name()), objective.higher_is_better() ? "up" : "down");
   for (double g : svg::ticks(0, x_hi, 6)) {
