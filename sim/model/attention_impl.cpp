@@ -1,5 +1,7 @@
 #include "model/attention_impl.hpp"
 
+#include "model/kernels.hpp"
+
 namespace shardsim::model {
 namespace {
 
@@ -15,13 +17,14 @@ void for_each_kernel(Module& m, F&& f) {
   }
 }
 
-}  // namespace
-
+// Bytes per token an unfused attention kernel keeps for backward at sequence length `seq_len`.
 double unfused_saved_bytes_per_token(const Kernel& k, std::int64_t seq_len) {
   const double a = k.score_bytes;
   const double per_score = a + (k.dropout > 0 ? a + 1 : 0);
   return static_cast<double>(k.heads) * static_cast<double>(seq_len) * per_score;
 }
+
+}  // namespace
 
 void apply_unfused_attention(Module& m, std::int64_t seq_len, int act_bytes, double dropout) {
   if (!m.is_block) {
@@ -40,18 +43,9 @@ void apply_unfused_attention(Module& m, std::int64_t seq_len, int act_bytes, dou
     saved += unfused_saved_bytes_per_token(k, seq_len);
     lse += 4.0 * k.heads;
   });
-  add_recomputed_activation(block, saved);
-  // No FlashAttention logsumexp (4 bytes per head and token) is kept.
-  Activation& act = block.activation;
-  for (const AcMode mode : {AcMode::none, AcMode::selective}) act.saved[static_cast<std::size_t>(mode)] -= lse;
-  act.backward_transient[static_cast<std::size_t>(AcMode::full)] -= lse;
-}
-
-void add_recomputed_activation(Module& block, double bytes_per_token) {
-  Activation& act = block.activation;
-  act.saved[static_cast<std::size_t>(AcMode::none)] += bytes_per_token;
-  act.backward_transient[static_cast<std::size_t>(AcMode::selective)] += bytes_per_token;
-  act.backward_transient[static_cast<std::size_t>(AcMode::full)] += bytes_per_token;
+  // The scores are kept without checkpointing and recomputed under either mode; no FlashAttention
+  // logsumexp (4 bytes per head and token) is kept under none or selective.
+  add_saved_activation(block, {saved - lse, -lse, 0});
 }
 
 }  // namespace shardsim::model

@@ -38,11 +38,4 @@ namespace shardsim::model {
 // activation memory.
 void apply_unfused_attention(Module& m, std::int64_t seq_len, int act_bytes, double dropout);
 
-// Adds activation memory a block keeps without checkpointing and recomputes under selective and
-// full checkpointing (then alive while its backward runs).
-void add_recomputed_activation(Module& block, double bytes_per_token);
-
-// Bytes per token an unfused attention kernel keeps for backward at sequence length `seq_len`.
-[[nodiscard]] double unfused_saved_bytes_per_token(const Kernel& k, std::int64_t seq_len);
-
 }  // namespace shardsim::model

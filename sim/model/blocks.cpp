@@ -52,7 +52,6 @@
 #include <array>
 #include <stdexcept>
 
-#include "model/attention_impl.hpp"
 #include "model/kernels.hpp"
 
 namespace shardsim::model {
@@ -233,7 +232,7 @@ Module gpt_block(const TransformerSpec& s, std::int64_t index, int act, const Bl
   } else {
     set_activation(block, {a * (4 * h + 5 * w + 2 * f) + lse, a * (h + 4 * w + f) + lse, a * h}, a * (h + f));
   }
-  add_recomputed_activation(block, 2 * mask * h * seq_share);  // the dropout masks
+  add_saved_activation(block, {2 * mask * h * seq_share, 0, 0});  // the dropout masks, recomputed under checkpointing
   mark_selective_recompute(block);
   return block;
 }

@@ -44,13 +44,13 @@ Kernel tp_comm_kernel(std::string name, TpComm forward, TpComm backward, double 
 }
 
 Kernel tp_enter(std::string name, const TensorParallel& tp, double bytes_per_token) {
-  return tp_comm_kernel(std::move(name), tp.sp() ? TpComm::all_gather : TpComm::none,
-                        tp.sp() ? TpComm::reduce_scatter : TpComm::all_reduce, bytes_per_token);
+  return tp_comm_kernel(std::move(name), tp.sp() ? TpComm::all_gather : TpComm::none, tp.sp() ? TpComm::reduce_scatter : TpComm::all_reduce,
+                        bytes_per_token);
 }
 
 Kernel tp_leave(std::string name, const TensorParallel& tp, double bytes_per_token) {
-  return tp_comm_kernel(std::move(name), tp.sp() ? TpComm::reduce_scatter : TpComm::all_reduce,
-                        tp.sp() ? TpComm::all_gather : TpComm::none, bytes_per_token);
+  return tp_comm_kernel(std::move(name), tp.sp() ? TpComm::reduce_scatter : TpComm::all_reduce, tp.sp() ? TpComm::all_gather : TpComm::none,
+                        bytes_per_token);
 }
 
 void scale_memory_kernels(Module& m, double factor) {
@@ -126,6 +126,13 @@ Module embedding(std::string name, std::int64_t rows, std::int64_t dim, int act_
   add_kernel(m, memory_kernel(name, 2.0 * act_bytes * static_cast<double>(dim), 1));
   m.name = std::move(name);
   return m;
+}
+
+void add_saved_activation(Module& block, const std::array<double, 3>& delta) {
+  for (std::size_t mode = 0; mode < delta.size(); ++mode) {
+    block.activation.saved[mode] += delta[mode];
+    block.activation.backward_transient[mode] += delta[0] - delta[mode];
+  }
 }
 
 namespace {

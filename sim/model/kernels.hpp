@@ -3,6 +3,7 @@
 // and writes its output once; the formulas are written next to each kernel.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 
@@ -38,6 +39,11 @@ void fuse_memory_kernels(Module& m, double bytes_per_token);
 // Appends a child and its call to the parent's program; returns the child's index.
 int add_child(Module& parent, Module child);
 void add_kernel(Module& parent, Kernel k);
+
+// Adds `delta` (bytes per token, per checkpointing mode) to what a block keeps for backward,
+// keeping its backward transients consistent: what a mode does not keep is recomputed and alive
+// while the block's backward runs (transient[mode] grows by delta[none] - delta[mode]).
+void add_saved_activation(Module& block, const std::array<double, 3>& delta);
 
 // Marks every second matmul of a block (in forward order, counting from the first as saved) and
 // every memory kernel as recomputed under per-op selective checkpointing (torchtitan "op" SAC).

@@ -2,11 +2,10 @@
 // worked by hand on the tiny model of tests/data as a GPT (hidden h = 512, 8 heads of d = 64,
 // bf16 a = 2), micro-batch b = 2 sequences of s = 512 tokens: E = b x heads x s^2 = 4,194,304
 // score elements per block, 1,024 tokens.
-#include "model/attention_impl.hpp"
-
 #include <doctest/doctest.h>
 
 #include "fixtures/fixtures.hpp"
+#include "model/transformer.hpp"
 
 using namespace shardsim;
 
@@ -24,13 +23,11 @@ BlockWork block(const std::string& op_name, std::vector<std::string> sets) {
   for (const char* s : {"model.arch=gpt", "model.max_positions=512", "training.micro_batch=2"}) sets.emplace_back(s);
   const auto p = test::prepared("tests/data/tiny_llama.yaml", sets);
   BlockWork w;
-  for (std::size_t i = 0; i < p.graph.size(); ++i) {
-    const auto& op = p.graph.op(static_cast<int>(i));
-    if (op.name != op_name || op.step != 0 || op.micro != 0) continue;
-    w.memory_bytes += op.work.memory_bytes;
-    w.launches += op.work.launches;
-    w.gemm_flops += op.work.gemm_flops();
-    w.attention_flops += op.work.attention_flops(false) + op.work.attention_flops(true);
+  for (const graph::Op* op : test::first_ops_named(p, op_name)) {
+    w.memory_bytes += op->work.memory_bytes;
+    w.launches += op->work.launches;
+    w.gemm_flops += op->work.gemm_flops();
+    w.attention_flops += op->work.attention_flops(false) + op->work.attention_flops(true);
   }
   model::for_each_module(p.model.root, "", [&](const model::Module& m, const std::string&) {
     if (m.is_block && w.saved_none == 0) w.saved_none = m.activation.saved[0];

@@ -18,12 +18,10 @@ struct BlockWork {
 BlockWork block_forward(const std::vector<std::string>& sets) {
   const auto p = test::prepared("tests/data/tiny_llama.yaml", sets);
   BlockWork w;
-  for (std::size_t i = 0; i < p.graph.size(); ++i) {
-    const auto& op = p.graph.op(static_cast<int>(i));
-    if (op.name != "FWD layers.1" || op.step != 0 || op.micro != 0) continue;
-    w.memory_bytes += op.work.memory_bytes;
-    w.launches += op.work.launches;
-    w.flops += op.work.gemm_flops() + op.work.attention_flops(false);
+  for (const graph::Op* op : test::first_ops_named(p, "FWD layers.1")) {
+    w.memory_bytes += op->work.memory_bytes;
+    w.launches += op->work.launches;
+    w.flops += op->work.gemm_flops() + op->work.attention_flops(false);
   }
   return w;
 }

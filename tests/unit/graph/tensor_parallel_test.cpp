@@ -119,10 +119,8 @@ TEST_CASE("tensor parallel: checkpointing reruns forward collectives in backward
 // Activations block 1's forward (op `forward`) saves for backward in the first micro-step.
 double block_saved(const graph::Prepared& p, const std::string& forward = "FWD layers.1") {
   double saved = 0;
-  for (std::size_t i = 0; i < p.graph.size(); ++i) {
-    const auto& op = p.graph.op(static_cast<int>(i));
-    if (op.name != forward || op.step != 0 || op.micro != 0) continue;
-    for (const auto& m : op.memory) {
+  for (const graph::Op* op : test::first_ops_named(p, forward)) {
+    for (const auto& m : op->memory) {
       if (m.category == graph::MemCategory::activations && m.bytes > 0) saved += m.bytes;
     }
   }
