@@ -71,6 +71,9 @@ constexpr std::array kTrainingParams{
     ParamSpec{"keep_logits", "bool", "false",
               "the training loop keeps the logits alive through backward (logits = model(x); loss(logits).backward()); "
               "torchtitan deletes them first (del pred)"},
+    ParamSpec{"compile_loss", "bool", "false",
+              "torch.compile of the loss function, as torchtitan applies it with training.compile since 2025-04 (bbb1b616): "
+              "the cast and the log-softmax fused into reductions over the logits, no fp32 copy kept (sim/model/transformer.cpp)"},
     ParamSpec{"no_sync", "bool", "false", "with grad_accum: keep unsharded gradients and reduce only on the last micro-step"},
     ParamSpec{"optimizer", "", "adamw", "optimizer (state bytes per parameter, step cost)", {}, kOptimizerNames},
     ParamSpec{"activation_checkpointing",
@@ -241,7 +244,7 @@ ModelConfig read_model(const Reader& top) {
   return m;
 }
 
-TrainingConfig read_training(const Reader& top) {
+TrainingConfig read_training(const Reader& top, std::vector<ConfigWarning>& warnings) {
   const ConfigNode* node = top.node("training");
   if (node == nullptr) top.fail("training", "missing required key (expected at least {seq_len: ...})");
   Reader r(*node, "training", kTrainingSchema);
@@ -253,6 +256,12 @@ TrainingConfig read_training(const Reader& top) {
   t.grad_accum = r.integer("grad_accum");
   t.loss_upcast = r.boolean("loss_upcast");
   t.keep_logits = r.boolean("keep_logits");
+  t.compile_loss = r.boolean("compile_loss");
+  if (t.compile_loss && r.has("loss_upcast")) {
+    warnings.push_back({r.where("loss_upcast"), "training.loss_upcast",
+                        "a compiled loss (training.compile_loss) upcasts inside its fused reductions and writes no copy of the "
+                        "logits, so it costs the same with or without the upcast; it is ignored"});
+  }
   t.no_sync = r.boolean("no_sync");
   t.optimizer = pick<Optimizer>(r, "optimizer");
   t.activation_checkpointing = pick<ActivationCheckpointing>(r, "activation_checkpointing");
@@ -372,7 +381,7 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
                                      FileRef{c.where("topology"), "cluster.topology"});
 
   s.model = read_model(top);
-  s.training = read_training(top);
+  s.training = read_training(top, s.warnings);
   s.fsdp = read_fsdp(top, s.warnings);
   s.parallelism = read_parallelism(top, s.warnings);
   s.simulation = read_simulation(top);

@@ -86,9 +86,10 @@ struct TrainingConfig {
   Location seq_len_where;
   std::int64_t micro_batch = 1;
   std::int64_t grad_accum = 1;
-  bool loss_upcast = true;   // cross_entropy(logits.float()) as torchtitan; false: in the logits' dtype
-  bool keep_logits = false;  // the loop holds the logits through backward (torchtitan deletes them)
-  bool no_sync = false;      // accumulate unsharded gradients without reducing until the last micro-step
+  bool loss_upcast = true;    // cross_entropy(logits.float()) as torchtitan; false: in the logits' dtype
+  bool keep_logits = false;   // the loop holds the logits through backward (torchtitan deletes them)
+  bool compile_loss = false;  // torch.compile of the loss function (torchtitan since 2025-04 with compile)
+  bool no_sync = false;       // accumulate unsharded gradients without reducing until the last micro-step
   Optimizer optimizer = Optimizer::adamw;
   ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::none;
   int checkpoint_every = 2;            // with blocks: checkpoint blocks 0, k, 2k, ...

@@ -27,14 +27,31 @@ std::int64_t loss_vocab(const TransformerSpec& s, const TensorParallel& tp) {
 // passes run over elements of the logits' a bytes: no cast, 3aV + aV forward, 18V x a/4
 // backward, aV kept and 2aV at its backward.
 //
+// Compiled (training.compile_loss: torchtitan's build_cross_entropy_loss wraps the same function
+// in torch.compile with training.compile since bbb1b616, 2025-04): Inductor turns the cast and
+// the log-softmax into reductions over each row of logits that upcast in registers, so nothing
+// of V elements is written forward: one kernel reading the aV logits twice (the row's max, then
+// its sum of exponentials; the label's logit gathered). Backward reads the logits again and
+// writes their bf16 gradient (softmax minus one-hot, 2aV; counted as two launches, as every
+// memory-bound backward here). What it keeps for
+// backward is its input, the aV logits (plus a per-row logsumexp, 4 bytes a token), and its
+// backward holds the aV gradient it writes: 2aV at the peak against eager's 12V (fp32 upcast).
+//
 // Tensor parallel (torchtitan's loss_parallel): each rank holds 1/t of the vocabulary's logits,
 // and the softmax's max and sum over the vocabulary are all-reduced (two fp32 per token).
-Module loss_module(const TransformerSpec& s, int act, const TensorParallel& tp, bool upcast) {
+Module loss_module(const TransformerSpec& s, int act, const TensorParallel& tp, bool upcast, bool compiled) {
   const auto v = static_cast<double>(loss_vocab(s, tp));
   Module m;
   m.name = "loss";
   m.type = "CrossEntropyLoss";
   if (tp.degree > 1 && tp.loss_parallel) add_kernel(m, tp_comm_kernel("loss_parallel", TpComm::all_reduce, TpComm::none, 8.0));
+  if (compiled) {
+    const double a = act;
+    add_kernel(m, memory_kernel("cross_entropy", 2 * a * v, 1, 1.0));
+    m.activation.saved = {a * v + 4, a * v + 4, a * v + 4};
+    m.activation.backward_transient = {a * v, a * v, a * v};
+    return m;
+  }
   const double e = upcast ? 4.0 : static_cast<double>(act);  // bytes of the elements the loss works on
   const double fwd = (upcast ? act + 4.0 : 0.0) * v + 3 * e * v + e * v;
   add_kernel(m, memory_kernel("cross_entropy", fwd, upcast ? 4 : 3, 4.5 * e * v / fwd));
@@ -111,7 +128,7 @@ Module build_root(const TransformerSpec& spec, int act_bytes, const BlockOptions
   add_child(root, std::move(layers));
   if (spec.final_norm) add_child(root, final_norm(spec, gpt ? "ln_f" : "norm", act_bytes, tp));
   add_child(root, output_layer(spec, spec.arch == Arch::llama ? "output" : "lm_head", act_bytes, tp, options.keep_logits));
-  add_child(root, loss_module(spec, act_bytes, tp, options.loss_upcast));
+  add_child(root, loss_module(spec, act_bytes, tp, options.loss_upcast, options.compile_loss));
   return root;
 }
 
