@@ -142,6 +142,8 @@ constexpr const char* kCp8 = "parallelism.cp=8";
 constexpr const char* kSeq64k = "training.seq_len=65536";
 constexpr const char* kSeq128k = "training.seq_len=131072";
 constexpr const char* kSeq256k = "training.seq_len=262144";
+constexpr const char* k16Hosts = "cluster.nodes=16";
+constexpr const char* k8Hosts = "cluster.nodes=8";
 
 int main(int argc, char** argv) {
   // --check: only the table, and exit 1 when a case is outside its bound (ctest -L validation)
@@ -235,6 +237,27 @@ int main(int argc, char** argv) {
       {"P6", "validation/published/p6_gpt-530b_2520xa100.yaml", "tokens/s", megatron_tokens_per_s(163, 105, 20480, 2048, 51200), "same, 530B, TP 8 x PP 35 x DP 9, interleaved", 0.15},
       // F1's bf16 job on 8 MI300X (mi300x_8x_ib400: matmul from a measured MAMF, attention and the other kernels assumed).
       {"F1", "validation/published/f1_llama3-8b_8xh100_bf16.yaml", "tokens/s", 5376.5, "torchao float8 README (2025-08), 8 x MI300X bf16", 0.38, {kMi300x}},
+      // Held out (never used to set a default): torchtitan's 2024-12 benchmark tables 1, 3 and 4
+      // (the D1 job compiled and in Float8, on 8 and 128 GPUs; 70B FSDP x TP in Float8) and Trainy's
+      // 2025-06 H200 runs (torchtitan benchmarks/).
+      {"V6", "validation/published/v6_llama3.1-8b_8xh100_compile.yaml", "tokens/s", 6667, "torchtitan 2024-12 table 1, D1 + torch.compile (held out)", 0.06},
+      {"V6", "validation/published/v6_llama3.1-8b_8xh100_compile.yaml", "GiB reserved", 77.0, "same run, max reserved", 0.05},
+      {"V6", "validation/published/v6_llama3.1-8b_8xh100_compile_float8.yaml", "tokens/s", 8532, "same, + Float8 (held out)", 0.07},
+      {"V6", "validation/published/v6_llama3.1-8b_8xh100_compile_float8.yaml", "GiB reserved", 76.8, "same run, max reserved", 0.05},
+      {"V7", "scenarios/llama3.1-8b_8xh100.yaml", "tokens/s", 5605, "torchtitan 2024-12 table 3, D1 on 128 GPUs (held out)", 0.04, {k16Hosts}},
+      {"V7", "scenarios/llama3.1-8b_8xh100.yaml", "GiB reserved", 67.0, "same run, max reserved", 0.05, {k16Hosts}},
+      {"V7", "validation/published/v6_llama3.1-8b_8xh100_compile.yaml", "tokens/s", 6514, "same, + torch.compile (held out)", 0.03, {k16Hosts}},
+      {"V7", "validation/published/v6_llama3.1-8b_8xh100_compile.yaml", "GiB reserved", 62.0, "same run, max reserved", 0.08, {k16Hosts}},
+      {"V7", "validation/published/v6_llama3.1-8b_8xh100_compile_float8.yaml", "tokens/s", 8380, "same, + Float8 (held out)", 0.03, {k16Hosts}},
+      {"V7", "validation/published/v6_llama3.1-8b_8xh100_compile_float8.yaml", "GiB reserved", 61.8, "same run, max reserved", 0.07, {k16Hosts}},
+      {"V8", "validation/published/v8_llama3.1-70b_256xh100_tp8_float8.yaml", "tokens/s", 829, "torchtitan 2024-12 table 4, 70B FSDP 32 x TP 8, Float8 (held out)", 0.05},
+      {"V8", "validation/published/v8_llama3.1-70b_256xh100_tp8_float8.yaml", "GiB reserved", 71.9, "same run, max reserved", 0.30},
+      {"V8", "validation/published/v8_llama3.1-70b_256xh100_tp8_float8.yaml", "tokens/s", 876, "same, + async TP (held out)", 0.03, {kAsync}},
+      {"V8", "validation/published/v8_llama3.1-70b_256xh100_tp8_float8.yaml", "GiB reserved", 67.6, "same run, max reserved", 0.25, {kAsync}},
+      {"V9", "validation/published/v9_llama3.1-8b_32xh200_float8.yaml", "tokens/s", 10938, "Trainy torchtitan 2025-06, 8B Float8 on 32 H200 (held out)", 0.07},
+      {"V9", "validation/published/v9_llama3.1-8b_32xh200_float8.yaml", "GiB reserved", 47.96, "same run, memory at step 100", 0.11},
+      {"V9", "validation/published/v9_llama3.1-8b_32xh200_float8.yaml", "tokens/s", 10753, "same on 64 H200 (held out)", 0.08, {k8Hosts}},
+      {"V9", "validation/published/v9_llama3.1-8b_32xh200_float8.yaml", "GiB reserved", 46.97, "same run, memory at step 100", 0.11, {k8Hosts}},
       // clang-format on
   };
   std::printf("Published runs: predicted vs measured\n");
@@ -294,6 +317,27 @@ int main(int argc, char** argv) {
   const Figures compiled = simulate("validation/published/f3_llama3-8b_32xh100_p5_compile.yaml", {});
   std::printf("  torch.compile vs eager, F3 Llama 3 8B on 32 H100 (published: +10.7%%): %+.1f%% tokens/s\n",
               100 * (compiled.tokens_per_s / eager.tokens_per_s - 1));
+  // torchtitan's 2024-12 tables 1 and 3: the same jobs on 8 and on 128 GPUs (held-out V6, V7).
+  struct Scaling {
+    const char* what;
+    const char* scenario;
+    double published;  // percent, 128 GPUs against 8
+  };
+  const std::vector<Scaling> scaling{
+      {"eager", "scenarios/llama3.1-8b_8xh100.yaml", 100 * (5605.0 / 5762 - 1)},
+      {"compiled", "validation/published/v6_llama3.1-8b_8xh100_compile.yaml", 100 * (6514.0 / 6667 - 1)},
+      {"Float8", "validation/published/v6_llama3.1-8b_8xh100_compile_float8.yaml", 100 * (8380.0 / 8532 - 1)}};
+  std::vector<std::array<Figures, 2>> on_8_and_128;
+  for (const auto& sc : scaling) {
+    on_8_and_128.push_back({simulate(sc.scenario, {}), simulate(sc.scenario, {k16Hosts})});
+    std::printf("  8 -> 128 GPUs, torchtitan Llama 3.1 8B %s (published: %+.1f%%): %+.1f%% tokens/s per GPU\n", sc.what, sc.published,
+                100 * (on_8_and_128.back()[1].tokens_per_s / on_8_and_128.back()[0].tokens_per_s - 1));
+  }
+  const std::array<double, 2> published_compile{100 * (6667.0 / 5762 - 1), 100 * (6514.0 / 5605 - 1)};
+  for (std::size_t i = 0; i < 2; ++i) {
+    std::printf("  torch.compile vs eager, torchtitan Llama 3.1 8B on %d GPUs (published: %+.1f%%): %+.1f%% tokens/s\n", i == 0 ? 8 : 128,
+                published_compile[i], 100 * (on_8_and_128[1][i].tokens_per_s / on_8_and_128[0][i].tokens_per_s - 1));
+  }
   // Float8 over bf16 (or the float8 all-gather over float8 linears), each pair one job; `both`
   // applies to both runs of the pair, `with_only` to the float8 one.
   struct Speedup {
