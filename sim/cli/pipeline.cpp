@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "engine/scenario_run.hpp"
+#include "engine/variation.hpp"
 
 namespace shardsim::cli {
 namespace {
@@ -88,6 +89,7 @@ Outcome simulate(const Prepared& p, Deadline::Clock::time_point started) {
   out.summary = report::summarize({p.scenario, p.model, p.graph, out.result.timeline, &out.result.waiting, &out.result.holding,
                                    &out.result.waiting_for_cpu, &out.result.job_ends, &deadline, &out.result.compute_split});
   if (baseline) out.summary.step_time_without_stragglers = baseline->finish();
+  out.summary.gpu_pace = engine::fleet_pace(p.scenario);
   return out;
 }
 

@@ -50,6 +50,14 @@ constexpr std::array kGpuParams{
               "240 fits FlashAttention-3 and Triton FA2 forward on H100 within 1.5 % (pytorch/benchmark#2391); taken for "
               "other GPUs and backward [assumed]; 0: no length effect",
               Range{0, 1e6}},
+    ParamSpec{"variation", "fraction", "0.015",
+              "spread of speed between GPUs of this SKU: each runs at exp(variation x z) of the nominal, z standard normal, "
+              "and a job computes at the pace of its slowest GPU (engine/variation.hpp). 0.015 from two measurements: a 5 % "
+              "and larger spread of achievable matmul FLOPS between the 8 GPUs of a node (stas00/ml-engineering, "
+              "compute/accelerator, 'Not all accelerators are created equal': the expected range of 8 normals is 2.85 "
+              "sigma, so 1.8 %) and 8 % average variation across clusters of hundreds to thousands of one SKU (Sinha et "
+              "al., SC'22: a range of about 6.5 sigma, 1.2 %); 0: every GPU alike",
+              Range{0, 0.5}},
     ParamSpec{"gemm_output_exposed", "fraction", "0.45",
               "share of a GEMM's output write, at the memory-bound rate, that its main loop does not hide: a GEMM of "
               "reduction length K costs k0 / K more (k0 = this x GEMM rate x output element bytes / (2 x memory rate), "
@@ -211,6 +219,7 @@ GpuSpec read_gpu(const Reader& top) {
   g.attention_half_keys = r.number("attention_half_keys");
   g.launch_queue = static_cast<int>(r.integer("launch_queue"));
   g.gemm_output_exposed = r.number("gemm_output_exposed");
+  g.variation = r.number("variation");
   {
     // The exposed output write of a GEMM costs k0 / K of its FLOP time (engine/compute_model.hpp);
     // past k0 = 1,000 the figures contradict each other (the write alone would outlast the FLOPs of

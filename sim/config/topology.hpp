@@ -65,6 +65,9 @@ struct GpuSpec {
   double attention_half_keys = 240;
   // Share of a GEMM's output write (at the memory-bound rate) its main loop does not hide.
   double gemm_output_exposed = 0.45;
+  // Spread of speed between GPUs of the SKU: each runs at exp(variation x z) of the nominal, z
+  // standard normal (engine/variation.hpp).
+  double variation = 0.015;
   // Kernel launches the CPU can have queued on the GPU before the next launch blocks; bounds how
   // far the CPU thread runs ahead (allocations happen at CPU time).
   int launch_queue = 1024;

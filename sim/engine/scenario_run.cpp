@@ -8,6 +8,7 @@
 #include "engine/calibrated_ring.hpp"
 #include "engine/collective.hpp"
 #include "engine/compute_model.hpp"
+#include "engine/variation.hpp"
 
 namespace shardsim::engine {
 
@@ -62,6 +63,7 @@ SimulationResult simulate(const graph::Prepared& p, const Deadline& deadline, bo
                         scenario.cluster.jobs,
                         scenario.cluster.placement};
   input.cohorts = cohorts;
+  input.pace = fleet_pace(scenario);
   input.fold = fold;
   // simulation.max_op_instances: the engine keeps state per op and cohort of alike ranks, and
   // ranks can all come to differ (jitter, stragglers, contention); past the limit that could

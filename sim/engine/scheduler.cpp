@@ -73,10 +73,10 @@ Simulator::Simulator(const SimulationInput& in, int simulated)
   }
   // Ranks start in one cohort per pipeline stage and slow-GPU factor; with jitter every rank draws
   // its own times.
-  std::vector<double> slow(static_cast<std::size_t>(total_), 1.0);
+  std::vector<double> slow(static_cast<std::size_t>(total_), in.pace);
   for (const auto& s : in.stragglers.slow_gpus) {
     for (int r = 0; r < simulated_; ++r) {
-      if (real_rank(r) == s.rank) slow[static_cast<std::size_t>(r)] = s.factor;
+      if (real_rank(r) == s.rank) slow[static_cast<std::size_t>(r)] *= s.factor;
     }
   }
   // GPU-to-GPU variation: each GPU's own log-normal factor for the whole run (a draw apart from

@@ -55,6 +55,9 @@ struct SimulationInput {
   // Run tensor-parallel instances launched together as one set of flows where that is exact
   // (Simulator::fold). False runs each instance's flows: tests check that both give the same timeline.
   bool fold = true;
+  // Every rank's compute slowed by the fleet's GPU-to-GPU variation at its expected pace
+  // (engine/variation.hpp: the slowest of the job's GPUs); 1: none.
+  double pace = 1;
 };
 
 struct SimulationResult {

@@ -80,6 +80,7 @@ struct Summary {
   double tflops_per_gpu = 0;  // model FLOPs (MFU convention) per second, in TFLOPS
   double mfu = 0;
   double compute_s = 0;          // time the compute stream is busy in the step (the exposed-comm rank)
+  double gpu_pace = 1;           // every rank's compute slowed by the fleet's GPU-to-GPU variation (engine/variation.hpp)
   double comm_s = 0;             // time some collective runs in the step
   double exposed_comm_s = 0;     // collectives running while the compute stream is idle (max over ranks)
   double tp_comm_s = 0;          // of comm_s: tensor-parallel collectives (the exposed-comm rank)

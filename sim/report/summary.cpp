@@ -101,6 +101,11 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
   row("TFLOPS per GPU", fmt::format("{:.1f}  (model FLOPs: 6N + 12 l h q s per token)", s.tflops_per_gpu));
   row("MFU", fmt::format("{:.1f} %", 100 * s.mfu));
   row("compute busy", fmt::format("{:.4f} s", s.compute_s));
+  if (s.gpu_pace > 1 + 1e-9) {
+    row("  at the slowest GPU's pace",
+        fmt::format("x {:.4f}  (the slowest of {} GPUs that vary by {:.1f} %: gpu.variation, docs/fidelity.md)", s.gpu_pace, s.world_size,
+                    100 * scenario.cluster.topology.gpu.variation));
+  }
   if (const auto& c = s.compute_split; c.total() > 0) {
     row("  of which GEMM / attention", fmt::format("{:.4f} s / {:.4f} s  (the compute model's, alone on the GPU)", c.gemm, c.attention));
     row("  memory-bound / launches",
@@ -238,6 +243,7 @@ nlohmann::json summary_json(const Summary& s) {
       {"tflops_per_gpu", s.tflops_per_gpu},
       {"mfu", s.mfu},
       {"compute_s", s.compute_s},
+      {"gpu_variation_pace", s.gpu_pace},
       {"comm_s", s.comm_s},
       {"exposed_comm_s", s.exposed_comm_s},
       {"tp_comm_s", s.tp_comm_s},
