@@ -32,6 +32,9 @@ class Baseline {
       double step = -1;
       try {
         Prepared alike = p;
+        // Every GPU alike: per-GPU draws (stragglers.gpu_variation) are measured against no
+        // variation at all, not against the fleet's expected pace they replace.
+        if (alike.scenario.stragglers.gpu_variation > 0) alike.scenario.cluster.topology.gpu.variation = 0;
         alike.scenario.stragglers = {};
         alike.scenario.simulation.mode = config::SimulationMode::full;  // stragglers run in full mode too
         const auto r = engine::simulate(alike, deadline);

@@ -71,8 +71,8 @@ Simulator::Simulator(const SimulationInput& in, int simulated)
       }
     }
   }
-  // Ranks start in one cohort per pipeline stage and slow-GPU factor; with jitter every rank draws
-  // its own times.
+  // Ranks start in one cohort per pipeline stage and slow-GPU factor, every one at the fleet's
+  // expected pace (engine/variation.hpp); with jitter every rank draws its own times.
   std::vector<double> slow(static_cast<std::size_t>(total_), in.pace);
   for (const auto& s : in.stragglers.slow_gpus) {
     for (int r = 0; r < simulated_; ++r) {

@@ -1,6 +1,7 @@
 #include "engine/variation.hpp"
 
 #include <cmath>
+#include <numbers>
 
 namespace shardsim::engine {
 
@@ -12,7 +13,7 @@ double expected_slowest(double sigma, int n) {
   constexpr double kLow = -10;
   constexpr double kHigh = 10;
   constexpr double kStep = (kHigh - kLow) / kIntervals;
-  const double inv_sqrt_2pi = 1 / std::sqrt(2 * M_PI);
+  const double inv_sqrt_2pi = 1 / std::sqrt(2 * std::numbers::pi);
   auto f = [&](double x) {
     const double cdf = 0.5 * std::erfc(-x / std::sqrt(2.0));
     if (cdf <= 0) return 0.0;

@@ -33,9 +33,9 @@ std::int64_t loss_vocab(const TransformerSpec& s, const TensorParallel& tp) {
 // of V elements is written forward: one kernel reading the aV logits twice (the row's max, then
 // its sum of exponentials; the label's logit gathered). Backward reads the logits again and
 // writes their bf16 gradient (softmax minus one-hot, 2aV; counted as two launches, as every
-// memory-bound backward here). What it keeps for
-// backward is its input, the aV logits (plus a per-row logsumexp, 4 bytes a token), and its
-// backward holds the aV gradient it writes: 2aV at the peak against eager's 12V (fp32 upcast).
+// memory-bound backward here). What it keeps for backward is its input, the aV logits (plus a
+// per-row logsumexp, 4 bytes a token), and its backward holds the aV gradient it writes: 2aV at
+// the peak against eager's 12V (fp32 upcast).
 //
 // Tensor parallel (torchtitan's loss_parallel): each rank holds 1/t of the vocabulary's logits,
 // and the softmax's max and sum over the vocabulary are all-reduced (two fp32 per token).

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <numbers>
 
 #include "engine/scenario_run.hpp"
 #include "fixtures/fixtures.hpp"
@@ -19,7 +20,7 @@ TEST_CASE("the expected slowest of n GPUs: exp(sigma m_n), m_n the expected maxi
   // For a small sigma ln(factor) / sigma is m_n: 1 / sqrt(pi) for two (the mean of |z1 - z2| / 2),
   // and the tabulated 1.42360 for 8 and 2.50759 for 100 (Tippett 1925; Harter 1961).
   const double sigma = 1e-5;
-  CHECK(std::log(engine::expected_slowest(sigma, 2)) / sigma == doctest::Approx(1 / std::sqrt(M_PI)).epsilon(1e-4));
+  CHECK(std::log(engine::expected_slowest(sigma, 2)) / sigma == doctest::Approx(1 / std::sqrt(std::numbers::pi)).epsilon(1e-4));
   CHECK(std::log(engine::expected_slowest(sigma, 8)) / sigma == doctest::Approx(1.42360).epsilon(1e-4));
   CHECK(std::log(engine::expected_slowest(sigma, 100)) / sigma == doctest::Approx(2.50759).epsilon(1e-4));
   // The default spread of 1.5 %: 8 GPUs x1.0216, and the slowdown keeps growing with the job.
