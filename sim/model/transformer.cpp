@@ -56,7 +56,12 @@ Module loss_module(const TransformerSpec& s, int act, const TensorParallel& tp, 
   const double fwd = (upcast ? act + 4.0 : 0.0) * v + 3 * e * v + e * v;
   add_kernel(m, memory_kernel("cross_entropy", fwd, upcast ? 4 : 3, 4.5 * e * v / fwd));
   m.activation.saved = {e * v, e * v, e * v};
-  m.activation.backward_transient = {2 * e * v, 2 * e * v, 2 * e * v};
+  // aten's nll_loss and log_softmax backward kernels hold two V-wide tensors beside the kept
+  // log-probabilities (the one-hot gradient and the result). Under loss_parallel DTensor runs its
+  // own backward (torch/distributed/tensor/parallel/loss.py, _nll_loss_and_log_softmax_backward):
+  // (zeros_like(x) + exp(x)) * grad_output, separate tensors, three at its peak.
+  const double held = (tp.degree > 1 && tp.loss_parallel ? 3 : 2) * e * v;
+  m.activation.backward_transient = {held, held, held};
   return m;
 }
 

@@ -266,3 +266,28 @@ TEST_CASE("tensor parallel: the loss on all of the vocabulary, a whole embedding
   CHECK(sharded_ops.at({OpKind::reduce_scatter, kS}) - whole_ops.at({OpKind::reduce_scatter, kS}) == 1);
   CHECK(whole_ops.at({OpKind::all_gather, kS}) == sharded_ops.at({OpKind::all_gather, kS}));
 }
+
+namespace {
+
+// What the loss's backward holds beside what its forward kept, in the first micro-step.
+double loss_backward_held(const graph::Prepared& p) {
+  double held = 0;
+  for (const graph::Op* op : test::first_ops_named(p, "BWD loss")) {
+    for (const auto& m : op->memory) {
+      if (m.category == graph::MemCategory::loss && m.bytes > 0 && !m.at_end) held += m.bytes;
+    }
+  }
+  return held;
+}
+
+}  // namespace
+
+TEST_CASE("tensor parallel: loss_parallel's backward holds three vocabulary-wide fp32 tensors where aten's kernels hold two") {
+  // 512 tokens, V = 1,000 (500 a rank under loss_parallel), fp32 log-probabilities (4 bytes).
+  // DTensor's _nll_loss_and_log_softmax_backward computes (zeros_like(x) + exp(x)) * grad_output
+  // on its 500 columns: the one-hot, the sum and the product beside the kept x (exp(x) is freed
+  // by then), 3 x 4 x 500 bytes a token; without loss_parallel aten's nll_loss and log_softmax
+  // backward kernels hold the one-hot and the result over all 1,000, 2 x 4 x 1,000.
+  CHECK(loss_backward_held(tiny({})) == doctest::Approx(3.0 * 4 * 500 * 512));
+  CHECK(loss_backward_held(tiny({"parallelism.tp_loss_parallel=false"})) == doctest::Approx(2.0 * 4 * 1000 * 512));
+}
