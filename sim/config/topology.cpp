@@ -75,6 +75,12 @@ constexpr std::array kGpuParams{
               "CUDA 11.7+ lazy module loading, PyTorch's default (pytorch/pytorch#109888; 287 MB right after the first "
               "kernel, pytorch/pytorch#86509)",
               Range{0, 1e12, Dimension::bytes}},
+    ParamSpec{"blas_workspace", "size", "-",
+              "the GEMM library's workspace PyTorch allocates through its caching allocator per (handle, stream), so once for "
+              "the forward thread and once for autograd's backward thread; unset: PyTorch's default by gpu.arch "
+              "(aten/src/ATen/cuda/CublasHandlePool.cpp): cuBLAS 32 MiB on Hopper, 8,519,680 B on other NVIDIA GPUs; "
+              "ROCm 128 MiB (gfx94x) plus hipBLASLt's 76 MiB. Set it from CUBLAS_WORKSPACE_CONFIG if your job sets that",
+              Range{0, 1e11, Dimension::bytes}},
 };
 constexpr std::array kPeakParams{
     ParamSpec{"bf16", "compute rate", "", "dense bf16 tensor-core peak", kFlopRateRange},
@@ -236,6 +242,7 @@ GpuSpec read_gpu(const Reader& top) {
                          gemm_rate / 1e12, memory_rate / 1e9, k0));
   }
   g.context_memory = Bytes(r.quantity("context_memory", Dimension::bytes));
+  g.blas_workspace = Bytes(r.opt_quantity("blas_workspace", Dimension::bytes).value_or(default_blas_workspace(g.arch)));
   return g;
 }
 
@@ -356,6 +363,22 @@ TopologyConfig load_topology(const std::filesystem::path& file, const ConfigNode
 
 std::vector<Schema> topology_schemas() {
   return {kTopologySchema, kGpuSchema, kPeakSchema, kEfficiencySchema, kNodeSchema, kLinkSchema, kFabricSchema, kHostSchema, kNvmeSchema};
+}
+
+double default_blas_workspace(GpuArch arch) {
+  constexpr double KiB = 1024.0;
+  constexpr double MiB = 1024.0 * KiB;
+  switch (arch) {
+    case GpuArch::hopper:
+      return 4096 * KiB * 8;
+    case GpuArch::cdna3:
+      return 128 * MiB + 76 * MiB;
+    case GpuArch::volta:
+    case GpuArch::ampere:
+    case GpuArch::blackwell:
+      break;
+  }
+  return 4096 * KiB * 2 + 16 * KiB * 8;
 }
 
 }  // namespace shardsim::config

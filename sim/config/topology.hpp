@@ -73,7 +73,15 @@ struct GpuSpec {
   int launch_queue = 1024;
   // Device memory the CUDA context holds outside PyTorch's allocator (driver state, loaded kernels).
   Bytes context_memory;
+  // The GEMM library's workspace per (handle, stream) pair, allocated through PyTorch's allocator.
+  Bytes blas_workspace;
 };
+
+// PyTorch's default GEMM workspace per (handle, stream) with CUBLAS_WORKSPACE_CONFIG unset
+// (aten/src/ATen/cuda/CublasHandlePool.cpp, parseChosenWorkspaceSize): cuBLAS 4,096 KiB x 8 on
+// sm_90, 4,096 KiB x 2 + 16 KiB x 8 on other NVIDIA GPUs; ROCm 128 MiB on gfx94x, plus the
+// hipBLASLt workspace ROCm keeps in a pool of its own (76 MiB, parseCUDABlasLtWorkspaceSize).
+[[nodiscard]] double default_blas_workspace(GpuArch arch);
 
 struct LinkSpec {
   ByteRate bandwidth;  // per direction

@@ -89,8 +89,8 @@ std::string_view to_string(EdgeKind e) {
   return names[static_cast<std::size_t>(e)];
 }
 std::string_view to_string(MemCategory c) {
-  constexpr std::array names{"sharded_params", "unsharded_params", "gradients",   "reduce_buffers",
-                             "grad_shards",    "optimizer_state",  "activations", "loss"};
+  constexpr std::array names{"sharded_params",  "unsharded_params", "gradients", "reduce_buffers", "grad_shards",
+                             "optimizer_state", "activations",      "loss",      "workspaces"};
   return names[static_cast<std::size_t>(c)];
 }
 std::string_view to_string(Pool p) {

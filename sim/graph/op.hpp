@@ -72,8 +72,9 @@ enum class MemCategory {
   optimizer_state,   // optimizer moments
   activations,       // activations saved for backward, recompute and backward temporaries
   loss,              // logits and loss buffers (fp32 log-softmax and its gradients)
+  workspaces,        // the GEMM library's workspaces (report/blas_workspace.hpp)
 };
-inline constexpr int kMemCategories = 8;
+inline constexpr int kMemCategories = 9;
 
 // The caching-allocator pool a tensor is allocated from: PyTorch keeps freed blocks per CUDA
 // stream and does not hand them to another stream, so each stream's pool holds on to its own

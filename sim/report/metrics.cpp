@@ -8,6 +8,7 @@
 #include <numeric>
 #include <utility>
 
+#include "report/blas_workspace.hpp"
 #include "report/caching_allocator.hpp"
 #include "report/cpu_issue.hpp"
 #include "report/error_band.hpp"
@@ -74,7 +75,7 @@ double MemoryPoint::total() const {
 }
 
 MemoryTimeline memory_timeline(const graph::StepGraph& g, const graph::Timeline& t, int rank, const IssueRules& issue, double capacity,
-                               const Deadline& deadline) {
+                               const Deadline& deadline, const std::vector<graph::MemEffect>& runtime) {
   struct Event {
     double time;
     int order;  // frees before allocations at the same instant
@@ -126,6 +127,7 @@ MemoryTimeline memory_timeline(const graph::StepGraph& g, const graph::Timeline&
     }
     cur.reserved = allocator.reserved();
   };
+  for (const auto& m : runtime) apply(m);
   for (const auto& m : g.info.initial_memory_of(rank)) apply(m);
   tl.points.push_back(cur);
   tl.peak = cur.total();
@@ -417,10 +419,11 @@ Summary summarize(const SummaryInput& in) {
     s.bubble_fraction = n > 0 && s.step_time > 0 ? sum / n / s.step_time : 0;
   }
 
+  const auto& topology = in.scenario.cluster.topology;
+  const std::vector<graph::MemEffect> workspaces = blas_workspaces(topology.gpu);
   for (int r : ranks) {
-    MemoryTimeline m =
-        memory_timeline(g, t, r, {in.scenario.cluster.topology.gpu.launch_queue, in.scenario.cluster.topology.host.kernel_dispatch.value()},
-                        s.allocator_memory(), deadline);
+    MemoryTimeline m = memory_timeline(g, t, r, {topology.gpu.launch_queue, topology.host.kernel_dispatch.value()}, s.allocator_memory(),
+                                       deadline, workspaces);
     s.oom = s.oom || m.alloc_failures > 0;
     s.alloc_retries = std::max(s.alloc_retries, m.alloc_retries);
     if (r == 0 || m.peak_reserved > s.memory.peak_reserved) s.memory = std::move(m);

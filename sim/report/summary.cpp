@@ -9,8 +9,8 @@ namespace shardsim::report {
 namespace {
 
 constexpr std::array<const char*, graph::kMemCategories> kCategoryLabels{
-    "sharded parameters", "unsharded parameters", "gradients (unsharded)", "reduce buffers",
-    "gradient shards",    "optimizer state",      "activations",           "logits and loss"};
+    "sharded parameters", "unsharded parameters", "gradients (unsharded)", "reduce buffers", "gradient shards",
+    "optimizer state",    "activations",          "logits and loss",       "GEMM workspaces"};
 constexpr std::array<const char*, graph::kPools> kPoolLabels{"compute stream", "all-gather stream", "reduce-scatter stream",
                                                              "all-reduce stream", "host"};
 

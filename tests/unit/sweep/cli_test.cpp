@@ -178,8 +178,9 @@ TEST_CASE("a typo in a --grid key stops the sweep before anything runs and names
 }
 
 TEST_CASE("shardsim tune prints YAML whose settings simulate to the throughput it reports and at least the scenario's") {
-  // Peaks of the searched settings range from about 140 to 270 MiB: 160 MiB rules some out.
-  const auto r = run_shardsim({"tune", tiny(), "--memory-limit", "160MiB", "-j", "2"}, "tune");
+  // Peaks of the searched settings range from about 190 to 355 MiB (64 MiB of them the two cuBLAS
+  // workspaces): 224 MiB rules some out.
+  const auto r = run_shardsim({"tune", tiny(), "--memory-limit", "224MiB", "-j", "2"}, "tune");
   REQUIRE_MESSAGE(r.code == 0, r.err);
   const auto yaml = config::parse_yaml(r.out, Location{"tune output", 0, 0});
   std::vector<std::string> run_args{"run", tiny(), "--json"};
@@ -193,7 +194,7 @@ TEST_CASE("shardsim tune prints YAML whose settings simulate to the throughput i
   REQUIRE(std::regex_search(r.out, m, std::regex("# best: ([0-9]+) tokens/s per GPU")));
   const auto best = nlohmann::json::parse(run_shardsim(run_args, "tune-best").out);
   CHECK(best["tokens_per_s_per_gpu"].get<double>() == doctest::Approx(std::stod(m[1])).epsilon(1e-3));
-  CHECK(best["peak_memory_bytes"].get<double>() <= 160.0 * 1024 * 1024);
+  CHECK(best["peak_memory_bytes"].get<double>() <= 224.0 * 1024 * 1024);
   const auto as_written = nlohmann::json::parse(run_shardsim({"run", tiny(), "--json"}, "tune-base").out);
   CHECK(best["tokens_per_s_per_gpu"].get<double>() >= as_written["tokens_per_s_per_gpu"].get<double>());
 }
@@ -208,9 +209,9 @@ TEST_CASE("shardsim tune with a limit nothing fits under says so and exits 1") {
 TEST_CASE("a sweep over a setting that does not apply records the warning with every point") {
   // fsdp.backward_prefetch is FSDP1's; on FSDP2 the three points are alike, and each says why.
   const auto dir = scratch("warnings");
-  const auto r = run_shardsim({"sweep", tiny(), "--set", "fsdp.version=2", "--grid", "fsdp.backward_prefetch=pre,post,none", "-j", "2",
-                               "--out", dir.string()},
-                              "warnings");
+  const auto r = run_shardsim(
+      {"sweep", tiny(), "--set", "fsdp.version=2", "--grid", "fsdp.backward_prefetch=pre,post,none", "-j", "2", "--out", dir.string()},
+      "warnings");
   REQUIRE_MESSAGE(r.code == 0, r.err);
   const auto rows = sweep::read_jsonl(dir / "results.jsonl").rows;
   REQUIRE(rows.size() == 3);
