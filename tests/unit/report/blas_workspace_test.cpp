@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "report/metrics.hpp"
+#include "report_fixtures.hpp"
 
 using namespace shardsim;
 
@@ -52,9 +53,7 @@ TEST_CASE("the workspaces count in allocated and reserved memory from before the
   t.at(0, 0) = {0, 1};
   t.at(1, 0) = {1, 2};
   config::ScenarioConfig s;
-  s.cluster.topology.gpu.memory = Bytes(80e9);
-  s.cluster.topology.gpu.peak_bf16 = FlopRate(1e15);
-  s.cluster.topology.gpu.peak_fp32 = FlopRate(1e14);
+  s.cluster.topology = test::minimal_topology();
   s.cluster.topology.gpu.blas_workspace = Bytes(32 * MiB);
   model::Model m;
   const auto sum = report::summarize({s, m, g, t});

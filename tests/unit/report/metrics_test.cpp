@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include "report_fixtures.hpp"
+
 using namespace shardsim;
 
 namespace {
@@ -30,9 +32,7 @@ TEST_CASE("exposed communication is collective time not covered by compute") {
   t.at(1, 0) = {0.5, 2.5};
   t.at(2, 0) = {2, 3};
   config::ScenarioConfig s;
-  s.cluster.topology.gpu.memory = Bytes(80e9);
-  s.cluster.topology.gpu.peak_bf16 = FlopRate(1e15);
-  s.cluster.topology.gpu.peak_fp32 = FlopRate(1e14);
+  s.cluster.topology = test::minimal_topology();
   model::Model m;
   const auto sum = report::summarize({s, m, g, t});
   CHECK(sum.step_time == doctest::Approx(3.0));

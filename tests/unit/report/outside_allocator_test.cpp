@@ -3,16 +3,14 @@
 #include <doctest/doctest.h>
 
 #include "report/metrics.hpp"
+#include "report_fixtures.hpp"
 
 using namespace shardsim;
 
 namespace {
 
 config::TopologyConfig topology(double context_bytes, int channels) {
-  config::TopologyConfig t;
-  t.gpu.memory = Bytes(80e9);
-  t.gpu.peak_bf16 = FlopRate(1e15);
-  t.gpu.peak_fp32 = FlopRate(1e14);
+  config::TopologyConfig t = test::minimal_topology();
   t.gpu.context_memory = Bytes(context_bytes);
   t.node.nccl_channels = channels;
   return t;
