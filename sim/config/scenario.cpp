@@ -97,9 +97,11 @@ constexpr std::array kTrainingParams{
     ParamSpec{"attention",
               "",
               "flash",
-              "how attention runs: flash = one fused kernel (FlashAttention, what SDPA picks on these GPUs); unfused = the "
+              "how attention runs: flash = one fused kernel (FlashAttention-2, what SDPA picks on these GPUs); unfused = the "
               "scores materialized, two batched GEMMs around a softmax kernel, all of s x s per head (SDPA's math backend, "
-              "Megatron-LM before --use-flash-attn)",
+              "Megatron-LM before --use-flash-attn); cudnn = cuDNN's fused kernel (SDPA's cuDNN backend, Transformer Engine's "
+              "FusedAttention, which Megatron-Core runs on Hopper); flash3 = FlashAttention-3. cudnn and flash3 run at the "
+              "topology's gpu.efficiency.attention_cudnn_* / attention_flash3_* rates, Hopper only",
               {},
               kAttentionNames},
     ParamSpec{"dropout", "probability", "0",

@@ -27,9 +27,11 @@ enum class ActivationCheckpointing { none, selective, full, blocks };
 enum class Sharding { full_shard, shard_grad_op, no_shard, hybrid_shard, hybrid_shard_zero2, zero3, shard_optimizer };
 enum class HookOrder { post_first, pre_first };
 enum class BackwardPrefetch { pre, post, none };
-// How attention runs: one fused kernel (FlashAttention; SDPA's pick on these GPUs), or the
-// scores materialized between two batched GEMMs (SDPA's math backend, Megatron-LM before flash).
-enum class AttentionKernel { flash, unfused };
+// How attention runs: one fused kernel (FlashAttention-2; SDPA's pick on these GPUs), the
+// scores materialized between two batched GEMMs (SDPA's math backend, Megatron-LM before flash),
+// or one fused kernel of Hopper's faster generation: cuDNN's (SDPA's cuDNN backend, Transformer
+// Engine's FusedAttention) or FlashAttention-3, priced at the topology's rates for them.
+enum class AttentionKernel { flash, unfused, cudnn, flash3 };
 
 [[nodiscard]] int dtype_bytes(DType t);
 [[nodiscard]] std::string_view to_string(DType t);

@@ -94,6 +94,12 @@ constexpr std::array kEfficiencyParams{
     ParamSpec{"attention_forward", "fraction", "0.35", "FlashAttention-2 forward, fraction of peak", kFractionRange},
     ParamSpec{"attention_backward", "fraction", "0.28", "FlashAttention-2 backward, fraction of peak", kFractionRange},
     ParamSpec{"memory", "fraction", "0.8", "memory-bound kernels, fraction of hbm_bandwidth", kFractionRange},
+    ParamSpec{"attention_cudnn_forward", "fraction", "-",
+              "cuDNN's fused attention forward (training.attention: cudnn), fraction of peak; unset: cudnn refused", kFractionRange},
+    ParamSpec{"attention_cudnn_backward", "fraction", "-", "cuDNN's fused attention backward, fraction of peak", kFractionRange},
+    ParamSpec{"attention_flash3_forward", "fraction", "-",
+              "FlashAttention-3 forward (training.attention: flash3), fraction of peak; unset: flash3 refused", kFractionRange},
+    ParamSpec{"attention_flash3_backward", "fraction", "-", "FlashAttention-3 backward, fraction of peak", kFractionRange},
     ParamSpec{"matmul_fp8", "fraction", "-",
               "large fp8 GEMMs with tensorwise scales, fraction of peak_flops.fp8; unset: matmul's (torchao's float8 roofline "
               "assumes the same fraction)",
@@ -218,6 +224,12 @@ GpuSpec read_gpu(const Reader& top) {
     g.efficiency.matmul_fp8 = e.opt_number("matmul_fp8", kFractionRange.min, kFractionRange.max).value_or(-1);
     g.efficiency.matmul_fp8_rowwise = e.opt_number("matmul_fp8_rowwise", kFractionRange.min, kFractionRange.max).value_or(-1);
     g.efficiency.matmul_mxfp8 = e.opt_number("matmul_mxfp8", kFractionRange.min, kFractionRange.max).value_or(-1);
+    for (const auto& [key, field] : {std::pair{"attention_cudnn_forward", &GpuEfficiency::attention_cudnn_forward},
+                                     std::pair{"attention_cudnn_backward", &GpuEfficiency::attention_cudnn_backward},
+                                     std::pair{"attention_flash3_forward", &GpuEfficiency::attention_flash3_forward},
+                                     std::pair{"attention_flash3_backward", &GpuEfficiency::attention_flash3_backward}}) {
+      g.efficiency.*field = e.opt_number(key, kFractionRange.min, kFractionRange.max).value_or(-1);
+    }
   }
   g.compute_model = Choice{r.text("compute_model"), "gpu.compute_model", r.where("compute_model"), ConfigNode{}};
   g.kernel_launch = Seconds(r.quantity("kernel_launch", Dimension::seconds));

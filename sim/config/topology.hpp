@@ -21,7 +21,13 @@ struct GpuEfficiency {
   double matmul = 0.6;               // large bf16 GEMMs, fraction of peak_flops
   double attention_forward = 0.35;   // FlashAttention-2 forward, fraction of peak_flops
   double attention_backward = 0.28;  // FlashAttention-2 backward
-  double memory = 0.8;               // memory-bound kernels, fraction of hbm_bandwidth
+  // Hopper's faster fused attention kernels (training.attention: cudnn, flash3), fractions of
+  // peak_flops; unset (< 0): not known for this GPU, and the kernel is refused.
+  double attention_cudnn_forward = -1;
+  double attention_cudnn_backward = -1;
+  double attention_flash3_forward = -1;
+  double attention_flash3_backward = -1;
+  double memory = 0.8;  // memory-bound kernels, fraction of hbm_bandwidth
   // Float8 GEMMs (training.float8), fractions of peak_fp8 / peak_mxfp8. Unset (< 0) they take
   // `matmul`: the same achievable fraction as bf16, as torchao's float8 roofline assumes
   // (torchao/testing/float8/roofline_utils.py, pct_achievable_gemm_tops).

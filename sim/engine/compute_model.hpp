@@ -27,6 +27,7 @@
 #include <memory>
 #include <string_view>
 
+#include "config/scenario.hpp"
 #include "config/topology.hpp"
 #include "core/registry.hpp"
 #include "graph/op.hpp"
@@ -69,15 +70,18 @@ struct ComputeRates {
   double nvme_write = 0;
   double comm_interference = 0;
 
-  // The topology's figures: peak (bf16 or fp32) x gpu.efficiency.
-  [[nodiscard]] static ComputeRates nominal(const config::TopologyConfig& topo, bool low_precision);
+  // The topology's figures: peak (bf16 or fp32) x gpu.efficiency, attention at the rates of the
+  // kernel training.attention names.
+  [[nodiscard]] static ComputeRates nominal(const config::TopologyConfig& topo, bool low_precision,
+                                            config::AttentionKernel attention = config::AttentionKernel::flash);
 };
 
 class RooflineModel final : public ComputeModel {
  public:
   explicit RooflineModel(const ComputeRates& rates) : r_(rates) {}
   // `low_precision`: compute runs in bf16/fp16 (tensor-core peak), else fp32.
-  RooflineModel(const config::TopologyConfig& topo, bool low_precision) : r_(ComputeRates::nominal(topo, low_precision)) {}
+  RooflineModel(const config::TopologyConfig& topo, bool low_precision, config::AttentionKernel attention = config::AttentionKernel::flash)
+      : r_(ComputeRates::nominal(topo, low_precision, attention)) {}
   [[nodiscard]] double duration(const graph::Op& op) const override { return split(op).total(); }
   [[nodiscard]] double attention_seconds(const graph::AttentionCall& call) const;
   [[nodiscard]] graph::ComputeSplit split(const graph::Op& op) const override;

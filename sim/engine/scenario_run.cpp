@@ -37,7 +37,7 @@ SimulationResult simulate(const graph::Prepared& p, const Deadline& deadline, bo
   // measured collective costs are those of NCCL's ring: with them every collective runs as the
   // ring with the Simple protocol, priced by the calibration (collectives.algorithm does not apply).
   const auto& cal = scenario.calibration;
-  const auto nominal = ComputeRates::nominal(topo, low_precision);
+  const auto nominal = ComputeRates::nominal(topo, low_precision, scenario.training.attention.value);
   ComputeModelRegistry compute_models;
   register_builtin_compute_models(compute_models);
   const auto compute = compute_models.get(topo.gpu.compute_model).create(cal ? calibrated_rates(nominal, *cal) : nominal);

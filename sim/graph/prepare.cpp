@@ -59,6 +59,28 @@ void check_attention(const config::ScenarioConfig& s, const model::TransformerSp
     throw ConfigError(t.attention.where, "training.attention",
                       "torch's ring attention (parallelism.cp) runs flash kernels per step; expected attention: flash with cp > 1");
   }
+  const bool hopper_kernel = t.attention.value == config::AttentionKernel::cudnn || t.attention.value == config::AttentionKernel::flash3;
+  if (hopper_kernel) {
+    // Their rates come from measurements on H100 (FlashAttention-3 paper); FlashAttention-3 runs
+    // on Hopper only, and cuDNN's kernels differ by generation.
+    const auto& gpu = s.cluster.topology.gpu;
+    const auto name = config::to_string(t.attention.value);
+    if (gpu.arch != config::GpuArch::hopper) {
+      throw ConfigError(t.attention.where, "training.attention",
+                        fmt::format("{} attention is priced from measurements on Hopper GPUs; the GPU {} is {}; expected attention: "
+                                    "flash (or a Hopper topology)",
+                                    name, gpu.model, config::kGpuArchNames[static_cast<std::size_t>(gpu.arch)]));
+    }
+    const bool cudnn = t.attention.value == config::AttentionKernel::cudnn;
+    const double forward = cudnn ? gpu.efficiency.attention_cudnn_forward : gpu.efficiency.attention_flash3_forward;
+    const double backward = cudnn ? gpu.efficiency.attention_cudnn_backward : gpu.efficiency.attention_flash3_backward;
+    if (forward <= 0 || backward <= 0) {
+      throw ConfigError(t.attention.where, "training.attention",
+                        fmt::format("the topology {} gives no rates for {} attention; expected gpu.efficiency.attention_{}_forward "
+                                    "and attention_{}_backward there, or attention: flash",
+                                    s.cluster.topology_file.string(), name, name, name));
+    }
+  }
   if (t.dropout.value > 0 && spec.arch != model::Arch::gpt) {
     throw ConfigError(t.dropout.where, "training.dropout",
                       fmt::format("dropout is modelled for GPT blocks (Megatron-LM's, GPT-2's); {} has {} blocks; expected 0",

@@ -132,6 +132,14 @@ double megatron_tokens_per_s(double tflops, double layers, double hidden, double
   return tflops * 1e12 / per_token;
 }
 
+// Megatron-Core's count (megatron/training/training.py num_floating_point_operations, 2024):
+// 12 B s l h^2 (1 + g/n + s/h + f/h + V / 2lh) for a GPT with multi-head attention (g = n) and an
+// MLP of f = 4h, no recomputation counted: per token 12 l h^2 (6 + s/h) + 6 h V.
+double megatron_core_tokens_per_s(double tflops, double layers, double hidden, double seq, double vocab) {
+  const double per_token = 12 * layers * hidden * hidden * (6 + seq / hidden) + 6 * hidden * vocab;
+  return tflops * 1e12 / per_token;
+}
+
 }  // namespace
 
 constexpr const char* kAsync = "parallelism.tp_async=true";
@@ -235,6 +243,10 @@ int main(int argc, char** argv) {
       {"P6", "validation/published/p6_gpt-39b_512xa100.yaml", "tokens/s", megatron_tokens_per_s(138, 48, 8192, 2048, 51200), "same, 39B, TP 8 x PP 2 x DP 32", 0.05},
       {"P6", "validation/published/p6_gpt-145b_1536xa100.yaml", "tokens/s", megatron_tokens_per_s(148, 80, 12288, 2048, 51200), "same, 145B, TP 8 x PP 8 x DP 24, interleaved", 0.09},
       {"P6", "validation/published/p6_gpt-530b_2520xa100.yaml", "tokens/s", megatron_tokens_per_s(163, 105, 20480, 2048, 51200), "same, 530B, TP 8 x PP 35 x DP 9, interleaved", 0.10},
+      // Megatron-Core on DGX H100 (published-runs-2.md P7; Megatron-LM README 2024-07), in TFLOPS by
+      // Megatron-Core's count: as tokens/s per GPU. The TP and PP rows stay out (TE's TP overlap
+      // is not modelled, the interleaving is not published): docs/fidelity.md.
+      {"P7", "validation/published/p7_gpt-1.7b_48xh100.yaml", "tokens/s", megatron_core_tokens_per_s(408.8, 24, 2048, 4096, 131072), "Megatron-Core README (2024-07), GPT 1.7B, DP 48", 0.23},
       // F1's bf16 job on 8 MI300X (mi300x_8x_ib400: matmul from a measured MAMF, attention and the other kernels assumed).
       {"F1", "validation/published/f1_llama3-8b_8xh100_bf16.yaml", "tokens/s", 5376.5, "torchao float8 README (2025-08), 8 x MI300X bf16", 0.33, {kMi300x}},
       // Held out (never used to set a default): torchtitan's 2024-12 benchmark tables 1, 3 and 4

@@ -61,3 +61,25 @@ TEST_CASE("attention_half_keys 0 prices every FLOP at one rate, and so does a ca
   const engine::RooflineModel calibrated(engine::calibrated_rates(engine::ComputeRates::nominal(dgx_h100(), true), cal));
   CHECK(calibrated.attention_seconds(llama(2048)) == doctest::Approx(3.436e10 / 300e12).epsilon(1e-3));
 }
+
+TEST_CASE("attention by kernel: cuDNN's and FlashAttention-3 at the FlashAttention-3 paper's speed-ups over FlashAttention-2") {
+  // The DGX H100 topology's fractions: FlashAttention-2 0.35 / 0.28 of 989 TFLOPS; cuDNN 0.563 /
+  // 0.449 and FlashAttention-3 0.613 / 0.488, i.e. FA2's times the FA3 paper's measured ratios on
+  // one H100 (figs. 5-6, head dim 128, 16K: forward 595 / 370 and 648 / 370, backward 516 / 322
+  // and 561 / 322). 8,192 causal tokens: 5.4976e11 FLOPs forward, 2.5 x that backward, the
+  // length factor 1 + 240 / 4,096 = 1.05859 for every kernel.
+  const auto topo = dgx_h100();
+  const engine::RooflineModel cudnn(engine::ComputeRates::nominal(topo, true, config::AttentionKernel::cudnn));
+  const engine::RooflineModel fa3(engine::ComputeRates::nominal(topo, true, config::AttentionKernel::flash3));
+  const engine::RooflineModel fa2(engine::ComputeRates::nominal(topo, true, config::AttentionKernel::flash));
+  CHECK(cudnn.attention_seconds(llama(8192)) == doctest::Approx(5.4976e11 / (0.563 * 989e12) * 1.05859).epsilon(1e-3));
+  CHECK(cudnn.attention_seconds(llama(8192, true)) == doctest::Approx(2.5 * 5.4976e11 / (0.449 * 989e12) * 1.05859).epsilon(1e-3));
+  CHECK(fa3.attention_seconds(llama(8192)) == doctest::Approx(5.4976e11 / (0.613 * 989e12) * 1.05859).epsilon(1e-3));
+  CHECK(fa3.attention_seconds(llama(8192, true)) == doctest::Approx(2.5 * 5.4976e11 / (0.488 * 989e12) * 1.05859).epsilon(1e-3));
+  // The paper's ratios, to the rounding of the fractions: cuDNN forward 1.608 x FA2's speed,
+  // FlashAttention-3 backward 1.742 x.
+  CHECK(fa2.attention_seconds(llama(8192)) / cudnn.attention_seconds(llama(8192)) == doctest::Approx(595.0 / 370).epsilon(2e-3));
+  CHECK(fa2.attention_seconds(llama(8192, true)) / fa3.attention_seconds(llama(8192, true)) == doctest::Approx(561.0 / 322).epsilon(2e-3));
+  // GEMMs are the same whichever kernel runs attention.
+  CHECK(cudnn.rates().gemm == fa2.rates().gemm);
+}
