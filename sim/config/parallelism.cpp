@@ -32,7 +32,16 @@ constexpr std::array kParallelismParams{
     ParamSpec{"tp_async", "bool", "false",
               "with tp and sequence parallelism: async TP (torch's micro-pipelined collective matmul, symmetric memory): "
               "sequence all-gathers fused with the matmuls reading them, reduce-scatters with the matmul producing them, "
-              "chunk by chunk; needs training.compile (Inductor's micro_pipeline_tp pass)"},
+              "chunk by chunk; with tp_async_impl inductor it needs training.compile (Inductor's micro_pipeline_tp pass)"},
+    ParamSpec{"tp_async_impl",
+              "",
+              "inductor",
+              "whose async TP: inductor = torch's collective matmuls from Inductor's micro_pipeline_tp pass (torchtitan; "
+              "needs training.compile); userbuffers = Transformer Engine's comm-GEMM overlap (Megatron-LM's "
+              "--tp-comm-overlap): the same ring-exchange all-gathers and pipelined reduce-scatters, and the gradient "
+              "reduce-scatter after each column-parallel linear overlapped with its weight-gradient GEMMs ('bulk')",
+              {},
+              kTpAsyncImplNames},
     ParamSpec{"dp_shard", "integer", "-1",
               "ranks a parameter is sharded over; -1: what fsdp.sharding implies (all data-parallel ranks, a node's for "
               "hybrid sharding, 1 for no_shard; shard_optimizer shards the optimizer state over all); another value must equal it",
@@ -106,6 +115,10 @@ ParallelismConfig read_parallelism(const Reader& top, std::vector<ConfigWarning>
   }
   p.tp_async = r.boolean("tp_async");
   p.tp_async_where = r.where("tp_async");
+  p.tp_userbuffers = r.choice("tp_async_impl") == "userbuffers";
+  if (!p.tp_async && r.has("tp_async_impl")) {
+    warnings.push_back({r.where("tp_async_impl"), "parallelism.tp_async_impl", "applies with tp_async: true; it is ignored"});
+  }
   p.cp = static_cast<int>(r.integer("cp"));
   p.cp_where = r.where("cp");
   p.cp_alltoall = r.choice("cp_rotate") == "alltoall";
@@ -259,7 +272,8 @@ static void check_pipeline(const ScenarioConfig& s) {
 }
 
 // Async TP fuses sequence parallelism's all-gathers and reduce-scatters with matmuls; torchtitan
-// enables it only under torch.compile, whose Inductor pass does the fusing.
+// enables it only under torch.compile, whose Inductor pass does the fusing (Transformer Engine's
+// userbuffers need no compile).
 static void check_async_tp(const ScenarioConfig& s) {
   const ParallelismConfig& p = s.parallelism;
   const auto fail = [&](const std::string& what) { throw ConfigError(p.tp_async_where, "parallelism.tp_async", what); };
@@ -269,8 +283,10 @@ static void check_async_tp(const ScenarioConfig& s) {
         "without sequence parallelism TP all-reduces, which async TP does not fuse (it fuses all-gathers and reduce-scatters "
         "with matmuls); expected tp_sequence_parallel: true or tp_async: false");
   }
-  if (!s.training.compile.value) {
-    fail("async TP is Inductor's micro_pipeline_tp pass: torchtitan requires torch.compile for it; expected training.compile: true");
+  if (!p.tp_userbuffers && !s.training.compile.value) {
+    fail(
+        "async TP is Inductor's micro_pipeline_tp pass: torchtitan requires torch.compile for it; expected training.compile: true "
+        "(or tp_async_impl: userbuffers for Transformer Engine's overlap, as Megatron-LM runs it)");
   }
   if (s.cluster.topology.node.gpus % p.tp != 0) {
     fail(fmt::format("async TP copies chunks between GPUs over symmetric memory, within a node; tp {} does not fit the node's {} GPUs",

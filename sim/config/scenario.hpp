@@ -217,8 +217,12 @@ struct ParallelismConfig {
   bool loss_parallel = true;    // logits left sharded over the vocabulary for the loss
   bool shard_embedding = true;  // token embedding split over the vocabulary
   Location shard_embedding_where;
-  bool tp_async = false;  // micro-pipelined collective matmuls (needs sequence parallelism and compile)
+  bool tp_async = false;  // micro-pipelined collective matmuls (needs sequence parallelism)
   Location tp_async_where;
+  // Whose collective matmuls: Inductor's micro_pipeline_tp pass (torchtitan, under compile), or
+  // Transformer Engine's userbuffers (Megatron's --tp-comm-overlap), which also overlaps each
+  // column-parallel linear's gradient reduce-scatter with its weight-gradient GEMM.
+  bool tp_userbuffers = false;
   int cp = 1;                // context parallelism: ranks splitting each sequence (inside the shard group)
   bool cp_alltoall = false;  // cp_rotate: K/V passed around the ring step by step, else all-gathered once
   Location cp_where;

@@ -17,6 +17,7 @@ inline constexpr std::array<std::string_view, 7> kShardingNames{"full_shard",   
                                                                 "hybrid_shard_zero2", "zero3",         "shard_optimizer"};
 inline constexpr std::array<std::string_view, 3> kPrefetchNames{"pre", "post", "none"};
 inline constexpr std::array<std::string_view, 4> kAttentionNames{"flash", "unfused", "cudnn", "flash3"};
+inline constexpr std::array<std::string_view, 2> kTpAsyncImplNames{"inductor", "userbuffers"};
 
 // Reads a choice among the key's ParamSpec choices as the enum E whose values follow them.
 template <class E>

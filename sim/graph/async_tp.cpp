@@ -19,6 +19,12 @@
 // the matmuls that rerun (under per-op selective checkpointing the all-gather with every second
 // column-parallel linear, the reduce-scatters are saved). Collectives it does not fuse, and
 // context parallelism's, stay as they are (step_builder.cpp tp_collective).
+// Transformer Engine's userbuffers (tp_async_impl: userbuffers; Megatron's --tp-comm-overlap,
+// transformer_engine/pytorch/module/base.py initialize_ub) chunk the same all-gathers
+// (ring_exchange: qkv_fprop, fc1_fprop, proj_dgrad, fc2_dgrad) and forward reduce-scatters
+// (pipeline: proj_fprop, fc2_fprop) as above; every gradient reduce-scatter after a
+// column-parallel linear runs instead beside that linear's weight-gradient GEMMs ('bulk':
+// qkv_wgrad, fc1_wgrad), whether one matmul or several produce it.
 #include <fmt/format.h>
 
 #include "graph/step_builder.hpp"
@@ -243,9 +249,19 @@ void FsdpStepBuilder::backward_fused(const fsdp::Segment& s, int segment, int u)
 
   if (after != nullptr)
     gathered_chunks(OpKind::backward, name, {grad_input_gemm(s.kernels.back(), batch_)}, gather_copies(*after, "", u), u);
-  const bool lone = before != nullptr && lead == 1 && before->kernels.front().tp_backward == model::TpComm::reduce_scatter;
+  const bool scatters = before != nullptr && before->kernels.front().tp_backward == model::TpComm::reduce_scatter;
+  const bool bulk = scatters && cfg_.parallelism.tp_userbuffers;
+  const bool lone = scatters && !bulk && lead == 1;
   Work grads;
+  // bulk: the weight gradients of the column-parallel matmuls (every matmul but a trailing
+  // row-parallel one), which read the gathered input and not the gradient being reduce-scattered.
+  Work weight_grads;
   for (std::size_t i = s.kernels.size(); i-- > 0;) {
+    if (bulk && s.kernels[i].kind == model::KernelKind::matmul && !(i == last && after != nullptr)) {
+      add_backward_work(grads, s.kernels[i], batch_, true, false, true);
+      add_backward_work(weight_grads, s.kernels[i], batch_, false, true, false);
+      continue;
+    }
     const bool chunked = (i == last && after != nullptr) || (i == 0 && lone);
     add_backward_work(grads, s.kernels[i], batch_, !chunked, true, true);
   }
@@ -255,6 +271,17 @@ void FsdpStepBuilder::backward_fused(const fsdp::Segment& s, int segment, int u)
   reduce_replicated(s, compute(std::move(op), u));
   if (lone) {
     scattered_chunks(OpKind::backward, name, {grad_input_gemm(s.kernels.front(), batch_)}, *before, "", u);
+  } else if (bulk) {
+    // Transformer Engine's bulk overlap (qkv_wgrad, fc1_wgrad; Megatron's own column-parallel
+    // linear does the same): the gradient's reduce-scatter starts as soon as the grad_input GEMMs
+    // are done and the weight-gradient GEMMs, which do not need it, run meanwhile; the next
+    // segment waits for the reduce-scatter.
+    const int scatter = tp_op(*before, before->kernels.front().tp_backward, "", u);
+    tp_wait_ = -1;
+    Op wgrad = make(OpKind::backward, Stream::compute, name + " (weight gradients)", u);
+    wgrad.work = std::move(weight_grads);
+    compute(std::move(wgrad), u);
+    tp_wait_ = scatter;
   } else if (before != nullptr) {
     tp_op(*before, before->kernels.front().tp_backward, "", u);
   }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli/pipeline.hpp"
+#include "core/error.hpp"
 #include "test_support.hpp"
 
 using namespace shardsim;
@@ -181,4 +182,53 @@ TEST_CASE("async TP: the step overlaps TP communication with the matmuls") {
   // What stays exposed: the NCCL reduce-scatters of backward, the first chunk's copy wait where
   // compute is short, and the sums.
   CHECK(fused[1] > 0);
+}
+
+TEST_CASE("async TP with Transformer Engine's userbuffers: the gradient reduce-scatters run beside the weight-gradient GEMMs") {
+  // The same block without compile (TE needs none): the forward and the row-parallel backward fuse
+  // as above, and the two NCCL reduce-scatters of backward (after wq wk wv's and w1 w3's
+  // grad_inputs) start as soon as those grad_inputs are done, while their weight gradients run.
+  const auto p = prepare(block(true, {"training.compile=false", "parallelism.tp_async_impl=userbuffers"}));
+  const auto& g = p.graph;
+  for (const auto& [tp, flops] : {std::pair{"layers.0.attention tp_enter", 2.0 * 8192 * 4096 * (512 + 128 + 128)},
+                                  std::pair{"layers.0.feed_forward tp_enter", 2.0 * 8192 * 4096 * (1792 + 1792)}}) {
+    const auto scatter = named(g, fmt::format("TP RS {}", tp));
+    REQUIRE(scatter.size() == 1);
+    // What the reduce-scatter waits for: the segment's backward without those weight gradients.
+    int grads = -1;
+    for (const auto& [pred, kind] : g.predecessors(scatter[0])) {
+      if (g.op(pred).name.rfind("BWD ", 0) == 0) grads = pred;
+    }
+    REQUIRE(grads >= 0);
+    // The op after it on the compute stream: the weight gradients, dW = dY^T X over all 8,192
+    // tokens of this rank's columns (wq 512, wk and wv 128; w1 and w3 1,792 each), not waiting
+    // for the reduce-scatter.
+    // (issued right after the reduce-scatter; a unit's segments share its name).
+    int wgrad = -1;
+    for (int o = scatter[0] + 1; o < static_cast<int>(g.size()) && wgrad < 0; ++o) {
+      if (g.op(o).name == g.op(grads).name + " (weight gradients)") wgrad = o;
+    }
+    REQUIRE(wgrad >= 0);
+    CHECK(g.op(wgrad).work.gemm_flops() == doctest::Approx(flops));
+    for (const auto& [pred, kind] : g.predecessors(wgrad)) CHECK(pred != scatter[0]);
+  }
+  // Splitting the backward moves the GEMMs, it does not change them.
+  CHECK(gemm_flops(g) == doctest::Approx(gemm_flops(prepare(block(true)).graph)).epsilon(1e-9));
+  // The reduce-scatters hide behind the weight gradients: less TP time exposed than with
+  // Inductor's collective matmuls, which leave them on the critical path.
+  const auto exposed = [](const std::vector<std::string>& more) {
+    return test::in_child([more] {
+      const auto s = cli::simulate(prepare(block(true, more))).summary;
+      return std::array<double, 1>{s.tp_exposed_comm_s};
+    })[0];
+  };
+  const double inductor = exposed({"model.layers=4", "training.micro_batch=8"});
+  const double userbuffers = exposed({"model.layers=4", "training.micro_batch=8", "parallelism.tp_async_impl=userbuffers"});
+  INFO("exposed TP " << inductor << " -> " << userbuffers << " s");
+  CHECK(userbuffers < inductor);
+}
+
+TEST_CASE("async TP's implementation: userbuffers needs no compile, inductor does") {
+  CHECK_NOTHROW((void)prepare(block(true, {"training.compile=false", "parallelism.tp_async_impl=userbuffers"})));
+  CHECK_THROWS_AS((void)prepare(block(true, {"training.compile=false"})), ConfigError);
 }
