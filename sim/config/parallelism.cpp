@@ -33,6 +33,10 @@ constexpr std::array kParallelismParams{
               "with tp and sequence parallelism: async TP (torch's micro-pipelined collective matmul, symmetric memory): "
               "sequence all-gathers fused with the matmuls reading them, reduce-scatters with the matmul producing them, "
               "chunk by chunk; with tp_async_impl inductor it needs training.compile (Inductor's micro_pipeline_tp pass)"},
+    ParamSpec{"tp_save_gathered_input", "bool", "true",
+              "with sequence parallelism: the column-parallel linears keep their all-gathered input for backward "
+              "(torchtitan); false: they keep their sequence shard and all-gather it again in backward for the weight "
+              "gradient (Megatron-LM), overlapped with the input-gradient GEMMs; modelled with tp_async_impl: userbuffers"},
     ParamSpec{"tp_async_impl",
               "",
               "inductor",
@@ -116,6 +120,8 @@ ParallelismConfig read_parallelism(const Reader& top, std::vector<ConfigWarning>
   p.tp_async = r.boolean("tp_async");
   p.tp_async_where = r.where("tp_async");
   p.tp_userbuffers = r.choice("tp_async_impl") == "userbuffers";
+  p.tp_save_gathered = r.boolean("tp_save_gathered_input");
+  p.tp_save_gathered_where = r.where("tp_save_gathered_input");
   if (!p.tp_async && r.has("tp_async_impl")) {
     warnings.push_back({r.where("tp_async_impl"), "parallelism.tp_async_impl", "applies with tp_async: true; it is ignored"});
   }
@@ -299,6 +305,12 @@ void check_parallelism(const ScenarioConfig& s) {
   const std::int64_t world = s.world_size();
   const int gpus = s.cluster.topology.node.gpus;
   if (p.tp_async) check_async_tp(s);
+  if (!p.tp_save_gathered && !(p.tp > 1 && p.sequence_parallel && p.tp_async && p.tp_userbuffers)) {
+    throw ConfigError(p.tp_save_gathered_where, "parallelism.tp_save_gathered_input",
+                      "all-gathering the linears' input again in backward is modelled with sequence parallelism and Transformer "
+                      "Engine's overlap, as Megatron-LM runs it; expected tp > 1, tp_sequence_parallel: true, tp_async: true and "
+                      "tp_async_impl: userbuffers, or tp_save_gathered_input: true");
+  }
   if (world % p.tp != 0) {
     throw ConfigError(p.where, "parallelism.tp",
                       fmt::format("{} does not divide the {} GPUs; expected a divisor of the world size", p.tp, world));

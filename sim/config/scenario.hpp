@@ -223,6 +223,11 @@ struct ParallelismConfig {
   // Transformer Engine's userbuffers (Megatron's --tp-comm-overlap), which also overlaps each
   // column-parallel linear's gradient reduce-scatter with its weight-gradient GEMM.
   bool tp_userbuffers = false;
+  // Sequence parallelism: the column-parallel linears keep their all-gathered input for backward
+  // (torchtitan's DTensor), or only their sequence shard, all-gathered again in backward for the
+  // weight gradient (Megatron-LM, Korthikanti et al. 2022).
+  bool tp_save_gathered = true;
+  Location tp_save_gathered_where;
   int cp = 1;                // context parallelism: ranks splitting each sequence (inside the shard group)
   bool cp_alltoall = false;  // cp_rotate: K/V passed around the ring step by step, else all-gathered once
   Location cp_where;

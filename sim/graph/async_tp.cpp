@@ -265,6 +265,15 @@ void FsdpStepBuilder::backward_fused(const fsdp::Segment& s, int segment, int u)
     const bool chunked = (i == last && after != nullptr) || (i == 0 && lone);
     add_backward_work(grads, s.kernels[i], batch_, !chunked, true, true);
   }
+  // Megatron's sequence-parallel linears keep only their input's shard (tp_save_gathered_input:
+  // false): it is all-gathered again for the weight gradients while the input-gradient GEMMs run
+  // (TE's bulk qkv_dgrad / fc1_dgrad), on the TP stream ahead of the reduce-scatter.
+  int regather = -1;
+  if (bulk && !cfg_.parallelism.tp_save_gathered) {
+    const int pending = tp_wait_;
+    regather = tp_op(*before, model::TpComm::all_gather, " (re-gather)", u);
+    tp_wait_ = pending;
+  }
   Op op = make(OpKind::backward, Stream::compute, name, u);
   op.work = std::move(grads);
   backward_memory(op, s, u, mode, BackwardPart::all);
@@ -280,7 +289,8 @@ void FsdpStepBuilder::backward_fused(const fsdp::Segment& s, int segment, int u)
     tp_wait_ = -1;
     Op wgrad = make(OpKind::backward, Stream::compute, name + " (weight gradients)", u);
     wgrad.work = std::move(weight_grads);
-    compute(std::move(wgrad), u);
+    const int id = compute(std::move(wgrad), u);
+    g_.add_edge(regather, id, EdgeKind::data);
     tp_wait_ = scatter;
   } else if (before != nullptr) {
     tp_op(*before, before->kernels.front().tp_backward, "", u);

@@ -38,6 +38,7 @@ struct TensorParallel {
   bool sequence_parallel = true;
   bool loss_parallel = true;    // logits left sharded over the vocabulary for the loss; false: all-gathered
   bool shard_embedding = true;  // token embedding split over the vocabulary; false: whole on every rank
+  bool save_gathered = true;    // sp: column-parallel linears keep their gathered input; false: their shard
   [[nodiscard]] bool sp() const { return degree > 1 && sequence_parallel; }
 };
 

@@ -232,3 +232,28 @@ TEST_CASE("async TP's implementation: userbuffers needs no compile, inductor doe
   CHECK_NOTHROW((void)prepare(block(true, {"training.compile=false", "parallelism.tp_async_impl=userbuffers"})));
   CHECK_THROWS_AS((void)prepare(block(true, {"training.compile=false"})), ConfigError);
 }
+
+TEST_CASE("Megatron's sequence-parallel linears all-gather their input again in backward, beside the input-gradient GEMMs") {
+  const auto p =
+      prepare(block(true, {"training.compile=false", "parallelism.tp_async_impl=userbuffers", "parallelism.tp_save_gathered_input=false"}));
+  const auto& g = p.graph;
+  for (const char* tp : {"layers.0.attention tp_enter", "layers.0.feed_forward tp_enter"}) {
+    const auto regather = named(g, fmt::format("TP AG {} (re-gather)", tp));
+    REQUIRE(regather.size() == 1);
+    // The block's input, S = 8,192 tokens x 4,096 x 2 B, gathered over the TP group as in forward.
+    CHECK(g.op(regather[0]).kind == OpKind::all_gather);
+    CHECK(g.op(regather[0]).bytes == doctest::Approx(8192.0 * 4096 * 2));
+    // Nothing but the weight gradients waits for it: the next op (the input-gradient GEMMs) does not.
+    int waiting = 0;
+    for (int o = regather[0] + 1; o < static_cast<int>(g.size()); ++o) {
+      for (const auto& [pred, kind] : g.predecessors(o)) {
+        if (pred != regather[0] || g.op(o).stream != graph::Stream::compute) continue;
+        ++waiting;
+        CHECK(g.op(o).name.find("(weight gradients)") != std::string::npos);
+      }
+    }
+    CHECK(waiting == 1);
+  }
+  // Refused where it is not modelled: without TE's overlap.
+  CHECK_THROWS_AS((void)prepare(block(false, {"parallelism.tp_save_gathered_input=false"})), ConfigError);
+}

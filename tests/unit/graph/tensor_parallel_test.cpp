@@ -134,6 +134,11 @@ TEST_CASE("tensor parallel: a block's saved activations, by hand") {
   CHECK(block_saved(tiny({})) == doctest::Approx(11'152.0 * 512));
   // Without sequence parallelism the four h-wide tensors are whole: 2 (2048 + 1280 + 2752) + 16.
   CHECK(block_saved(tiny({"parallelism.tp_sequence_parallel=false"})) == doctest::Approx(12'176.0 * 512));
+  // Megatron's linears keep their input's sequence shard (tp_save_gathered_input: false, with TE's
+  // overlap): the two gathered norm outputs are kept as 2h/t, 2 (512 + 512 + 1280 + 2752) + 16 =
+  // 10,128 bytes per token, 2 x 512 x (1 - 1/2) x 2 = 1,024 fewer.
+  CHECK(block_saved(tiny({"parallelism.tp_save_gathered_input=false", "parallelism.tp_async=true",
+                          "parallelism.tp_async_impl=userbuffers"})) == doctest::Approx(10'128.0 * 512));
 }
 
 TEST_CASE("tensor parallel: a block's GEMMs and attention are 1/tp per rank") {
