@@ -40,6 +40,9 @@ enum class AttentionKernel { flash, unfused, cudnn, flash3 };
 [[nodiscard]] std::string_view to_string(BackwardPrefetch b);
 [[nodiscard]] std::string_view to_string(Optimizer o);
 [[nodiscard]] std::string_view to_string(AttentionKernel a);
+// The GPU's fractions of peak, forward and backward, for the kernel training.attention names
+// (unfused makes no attention calls and takes flash's); below 0 where the topology gives none.
+[[nodiscard]] std::pair<double, double> attention_efficiency(const GpuEfficiency& e, AttentionKernel kernel);
 
 template <class T>
 struct Located {

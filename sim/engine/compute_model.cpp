@@ -5,31 +5,10 @@
 #include <algorithm>
 #include <array>
 #include <stdexcept>
-#include <utility>
 
 #include "core/error.hpp"
 
 namespace shardsim::engine {
-
-namespace {
-
-// The fractions of peak of the kernel training.attention names, forward and backward. unfused
-// makes no attention calls (its GEMMs and softmax are priced as such); cudnn and flash3 are
-// refused where the topology gives no rates for them (graph/prepare.cpp).
-std::pair<double, double> attention_efficiency(const config::GpuEfficiency& e, config::AttentionKernel kernel) {
-  switch (kernel) {
-    case config::AttentionKernel::cudnn:
-      return {e.attention_cudnn_forward, e.attention_cudnn_backward};
-    case config::AttentionKernel::flash3:
-      return {e.attention_flash3_forward, e.attention_flash3_backward};
-    case config::AttentionKernel::flash:
-    case config::AttentionKernel::unfused:
-      break;
-  }
-  return {e.attention_forward, e.attention_backward};
-}
-
-}  // namespace
 
 ComputeRates ComputeRates::nominal(const config::TopologyConfig& topo, bool low_precision, config::AttentionKernel attention) {
   const auto& g = topo.gpu;
@@ -41,7 +20,8 @@ ComputeRates ComputeRates::nominal(const config::TopologyConfig& topo, bool low_
   r.gemm_fp8 = g.peak_fp8.value() * g.efficiency.fp8();
   r.gemm_fp8_rowwise = g.peak_fp8.value() * g.efficiency.fp8_rowwise();
   r.gemm_mxfp8 = g.peak_mxfp8.value() * g.efficiency.mxfp8();
-  const auto [forward, backward] = attention_efficiency(g.efficiency, attention);
+  // cudnn and flash3 are refused where the topology gives no rates for them (graph/prepare.cpp).
+  const auto [forward, backward] = config::attention_efficiency(g.efficiency, attention);
   if (forward <= 0 || backward <= 0) {
     throw std::logic_error(fmt::format("no {} attention rates for {}", config::to_string(attention), g.model));
   }

@@ -71,9 +71,7 @@ void check_attention(const config::ScenarioConfig& s, const model::TransformerSp
                                     "flash (or a Hopper topology)",
                                     name, gpu.model, config::kGpuArchNames[static_cast<std::size_t>(gpu.arch)]));
     }
-    const bool cudnn = t.attention.value == config::AttentionKernel::cudnn;
-    const double forward = cudnn ? gpu.efficiency.attention_cudnn_forward : gpu.efficiency.attention_flash3_forward;
-    const double backward = cudnn ? gpu.efficiency.attention_cudnn_backward : gpu.efficiency.attention_flash3_backward;
+    const auto [forward, backward] = config::attention_efficiency(gpu.efficiency, t.attention.value);
     if (forward <= 0 || backward <= 0) {
       throw ConfigError(t.attention.where, "training.attention",
                         fmt::format("the topology {} gives no rates for {} attention; expected gpu.efficiency.attention_{}_forward "
