@@ -308,6 +308,7 @@ SimulationConfig read_simulation(const Reader& top) {
   out.flows = pick<FlowGranularity>(sim, "flows");
   out.mode = pick<SimulationMode>(sim, "mode");
   out.mode_where = sim.where("mode");
+  out.flows_where = sim.where("flows");
   // Op ids are ints; 1e8 ops would be tens of GB of graph anyway.
   out.max_ops = {sim.integer("max_ops"), sim.where("max_ops")};
   out.max_op_instances = {sim.integer("max_op_instances"), sim.where("max_op_instances")};
@@ -421,6 +422,16 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
                       fmt::format("symmetric simulates one representative node, but the fabric puts {} nodes under each leaf with {}:1 "
                                   "uplinks they share, which it would not see; expected full or auto",
                                   fabric.nodes_per_leaf, fabric.oversubscription));
+  }
+  if (fabric.routing == Routing::ecmp && s.simulation.mode == SimulationMode::symmetric && s.cluster.nodes > 1) {
+    // ECMP pins each flow to the spine its hash picks: nodes differ in which uplinks collide.
+    throw ConfigError(s.simulation.mode_where, "simulation.mode",
+                      "symmetric simulates one representative node, but the fabric's ECMP routing hashes every node's flows to "
+                      "spines of their own, so nodes differ; expected full or auto");
+  }
+  if (fabric.routing == Routing::ecmp && s.simulation.flows == FlowGranularity::edge) {
+    throw ConfigError(s.simulation.flows_where, "simulation.flows",
+                      "ECMP routes each NCCL channel's flows to a spine of their own, which only path flows carry; expected path");
   }
   check_parallelism(s);
   check_float8(s);

@@ -170,6 +170,7 @@ struct SimulationConfig {
   FlowGranularity flows = FlowGranularity::path;
   SimulationMode mode = SimulationMode::automatic;
   Location mode_where;
+  Location flows_where;
   // Limits, so that a scenario too big to simulate stops with a message naming the limit instead
   // of exhausting memory or time. `where` is the key's location (the section's when defaulted).
   Located<std::int64_t> max_ops{1'000'000, {}};             // ops in the step graph (graph layer)

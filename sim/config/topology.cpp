@@ -142,6 +142,22 @@ constexpr std::array kFabricParams{
               Range{1, 1 << 20}},
     ParamSpec{"switch_latency", "duration", "1us", "latency of the switches between two nodes, added to each inter-node collective step",
               kDurationRange},
+    ParamSpec{"routing",
+              "",
+              "adaptive",
+              "fat_tree: how traffic between leaves spreads over the spines. adaptive: evenly (InfiniBand adaptive routing, "
+              "packet spraying); ecmp: each flow (a queue pair of an NCCL channel's connection) pinned to the spine its header "
+              "hashes to, so that flows collide on some uplinks while others idle (RoCE / Ethernet)",
+              {},
+              kRoutingNames},
+    ParamSpec{"spines", "integer", "-",
+              "fat_tree with routing ecmp: spine switches each leaf has an uplink to (the paths ECMP hashes over)", Range{1, 4096}},
+    ParamSpec{"qps_per_connection", "integer", "1",
+              "routing ecmp: queue pairs per NCCL connection (NCCL_IB_QPS_PER_CONNECTION, default 1), each a flow of its own to "
+              "the hash; more spread the traffic over more spines",
+              Range{1, 128}},
+    ParamSpec{"ecmp_seed", "integer", "0", "routing ecmp: salt of the hash that picks each flow's spine (another seed, another draw)",
+              Range{0, 1e15}},
 };
 constexpr std::array kHostParams{
     ParamSpec{"memory_bandwidth", "bandwidth", "100GB/s", "CPU DRAM bandwidth (CPU-offloaded optimizer)", kBandwidthRange},
@@ -289,6 +305,23 @@ FabricSpec read_fabric(const Reader& top) {
   f.oversubscription = r.number("oversubscription");
   f.nodes_per_leaf = static_cast<int>(r.integer("nodes_per_leaf"));
   f.switch_latency = Seconds(r.quantity("switch_latency", Dimension::seconds));
+  f.routing = static_cast<Routing>(r.choice_index("routing"));
+  f.routing_where = r.where("routing");
+  const bool ecmp = f.routing == Routing::ecmp;
+  if (ecmp && f.kind.name != "fat_tree") {
+    r.fail("routing", fmt::format("ECMP hashes flows over a fat tree's spines; fabric.kind is {} (expected fat_tree, or routing: adaptive)",
+                                  f.kind.name));
+  }
+  if (ecmp && !r.has("spines")) r.fail("routing", "routing: ecmp needs fabric.spines, the spine switches it hashes flows over");
+  for (const char* key : {"spines", "qps_per_connection", "ecmp_seed"}) {
+    if (!ecmp && r.has(key))
+      r.fail(key, fmt::format("fabric.{} applies to routing: ecmp; routing is adaptive (expected it removed, or routing: ecmp)", key));
+  }
+  if (ecmp) {
+    f.spines = static_cast<int>(r.integer("spines"));
+    f.qps_per_connection = static_cast<int>(r.integer("qps_per_connection"));
+    f.ecmp_seed = static_cast<std::uint64_t>(r.integer("ecmp_seed"));
+  }
   return f;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -108,11 +109,21 @@ struct NodeSpec {
   int nccl_channels = 16;
 };
 
+inline constexpr std::array<std::string_view, 2> kRoutingNames{"adaptive", "ecmp"};
+enum class Routing { adaptive, ecmp };
+
 struct FabricSpec {
   Choice kind;                  // single_switch | fat_tree | rail_optimized_fat_tree
   double oversubscription = 1;  // leaf down / up bandwidth
   int nodes_per_leaf = 1;       // nodes under one leaf switch; inter-leaf traffic shares its uplinks
   Seconds switch_latency;
+  // How a fat tree spreads traffic between leaves over its spines: evenly (adaptive routing,
+  // packet spraying), or each flow pinned to the spine its header hashes to (ECMP).
+  Routing routing = Routing::adaptive;
+  Location routing_where;
+  int spines = 0;               // spine switches a leaf's uplinks go to (ecmp)
+  int qps_per_connection = 1;   // NCCL_IB_QPS_PER_CONNECTION: flows (queue pairs) per connection, each hashed on its own
+  std::uint64_t ecmp_seed = 0;  // salt of the hash: which spine each flow lands on
 };
 
 // A node's NVMe drives, together (DeepSpeed ZeRO-Infinity offloads to them).

@@ -33,6 +33,9 @@ struct Hop {
   int src = 0;  // rank
   int dst = 0;  // rank
   Via via = Via::nvlink;
+  // Which of the hop's flows this is, where an ECMP fabric hashes each on its own (fabric.routing:
+  // ecmp; the engine splits a path into its lanes, an algorithm leaves it 0).
+  int lane = 0;
 };
 
 struct Path {

@@ -39,8 +39,27 @@ std::vector<Hop> Network::folded(const Path& p) const {
 Network::Signature Network::signature(const std::vector<Hop>& hops) {
   Signature s;
   s.reserve(hops.size());
-  for (const Hop& h : hops) s.emplace_back(h.src, h.dst, static_cast<int>(h.via));
+  for (const Hop& h : hops) s.emplace_back(h.src, h.dst, static_cast<int>(h.via), h.lane);
   return s;
+}
+
+std::vector<std::pair<std::vector<Hop>, double>> Network::lanes(const Path& p) const {
+  std::vector<Hop> hops = folded(p);
+  const int n = platform_.lanes();
+  const bool crosses_nic = std::any_of(hops.begin(), hops.end(), [](const Hop& h) { return h.via == Via::nic; });
+  std::vector<std::pair<std::vector<Hop>, double>> out;
+  if (n == 1 || !crosses_nic) {
+    out.emplace_back(std::move(hops), p.bytes);
+    return out;
+  }
+  // ECMP: NCCL's channels and queue pairs are flows of their own to the switches' hash; each
+  // lane carries its share of the path's bytes, in step along the ring as its channel does.
+  for (int lane = 0; lane < n; ++lane) {
+    std::vector<Hop> copy = hops;
+    for (Hop& h : copy) h.lane = lane;
+    out.emplace_back(std::move(copy), p.bytes / n);
+  }
+  return out;
 }
 
 Network::PathRefs Network::add_routes(const CollectivePlan& plan) {
@@ -52,14 +71,15 @@ Network::PathRefs Network::add_routes(const CollectivePlan& plan) {
     return refs;
   }
   for (const Path& p : plan.paths) {
-    std::vector<Hop> hops = folded(p);
-    auto sig = signature(hops);
-    auto it = paths_.find(sig);
-    if (it == paths_.end()) {
-      it = paths_.emplace(std::move(sig), static_cast<int>(hops_.size())).first;
-      hops_.push_back(std::move(hops));
+    for (auto& [hops, bytes] : lanes(p)) {
+      auto sig = signature(hops);
+      auto it = paths_.find(sig);
+      if (it == paths_.end()) {
+        it = paths_.emplace(std::move(sig), static_cast<int>(hops_.size())).first;
+        hops_.push_back(std::move(hops));
+      }
+      if (bytes > 0) refs.emplace_back(it->second, bytes);
     }
-    if (p.bytes > 0) refs.emplace_back(it->second, p.bytes);
   }
   return refs;
 }
@@ -170,7 +190,8 @@ sg4::CommPtr flow(sg4::Host* src, sg4::Host* dst, double bytes, void* tag) {
 Network::Routes Network::routes(const CollectivePlan& plan) const {
   Routes out;
   for (const Path& p : plan.paths) {
-    if (p.bytes > 0) out.emplace_back(routes_[static_cast<std::size_t>(paths_.at(signature(folded(p))))], p.bytes);
+    if (p.bytes <= 0) continue;
+    for (const auto& [hops, bytes] : lanes(p)) out.emplace_back(routes_[static_cast<std::size_t>(paths_.at(signature(hops)))], bytes);
   }
   return out;
 }

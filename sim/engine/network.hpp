@@ -9,6 +9,8 @@
 // a degraded link is its own class and still slows every path through it.
 // Edge flows: one flow per hop between the GPUs' hosts (O(n) flows; for cross-checks), each
 // inter-node pair with its own route (Platform::add_hop_route).
+// ECMP (fabric.routing: ecmp): a path that crosses NICs is split into lanes, the flows (NCCL
+// channels x queue pairs) a switch hashes each to a spine of its own (Platform::lanes).
 // Symmetric mode: only node 0 is built (with pipeline stages, node s for stage s), and a path is
 // folded onto it as its busiest node sees it: the hops leaving the node with the most of them
 // (every node of a ring; an inner node of NCCL's trees), their ends mapped to the same local
@@ -61,8 +63,11 @@ class Network {
   [[nodiscard]] std::vector<std::tuple<double, int, int>> crossings(int path) const;
 
  private:
-  using Signature = std::vector<std::tuple<int, int, int>>;  // (src, dst, via) of each hop
+  using Signature = std::vector<std::tuple<int, int, int, int>>;  // (src, dst, via, lane) of each hop
   [[nodiscard]] std::vector<Hop> folded(const Path& p) const;
+  // The flows a path is routed as, with their bytes: itself (folded in symmetric mode), or with
+  // ECMP its platform_.lanes() lanes, each with that share of the bytes.
+  [[nodiscard]] std::vector<std::pair<std::vector<Hop>, double>> lanes(const Path& p) const;
   [[nodiscard]] static Signature signature(const std::vector<Hop>& hops);
 
   Platform& platform_;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/hash.hpp"
 #include "core/reader.hpp"
 
 namespace shardsim::engine {
@@ -34,11 +35,18 @@ void register_builtin_fabrics(FabricRegistry& registry) {
   // A fat tree whose leaf uplinks carry 1/oversubscription of the NIC bandwidth below them,
   // modelled as one shared uplink per leaf switch (fabric.nodes_per_leaf nodes); the spine
   // above is non-blocking.
+  // With ECMP (fabric.routing: ecmp) a leaf has one uplink per spine, each 1/spines of the
+  // leaf's, and every flow crosses the one its hash picks, even on a non-blocking tree.
   registry.add({"fat_tree", "leaf switches of fabric.nodes_per_leaf nodes with oversubscribed uplinks",
                 [](sg4::NetZone& zone, const config::TopologyConfig& topo, int leaf, int nodes) {
-                  if (topo.fabric.oversubscription <= 1.0) return std::vector<sg4::Link*>{};
-                  const double bw = effective(topo.node.nic) * topo.node.nics * nodes / topo.fabric.oversubscription;
-                  return std::vector<sg4::Link*>{duplex(zone, fmt::format("uplink{}", leaf), bw)};
+                  const auto& f = topo.fabric;
+                  const bool ecmp = f.routing == config::Routing::ecmp;
+                  if (f.oversubscription <= 1.0 && !ecmp) return std::vector<sg4::Link*>{};
+                  const double bw = effective(topo.node.nic) * topo.node.nics * nodes / f.oversubscription;
+                  if (!ecmp) return std::vector<sg4::Link*>{duplex(zone, fmt::format("uplink{}", leaf), bw)};
+                  std::vector<sg4::Link*> links;
+                  for (int s = 0; s < f.spines; ++s) links.push_back(duplex(zone, fmt::format("uplink{}.{}", leaf, s), bw / f.spines));
+                  return links;
                 }});
 }
 
@@ -47,7 +55,10 @@ Platform::Platform(const config::TopologyConfig& topo, int nodes, const FabricRe
       nics_per_node_(topo.node.nics),
       nodes_per_leaf_(folded ? 1 : topo.fabric.nodes_per_leaf),
       folded_(folded),
-      mesh_(topo.node.nvlink_mesh) {
+      mesh_(topo.node.nvlink_mesh),
+      ecmp_(topo.fabric.routing == config::Routing::ecmp),
+      ecmp_seed_(topo.fabric.ecmp_seed),
+      lanes_(ecmp_ ? std::max(1, topo.node.nccl_channels / topo.node.nics) * topo.fabric.qps_per_connection : 1) {
   const int nodes_per_leaf = nodes_per_leaf_;
   const FabricInfo& fabric = fabrics.get(topo.fabric.kind);
   const int g = topo.node.gpus;
@@ -79,7 +90,10 @@ Platform::Platform(const config::TopologyConfig& topo, int nodes, const FabricRe
       if (!gpu_routes) continue;
       auto* host = zone_->create_host(fmt::format("gpu{}", rank), 1.0);
       std::vector<sg4::LinkInRoute> route{sg4::LinkInRoute(nic_of(rank), sg4::LinkInRoute::Direction::UP)};
-      for (auto* up : uplinks_[static_cast<std::size_t>(node / nodes_per_leaf)]) route.emplace_back(up, sg4::LinkInRoute::Direction::UP);
+      // (With ECMP each flow's spine is its own: only path flows, routed by append_links, run.)
+      if (!ecmp_) {
+        for (auto* up : uplinks_[static_cast<std::size_t>(node / nodes_per_leaf)]) route.emplace_back(up, sg4::LinkInRoute::Direction::UP);
+      }
       zone_->add_route(host->get_netpoint(), nullptr, nullptr, nullptr, route, true);
       gpus_.push_back(host);
     }
@@ -99,10 +113,7 @@ Platform::Platform(const config::TopologyConfig& topo, int nodes, const FabricRe
 }
 
 sg4::Link* Platform::nic_of(int rank) const {
-  // GPUs gpus/nics apart share a NIC: local GPU l uses NIC l * nics / gpus of its node.
-  const int node = rank / gpus_per_node_;
-  const int local = rank % gpus_per_node_;
-  return nic_[static_cast<std::size_t>(node * nics_per_node_ + local * nics_per_node_ / gpus_per_node_)];
+  return nic_[static_cast<std::size_t>(nic_index(rank))];
 }
 
 void Platform::append_links(const Hop& hop, std::vector<sg4::LinkInRoute>& route) const {
@@ -122,11 +133,22 @@ void Platform::append_links(const Hop& hop, std::vector<sg4::LinkInRoute>& route
   // Folded (symmetric mode), a hop's ends are both on node 0: it stands for traffic leaving the
   // node, which crosses the uplinks.
   const bool across_leaves = folded_ || leaf_of(hop.src) != leaf_of(hop.dst);
-  if (across_leaves) {
+  if (across_leaves && ecmp_) {
+    const std::size_t spine = spine_of(hop);
+    route.emplace_back(uplinks_[static_cast<std::size_t>(leaf_of(hop.src))][spine], Dir::UP);
+    route.emplace_back(uplinks_[static_cast<std::size_t>(leaf_of(hop.dst))][spine], Dir::DOWN);
+  } else if (across_leaves) {
     for (auto* up : uplinks_[static_cast<std::size_t>(leaf_of(hop.src))]) route.emplace_back(up, Dir::UP);
     for (auto* up : uplinks_[static_cast<std::size_t>(leaf_of(hop.dst))]) route.emplace_back(up, Dir::DOWN);
   }
   route.emplace_back(nic_of(hop.dst), Dir::DOWN);
+}
+
+std::size_t Platform::spine_of(const Hop& hop) const {
+  // What a switch hashes: the two NICs' addresses and the flow's queue pair (its UDP source port).
+  const auto key = static_cast<std::uint64_t>(nic_index(hop.src)) << 40U ^ static_cast<std::uint64_t>(nic_index(hop.dst)) << 16U ^
+                   static_cast<std::uint64_t>(hop.lane);
+  return static_cast<std::size_t>(mix64(ecmp_seed_ ^ mix64(key)) % uplinks_.front().size());
 }
 
 std::vector<sg4::LinkInRoute> Platform::links_of(const std::vector<Hop>& hops) const {

@@ -83,6 +83,10 @@ class Platform {
   [[nodiscard]] simgrid::s4u::Host* path_src(int route) const { return path_hosts_[static_cast<std::size_t>(2 * route)]; }
   [[nodiscard]] simgrid::s4u::Host* path_dst(int route) const { return path_hosts_[static_cast<std::size_t>(2 * route + 1)]; }
   [[nodiscard]] int gpus_per_node() const { return gpus_per_node_; }
+  // Flows an inter-node hop is made of, each hashed to a spine of its own (fabric.routing: ecmp):
+  // the NCCL channels one NIC carries (node.nccl_channels / node.nics, at least 1) times
+  // fabric.qps_per_connection; 1 where traffic between leaves is spread evenly.
+  [[nodiscard]] int lanes() const { return lanes_; }
 
  private:
   void append_links(const Hop& hop, std::vector<simgrid::s4u::LinkInRoute>& route) const;
@@ -91,6 +95,12 @@ class Platform {
   [[nodiscard]] simgrid::s4u::Link* nic_of(int rank) const;
 
   [[nodiscard]] int leaf_of(int rank) const { return rank / gpus_per_node_ / nodes_per_leaf_; }
+  // GPUs gpus/nics apart share a NIC: local GPU l uses NIC l * nics / gpus of its node.
+  [[nodiscard]] int nic_index(int rank) const {
+    return rank / gpus_per_node_ * nics_per_node_ + rank % gpus_per_node_ * nics_per_node_ / gpus_per_node_;
+  }
+  // ECMP: the spine a lane of a hop between two NICs hashes to.
+  [[nodiscard]] std::size_t spine_of(const Hop& hop) const;
   // The mesh link between two GPUs of one node.
   [[nodiscard]] simgrid::s4u::Link* pair_link(int a, int b) const;
 
@@ -102,8 +112,11 @@ class Platform {
   std::vector<simgrid::s4u::Link*> nvlink_;  // per GPU; with a mesh, per node and pair (node * g * g + a * g + b, a < b)
   bool mesh_ = false;
   std::vector<simgrid::s4u::Link*> nic_;                   // node * nics_per_node_ + index
-  std::vector<std::vector<simgrid::s4u::Link*>> uplinks_;  // per leaf
-  std::set<std::pair<int, int>> hop_routes_;               // (src, dst) pairs routed by add_hop_route
+  std::vector<std::vector<simgrid::s4u::Link*>> uplinks_;  // per leaf; with ECMP, one per spine
+  bool ecmp_ = false;
+  std::uint64_t ecmp_seed_ = 0;
+  int lanes_ = 1;
+  std::set<std::pair<int, int>> hop_routes_;  // (src, dst) pairs routed by add_hop_route
   std::vector<simgrid::s4u::Host*> path_hosts_;
   int class_links_ = 0;
 };

@@ -2,17 +2,13 @@
 
 #include <cmath>
 
+#include "core/hash.hpp"
+
 namespace shardsim::engine {
 
 double normal(std::uint64_t seed, int op, int rank) {
-  auto mix = [](std::uint64_t x) {  // splitmix64
-    x += 0x9E3779B97F4A7C15ULL;
-    x = (x ^ (x >> 30U)) * 0xBF58476D1CE4E5B9ULL;
-    x = (x ^ (x >> 27U)) * 0x94D049BB133111EBULL;
-    return x ^ (x >> 31U);
-  };
-  const std::uint64_t a = mix(seed ^ mix(static_cast<std::uint64_t>(op) * 0x100000001B3ULL ^ static_cast<std::uint64_t>(rank)));
-  const std::uint64_t b = mix(a);
+  const std::uint64_t a = mix64(seed ^ mix64(static_cast<std::uint64_t>(op) * 0x100000001B3ULL ^ static_cast<std::uint64_t>(rank)));
+  const std::uint64_t b = mix64(a);
   const double u1 = (static_cast<double>(a >> 11U) + 0.5) / 9007199254740992.0;
   const double u2 = static_cast<double>(b >> 11U) / 9007199254740992.0;
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);  // Box-Muller
@@ -37,7 +33,9 @@ bool symmetric_mode(const SimulationInput& in) {
   // shared between collective instances that symmetric mode would not simulate (GPUs sharing a
   // NIC, or oversubscribed uplinks: sibling groups then contend on links rank 0's do not see).
   constexpr int kAutoSymmetricFrom = 512;
-  const bool shared_links = in.topology.node.nics < in.topology.node.gpus || in.topology.fabric.oversubscription > 1;
+  // ECMP pins each flow to a hashed spine: no two nodes' collectives cross the fabric alike.
+  const bool shared_links = in.topology.node.nics < in.topology.node.gpus || in.topology.fabric.oversubscription > 1 ||
+                            in.topology.fabric.routing == config::Routing::ecmp;
   // With tensor parallelism rank 0's TP and data-parallel collectives use its own ports; the other
   // groups' instances use other GPUs' ports and NICs (one per GPU where links are not shared), so
   // the representative sees what every rank sees (tests/unit/cli/tensor_parallel_test.cpp).

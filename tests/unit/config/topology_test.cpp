@@ -102,3 +102,25 @@ TEST_CASE("cycles and overlong chains of extends are errors that show the chain"
       "t15.yaml:2:10: error: extends: more than 16 topology files extend one another (t0.yaml -> ...); expected a shorter chain",
       ConfigError);
 }
+
+TEST_CASE("ECMP routing: needs a fat tree and its spines, and its settings are refused under adaptive routing") {
+  const auto load = [](const std::string& fabric) {
+    test::TempFile f("topo.yaml",
+                     "extends: " + (test::source_dir() / "topologies/h100_sxm_8x_ib400.yaml").string() + "\nfabric: " + fabric + "\n");
+    return config::load_topology(f.path(), ConfigNode{}, "");
+  };
+  const auto t = load("{kind: fat_tree, routing: ecmp, spines: 8, qps_per_connection: 4, ecmp_seed: 3}");
+  CHECK(t.fabric.routing == config::Routing::ecmp);
+  CHECK(t.fabric.spines == 8);
+  CHECK(t.fabric.qps_per_connection == 4);
+  CHECK(t.fabric.ecmp_seed == 3);
+  CHECK(load("{kind: fat_tree}").fabric.routing == config::Routing::adaptive);
+  CHECK_THROWS_WITH_AS(load("{kind: rail_optimized_fat_tree, routing: ecmp, spines: 4}"),
+                       doctest::Contains("fabric.routing: ECMP hashes flows over a fat tree's spines; fabric.kind is "
+                                         "rail_optimized_fat_tree (expected fat_tree, or routing: adaptive)"),
+                       ConfigError);
+  CHECK_THROWS_WITH_AS(load("{kind: fat_tree, routing: ecmp}"), doctest::Contains("routing: ecmp needs fabric.spines"), ConfigError);
+  CHECK_THROWS_WITH_AS(load("{kind: fat_tree, spines: 4}"),
+                       doctest::Contains("fabric.spines: fabric.spines applies to routing: ecmp; routing is adaptive"), ConfigError);
+  CHECK_THROWS_WITH_AS(load("{kind: fat_tree, routing: hashed}"), doctest::Contains("fabric.routing"), ConfigError);
+}

@@ -4,7 +4,10 @@
 // NVLink, 14 us over the network, Simple).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <string>
 
 #include "collective_support.hpp"
 
@@ -147,4 +150,112 @@ TEST_CASE("an MI300X node: RCCL's rings over the Infinity Fabric mesh, 48 GB/s a
   };
   CHECK(time(8) == doctest::Approx((8.4 + 7 * 3.4) * kUs + 7.0 / 8 * kS / 336e9).epsilon(1e-6));
   CHECK(time(2) == doctest::Approx((8.4 + 3.4) * kUs + kS / 2 / 48e9).epsilon(1e-6));
+}
+
+namespace {
+
+// ECMP on a non-blocking fat tree: nodes of 1 GPU and 1 NIC (400 Gb/s x 0.95 = 47.5 GB/s), each
+// its own leaf, with an uplink to each of 2 spines carrying half a NIC (23.75 GB/s). NCCL's 2
+// channels on the NIC, times `qps` queue pairs, make the flows of each hop that the switch hashes.
+config::TopologyConfig ecmp_topology(int qps, std::uint64_t seed) {
+  return test::topology("h100_sxm_8x_ib400.yaml", {{"node.gpus", "1"},
+                                                   {"node.nvls", "false"},
+                                                   {"node.nccl_channels", "2"},
+                                                   {"fabric.kind", "fat_tree"},
+                                                   {"fabric.routing", "ecmp"},
+                                                   {"fabric.spines", "2"},
+                                                   {"fabric.qps_per_connection", std::to_string(qps)},
+                                                   {"fabric.ecmp_seed", std::to_string(seed)}});
+}
+
+// A ring all-gather over 2 nodes (one hop each way) on the ECMP fabric, in units of the time its
+// data takes through the NICs alone (S / 2 at 47.5 GB/s), latency taken off.
+double ecmp_slowdown(int qps, std::uint64_t seed) {
+  const auto topo = ecmp_topology(qps, seed);
+  const auto ring = test::collectives_settings("ring", "simple");
+  const double t = test::in_child([&] {
+    const auto g = test::collectives_graph(2, 2, {test::collective_op(OpKind::all_gather, kS)});
+    return test::simulate(g, topo, 2, test::collectives(topo, ring)).timeline.at(0, 0).end;
+  });
+  const double latency = (8.4 + 14) * kUs;  // one step over the network
+  return (t - latency) / (kS / 2 / 47.5e9);
+}
+
+// Balls into bins by hand: the expected slowdown when each of 2 hops puts `lanes` flows on 2
+// spines at random. A hop whose busier spine holds m of them runs at 2m / lanes of the even
+// spread; the ring at its slower hop's pace.
+double expected_ecmp_slowdown(int lanes) {
+  std::vector<double> p_m(static_cast<std::size_t>(lanes) + 1, 0.0);  // P(busier spine holds m)
+  for (int x = 0; x <= lanes; ++x) {
+    double choose = 1;
+    for (int i = 0; i < x; ++i) choose = choose * (lanes - i) / (i + 1);
+    p_m[static_cast<std::size_t>(std::max(x, lanes - x))] += choose / std::pow(2.0, lanes);
+  }
+  double e = 0;
+  for (int a = 0; a <= lanes; ++a) {
+    for (int b = 0; b <= lanes; ++b)
+      e += p_m[static_cast<std::size_t>(a)] * p_m[static_cast<std::size_t>(b)] * 2.0 * std::max(a, b) / lanes;
+  }
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("ECMP: two flows a hop on two spines collide at random, and the ring waits for the collision") {
+  // 2 lanes a hop (2 channels, 1 queue pair each). A hop whose lanes hash to different spines
+  // runs at the NIC's rate; one whose lanes share a spine gets half of it, and so does the whole
+  // ring: each seed gives exactly 1 or 2. Both hops spread: probability 1/4; mean 1/4 + 3/4 x 2.
+  constexpr int kSeeds = 128;
+  int spread = 0;
+  double sum = 0;
+  for (std::uint64_t seed = 0; seed < kSeeds; ++seed) {
+    const double s = ecmp_slowdown(1, seed);
+    CAPTURE(seed);
+    const bool one = std::abs(s - 1) < 1e-6;
+    CHECK((one || std::abs(s - 2) < 1e-6));
+    spread += one ? 1 : 0;
+    sum += s;
+  }
+  // Binomial(128, 1/4): 32 expected, standard deviation 4.9; the hash must not be far off.
+  CHECK(spread >= 17);
+  CHECK(spread <= 47);
+  CHECK(expected_ecmp_slowdown(2) == doctest::Approx(1.75));
+  std::printf("ECMP, 2 flows a hop on 2 spines: ring %.3f x its NIC time over %d seeds (1.75 expected)\n", sum / kSeeds, kSeeds);
+  std::fflush(stdout);  // before another test's children inherit the buffer
+}
+
+TEST_CASE("ECMP: more queue pairs a connection spread the flows, as Meta's QP scaling did") {
+  // NCCL_IB_QPS_PER_CONNECTION 8: 16 lanes a hop; the busier spine holds 8 + |X - 8| of them, X
+  // binomial(16, 1/2). Gangidi et al. (SIGCOMM 2024, Meta's RoCE fabric) found QP scaling with
+  // enhanced ECMP up to 40 % faster on AllReduce than ECMP with one queue pair.
+  constexpr int kSeeds = 96;
+  double sum1 = 0;
+  double sum8 = 0;
+  for (std::uint64_t seed = 0; seed < kSeeds; ++seed) {
+    sum1 += ecmp_slowdown(1, seed);
+    sum8 += ecmp_slowdown(8, seed);
+  }
+  const double one = sum1 / kSeeds;
+  const double eight = sum8 / kSeeds;
+  const double expected8 = expected_ecmp_slowdown(16);
+  // Sample means within 3 standard errors of the balls-into-bins expectations (per-seed standard
+  // deviations 0.43 and 0.15).
+  CHECK(one == doctest::Approx(1.75).epsilon(3 * 0.43 / std::sqrt(kSeeds) / 1.75));
+  CHECK(eight == doctest::Approx(expected8).epsilon(3 * 0.15 / std::sqrt(kSeeds) / expected8));
+  CHECK(eight < one);
+  std::printf("ECMP, 1 vs 8 queue pairs: %.3f vs %.3f x the NIC time (expected 1.75 vs %.3f): %.0f %% faster\n", one, eight, expected8,
+              100 * (one / eight - 1));
+  std::fflush(stdout);
+}
+
+TEST_CASE("ECMP with one flow a hop per spine and adaptive routing differ only by collisions") {
+  // One spine: every flow on the same uplink, which carries what the NIC does: no collision
+  // can cost more than the even spread.
+  const auto topo = test::topology(
+      "h100_sxm_8x_ib400.yaml",
+      {{"node.gpus", "1"}, {"node.nvls", "false"}, {"fabric.kind", "fat_tree"}, {"fabric.routing", "ecmp"}, {"fabric.spines", "1"}});
+  const auto adaptive = test::topology("h100_sxm_8x_ib400.yaml", {{"node.gpus", "1"}, {"node.nvls", "false"}, {"fabric.kind", "fat_tree"}});
+  const double a = test::in_child([&] { return one_collective(OpKind::all_gather, topo, 4, engine::FlowGranularity::path); });
+  const double b = test::in_child([&] { return one_collective(OpKind::all_gather, adaptive, 4, engine::FlowGranularity::path); });
+  CHECK(a == doctest::Approx(b).epsilon(1e-9));
 }
