@@ -306,19 +306,23 @@ FabricSpec read_fabric(const Reader& top) {
   f.nodes_per_leaf = static_cast<int>(r.integer("nodes_per_leaf"));
   f.switch_latency = Seconds(r.quantity("switch_latency", Dimension::seconds));
   f.routing = static_cast<Routing>(r.choice_index("routing"));
-  f.routing_where = r.where("routing");
   const bool ecmp = f.routing == Routing::ecmp;
   if (ecmp && f.kind.name != "fat_tree") {
     r.fail("routing", fmt::format("ECMP hashes flows over a fat tree's spines; fabric.kind is {} (expected fat_tree, or routing: adaptive)",
                                   f.kind.name));
   }
   if (ecmp && !r.has("spines")) r.fail("routing", "routing: ecmp needs fabric.spines, the spine switches it hashes flows over");
-  for (const char* key : {"spines", "qps_per_connection", "ecmp_seed"}) {
+  // The spines are the fabric's (adaptive routing spreads evenly over them, whatever their number);
+  // the queue pairs and the seed only matter to a hash.
+  for (const char* key : {"qps_per_connection", "ecmp_seed"}) {
     if (!ecmp && r.has(key))
       r.fail(key, fmt::format("fabric.{} applies to routing: ecmp; routing is adaptive (expected it removed, or routing: ecmp)", key));
   }
+  if (r.has("spines") && f.kind.name != "fat_tree") {
+    r.fail("spines", fmt::format("spine switches are a fat tree's; fabric.kind is {} (expected fat_tree, or no spines)", f.kind.name));
+  }
+  if (r.has("spines")) f.spines = static_cast<int>(r.integer("spines"));
   if (ecmp) {
-    f.spines = static_cast<int>(r.integer("spines"));
     f.qps_per_connection = static_cast<int>(r.integer("qps_per_connection"));
     f.ecmp_seed = static_cast<std::uint64_t>(r.integer("ecmp_seed"));
   }

@@ -120,7 +120,6 @@ struct FabricSpec {
   // How a fat tree spreads traffic between leaves over its spines: evenly (adaptive routing,
   // packet spraying), or each flow pinned to the spine its header hashes to (ECMP).
   Routing routing = Routing::adaptive;
-  Location routing_where;
   int spines = 0;               // spine switches a leaf's uplinks go to (ecmp)
   int qps_per_connection = 1;   // NCCL_IB_QPS_PER_CONNECTION: flows (queue pairs) per connection, each hashed on its own
   std::uint64_t ecmp_seed = 0;  // salt of the hash: which spine each flow lands on

@@ -120,7 +120,9 @@ TEST_CASE("ECMP routing: needs a fat tree and its spines, and its settings are r
                                          "rail_optimized_fat_tree (expected fat_tree, or routing: adaptive)"),
                        ConfigError);
   CHECK_THROWS_WITH_AS(load("{kind: fat_tree, routing: ecmp}"), doctest::Contains("routing: ecmp needs fabric.spines"), ConfigError);
-  CHECK_THROWS_WITH_AS(load("{kind: fat_tree, spines: 4}"),
-                       doctest::Contains("fabric.spines: fabric.spines applies to routing: ecmp; routing is adaptive"), ConfigError);
+  CHECK(load("{kind: fat_tree, spines: 4}").fabric.routing == config::Routing::adaptive);  // the fabric's, whatever the routing
+  CHECK_THROWS_WITH_AS(
+      load("{kind: fat_tree, qps_per_connection: 4}"),
+      doctest::Contains("fabric.qps_per_connection: fabric.qps_per_connection applies to routing: ecmp; routing is adaptive"), ConfigError);
   CHECK_THROWS_WITH_AS(load("{kind: fat_tree, routing: hashed}"), doctest::Contains("fabric.routing"), ConfigError);
 }
