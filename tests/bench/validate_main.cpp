@@ -346,6 +346,22 @@ int main(int argc, char** argv) {
     std::printf("  8 -> 128 GPUs, torchtitan Llama 3.1 8B %s (published: %+.1f%%): %+.1f%% tokens/s per GPU\n", sc.what, sc.published,
                 100 * (on_8_and_128.back()[1].tokens_per_s / on_8_and_128.back()[0].tokens_per_s - 1));
   }
+  // KempnerForge's weak-scaling campaign (benchmarks/weak_scaling_160gpu/README.md, 2026-06-30, git
+  // 3ad9d9a): P8's 13B and 70B jobs, TP 4 in the node, FSDP over 8 and over 40 nodes of 4 H200.
+  // Its 32-GPU figures differ from P8's (2026-04) by 6 %; the ratio within one campaign is compared.
+  struct WeakScaling {
+    const char* what;
+    const char* scenario;
+    double published;  // percent, 160 GPUs against 32, tokens/s per GPU
+  };
+  for (const WeakScaling& w :
+       {WeakScaling{"13B", "validation/published/p8_llama3-13b_tp4_32xh200.yaml", 100 * (534644.0 / 160 / (110373.0 / 32) - 1)},
+        WeakScaling{"70B", "validation/published/p8_llama3-70b_tp4_32xh200.yaml", 100 * (85571.0 / 160 / (18688.0 / 32) - 1)}}) {
+    const Figures on_32 = simulate(w.scenario, {});
+    const Figures on_160 = simulate(w.scenario, {"cluster.nodes=40"});
+    std::printf("  32 -> 160 H200, KempnerForge %s TP 4 x FSDP (published: %+.1f%%): %+.1f%% tokens/s per GPU\n", w.what, w.published,
+                100 * (on_160.tokens_per_s / on_32.tokens_per_s - 1));
+  }
   const std::array<double, 2> published_compile{100 * (6667.0 / 5762 - 1), 100 * (6514.0 / 5605 - 1)};
   for (std::size_t i = 0; i < 2; ++i) {
     std::printf("  torch.compile vs eager, torchtitan Llama 3.1 8B on %d GPUs (published: %+.1f%%): %+.1f%% tokens/s\n", i == 0 ? 8 : 128,
