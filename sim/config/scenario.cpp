@@ -348,19 +348,6 @@ std::string_view to_string(AttentionKernel a) {
   return kAttentionNames[static_cast<std::size_t>(a)];
 }
 
-std::pair<double, double> attention_efficiency(const GpuEfficiency& e, AttentionKernel kernel) {
-  switch (kernel) {
-    case AttentionKernel::cudnn:
-      return {e.attention_cudnn_forward, e.attention_cudnn_backward};
-    case AttentionKernel::flash3:
-      return {e.attention_flash3_forward, e.attention_flash3_backward};
-    case AttentionKernel::flash:
-    case AttentionKernel::unfused:
-      break;
-  }
-  return {e.attention_forward, e.attention_backward};
-}
-
 ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const std::string> assignments) {
   return load_scenario(file, assignments, DiskFiles{});
 }

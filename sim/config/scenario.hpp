@@ -27,11 +27,6 @@ enum class ActivationCheckpointing { none, selective, full, blocks };
 enum class Sharding { full_shard, shard_grad_op, no_shard, hybrid_shard, hybrid_shard_zero2, zero3, shard_optimizer };
 enum class HookOrder { post_first, pre_first };
 enum class BackwardPrefetch { pre, post, none };
-// How attention runs: one fused kernel (FlashAttention-2; SDPA's pick on these GPUs), the
-// scores materialized between two batched GEMMs (SDPA's math backend, Megatron-LM before flash),
-// or one fused kernel of Hopper's faster generation: cuDNN's (SDPA's cuDNN backend, Transformer
-// Engine's FusedAttention) or FlashAttention-3, priced at the topology's rates for them.
-enum class AttentionKernel { flash, unfused, cudnn, flash3 };
 
 [[nodiscard]] int dtype_bytes(DType t);
 [[nodiscard]] std::string_view to_string(DType t);
@@ -40,9 +35,6 @@ enum class AttentionKernel { flash, unfused, cudnn, flash3 };
 [[nodiscard]] std::string_view to_string(BackwardPrefetch b);
 [[nodiscard]] std::string_view to_string(Optimizer o);
 [[nodiscard]] std::string_view to_string(AttentionKernel a);
-// The GPU's fractions of peak, forward and backward, for the kernel training.attention names
-// (unfused makes no attention calls and takes flash's); below 0 where the topology gives none.
-[[nodiscard]] std::pair<double, double> attention_efficiency(const GpuEfficiency& e, AttentionKernel kernel);
 
 template <class T>
 struct Located {

@@ -430,4 +430,17 @@ double default_blas_workspace(GpuArch arch) {
   return 4096 * KiB * 2 + 16 * KiB * 8;
 }
 
+std::pair<double, double> attention_efficiency(const GpuEfficiency& e, AttentionKernel kernel) {
+  switch (kernel) {
+    case AttentionKernel::cudnn:
+      return {e.attention_cudnn_forward, e.attention_cudnn_backward};
+    case AttentionKernel::flash3:
+      return {e.attention_flash3_forward, e.attention_flash3_backward};
+    case AttentionKernel::flash:
+    case AttentionKernel::unfused:
+      break;
+  }
+  return {e.attention_forward, e.attention_backward};
+}
+
 }  // namespace shardsim::config

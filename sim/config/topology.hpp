@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "config/choice.hpp"
 #include "config/file_source.hpp"
@@ -39,6 +40,16 @@ struct GpuEfficiency {
   [[nodiscard]] double fp8_rowwise() const { return matmul_fp8_rowwise >= 0 ? matmul_fp8_rowwise : fp8(); }
   [[nodiscard]] double mxfp8() const { return matmul_mxfp8 >= 0 ? matmul_mxfp8 : fp8(); }
 };
+
+// How attention runs: one fused kernel (FlashAttention-2; SDPA's pick on these GPUs), the
+// scores materialized between two batched GEMMs (SDPA's math backend, Megatron-LM before flash),
+// or one fused kernel of Hopper's faster generation: cuDNN's (SDPA's cuDNN backend, Transformer
+// Engine's FusedAttention) or FlashAttention-3, priced at the topology's rates for them.
+enum class AttentionKernel { flash, unfused, cudnn, flash3 };
+
+// The GPU's fractions of peak, forward and backward, for the kernel training.attention names
+// (unfused makes no attention calls and takes flash's); below 0 where the topology gives none.
+[[nodiscard]] std::pair<double, double> attention_efficiency(const GpuEfficiency& e, AttentionKernel kernel);
 
 // GPU generations, for the NCCL constants that depend on them (tuning.cc: LL bandwidth caps,
 // NVLink SHARP efficiency) and for what the hardware supports (NVLS needs NVSwitch 3, Hopper+).

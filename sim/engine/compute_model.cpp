@@ -6,6 +6,7 @@
 #include <array>
 #include <stdexcept>
 
+#include "config/scenario.hpp"  // to_string(AttentionKernel)
 #include "core/error.hpp"
 
 namespace shardsim::engine {

@@ -27,7 +27,6 @@
 #include <memory>
 #include <string_view>
 
-#include "config/scenario.hpp"
 #include "config/topology.hpp"
 #include "core/registry.hpp"
 #include "graph/op.hpp"

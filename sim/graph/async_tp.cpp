@@ -270,9 +270,7 @@ void FsdpStepBuilder::backward_fused(const fsdp::Segment& s, int segment, int u)
   // (TE's bulk qkv_dgrad / fc1_dgrad), on the TP stream ahead of the reduce-scatter.
   int regather = -1;
   if (bulk && !cfg_.parallelism.tp_save_gathered) {
-    const int pending = tp_wait_;
-    regather = tp_op(*before, model::TpComm::all_gather, " (re-gather)", u);
-    tp_wait_ = pending;
+    regather = tp_op(*before, model::TpComm::all_gather, " (re-gather)", u, TpWait::overlapped);
   }
   Op op = make(OpKind::backward, Stream::compute, name, u);
   op.work = std::move(grads);
@@ -285,8 +283,7 @@ void FsdpStepBuilder::backward_fused(const fsdp::Segment& s, int segment, int u)
     // linear does the same): the gradient's reduce-scatter starts as soon as the grad_input GEMMs
     // are done and the weight-gradient GEMMs, which do not need it, run meanwhile; the next
     // segment waits for the reduce-scatter.
-    const int scatter = tp_op(*before, before->kernels.front().tp_backward, "", u);
-    tp_wait_ = -1;
+    const int scatter = tp_op(*before, before->kernels.front().tp_backward, "", u, TpWait::overlapped);
     Op wgrad = make(OpKind::backward, Stream::compute, name + " (weight gradients)", u);
     wgrad.work = std::move(weight_grads);
     const int id = compute(std::move(wgrad), u);

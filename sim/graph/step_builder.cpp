@@ -236,7 +236,7 @@ void FsdpStepBuilder::tp_collective(const fsdp::Segment& s, int u, Phase phase) 
 
 // Context parallelism's K/V gathers (and their gradients' reduce-scatters) take the same place
 // on the critical path, over the cp group on its own process group.
-int FsdpStepBuilder::tp_op(const fsdp::Segment& s, model::TpComm c, std::string_view note, int u) {
+int FsdpStepBuilder::tp_op(const fsdp::Segment& s, model::TpComm c, std::string_view note, int u, TpWait wait) {
   if (c == model::TpComm::none) return -1;
   const model::Kernel& k = s.kernels.front();
   const OpKind kind = c == model::TpComm::all_gather       ? OpKind::all_gather
@@ -250,7 +250,7 @@ int FsdpStepBuilder::tp_op(const fsdp::Segment& s, model::TpComm c, std::string_
   const int id = issue(std::move(op));
   g_.add_edge(io_.last(Stream::compute), id, EdgeKind::data);
   g_.add_edge(tp_wait_, id, EdgeKind::data);
-  tp_wait_ = id;
+  if (wait == TpWait::next_compute) tp_wait_ = id;
   return id;
 }
 

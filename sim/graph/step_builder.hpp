@@ -20,6 +20,9 @@ namespace shardsim::graph {
 
 enum class Phase { forward, backward };
 
+// Whether the compute op after a tensor-parallel collective waits for it (FsdpStepBuilder::tp_op).
+enum class TpWait { next_compute, overlapped };
+
 class FsdpStepBuilder {
  public:
   // Issues its ops into `graph`. With pipeline parallelism `plan` is one model chunk's, `stage`
@@ -74,7 +77,10 @@ class FsdpStepBuilder {
   int compute(Op op, int u);
   void prefetch(const std::vector<int>& targets, Phase phase, int trigger);
   void tp_collective(const fsdp::Segment& s, int u, Phase phase);
-  int tp_op(const fsdp::Segment& s, model::TpComm c, std::string_view note, int u);  // one of its collectives
+  // One of tp_collective's collectives (TP or CP), chained after the one pending; `wait`: whether
+  // the next compute op waits for it (tp_wait_), or it overlaps compute and only the ops given an
+  // edge to it wait.
+  int tp_op(const fsdp::Segment& s, model::TpComm c, std::string_view note, int u, TpWait wait = TpWait::next_compute);
 
   // ---- async tensor parallelism (async_tp.cpp) ----
   void find_fused_regions();
