@@ -151,7 +151,9 @@ constexpr std::array kFabricParams{
               {},
               kRoutingNames},
     ParamSpec{"spines", "integer", "-",
-              "fat_tree with routing ecmp: spine switches each leaf has an uplink to (the paths ECMP hashes over)", Range{1, 4096}},
+              "fat_tree: spine switches each leaf has an uplink to, the paths ECMP hashes over (needed by routing ecmp; "
+              "adaptive routing spreads evenly over them, so their number does not change its result)",
+              Range{1, 4096}},
     ParamSpec{"qps_per_connection", "integer", "1",
               "routing ecmp: queue pairs per NCCL connection (NCCL_IB_QPS_PER_CONNECTION, default 1), each a flow of its own to "
               "the hash; more spread the traffic over more spines",
