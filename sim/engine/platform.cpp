@@ -24,6 +24,12 @@ double effective(const config::LinkSpec& l) {
   return l.bandwidth.value() * l.efficiency;
 }
 
+// What a leaf switch of `nodes` nodes sends up to the spines: its NICs' rate over the
+// oversubscription.
+double leaf_uplink_bandwidth(const config::TopologyConfig& topo, int nodes) {
+  return effective(topo.node.nic) * topo.node.nics * nodes / topo.fabric.oversubscription;
+}
+
 }  // namespace
 
 void register_builtin_fabrics(FabricRegistry& registry) {
@@ -35,18 +41,12 @@ void register_builtin_fabrics(FabricRegistry& registry) {
   // A fat tree whose leaf uplinks carry 1/oversubscription of the NIC bandwidth below them,
   // modelled as one shared uplink per leaf switch (fabric.nodes_per_leaf nodes); the spine
   // above is non-blocking.
-  // With ECMP (fabric.routing: ecmp) a leaf has one uplink per spine, each 1/spines of the
-  // leaf's, and every flow crosses the one its hash picks, even on a non-blocking tree.
+  // With ECMP (fabric.routing: ecmp) a flow crosses one uplink of its own instead, to the spine
+  // its hash picks (Platform::spine_link), even on a non-blocking tree.
   registry.add({"fat_tree", "leaf switches of fabric.nodes_per_leaf nodes with oversubscribed uplinks",
                 [](sg4::NetZone& zone, const config::TopologyConfig& topo, int leaf, int nodes) {
-                  const auto& f = topo.fabric;
-                  const bool ecmp = f.routing == config::Routing::ecmp;
-                  if (f.oversubscription <= 1.0 && !ecmp) return std::vector<sg4::Link*>{};
-                  const double bw = effective(topo.node.nic) * topo.node.nics * nodes / f.oversubscription;
-                  if (!ecmp) return std::vector<sg4::Link*>{duplex(zone, fmt::format("uplink{}", leaf), bw)};
-                  std::vector<sg4::Link*> links;
-                  for (int s = 0; s < f.spines; ++s) links.push_back(duplex(zone, fmt::format("uplink{}.{}", leaf, s), bw / f.spines));
-                  return links;
+                  if (topo.fabric.oversubscription <= 1.0 || topo.fabric.routing == config::Routing::ecmp) return std::vector<sg4::Link*>{};
+                  return std::vector<sg4::Link*>{duplex(zone, fmt::format("uplink{}", leaf), leaf_uplink_bandwidth(topo, nodes))};
                 }});
 }
 
@@ -58,6 +58,8 @@ Platform::Platform(const config::TopologyConfig& topo, int nodes, const FabricRe
       mesh_(topo.node.nvlink_mesh),
       ecmp_(topo.fabric.routing == config::Routing::ecmp),
       ecmp_seed_(topo.fabric.ecmp_seed),
+      spines_(ecmp_ ? topo.fabric.spines : 0),
+      spine_bandwidth_(ecmp_ ? leaf_uplink_bandwidth(topo, topo.fabric.nodes_per_leaf) / topo.fabric.spines : 0),
       lanes_(ecmp_ ? std::max(1, topo.node.nccl_channels / topo.node.nics) * topo.fabric.qps_per_connection : 1) {
   const int nodes_per_leaf = nodes_per_leaf_;
   const FabricInfo& fabric = fabrics.get(topo.fabric.kind);
@@ -135,8 +137,8 @@ void Platform::append_links(const Hop& hop, std::vector<sg4::LinkInRoute>& route
   const bool across_leaves = folded_ || leaf_of(hop.src) != leaf_of(hop.dst);
   if (across_leaves && ecmp_) {
     const std::size_t spine = spine_of(hop);
-    route.emplace_back(uplinks_[static_cast<std::size_t>(leaf_of(hop.src))][spine], Dir::UP);
-    route.emplace_back(uplinks_[static_cast<std::size_t>(leaf_of(hop.dst))][spine], Dir::DOWN);
+    route.emplace_back(spine_link(leaf_of(hop.src), spine), Dir::UP);
+    route.emplace_back(spine_link(leaf_of(hop.dst), spine), Dir::DOWN);
   } else if (across_leaves) {
     for (auto* up : uplinks_[static_cast<std::size_t>(leaf_of(hop.src))]) route.emplace_back(up, Dir::UP);
     for (auto* up : uplinks_[static_cast<std::size_t>(leaf_of(hop.dst))]) route.emplace_back(up, Dir::DOWN);
@@ -148,7 +150,14 @@ std::size_t Platform::spine_of(const Hop& hop) const {
   // What a switch hashes: the two NICs' addresses and the flow's queue pair (its UDP source port).
   const auto key = static_cast<std::uint64_t>(nic_index(hop.src)) << 40U ^ static_cast<std::uint64_t>(nic_index(hop.dst)) << 16U ^
                    static_cast<std::uint64_t>(hop.lane);
-  return static_cast<std::size_t>(mix64(ecmp_seed_ ^ mix64(key)) % uplinks_.front().size());
+  return static_cast<std::size_t>(mix64(ecmp_seed_ ^ mix64(key)) % static_cast<std::uint64_t>(spines_));
+}
+
+sg4::Link* Platform::spine_link(int leaf, std::size_t spine) const {
+  const std::uint64_t key = static_cast<std::uint64_t>(leaf) * static_cast<std::uint64_t>(spines_) + spine;
+  auto [it, fresh] = spine_links_.try_emplace(key, nullptr);
+  if (fresh) it->second = duplex(*zone_, fmt::format("uplink{}.{}", leaf, spine), spine_bandwidth_);
+  return it->second;
 }
 
 std::vector<sg4::LinkInRoute> Platform::links_of(const std::vector<Hop>& hops) const {

@@ -27,6 +27,7 @@
 #include <set>
 #include <simgrid/s4u.hpp>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "config/scenario.hpp"
@@ -99,8 +100,9 @@ class Platform {
   [[nodiscard]] int nic_index(int rank) const {
     return rank / gpus_per_node_ * nics_per_node_ + rank % gpus_per_node_ * nics_per_node_ / gpus_per_node_;
   }
-  // ECMP: the spine a lane of a hop between two NICs hashes to.
+  // ECMP: the spine a lane of a hop between two NICs hashes to, and a leaf's uplink to it.
   [[nodiscard]] std::size_t spine_of(const Hop& hop) const;
+  [[nodiscard]] simgrid::s4u::Link* spine_link(int leaf, std::size_t spine) const;
   // The mesh link between two GPUs of one node.
   [[nodiscard]] simgrid::s4u::Link* pair_link(int a, int b) const;
 
@@ -112,9 +114,15 @@ class Platform {
   std::vector<simgrid::s4u::Link*> nvlink_;  // per GPU; with a mesh, per node and pair (node * g * g + a * g + b, a < b)
   bool mesh_ = false;
   std::vector<simgrid::s4u::Link*> nic_;                   // node * nics_per_node_ + index
-  std::vector<std::vector<simgrid::s4u::Link*>> uplinks_;  // per leaf; with ECMP, one per spine
+  std::vector<std::vector<simgrid::s4u::Link*>> uplinks_;  // per leaf (shared by every flow leaving it)
   bool ecmp_ = false;
   std::uint64_t ecmp_seed_ = 0;
+  int spines_ = 0;
+  double spine_bandwidth_ = 0;
+  // ECMP: a leaf's uplink to a spine (leaf * spines + spine), created when a route first crosses
+  // it, before the platform is sealed: a job's rings cross a few of a large fabric's leaves x
+  // spines, and SimGrid's links cost memory whether used or not.
+  mutable std::unordered_map<std::uint64_t, simgrid::s4u::Link*> spine_links_;
   int lanes_ = 1;
   std::set<std::pair<int, int>> hop_routes_;  // (src, dst) pairs routed by add_hop_route
   std::vector<simgrid::s4u::Host*> path_hosts_;
