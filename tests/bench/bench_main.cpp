@@ -204,6 +204,10 @@ int main() {
       // One representative per pipeline stage (16 simulated ranks).
       {"405B TP 8 x PP 16 x FSDP, 16,384 GPUs, symmetric", "scenarios/llama3.1-70b_1024xh100.yaml",
        with(k405b_3d, "simulation.mode=symmetric"), 1.0},
+      // ECMP (fabric.routing: ecmp) hashes every lane of every ring to a spine: no symmetric mode,
+      // more link classes. Same target as the adaptively routed full runs.
+      {"Llama 3.1 405B, 16,384 GPUs, ECMP fabric, full", "scenarios/llama3.1-70b_1024xh100.yaml",
+       with(k405b, "cluster.topology=h100_sxm_8x_roce400_ecmp"), 10.0},
       // Target (issue "Nothing silently wrong"): within its wall-time limit, every phase counted.
       {"100,000 layers (tiny Llama, 8 GPUs), limit 60 s",
        "tests/data/tiny_llama.yaml",
