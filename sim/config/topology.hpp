@@ -1,6 +1,7 @@
 // A cluster description (topologies/*.yaml) as plain data. See DESIGN.md "Topology file".
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <filesystem>
@@ -162,6 +163,13 @@ struct TopologyConfig {
   NodeSpec node;
   FabricSpec fabric;
   HostSpec host;
+
+  // ECMP: the flows a NIC-to-NIC connection is to the switches' hash, each pinned to a spine of
+  // its own: the NCCL channels one NIC carries (node.nccl_channels / node.nics, at least 1) times
+  // fabric.qps_per_connection; 1 where traffic between leaves is spread evenly.
+  [[nodiscard]] int ecmp_lanes() const {
+    return fabric.routing == Routing::ecmp ? std::max(1, node.nccl_channels / node.nics) * fabric.qps_per_connection : 1;
+  }
 };
 
 // Loads a topology file and the topologies it `extends`, then applies `overrides` (a mapping of

@@ -60,7 +60,7 @@ Platform::Platform(const config::TopologyConfig& topo, int nodes, const FabricRe
       ecmp_seed_(topo.fabric.ecmp_seed),
       spines_(ecmp_ ? topo.fabric.spines : 0),
       spine_bandwidth_(ecmp_ ? leaf_uplink_bandwidth(topo, topo.fabric.nodes_per_leaf) / topo.fabric.spines : 0),
-      lanes_(ecmp_ ? std::max(1, topo.node.nccl_channels / topo.node.nics) * topo.fabric.qps_per_connection : 1) {
+      lanes_(topo.ecmp_lanes()) {
   const int nodes_per_leaf = nodes_per_leaf_;
   const FabricInfo& fabric = fabrics.get(topo.fabric.kind);
   const int g = topo.node.gpus;

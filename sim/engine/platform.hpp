@@ -84,9 +84,8 @@ class Platform {
   [[nodiscard]] simgrid::s4u::Host* path_src(int route) const { return path_hosts_[static_cast<std::size_t>(2 * route)]; }
   [[nodiscard]] simgrid::s4u::Host* path_dst(int route) const { return path_hosts_[static_cast<std::size_t>(2 * route + 1)]; }
   [[nodiscard]] int gpus_per_node() const { return gpus_per_node_; }
-  // Flows an inter-node hop is made of, each hashed to a spine of its own (fabric.routing: ecmp):
-  // the NCCL channels one NIC carries (node.nccl_channels / node.nics, at least 1) times
-  // fabric.qps_per_connection; 1 where traffic between leaves is spread evenly.
+  // Flows an inter-node hop is made of, each hashed to a spine of its own
+  // (TopologyConfig::ecmp_lanes; 1 where traffic between leaves is spread evenly).
   [[nodiscard]] int lanes() const { return lanes_; }
 
  private:

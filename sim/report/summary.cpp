@@ -52,6 +52,13 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
   out += fmt::format("  {} GPUs ({} node{} x {} {}{}), {}, {} x {} tokens per {} per step\n", s.world_size, scenario.cluster.nodes,
                      scenario.cluster.nodes == 1 ? "" : "s", topo.node.gpus, topo.gpu.model, per_job, strategy,
                      scenario.training.micro_batch * scenario.training.grad_accum, scenario.training.seq_len, unit_of_batch(scenario));
+  if (const auto& f = topo.fabric; f.routing == config::Routing::ecmp && scenario.cluster.nodes > f.nodes_per_leaf) {
+    const int lanes = topo.ecmp_lanes();
+    out += fmt::format(
+        "  fabric: ECMP over {} spines ({} node{} a leaf): {} flow{} a NIC-to-NIC connection, each pinned to the spine it hashes "
+        "to (fabric.ecmp_seed {})\n",
+        f.spines, f.nodes_per_leaf, f.nodes_per_leaf == 1 ? "" : "s", lanes, lanes == 1 ? "" : "s", f.ecmp_seed);
+  }
   if (tp > 1) {
     out += fmt::format("  tensor parallel {}{} x data parallel {} (ranks r..r+{} split each block's matmuls)\n", tp,
                        scenario.parallelism.sequence_parallel ? " with sequence parallelism" : "",
