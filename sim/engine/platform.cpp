@@ -56,10 +56,9 @@ Platform::Platform(const config::TopologyConfig& topo, int nodes, const FabricRe
       nodes_per_leaf_(folded ? 1 : topo.fabric.nodes_per_leaf),
       folded_(folded),
       mesh_(topo.node.nvlink_mesh),
-      ecmp_(topo.fabric.routing == config::Routing::ecmp),
       ecmp_seed_(topo.fabric.ecmp_seed),
-      spines_(ecmp_ ? topo.fabric.spines : 0),
-      spine_bandwidth_(ecmp_ ? leaf_uplink_bandwidth(topo, topo.fabric.nodes_per_leaf) / topo.fabric.spines : 0),
+      spines_(topo.fabric.routing == config::Routing::ecmp ? topo.fabric.spines : 0),
+      spine_bandwidth_(spines_ > 0 ? leaf_uplink_bandwidth(topo, topo.fabric.nodes_per_leaf) / spines_ : 0),
       lanes_(topo.ecmp_lanes()) {
   const int nodes_per_leaf = nodes_per_leaf_;
   const FabricInfo& fabric = fabrics.get(topo.fabric.kind);
@@ -93,7 +92,7 @@ Platform::Platform(const config::TopologyConfig& topo, int nodes, const FabricRe
       auto* host = zone_->create_host(fmt::format("gpu{}", rank), 1.0);
       std::vector<sg4::LinkInRoute> route{sg4::LinkInRoute(nic_of(rank), sg4::LinkInRoute::Direction::UP)};
       // (With ECMP each flow's spine is its own: only path flows, routed by append_links, run.)
-      if (!ecmp_) {
+      if (!ecmp()) {
         for (auto* up : uplinks_[static_cast<std::size_t>(node / nodes_per_leaf)]) route.emplace_back(up, sg4::LinkInRoute::Direction::UP);
       }
       zone_->add_route(host->get_netpoint(), nullptr, nullptr, nullptr, route, true);
@@ -135,7 +134,7 @@ void Platform::append_links(const Hop& hop, std::vector<sg4::LinkInRoute>& route
   // Folded (symmetric mode), a hop's ends are both on node 0: it stands for traffic leaving the
   // node, which crosses the uplinks.
   const bool across_leaves = folded_ || leaf_of(hop.src) != leaf_of(hop.dst);
-  if (across_leaves && ecmp_) {
+  if (across_leaves && ecmp()) {
     const std::size_t spine = spine_of(hop);
     route.emplace_back(spine_link(leaf_of(hop.src), spine), Dir::UP);
     route.emplace_back(spine_link(leaf_of(hop.dst), spine), Dir::DOWN);

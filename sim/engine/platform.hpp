@@ -99,6 +99,7 @@ class Platform {
   [[nodiscard]] int nic_index(int rank) const {
     return rank / gpus_per_node_ * nics_per_node_ + rank % gpus_per_node_ * nics_per_node_ / gpus_per_node_;
   }
+  [[nodiscard]] bool ecmp() const { return spines_ > 0; }
   // ECMP: the spine a lane of a hop between two NICs hashes to, and a leaf's uplink to it.
   [[nodiscard]] std::size_t spine_of(const Hop& hop) const;
   [[nodiscard]] simgrid::s4u::Link* spine_link(int leaf, std::size_t spine) const;
@@ -114,9 +115,8 @@ class Platform {
   bool mesh_ = false;
   std::vector<simgrid::s4u::Link*> nic_;                   // node * nics_per_node_ + index
   std::vector<std::vector<simgrid::s4u::Link*>> uplinks_;  // per leaf (shared by every flow leaving it)
-  bool ecmp_ = false;
   std::uint64_t ecmp_seed_ = 0;
-  int spines_ = 0;
+  int spines_ = 0;  // ECMP's spines; 0: traffic between leaves spread evenly
   double spine_bandwidth_ = 0;
   // ECMP: a leaf's uplink to a spine (leaf * spines + spine), created when a route first crosses
   // it, before the platform is sealed: a job's rings cross a few of a large fabric's leaves x

@@ -144,12 +144,10 @@ Module llama_block(const TransformerSpec& s, std::int64_t index, int act, const 
   if (t == 1) {
     set_activation(block, a * (4 * h + 5 * q + 4 * f) + lse, a * (2 * h + 2 * q + d + f) + lse, a, h, f);
   } else if (tp.sp()) {
-    // Without checkpointing, wq wk wv's and w1 w3's inputs (the norms' outputs) are kept whole, or
-    // as sequence shards where the linears all-gather them again in backward (Megatron's
-    // tp_save_gathered_input: false), one of them whole again while its linear's backward runs.
-    const double gathered = tp.save_gathered ? 2 * h : 2 * h / ti;
-    set_activation(block, {a * (2 * h / ti + gathered + 5 * q + 4 * f) + lse, a * (h / ti + h + 2 * q + d + f) + lse, a * h / ti},
-                   a * (h + f + (tp.save_gathered ? 0 : h)));
+    // wq wk wv's and w1 w3's inputs: TensorParallel::kept_column_inputs.
+    set_activation(block,
+                   {a * (2 * h / ti + tp.kept_column_inputs(h) + 5 * q + 4 * f) + lse, a * (h / ti + h + 2 * q + d + f) + lse, a * h / ti},
+                   a * (h + f + tp.regathered_input(h)));
   } else {
     set_activation(block, {a * (4 * h + 5 * q + 4 * f) + lse, a * (2 * h + 2 * q + d + f) + lse, a * h}, a * (h + f));
   }
@@ -232,9 +230,9 @@ Module gpt_block(const TransformerSpec& s, std::int64_t index, int act, const Bl
   if (t == 1) {
     set_activation(block, a * (9 * h + 2 * f) + lse, a * (5 * h + f) + lse, a, h, f);
   } else if (tp.sp()) {
-    const double gathered = tp.save_gathered ? 2 * h : 2 * h / ti;  // c_attn's and c_fc's inputs, as llama's
-    set_activation(block, {a * (2 * h / ti + gathered + 5 * w + 2 * f) + lse, a * (h / ti + 4 * w + f) + lse, a * h / ti},
-                   a * (h + f + (tp.save_gathered ? 0 : h)));
+    // c_attn's and c_fc's inputs: TensorParallel::kept_column_inputs.
+    set_activation(block, {a * (2 * h / ti + tp.kept_column_inputs(h) + 5 * w + 2 * f) + lse, a * (h / ti + 4 * w + f) + lse, a * h / ti},
+                   a * (h + f + tp.regathered_input(h)));
   } else {
     set_activation(block, {a * (4 * h + 5 * w + 2 * f) + lse, a * (h + 4 * w + f) + lse, a * h}, a * (h + f));
   }

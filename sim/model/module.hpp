@@ -40,6 +40,12 @@ struct TensorParallel {
   bool shard_embedding = true;  // token embedding split over the vocabulary; false: whole on every rank
   bool save_gathered = true;    // sp: column-parallel linears keep their gathered input; false: their shard
   [[nodiscard]] bool sp() const { return degree > 1 && sequence_parallel; }
+  // Sequence parallelism without checkpointing: the elements a token keeps of the two
+  // column-parallel linears' inputs (the norms' outputs, h each), whole or as sequence shards
+  // (Megatron's tp_save_gathered_input: false); and what a re-gather holds whole again while its
+  // linear's backward runs.
+  [[nodiscard]] double kept_column_inputs(double h) const { return save_gathered ? 2 * h : 2 * h / degree; }
+  [[nodiscard]] double regathered_input(double h) const { return save_gathered ? 0 : h; }
 };
 
 // How each rank holds and runs a block: its tensor-parallel share, and whether torch.compile
