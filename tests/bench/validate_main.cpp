@@ -152,6 +152,11 @@ constexpr const char* kSeq128k = "training.seq_len=131072";
 constexpr const char* kSeq256k = "training.seq_len=262144";
 constexpr const char* k16Hosts = "cluster.nodes=16";
 constexpr const char* k8Hosts = "cluster.nodes=8";
+constexpr const char* k4Hosts = "cluster.nodes=4";
+constexpr const char* k2Hosts = "cluster.nodes=2";
+constexpr const char* k2Gpus = "cluster.overrides.node.gpus=2";
+constexpr const char* k2Nics = "cluster.overrides.node.nics=2";
+constexpr const char* kTp4 = "parallelism.tp=4";
 
 int main(int argc, char** argv) {
   // --check: only the table, and exit 1 when a case is outside its bound (ctest -L validation)
@@ -271,6 +276,24 @@ int main(int argc, char** argv) {
       {"V9", "validation/published/v9_llama3.1-8b_32xh200_float8.yaml", "GiB reserved", 47.96, "same run, memory at step 100", 0.11},
       {"V9", "validation/published/v9_llama3.1-8b_32xh200_float8.yaml", "tokens/s", 10753, "same on 64 H200 (held out)", 0.05, {k8Hosts}},
       {"V9", "validation/published/v9_llama3.1-8b_32xh200_float8.yaml", "GiB reserved", 46.97, "same run, memory at step 100", 0.09, {k8Hosts}},
+      // KempnerForge's mfu_scaling rows that P8 leaves out (held out): FSDP alone in one node, TP
+      // alone, 13B FSDP 8 across two nodes (eager), and the 8 / 16 GPU TP 4 x FSDP rows.
+      {"V10", "validation/published/v10_llama3-8b_fsdp4_4xh200.yaml", "tokens/s", 9364, "KempnerForge mfu_scaling row 2, 8B FSDP 2 (held out)", 0.12, {k2Gpus, k2Nics}},
+      {"V10", "validation/published/v10_llama3-8b_fsdp4_4xh200.yaml", "GiB allocated", 62.4, "same run, peak allocated", 0.23, {k2Gpus, k2Nics}},
+      {"V10", "validation/published/v10_llama3-8b_fsdp4_4xh200.yaml", "tokens/s", 9745.75, "same, row 4, 8B FSDP 4 (held out)", 0.16},
+      {"V10", "validation/published/v10_llama3-8b_fsdp4_4xh200.yaml", "GiB allocated", 61.1, "same run, peak allocated", 0.07},
+      {"V10", "validation/published/p8_llama3-8b_tp2_4xh200.yaml", "tokens/s", 6581.5, "same, row 3, 8B TP 2 on 2 GPUs (held out)", 0.18, {k2Gpus, k2Nics}},
+      {"V10", "validation/published/p8_llama3-8b_tp2_4xh200.yaml", "GiB allocated", 57.8, "same run, peak allocated", 0.05, {k2Gpus, k2Nics}},
+      {"V10", "validation/published/p8_llama3-8b_tp2_4xh200.yaml", "tokens/s", 6283.75, "same, row 5, 8B TP 4 (held out)", 0.04, {kTp4}},
+      {"V10", "validation/published/p8_llama3-8b_tp2_4xh200.yaml", "GiB allocated", 39.4, "same run, peak allocated", 0.05, {kTp4}},
+      {"V10", "validation/published/v10_llama3-13b_fsdp8_8xh200.yaml", "tokens/s", 4425.625, "same, row 8, 13B FSDP 8, 2 nodes, eager (held out)", 0.08},
+      {"V10", "validation/published/v10_llama3-13b_fsdp8_8xh200.yaml", "GiB allocated", 88.5, "same run, peak allocated", 0.06},
+      {"V10", "validation/published/p8_llama3-13b_tp4_32xh200.yaml", "tokens/s", 3418.125, "same, row 9, 13B TP 4 x FSDP 2 (held out)", 0.09, {k2Hosts}},
+      {"V10", "validation/published/p8_llama3-13b_tp4_32xh200.yaml", "GiB allocated", 45.1, "same run, peak allocated", 0.06, {k2Hosts}},
+      {"V10", "validation/published/p8_llama3-8b_tp4_32xh200.yaml", "tokens/s", 5186.75, "same, row 10, 8B TP 4 x FSDP 4 (held out)", 0.18, {k4Hosts}},
+      {"V10", "validation/published/p8_llama3-8b_tp4_32xh200.yaml", "GiB allocated", 29.4, "same run, peak allocated", 0.06, {k4Hosts}},
+      {"V10", "validation/published/p8_llama3-13b_tp4_32xh200.yaml", "tokens/s", 3363.375, "same, row 11, 13B TP 4 x FSDP 4 (held out)", 0.09, {k4Hosts}},
+      {"V10", "validation/published/p8_llama3-13b_tp4_32xh200.yaml", "GiB allocated", 39.2, "same run, peak allocated", 0.06, {k4Hosts}},
       // clang-format on
   };
   std::printf("Published runs: predicted vs measured\n");
