@@ -315,11 +315,11 @@ void check_parallelism(const ScenarioConfig& s) {
     throw ConfigError(p.where, "parallelism.tp",
                       fmt::format("{} does not divide the {} GPUs; expected a divisor of the world size", p.tp, world));
   }
-  if (p.cp > 1) check_context(s);
   if (world % (static_cast<std::int64_t>(p.tp) * p.pp) != 0) {
     throw ConfigError(p.pp_where, "parallelism.pp",
                       fmt::format("tp {} x pp {} does not divide the {} GPUs; expected pp dividing {}", p.tp, p.pp, world, world / p.tp));
   }
+  if (p.cp > 1) check_context(s);  // after pp's check: cp divides what tp x pp leave
   if (p.pp > 1) check_pipeline(s);
   const std::int64_t dp = world / p.tp / p.pp;
   if (p.tp > 1 && s.fsdp.sharding == Sharding::zero3) {
