@@ -147,6 +147,8 @@ static void apply_float8(Prepared& p, int act_bytes) {
   o.compiled = p.scenario.training.compile.value;
   o.skip = f.skip;
   o.act_bytes = act_bytes;
+  o.tp = p.scenario.parallelism.tp;
+  o.sequence_parallel = p.scenario.parallelism.sequence_parallel;
   p.float8 = model::convert_to_float8(p.model.root, o);
   for (std::size_t i = 0; i < f.skip.size(); ++i) {
     if (p.float8.skip_matches[i] == 0) {

@@ -54,14 +54,39 @@ struct Walker {
     bool beside_converted = converted;
     for (auto& c : m.children) beside_converted |= walk(c, fqn.empty() ? c.name : fqn + "." + c.name);
     // torchtitan's float8 TP plan (tensorwise only): the sequence-parallel all-gathers around
-    // converted linears move float8.
+    // converted linears move float8, and the module's input is cast once for its column-parallel
+    // linears (PrepareFloat8ModuleInput).
     if (beside_converted && o.recipe == Float8Recipe::tensorwise) {
       for (auto& item : m.program) {
         if (item.child < 0 && item.kernel.kind == KernelKind::tp_comm && !item.kernel.context_parallel)
           item.kernel.all_gather_share = 1.0 / o.act_bytes;
       }
+      if (o.tp > 1) prepare_module_input(m);
     }
     return converted;
+  }
+
+  // The converted linears that read the module's whole input (the activation its entering TP
+  // collective carries, k x activation bytes per token): column-parallel ones, whose input the
+  // module casts once.
+  void prepare_module_input(Module& m) const {
+    const Kernel* enter = nullptr;
+    for (const auto& item : m.program) {
+      if (item.child < 0 && item.kernel.kind == KernelKind::tp_comm && !item.kernel.context_parallel) {
+        enter = &item.kernel;
+        break;
+      }
+    }
+    if (enter == nullptr) return;
+    double share = o.sequence_parallel ? 1.0 / o.tp : 1.0;  // the first reader carries the one cast
+    for (const auto& item : m.program) {
+      if (item.child < 0) continue;
+      Kernel* k = matmul_of(m.children[static_cast<std::size_t>(item.child)]);
+      if (k == nullptr || k->float8 != Float8Recipe::tensorwise) continue;
+      if (static_cast<double>(k->k) * o.act_bytes != enter->bytes_per_token) continue;  // row-parallel: a local input
+      k->float8_prepared_input = share;
+      share = 0;
+    }
   }
 };
 
@@ -88,12 +113,21 @@ Float8Casts float8_casts(const Kernel& k, std::int64_t tokens) {
     case Float8Recipe::none:
       break;
     case Float8Recipe::tensorwise:
-      // amax (two stages: a reduction over blocks, then over their results), then one cast kernel
-      // writing row- and column-major float8.
-      c.forward_bytes = (fused_read + 4.0) * x;
-      c.forward_launches = fused_launch + 2;
-      c.backward_bytes = (fused_read + 4.0) * g;
-      c.backward_launches = fused_launch + 2;
+      if (k.float8_prepared_input >= 0) {
+        // The module's one cast of its input on the sequence shard (this linear's share of it),
+        // and the transposed copy of the gathered float8 input for the weight gradient.
+        c.forward_bytes = (fused_read + 3.0) * x * k.float8_prepared_input;
+        c.forward_launches = k.float8_prepared_input > 0 ? fused_launch + 2 : 0;
+        c.backward_bytes = 2.0 * x;
+        c.backward_launches = 1;
+      } else {
+        // amax (two stages: a reduction over blocks, then over their results), then one cast
+        // kernel writing row- and column-major float8.
+        c.forward_bytes = (fused_read + 4.0) * x;
+        c.forward_launches = fused_launch + 2;
+      }
+      c.backward_bytes += (fused_read + 4.0) * g;
+      c.backward_launches += fused_launch + 2;
       if (k.float8_weight_gathered) {
         c.backward_bytes += 2.0 * w;  // transpose of the gathered float8 weight
         c.backward_launches += 1;

@@ -21,6 +21,14 @@
 // 2 bytes per element less. A weight that FSDP2 all-gathers in float8 (fsdp_float8_all_gather,
 // tensorwise) is cast on its shard before the all-gather instead of on the compute stream; its
 // backward needs the transposed float8 copy: read 1, write 1.
+// Under tensor parallelism torchtitan's tensorwise plan wraps the attention and feed-forward
+// modules in torchao's PrepareFloat8ModuleInput (torchao/float8/float8_tensor_parallel.py: "so
+// that if there are multiple float8 users of the input activation, we perform fp8 allgather only
+// once"): the module's input is cast once, on the rank's sequence shard (amax, then a cast
+// writing row-major float8 only: 2 + 1 bytes per element of the shard, the first read fused
+// under compile), all-gathered in float8, and read by every column-parallel linear (wq, wk, wv;
+// w1, w3); each of them transposes the gathered float8 input for its weight gradient in backward
+// (read 1, write 1 per element of the whole input).
 // GEMMs: tensorwise float8 in all three (output, grad_input, grad_weight); rowwise the same with
 // rowwise scales; rowwise_with_gw_hp keeps grad_weight in high precision; mxfp8 block-scaled.
 // Rowwise's two backward GEMMs run without fast accumulation (Float8LinearConfig's default
@@ -46,6 +54,8 @@ struct Float8Options {
   bool compiled = false;                    // torch.compile fuses the casts with their producers
   std::vector<std::string> skip{"output"};  // module names containing any of these stay as they are
   int act_bytes = 2;                        // bytes of an activation element (TP all-gathers)
+  int tp = 1;                               // tensor-parallel degree
+  bool sequence_parallel = false;           // the column-parallel linears' input is all-gathered from sequence shards
 };
 
 struct Float8Conversion {

@@ -86,6 +86,12 @@ struct Kernel {
   Float8Recipe float8 = Float8Recipe::none;
   bool float8_fused_casts = false;
   bool float8_weight_gathered = false;
+  // Under tensor parallelism with tensorwise scales (torchao's PrepareFloat8ModuleInput) a
+  // column-parallel linear's input arrives in float8, cast once for all the module's linears that
+  // read it, on the rank's sequence shard before the all-gather: the share of that one cast (of
+  // the whole input, tokens x k) charged to this linear (the first reader: 1 / tp with sequence
+  // parallelism, 1 without; the others 0). Below 0: the linear casts its own input.
+  double float8_prepared_input = -1;
   // tp_comm: the share of `bytes_per_token` its all-gathers move: 1 / activation bytes where
   // they gather float8 (torchao's Float8ColwiseParallel / Float8RowwiseParallel, tensorwise).
   double all_gather_share = 1.0;

@@ -34,6 +34,25 @@ const graph::Op& op_named(const graph::StepGraph& g, const std::string& name) {
   return g.op(0);
 }
 
+// The float8_prepared_input of layers.0.<module>.<linear>'s matmul.
+template <typename Prepared>
+double prepared_share(const Prepared& p, const std::string& module, const std::string& linear) {
+  for (const auto& layers : p.model.root.children) {
+    if (layers.name != "layers") continue;
+    for (const auto& m : layers.children.front().children) {
+      if (m.name != module) continue;
+      for (const auto& l : m.children) {
+        if (l.name != linear) continue;
+        for (const auto& item : l.program) {
+          if (item.child < 0 && item.kernel.kind == model::KernelKind::matmul) return item.kernel.float8_prepared_input;
+        }
+      }
+    }
+  }
+  FAIL("no layers.0." << module << "." << linear);
+  return -2.0;
+}
+
 int ops_starting(const graph::StepGraph& g, const std::string& prefix) {
   int n = 0;
   for (std::size_t i = 0; i < g.size(); ++i) n += g.op(static_cast<int>(i)).name.rfind(prefix, 0) == 0 ? 1 : 0;
@@ -141,6 +160,42 @@ TEST_CASE("tensorwise float8 with tensor parallelism all-gathers the sequence sh
   // rowwise keeps torchtitan's plain TP plan: bf16 all-gathers.
   with_f8.back() = "training.float8={recipe: rowwise}";
   CHECK(op_named(test::prepared("tests/data/tiny_llama.yaml", with_f8).graph, "TP AG layers.1.attention tp_enter").bytes == 524'288.0);
+}
+
+TEST_CASE("tensorwise float8 under tensor parallelism casts a module's input once, on its sequence shard") {
+  // torchao's PrepareFloat8ModuleInput: w1 of Llama 3 8B under TP 8 (N = 14,336 / 8 = 1,792,
+  // K = 4,096) at 8,192 tokens, compiled: X = 33,554,432, W = 7,340,032, G = 14,680,064 elements.
+  model::Kernel w1 = model::matmul_kernel("w1", 1'792, 4'096);
+  w1.float8 = model::Float8Recipe::tensorwise;
+  w1.float8_fused_casts = true;
+  w1.float8_prepared_input = 1.0 / 8;  // the first reader: the cast of the rank's eighth of X
+  auto c = model::float8_casts(w1, 8'192);
+  CHECK(c.forward_bytes == 49'283'072.0);    // 3 X / 8 (amax read fused, read 2 + write 1) + 5W
+  CHECK(c.forward_launches == 5);            // amax and cast, and the weight's three
+  CHECK(c.backward_bytes == 147'849'216.0);  // the gathered X transposed 2X + 4G + 3W
+  // w3 reads the same float8 input: no cast of its own, its own transpose.
+  w1.float8_prepared_input = 0;
+  c = model::float8_casts(w1, 8'192);
+  CHECK(c.forward_bytes == 36'700'160.0);  // 5W
+  CHECK(c.forward_launches == 3);
+  CHECK(c.backward_bytes == 147'849'216.0);
+  // Against its own cast (4X + 5W = 170,917,888 forward): the eight ranks' X is cast once.
+
+  // Which linears read a prepared input: the column-parallel ones (wq, wk, wv; w1, w3), the first
+  // of each module carrying the cast (1 / tp of it with sequence parallelism).
+  const auto p =
+      test::prepared("tests/data/tiny_llama.yaml", {"fsdp.version=2", "parallelism.tp=2", "training.float8={recipe: tensorwise}"});
+  CHECK(prepared_share(p, "attention", "wq") == 0.5);
+  CHECK(prepared_share(p, "attention", "wk") == 0.0);
+  CHECK(prepared_share(p, "attention", "wv") == 0.0);
+  CHECK(prepared_share(p, "attention", "wo") == -1.0);  // row-parallel: casts its own local input
+  CHECK(prepared_share(p, "feed_forward", "w1") == 0.5);
+  CHECK(prepared_share(p, "feed_forward", "w3") == 0.0);
+  CHECK(prepared_share(p, "feed_forward", "w2") == -1.0);
+  // rowwise keeps torchtitan's plain TP plan: every linear casts its own input.
+  const auto r = test::prepared("tests/data/tiny_llama.yaml", {"fsdp.version=2", "parallelism.tp=2", "training.float8={recipe: rowwise}"});
+  CHECK(prepared_share(r, "attention", "wq") == -1.0);
+  CHECK(prepared_share(r, "feed_forward", "w1") == -1.0);
 }
 
 TEST_CASE("per-op selective checkpointing recomputes every float8 matmul and not its casts") {
