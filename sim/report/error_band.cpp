@@ -27,17 +27,28 @@ double t95(int df) {
   return z + (z * z * z + z) / (4.0 * df);
 }
 
-std::string describe(const Regime& r, bool by_arch, bool by_float8) {
+struct Level {
+  bool arch, float8, bound;
+};
+
+std::string describe(const Regime& r, const Level& l) {
   const std::string f8 = r.float8 == "none" ? "without float8" : fmt::format("with float8 {}", r.float8);
-  if (by_arch && by_float8) return fmt::format("{} GPUs {}", r.arch, f8);
-  if (by_float8) return fmt::format("runs {}", f8);
+  // communication-bound: exposed communication kCommunicationBound of the step or more (docs/fidelity.md)
+  if (l.bound) return fmt::format("{} GPUs {}, {}-bound", r.arch, f8, r.bound);
+  if (l.arch && l.float8) return fmt::format("{} GPUs {}", r.arch, f8);
+  if (l.float8) return fmt::format("runs {}", f8);
   return "all runs";
 }
 
 }  // namespace
 
-Regime regime_of(const config::ScenarioConfig& s) {
+std::string bound_of(double exposed_comm_s, double step_s) {
+  return step_s > 0 && exposed_comm_s >= kCommunicationBound * step_s ? "communication" : "compute";
+}
+
+Regime regime_of(const config::ScenarioConfig& s, double exposed_comm_s, double step_s) {
   Regime r;
+  r.bound = bound_of(exposed_comm_s, step_s);
   r.arch = config::kGpuArchNames[static_cast<std::size_t>(s.cluster.topology.gpu.arch)];
   r.float8 = "none";
   if (s.training.float8.enabled) {
@@ -60,13 +71,14 @@ Regime regime_of(const config::ScenarioConfig& s) {
 }
 
 ErrorBand error_band(const std::vector<Residual>& residuals, const Regime& r) {
-  for (const auto& [by_arch, by_float8] : std::array<std::pair<bool, bool>, 3>{{{true, true}, {false, true}, {false, false}}}) {
+  for (const Level& l : std::array<Level, 4>{{{true, true, true}, {true, true, false}, {false, true, false}, {false, false, false}}}) {
     std::vector<double> errors;
     for (const auto& x : residuals) {
-      if ((by_arch && x.regime.arch != r.arch) || (by_float8 && x.regime.float8 != r.float8)) continue;
+      if ((l.arch && x.regime.arch != r.arch) || (l.float8 && x.regime.float8 != r.float8) || (l.bound && x.regime.bound != r.bound))
+        continue;
       errors.push_back(x.error);
     }
-    if (static_cast<int>(errors.size()) < kMinRuns && (by_arch || by_float8)) continue;
+    if (static_cast<int>(errors.size()) < kMinRuns && (l.arch || l.float8)) continue;
     if (errors.size() < 2) return {};
     // A 90% prediction interval for one more run's error: mean +- t(0.95, n-1) s sqrt(1 + 1/n).
     const double n = static_cast<double>(errors.size());
@@ -75,7 +87,7 @@ ErrorBand error_band(const std::vector<Residual>& residuals, const Regime& r) {
     double var = 0;
     for (double e : errors) var += (e - mean) * (e - mean) / (n - 1);
     const double half = t95(static_cast<int>(errors.size()) - 1) * std::sqrt(var * (1 + 1 / n));
-    return {std::max(mean - half, -0.9), mean + half, static_cast<int>(errors.size()), describe(r, by_arch, by_float8)};
+    return {std::max(mean - half, -0.9), mean + half, static_cast<int>(errors.size()), describe(r, l)};
   }
   return {};
 }
@@ -91,17 +103,18 @@ std::vector<Residual> parse_residuals(std::string_view csv) {
       header = false;
       continue;
     }
-    std::array<std::string, 5> f;
+    std::array<std::string, 6> f;
     std::istringstream row(line);
     for (auto& field : f) std::getline(row, field, ',');
-    out.push_back({f[0], f[1], {f[2], f[3]}, std::stod(f[4])});
+    out.push_back({f[0], f[1], {f[2], f[3], f[4]}, std::stod(f[5])});
   }
   return out;
 }
 
 std::string residuals_csv(const std::vector<Residual>& residuals) {
-  std::string out = "case,metric,arch,float8,error\n";
-  for (const auto& r : residuals) out += fmt::format("{},{},{},{},{:.4f}\n", r.id, r.metric, r.regime.arch, r.regime.float8, r.error);
+  std::string out = "case,metric,arch,float8,bound,error\n";
+  for (const auto& r : residuals)
+    out += fmt::format("{},{},{},{},{},{:.4f}\n", r.id, r.metric, r.regime.arch, r.regime.float8, r.regime.bound, r.error);
   return out;
 }
 

@@ -1,12 +1,13 @@
 // Honest error bands: how far off shardsim has been on published runs like the one simulated.
 // validation/residuals.csv holds the signed error (predicted / measured - 1) of every development
-// case `make validate` checks, with the case's regime (GPU generation, float8 recipe class); it is
+// case `make validate` checks, with the case's regime (GPU generation, float8 recipe class, and
+// whether its simulated step is compute- or communication-bound); it is
 // compiled in, and the validation CTest fails when it no longer matches today's errors. A
 // prediction's 90% range is the prediction interval of one more run's error from the errors of
 // the runs in its regime, mean +- t(0.95, n-1) s sqrt(1 + 1/n) (docs/fidelity.md; leave-one-out
-// on the published runs it holds 24 of 26):
+// on the published runs it holds 65 of 71):
 //
-//   const ErrorBand b = error_band(builtin_residuals(), regime_of(scenario));
+//   const ErrorBand b = error_band(builtin_residuals(), regime_of(scenario, exposed_comm_s, step_s));
 //   // measured tokens/s lies in [predicted / (1 + b.error_high), predicted / (1 + b.error_low)]
 #pragma once
 
@@ -21,7 +22,13 @@ namespace shardsim::report {
 struct Regime {
   std::string arch;    // GPU generation: "ampere", "hopper", ...
   std::string float8;  // "none", "tensorwise", "rowwise" (rowwise_with_gw_hp too), "mxfp8"
+  std::string bound;   // "compute", or "communication" where the step is kCommunicationBound or more exposed communication
 };
+
+// The share of the step its exposed communication takes from which a run counts as
+// communication-bound: a tenth of the step with the GPU idle for collectives.
+inline constexpr double kCommunicationBound = 0.10;
+[[nodiscard]] std::string bound_of(double exposed_comm_s, double step_s);
 
 struct Residual {
   std::string id;      // published case, "D1", "P2", ...
@@ -31,16 +38,17 @@ struct Residual {
 };
 
 struct ErrorBand {
-  double error_low = 0;   // the 90% prediction interval of a run's error
+  double error_low = 0;  // the 90% prediction interval of a run's error
   double error_high = 0;
-  int runs = 0;           // published runs it rests on (0: none: no band)
-  std::string basis;      // "hopper GPUs without float8", "all runs", ...
+  int runs = 0;       // published runs it rests on (0: none: no band)
+  std::string basis;  // "hopper GPUs without float8", "all runs", ...
 };
 
-[[nodiscard]] Regime regime_of(const config::ScenarioConfig& s);
+[[nodiscard]] Regime regime_of(const config::ScenarioConfig& s, double exposed_comm_s, double step_s);
 
-// The band of the runs in the same GPU generation and float8 class when there are at least five,
-// else the same float8 class on any GPU, else all runs; runs == 0 when there are fewer than two.
+// The band of the runs in the same GPU generation, float8 class and bound when there are at least
+// five, else the same GPU generation and float8 class, else the same float8 class on any GPU,
+// else all runs; runs == 0 when there are fewer than two.
 [[nodiscard]] ErrorBand error_band(const std::vector<Residual>& residuals, const Regime& r);
 
 [[nodiscard]] std::vector<Residual> builtin_residuals();  // validation/residuals.csv, as built

@@ -338,13 +338,6 @@ Summary summarize(const SummaryInput& in) {
   });
   s.tokens_per_step_per_gpu = static_cast<double>(g.info.tokens_per_micro_step) * g.info.micro_steps;
   s.tokens_per_s_per_gpu = s.step_time > 0 ? s.tokens_per_step_per_gpu / s.step_time : 0;
-  if (const ErrorBand band = error_band(builtin_residuals(), regime_of(in.scenario)); band.runs > 0) {
-    // predicted = measured x (1 + error)
-    s.tokens_range_low = s.tokens_per_s_per_gpu / (1 + band.error_high);
-    s.tokens_range_high = s.tokens_per_s_per_gpu / (1 + band.error_low);
-    s.range_runs = band.runs;
-    s.range_basis = band.basis;
-  }
   const double flops = in.model.mfu_flops_per_token() * s.tokens_per_s_per_gpu;
   s.tflops_per_gpu = flops / 1e12;
   const bool low_precision = in.scenario.fsdp.mixed_precision.enabled ? in.scenario.fsdp.mixed_precision.param != config::DType::fp32
@@ -402,6 +395,17 @@ Summary summarize(const SummaryInput& in) {
       s.cpu_s = union_length(offload[1]);
       s.nvme_s = union_length(offload[2]);
     }
+  }
+
+  // The error band of runs in this one's regime (report/error_band.hpp), which includes whether
+  // its step is communication-bound.
+  if (const ErrorBand band = error_band(builtin_residuals(), regime_of(in.scenario, std::max(s.exposed_comm_s, 0.0), s.step_time));
+      band.runs > 0) {
+    // predicted = measured x (1 + error)
+    s.tokens_range_low = s.tokens_per_s_per_gpu / (1 + band.error_high);
+    s.tokens_range_high = s.tokens_per_s_per_gpu / (1 + band.error_low);
+    s.range_runs = band.runs;
+    s.range_basis = band.basis;
   }
 
   if (s.pp_stages > 1) {

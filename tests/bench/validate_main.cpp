@@ -40,9 +40,10 @@ struct Figures {
   double exposed_tp_s = 0;
   double exposed_pp_s = 0;
   double exposed_cp_s = 0;
-  double bubble = 0;   // fraction of the step
-  double waits_s = 0;  // the longest a rank held others up at collectives
-  double cpu_s = 0;    // the compute stream idle for the CPU to issue its next op (host.kernel_dispatch)
+  double exposed_s = 0;  // all exposed communication (the summary's), for the case's bound
+  double bubble = 0;     // fraction of the step
+  double waits_s = 0;    // the longest a rank held others up at collectives
+  double cpu_s = 0;      // the compute stream idle for the CPU to issue its next op (host.kernel_dispatch)
 };
 
 // One line: where the simulated step goes.
@@ -81,6 +82,7 @@ Figures simulate(const std::string& scenario, const std::vector<std::string>& se
       f.exposed_tp_s = s.tp_exposed_comm_s;
       f.exposed_pp_s = s.pp_exposed_comm_s;
       f.exposed_cp_s = s.cp_exposed_comm_s;
+      f.exposed_s = std::max(s.exposed_comm_s, 0.0);
       f.bubble = s.bubble_fraction;
       f.waits_s = s.waits.empty() ? 0 : s.waits.front().caused_s;
       f.cpu_s = s.waiting_for_cpu_s;
@@ -117,11 +119,11 @@ double pick(const Figures& f, const std::string& metric) {
   return f.reserved_gib;
 }
 
-// The regime a case belongs to for error bands (report/error_band.hpp): its GPU generation and
-// float8 recipe class.
-shardsim::report::Regime regime_of(const std::string& scenario, const std::vector<std::string>& sets) {
+// The regime a case belongs to for error bands (report/error_band.hpp): its GPU generation,
+// float8 recipe class and whether its simulated step is communication-bound.
+shardsim::report::Regime regime_of(const std::string& scenario, const std::vector<std::string>& sets, const Figures& f) {
   const auto s = shardsim::config::load_scenario(std::string(SHARDSIM_SOURCE_DIR) + "/" + scenario, sets);
-  return shardsim::report::regime_of(s);
+  return shardsim::report::regime_of(s, f.exposed_s, f.step_s);
 }
 
 // Tokens/s per GPU of a Megatron-LM run reported in TFLOPS per GPU by its paper's count
@@ -307,7 +309,7 @@ int main(int argc, char** argv) {
     const double predicted = pick(f, c.metric);
     const double error = predicted / c.measured - 1;
     const bool memory = std::string(c.metric).starts_with("GiB");
-    if (!memory) residuals.push_back({c.id, c.metric, regime_of(c.scenario, c.sets), error});
+    if (!memory) residuals.push_back({c.id, c.metric, regime_of(c.scenario, c.sets, f), error});
     const bool within = std::abs(error) <= c.bound;
     outside += within ? 0 : 1;
     std::printf("  %-3s %-14s %10.1f %10.1f %+7.1f%%  %s%s\n", c.id, c.metric, predicted, c.measured, 100 * error, c.source,
