@@ -1,5 +1,6 @@
 #include "model/float8.hpp"
 
+#include <algorithm>
 #include <array>
 
 namespace shardsim::model {
@@ -7,6 +8,11 @@ namespace {
 
 bool is_linear(const Module& m) {
   return m.type == "Linear";
+}
+
+// A tensor-parallel collective of a module's own (tp_enter / tp_leave; context parallelism's are not).
+bool is_tp_collective(const ProgramItem& item) {
+  return item.child < 0 && item.kernel.kind == KernelKind::tp_comm && !item.kernel.context_parallel;
 }
 
 Kernel* matmul_of(Module& linear) {
@@ -58,8 +64,7 @@ struct Walker {
     // linears (PrepareFloat8ModuleInput).
     if (beside_converted && o.recipe == Float8Recipe::tensorwise) {
       for (auto& item : m.program) {
-        if (item.child < 0 && item.kernel.kind == KernelKind::tp_comm && !item.kernel.context_parallel)
-          item.kernel.all_gather_share = 1.0 / o.act_bytes;
+        if (is_tp_collective(item)) item.kernel.all_gather_share = 1.0 / o.act_bytes;
       }
       if (o.tp > 1) prepare_module_input(m);
     }
@@ -70,20 +75,14 @@ struct Walker {
   // collective carries, k x activation bytes per token): column-parallel ones, whose input the
   // module casts once.
   void prepare_module_input(Module& m) const {
-    const Kernel* enter = nullptr;
-    for (const auto& item : m.program) {
-      if (item.child < 0 && item.kernel.kind == KernelKind::tp_comm && !item.kernel.context_parallel) {
-        enter = &item.kernel;
-        break;
-      }
-    }
-    if (enter == nullptr) return;
+    const auto enter = std::find_if(m.program.begin(), m.program.end(), is_tp_collective);
+    if (enter == m.program.end()) return;
     double share = o.sequence_parallel ? 1.0 / o.tp : 1.0;  // the first reader carries the one cast
     for (const auto& item : m.program) {
       if (item.child < 0) continue;
       Kernel* k = matmul_of(m.children[static_cast<std::size_t>(item.child)]);
       if (k == nullptr || k->float8 != Float8Recipe::tensorwise) continue;
-      if (static_cast<double>(k->k) * o.act_bytes != enter->bytes_per_token) continue;  // row-parallel: a local input
+      if (static_cast<double>(k->k) * o.act_bytes != enter->kernel.bytes_per_token) continue;  // row-parallel: a local input
       k->float8_prepared_input = share;
       share = 0;
     }
