@@ -68,7 +68,28 @@ struct Walker {
       }
       if (o.tp > 1) prepare_module_input(m);
     }
+    if (beside_converted && o.compiled) share_input_casts(m);
     return converted;
+  }
+
+  // Compiled, the converted linears m calls back to back with the same input width read one
+  // tensor (the models' wq, wk, wv and, fused, w1, w3): the first carries its casts, CSE merges
+  // the others' into them.
+  static void share_input_casts(Module& m) {
+    const Kernel* first = nullptr;
+    for (const auto& item : m.program) {
+      Kernel* k = item.child < 0 ? nullptr : matmul_of(m.children[static_cast<std::size_t>(item.child)]);
+      if (k == nullptr) {
+        first = nullptr;  // anything else in between: a different input
+        continue;
+      }
+      if (k->float8 == Float8Recipe::none) continue;  // kept in bf16: reads the same input, casts nothing
+      if (first != nullptr && first->k == k->k && first->float8 == k->float8) {
+        k->float8_input_share = 0;
+      } else {
+        first = k;
+      }
+    }
   }
 
   // The converted linears that read the module's whole input (the activation its entering TP
@@ -108,6 +129,8 @@ Float8Casts float8_casts(const Kernel& k, std::int64_t tokens) {
   const double g = m * static_cast<double>(k.n);
   const double fused_read = k.float8_fused_casts ? 0.0 : 2.0;  // the producer's kernel reads it
   const int fused_launch = k.float8_fused_casts ? 0 : 1;
+  const double share = k.float8_input_share;  // of the input's casts (CSE under compile)
+  const int shared_launch = share > 0 ? 1 : 0;
   switch (k.float8) {
     case Float8Recipe::none:
       break;
@@ -117,13 +140,13 @@ Float8Casts float8_casts(const Kernel& k, std::int64_t tokens) {
         // and the transposed copy of the gathered float8 input for the weight gradient.
         c.forward_bytes = (fused_read + 3.0) * x * k.float8_prepared_input;
         c.forward_launches = k.float8_prepared_input > 0 ? fused_launch + 2 : 0;
-        c.backward_bytes = 2.0 * x;
-        c.backward_launches = 1;
+        c.backward_bytes = 2.0 * x * share;
+        c.backward_launches = shared_launch;
       } else {
         // amax (two stages: a reduction over blocks, then over their results), then one cast
         // kernel writing row- and column-major float8.
-        c.forward_bytes = (fused_read + 4.0) * x;
-        c.forward_launches = fused_launch + 2;
+        c.forward_bytes = (fused_read + 4.0) * x * share;
+        c.forward_launches = (fused_launch + 2) * shared_launch;
       }
       c.backward_bytes += (fused_read + 4.0) * g;
       c.backward_launches += fused_launch + 2;
@@ -139,8 +162,8 @@ Float8Casts float8_casts(const Kernel& k, std::int64_t tokens) {
       break;
     case Float8Recipe::rowwise:
       // Row-wise cast (with a bf16 transposed copy), then the column-wise cast of that copy.
-      c.forward_bytes = (fused_read + 3.0) * x + 3.0 * x + 3.0 * w;
-      c.forward_launches = 3;
+      c.forward_bytes = ((fused_read + 3.0) * x + 3.0 * x) * share + 3.0 * w;
+      c.forward_launches = 2 * shared_launch + 1;
       c.backward_bytes = (fused_read + 3.0) * g + 3.0 * g + 7.0 * w;
       c.backward_launches = 4;
       // The slow-accumulation GEMMs' output rescales: grad_input (M K) and grad_weight (N K).
@@ -148,14 +171,14 @@ Float8Casts float8_casts(const Kernel& k, std::int64_t tokens) {
       c.backward_launches += 2;
       break;
     case Float8Recipe::rowwise_with_gw_hp:
-      c.forward_bytes = (fused_read + 1.0) * x + 3.0 * w;
-      c.forward_launches = fused_launch + 1;
+      c.forward_bytes = (fused_read + 1.0) * x * share + 3.0 * w;
+      c.forward_launches = fused_launch * shared_launch + 1;
       c.backward_bytes = (fused_read + 1.0) * g + 3.0 * w;
       c.backward_launches = fused_launch + 2;
       break;
     case Float8Recipe::mxfp8:
-      c.forward_bytes = (fused_read + 2.0) * x + 3.0 * w;
-      c.forward_launches = fused_launch + 1;
+      c.forward_bytes = (fused_read + 2.0) * x * share + 3.0 * w;
+      c.forward_launches = fused_launch * shared_launch + 1;
       c.backward_bytes = (fused_read + 2.0) * g + 3.0 * w;
       c.backward_launches = fused_launch + 1;
       break;

@@ -29,6 +29,11 @@
 // under compile), all-gathered in float8, and read by every column-parallel linear (wq, wk, wv;
 // w1, w3); each of them transposes the gathered float8 input for its weight gradient in backward
 // (read 1, write 1 per element of the whole input).
+// Compiled, the linears that read one tensor (wq, wk, wv; w1, w3) cast it once: AOTAutograd's
+// common-subexpression elimination on the joint graph (torch/_functorch/partitioners.py, functorch
+// config `cse`, default on) merges their identical amax, cast and transpose ops, so the first of
+// them carries the input's casts and its weight-gradient copy, the others none (eager, each
+// linear casts its own).
 // GEMMs: tensorwise float8 in all three (output, grad_input, grad_weight); rowwise the same with
 // rowwise scales; rowwise_with_gw_hp keeps grad_weight in high precision; mxfp8 block-scaled.
 // Rowwise's two backward GEMMs run without fast accumulation (Float8LinearConfig's default

@@ -92,6 +92,13 @@ struct Kernel {
   // the whole input, tokens x k) charged to this linear (the first reader: 1 / tp with sequence
   // parallelism, 1 without; the others 0). Below 0: the linear casts its own input.
   double float8_prepared_input = -1;
+  // Under torch.compile the converted linears that read the same tensor (wq, wk, wv; w1, w3)
+  // share one cast of it: AOTAutograd eliminates common subexpressions in the joint graph before
+  // partitioning it (torch/_functorch/partitioners.py, functorch config `cse`, on by default),
+  // which merges their identical amax, cast and transpose ops. The share of the input's casts
+  // (its forward cast, and the copy of it the weight gradient reads) charged to this linear: 1
+  // for the first reader, 0 for the others.
+  double float8_input_share = 1;
   // tp_comm: the share of `bytes_per_token` its all-gathers move: 1 / activation bytes where
   // they gather float8 (torchao's Float8ColwiseParallel / Float8RowwiseParallel, tensorwise).
   double all_gather_share = 1.0;

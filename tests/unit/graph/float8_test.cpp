@@ -34,9 +34,9 @@ const graph::Op& op_named(const graph::StepGraph& g, const std::string& name) {
   return g.op(0);
 }
 
-// The float8_prepared_input of layers.0.<module>.<linear>'s matmul.
+// The matmul kernel of layers.0.<module>.<linear>.
 template <typename Prepared>
-double prepared_share(const Prepared& p, const std::string& module, const std::string& linear) {
+const model::Kernel& matmul_in(const Prepared& p, const std::string& module, const std::string& linear) {
   for (const auto& layers : p.model.root.children) {
     if (layers.name != "layers") continue;
     for (const auto& m : layers.children.front().children) {
@@ -44,13 +44,23 @@ double prepared_share(const Prepared& p, const std::string& module, const std::s
       for (const auto& l : m.children) {
         if (l.name != linear) continue;
         for (const auto& item : l.program) {
-          if (item.child < 0 && item.kernel.kind == model::KernelKind::matmul) return item.kernel.float8_prepared_input;
+          if (item.child < 0 && item.kernel.kind == model::KernelKind::matmul) return item.kernel;
         }
       }
     }
   }
   FAIL("no layers.0." << module << "." << linear);
-  return -2.0;
+  return p.model.root.program.front().kernel;
+}
+
+template <typename Prepared>
+double prepared_share(const Prepared& p, const std::string& module, const std::string& linear) {
+  return matmul_in(p, module, linear).float8_prepared_input;
+}
+
+template <typename Prepared>
+double input_share(const Prepared& p, const std::string& module, const std::string& linear) {
+  return matmul_in(p, module, linear).float8_input_share;
 }
 
 int ops_starting(const graph::StepGraph& g, const std::string& prefix) {
@@ -173,7 +183,8 @@ TEST_CASE("tensorwise float8 under tensor parallelism casts a module's input onc
   CHECK(c.forward_bytes == 49'283'072.0);    // 3 X / 8 (amax read fused, read 2 + write 1) + 5W
   CHECK(c.forward_launches == 5);            // amax and cast, and the weight's three
   CHECK(c.backward_bytes == 147'849'216.0);  // the gathered X transposed 2X + 4G + 3W
-  // w3 reads the same float8 input: no cast of its own, its own transpose.
+  // w3 reads the same float8 input: no cast of its own, its own transpose (the walker shares that
+  // too when compiled: the next test).
   w1.float8_prepared_input = 0;
   c = model::float8_casts(w1, 8'192);
   CHECK(c.forward_bytes == 36'700'160.0);  // 5W
@@ -196,6 +207,55 @@ TEST_CASE("tensorwise float8 under tensor parallelism casts a module's input onc
   const auto r = test::prepared("tests/data/tiny_llama.yaml", {"fsdp.version=2", "parallelism.tp=2", "training.float8={recipe: rowwise}"});
   CHECK(prepared_share(r, "attention", "wq") == -1.0);
   CHECK(prepared_share(r, "feed_forward", "w1") == -1.0);
+}
+
+TEST_CASE("compiled, the linears that read one tensor cast it once (AOTAutograd's CSE)") {
+  // Which linears share: wq, wk, wv read the attention norm's output, w1 and w3 the feed-forward
+  // norm's (called back to back in the compiled block); wo and w2 read their own inputs. Eager,
+  // every linear casts its own.
+  const auto eager = test::prepared("tests/data/tiny_llama.yaml", {"fsdp.version=2", "training.float8={recipe: rowwise}"});
+  for (const char* l : {"wq", "wk", "wv", "wo"}) CHECK(input_share(eager, "attention", l) == 1.0);
+  for (const char* l : {"w1", "w3", "w2"}) CHECK(input_share(eager, "feed_forward", l) == 1.0);
+  const auto compiled =
+      test::prepared("tests/data/tiny_llama.yaml", {"fsdp.version=2", "training.compile=true", "training.float8={recipe: rowwise}"});
+  CHECK(input_share(compiled, "attention", "wq") == 1.0);
+  CHECK(input_share(compiled, "attention", "wk") == 0.0);
+  CHECK(input_share(compiled, "attention", "wv") == 0.0);
+  CHECK(input_share(compiled, "attention", "wo") == 1.0);
+  CHECK(input_share(compiled, "feed_forward", "w1") == 1.0);
+  CHECK(input_share(compiled, "feed_forward", "w3") == 0.0);
+  CHECK(input_share(compiled, "feed_forward", "w2") == 1.0);
+  // Under TP with tensorwise scales the module's prepared float8 input is also one tensor: its
+  // transposed copy for the weight gradients is made once, by the first reader.
+  const auto tp = test::prepared("tests/data/tiny_llama.yaml",
+                                 {"fsdp.version=2", "training.compile=true", "parallelism.tp=2", "training.float8={recipe: tensorwise}"});
+  CHECK(input_share(tp, "attention", "wq") == 1.0);
+  CHECK(input_share(tp, "attention", "wv") == 0.0);
+
+  // By hand, Llama 3 8B's w3 at 8,192 tokens behind w1, compiled (X = 33,554,432, W = 58,720,256,
+  // G = 117,440,512 elements): only its weight's and grad_output's casts are its own.
+  model::Kernel w3 = model::matmul_kernel("w3", 14'336, 4'096);
+  w3.float8_fused_casts = true;
+  w3.float8_input_share = 0;
+  w3.float8 = model::Float8Recipe::tensorwise;
+  auto c = model::float8_casts(w3, 8'192);
+  CHECK(c.forward_bytes == 293'601'280.0);   // 5W (w1 carries the 4X)
+  CHECK(c.forward_launches == 3);            // the weight's amax and cast
+  CHECK(c.backward_bytes == 645'922'816.0);  // 4G + 3W, as before
+  w3.float8 = model::Float8Recipe::rowwise;
+  c = model::float8_casts(w3, 8'192);
+  CHECK(c.forward_bytes == 176'160'768.0);  // 3W (w1 carries the 3X + 3X)
+  CHECK(c.forward_launches == 1);
+  CHECK(c.backward_bytes == 1'484'783'616.0);  // 6G + 7W + 4X + 4W: its own grad_input is rescaled
+  // The prepared input's reader that is not first: no cast, no transpose.
+  w3 = model::matmul_kernel("w3", 1'792, 4'096);
+  w3.float8 = model::Float8Recipe::tensorwise;
+  w3.float8_fused_casts = true;
+  w3.float8_prepared_input = 0;
+  w3.float8_input_share = 0;
+  c = model::float8_casts(w3, 8'192);
+  CHECK(c.forward_bytes == 36'700'160.0);   // 5W
+  CHECK(c.backward_bytes == 80'740'352.0);  // 4G + 3W: the 2X transpose is w1's
 }
 
 TEST_CASE("per-op selective checkpointing recomputes every float8 matmul and not its casts") {
