@@ -170,6 +170,7 @@ constexpr double kV11Gib = 95.0396;  // the GPU memory its log's percentages are
 constexpr const char* kFsdp1 = "fsdp.version=1";
 constexpr const char* kReshardLast = "fsdp.keep_last_unit_unsharded=false";
 constexpr const char* kFullAc = "training.activation_checkpointing=full";
+constexpr const char* kCompile = "training.compile=true";
 
 int main(int argc, char** argv) {
   // --check: only the table, and exit 1 when a case is outside its bound (ctest -L validation)
@@ -317,6 +318,10 @@ int main(int argc, char** argv) {
       {"V11", kV11, "GiB reserved", 0.6723 * kV11Gib, "same run, peak reserved", 0.20, {kFsdp1, kReshardLast}},
       {"V11", kV11, "tokens/s", 6150, "same, FSDP1, full AC (held out)", 0.04, {kFsdp1, kReshardLast, kFullAc}},
       {"V11", kV11, "GiB reserved", 0.3382 * kV11Gib, "same run, peak reserved", 0.22, {kFsdp1, kReshardLast, kFullAc}},
+      {"V11", kV11, "tokens/s", 8250, "same, FSDP2 compiled, selective AC (held out)", 0.03, {kCompile}},
+      {"V11", kV11, "GiB reserved", 0.5664 * kV11Gib, "same run, peak reserved", 0.04, {kCompile}},
+      {"V11", kV11, "tokens/s", 7350, "same, FSDP2 compiled, full AC (held out)", 0.05, {kCompile, kFullAc}},
+      {"V11", kV11, "GiB reserved", 0.3040 * kV11Gib, "same run, peak reserved", 0.11, {kCompile, kFullAc}},
       // clang-format on
   };
   std::printf("Published runs: predicted vs measured\n");
