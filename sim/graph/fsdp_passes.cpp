@@ -200,6 +200,7 @@ void FsdpStepBuilder::backward() {
       case TraceEvent::Kind::enter: {  // post-backward
         if (inputs) at(backward_done_, e.unit) = true;
         if (!weights) break;
+        if (!v2_ && plan_.traits.shards_params) flatten_grads(e.unit);
         // Parameters are freed unless no_sync keeps them for the next micro-step (SHARD_GRAD_OP).
         const bool keep = !syncing() && !unit(e.unit).reshard_after_forward;
         if ((plan_.traits.shards_params || casts_params()) && !keep) reshard(e.unit, Phase::backward);

@@ -112,6 +112,22 @@ void FsdpStepBuilder::reduce(int u) {
   }
 }
 
+// FSDP1: a unit's parameters are views of its flat parameter (torch.split, then view:
+// FlatParamHandle._get_unflat_views), so autograd's backward of the split
+// (SplitWithSizesBackward0, a cat) writes their gradients into the flat parameter's on the
+// compute stream before the post-backward hook: read and write the unit's gradient. Under no_sync
+// a later micro-step's AccumulateGrad then adds it to the kept one (read both, write one).
+void FsdpStepBuilder::flatten_grads(int u) {
+  if (!has_params(u)) return;
+  const double g = grad_bytes(u);
+  const bool accumulating = at(grads_alive_, u);
+  Op op = make(OpKind::copy, Stream::compute, "grad flatten " + unit(u).name, u);
+  op.work = memory_work(accumulating ? 5 * g : 2 * g, accumulating ? 2 : 1);
+  const int id = issue(std::move(op));
+  g_.add_edge(at(last_compute_, u), id, EdgeKind::data);
+  at(last_compute_, u) = id;
+}
+
 // FSDP2 under no_sync (and pipelining) with a reduce dtype wider than the parameters' keeps the
 // accumulated unsharded gradients in the reduce dtype: after the first micro-step's backward of a
 // unit each gradient is cast (FSDPParam.to_accumulated_grad_if_needed: read 2, write 4 bytes an

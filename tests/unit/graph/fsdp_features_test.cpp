@@ -269,3 +269,37 @@ TEST_CASE("gradient clipping all-reduces the norm once a step: over the shard gr
   CHECK(norms(tiny({"fsdp.sharding=no_shard"}).graph).empty());
   CHECK(norms(tiny({"training.grad_accum=2"}).graph).size() == 1);  // once a step, not per micro-step
 }
+
+TEST_CASE("FSDP1 concatenates a unit's gradients into its flat parameter's on the compute stream") {
+  // The parameters are views of the flat parameter (torch.split, then view), so autograd's
+  // SplitWithSizesBackward0 writes their bf16 gradients into the flat gradient: read 2 + write 2
+  // bytes an element of the padded flat parameter (layers.1: 3,163,136 elements, 12,652,544 B),
+  // before the unit's reduce-scatter, which waits for it. Under no_sync the second micro-step's
+  // AccumulateGrad adds the new flat gradient to the kept one: 2 + 2 + (2 + 2 + 2) bytes.
+  const auto p = tiny({"training.grad_accum=2", "training.no_sync=true"});
+  std::map<std::string, std::vector<int>> flattens;
+  for (std::size_t i = 0; i < p.graph.size(); ++i) {
+    const auto& op = p.graph.op(static_cast<int>(i));
+    if (op.name.starts_with("grad flatten ")) flattens[op.name].push_back(static_cast<int>(i));
+  }
+  CHECK(flattens.size() == 5);  // four blocks and the root
+  const auto& block = flattens["grad flatten layers.1"];
+  REQUIRE(block.size() == 2);  // one a micro-step
+  const graph::Op& first = p.graph.op(block[0]);
+  const graph::Op& second = p.graph.op(block[1]);
+  CHECK(first.stream == graph::Stream::compute);
+  CHECK(first.work.memory_bytes == doctest::Approx(12'652'544.0));
+  CHECK(first.work.launches == 1);
+  CHECK(second.work.memory_bytes == doctest::Approx(31'631'360.0));
+  CHECK(second.work.launches == 2);
+  // The last micro-step's reduce-scatter of layers.1 reads the flattened gradient.
+  bool rs_waits = false;
+  for (std::size_t i = 0; i < p.graph.size(); ++i) {
+    if (p.graph.op(static_cast<int>(i)).name != "RS layers.1") continue;
+    for (const auto& [pred, kind] : p.graph.predecessors(static_cast<int>(i))) rs_waits |= pred == block[1];
+  }
+  CHECK(rs_waits);
+  // FSDP2's parameters are its own tensors: nothing to flatten (its copy-in reads them).
+  const auto v2 = tiny({"fsdp.version=2"});
+  for (std::size_t i = 0; i < v2.graph.size(); ++i) CHECK_FALSE(v2.graph.op(static_cast<int>(i)).name.starts_with("grad flatten "));
+}
