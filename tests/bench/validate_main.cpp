@@ -418,6 +418,17 @@ int main(int argc, char** argv) {
     std::printf("  torch.compile vs eager, torchtitan Llama 3.1 8B on %d GPUs (published: %+.1f%%): %+.1f%% tokens/s\n", i == 0 ? 8 : 128,
                 published_compile[i], 100 * (on_8_and_128[1][i].tokens_per_s / on_8_and_128[0][i].tokens_per_s - 1));
   }
+  // torchtitan#165's FSDP2 runs, eager and compiled (the midpoints of its WPS ranges).
+  for (const bool full : {false, true}) {
+    std::vector<std::string> eager;
+    if (full) eager.emplace_back(kFullAc);
+    std::vector<std::string> compiled = eager;
+    compiled.emplace_back(kCompile);
+    const double published = full ? 100 * (7350.0 / 6200 - 1) : 100 * (8250.0 / 6700 - 1);
+    std::printf("  torch.compile vs eager, torchtitan#165 Llama 2 7B FSDP2, %s AC (published: %+.1f%%): %+.1f%% tokens/s\n",
+                full ? "full" : "selective", published,
+                100 * (simulate(kV11, compiled).tokens_per_s / simulate(kV11, eager).tokens_per_s - 1));
+  }
   // Float8 over bf16 (or the float8 all-gather over float8 linears), each pair one job; `both`
   // applies to both runs of the pair, `with_only` to the float8 one.
   struct Speedup {
