@@ -81,9 +81,8 @@ void FsdpStepBuilder::reduce(int u) {
     rs.memory.push_back({MemCategory::reduce_buffers, -buffer, true, Pool::reduce_scatter});
   } else {
     // FSDP1 casts to the reduce dtype into a new buffer when it differs, then frees both.
-    const bool cast = plan_.reduce_bytes != plan_.grad_bytes;
-    if (cast) rs.memory.push_back({MemCategory::reduce_buffers, buffer, false, Pool::reduce_scatter});
-    if (cast) rs.memory.push_back({MemCategory::reduce_buffers, -buffer, true, Pool::reduce_scatter});
+    producer = post_backward_kernels(u, first_micro);
+    if (plan_.reduce_bytes != plan_.grad_bytes) rs.memory.push_back({MemCategory::reduce_buffers, -buffer, true, Pool::reduce_scatter});
     rs.memory.push_back({MemCategory::gradients, -grad_bytes(u), true, Pool::compute});
   }
   if (first_micro) {
@@ -110,6 +109,57 @@ void FsdpStepBuilder::reduce(int u) {
     last_d2h_ = issue(std::move(d2h));
     g_.add_edge(reduced, last_d2h_, EdgeKind::data);
   }
+}
+
+// FSDP1's division of the gradient by the data-parallel size N, split around the collective
+// against under- and overflow: before it by the largest power of two f with N / f > f (that
+// divides N), after it by N / f (DefaultState._get_gradient_predivide_factor,
+// torch/distributed/algorithms/_comm_hooks/default_hooks.py). 8 ranks: 4, then 2; 128: 16, then 8.
+namespace {
+int fsdp1_predivide_factor(int n) {
+  int f = 1;
+  while (n % f == 0 && n / f > f) f *= 2;
+  return f;
+}
+}  // namespace
+
+// FSDP1's post-backward hook, on its post-backward stream (torch/distributed/fsdp/_runtime_utils.py,
+// _post_backward_hook, _reduce_grad, _accumulate_sharded_grad): the unit's flat gradient cast to
+// the reduce dtype where that differs (read the gradient, write the copy the reduce-scatter
+// sends), divided in place by the predivide factor; after the reduce-scatter (and hybrid
+// sharding's all-reduce) the shard divided by the postdivide factor, cast to the sharded
+// parameter's dtype where the reduce dtype differs, and added to the shard kept from an earlier
+// micro-step that synchronized too. FSDP2 reduces fp32 and bf16 with NCCL's AVG and runs none of
+// these. The post-backward stream is created with high priority, so its kernels take the GPU
+// ahead of the compute stream's: they are charged on the compute stream, the shard's part (1/N
+// of the bytes) before the reduce-scatter with the rest.
+int FsdpStepBuilder::post_backward_kernels(int u, bool first_micro) {
+  const double g = grad_bytes(u);
+  const double buffer = reduce_buffer_bytes(u);
+  const double shard = static_cast<double>(unit(u).shard_numel);
+  const int n = plan_.shard_group * (plan_.traits.hybrid ? plan_.replicate_group : 1);
+  const int pre = fsdp1_predivide_factor(n);
+  const bool cast = plan_.reduce_bytes != plan_.grad_bytes;
+  double bytes = 0;
+  int launches = 0;
+  const auto add = [&](bool runs, double b) {
+    if (!runs) return;
+    bytes += b;
+    ++launches;
+  };
+  add(cast, g + buffer);
+  add(pre > 1, 2 * buffer);
+  add(n / pre > 1, 2 * shard * plan_.reduce_bytes);
+  add(plan_.reduce_bytes != plan_.master_bytes, shard * (plan_.reduce_bytes + plan_.master_bytes));
+  add(!first_micro, 3 * shard * plan_.master_bytes);
+  const int last = at(last_compute_, u);
+  if (launches == 0) return last;
+  Op op = make(OpKind::copy, Stream::compute, "post-backward " + unit(u).name, u);
+  op.work = memory_work(bytes, launches);
+  if (cast) op.memory.push_back({MemCategory::reduce_buffers, buffer, false, Pool::reduce_scatter});
+  const int id = issue(std::move(op));
+  g_.add_edge(last, id, EdgeKind::data);
+  return id;
 }
 
 // FSDP1: a unit's parameters are views of its flat parameter (torch.split, then view:

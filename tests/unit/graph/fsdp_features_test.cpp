@@ -292,14 +292,75 @@ TEST_CASE("FSDP1 concatenates a unit's gradients into its flat parameter's on th
   CHECK(first.work.launches == 1);
   CHECK(second.work.memory_bytes == doctest::Approx(31'631'360.0));
   CHECK(second.work.launches == 2);
-  // The last micro-step's reduce-scatter of layers.1 reads the flattened gradient.
+  // The last micro-step's reduce-scatter of layers.1 reads the flattened gradient (through the
+  // post-backward hook's cast and division, next test).
   bool rs_waits = false;
   for (std::size_t i = 0; i < p.graph.size(); ++i) {
     if (p.graph.op(static_cast<int>(i)).name != "RS layers.1") continue;
-    for (const auto& [pred, kind] : p.graph.predecessors(static_cast<int>(i))) rs_waits |= pred == block[1];
+    for (const auto& [pred, kind] : p.graph.predecessors(static_cast<int>(i))) {
+      for (const auto& [before, k] : p.graph.predecessors(pred)) rs_waits |= before == block[1];
+    }
   }
   CHECK(rs_waits);
   // FSDP2's parameters are its own tensors: nothing to flatten (its copy-in reads them).
   const auto v2 = tiny({"fsdp.version=2"});
   for (std::size_t i = 0; i < v2.graph.size(); ++i) CHECK_FALSE(v2.graph.op(static_cast<int>(i)).name.starts_with("grad flatten "));
+}
+
+namespace {
+
+// The post-backward op of a unit (FSDP1), and whether the unit's reduce-scatter waits for it.
+const graph::Op* post_backward_op(const graph::Prepared& p, const std::string& unit, bool& rs_waits) {
+  int id = -1;
+  for (std::size_t i = 0; i < p.graph.size(); ++i) {
+    if (p.graph.op(static_cast<int>(i)).name == "post-backward " + unit) id = static_cast<int>(i);
+  }
+  rs_waits = false;
+  for (std::size_t i = 0; i < p.graph.size(); ++i) {
+    if (p.graph.op(static_cast<int>(i)).name != "RS " + unit) continue;
+    for (const auto& [pred, kind] : p.graph.predecessors(static_cast<int>(i))) rs_waits |= pred == id;
+  }
+  return id < 0 ? nullptr : &p.graph.op(id);
+}
+
+}  // namespace
+
+TEST_CASE("FSDP1 casts and divides each unit's gradient around its reduce-scatter") {
+  // torch/distributed/fsdp/_runtime_utils.py: the flat gradient cast to the reduce dtype, divided
+  // by the predivide factor, reduce-scattered, the shard divided by the postdivide factor and cast
+  // to the sharded parameter's dtype. Over 8 ranks the factors are 4 and 2 (the largest power of
+  // two f with 8 / f > f). layers.1 of the tiny Llama: 3,163,136 padded elements, 395,392 a shard.
+  // bf16 gradients reduced in fp32: cast 2 + 4, predivide 4 + 4, postdivide of the shard 4 + 4
+  // (1 byte an element of the unit), no shard cast (fp32 already): 15 x 3,163,136 = 47,447,040 B.
+  bool rs_waits = false;
+  const auto fp32 = tiny();
+  const graph::Op* op = post_backward_op(fp32, "layers.1", rs_waits);
+  REQUIRE(op != nullptr);
+  CHECK(op->stream == graph::Stream::compute);
+  CHECK(op->work.memory_bytes == doctest::Approx(47'447'040.0));
+  CHECK(op->work.launches == 3);
+  CHECK(rs_waits);
+  // Reduced in bf16: no cast before, predivide 2 + 2 (12,652,544 B), postdivide 2 + 2 of the
+  // shard (1,581,568 B) and its cast to fp32 2 + 4 (2,372,352 B): 16,606,464 B.
+  const auto bf16 = tiny({"fsdp.mixed_precision.reduce=bf16"});
+  op = post_backward_op(bf16, "layers.1", rs_waits);
+  REQUIRE(op != nullptr);
+  CHECK(op->work.memory_bytes == doctest::Approx(16'606'464.0));
+  CHECK(op->work.launches == 3);
+  // Over 2 ranks the factors are 2 and 1: no division after (18,978,816 + 25,305,088 B). Hybrid
+  // sharding over 2 such nodes divides by the 4 data-parallel ranks, 2 and 2: the shard of
+  // 1,581,568 elements divided again after the all-reduce (12,652,544 B more).
+  const auto two = tiny({"cluster.overrides.node.gpus=2"});
+  op = post_backward_op(two, "layers.1", rs_waits);
+  REQUIRE(op != nullptr);
+  CHECK(op->work.memory_bytes == doctest::Approx(44'283'904.0));
+  CHECK(op->work.launches == 2);
+  const auto hybrid = tiny({"cluster.overrides.node.gpus=2", "cluster.nodes=2", "fsdp.sharding=hybrid_shard"});
+  op = post_backward_op(hybrid, "layers.1", rs_waits);
+  REQUIRE(op != nullptr);
+  CHECK(op->work.memory_bytes == doctest::Approx(56'936'448.0));
+  CHECK(op->work.launches == 3);
+  // FSDP2 reduces bf16 and fp32 with NCCL's AVG: no division kernels.
+  const auto v2 = tiny({"fsdp.version=2"});
+  CHECK(post_backward_op(v2, "layers.1", rs_waits) == nullptr);
 }
