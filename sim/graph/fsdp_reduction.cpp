@@ -74,6 +74,9 @@ void FsdpStepBuilder::reduce(int u) {
       copy.memory.push_back({MemCategory::gradients, -piece, true, Pool::compute});
     }
     copy.work = memory_work(grads + buffer, 1);
+    const Work around = reduction_kernels(u, first_micro);  // the divisions and the shard's cast
+    copy.work.memory_bytes += around.memory_bytes;
+    copy.work.launches += around.launches;
     at(grad_pieces_, u).clear();
     producer = issue(std::move(copy));
     g_.add_edge(last, producer, EdgeKind::data);
@@ -111,52 +114,66 @@ void FsdpStepBuilder::reduce(int u) {
   }
 }
 
-// FSDP1's division of the gradient by the data-parallel size N, split around the collective
-// against under- and overflow: before it by the largest power of two f with N / f > f (that
-// divides N), after it by N / f (DefaultState._get_gradient_predivide_factor,
-// torch/distributed/algorithms/_comm_hooks/default_hooks.py). 8 ranks: 4, then 2; 128: 16, then 8.
+// The division of the gradient by the data-parallel size N, split around the collective against
+// under- and overflow: before it by the largest power of two f with N / f > f (that divides N),
+// after it by N / f (FSDP1: DefaultState._get_gradient_predivide_factor,
+// torch/distributed/algorithms/_comm_hooks/default_hooks.py; FSDP2's
+// _get_gradient_divide_factors, the same loop). 8 ranks: 4, then 2; 128: 16, then 8.
 namespace {
-int fsdp1_predivide_factor(int n) {
+int predivide_factor(int n) {
   int f = 1;
   while (n % f == 0 && n / f > f) f *= 2;
   return f;
 }
 }  // namespace
 
-// FSDP1's post-backward hook, on its post-backward stream (torch/distributed/fsdp/_runtime_utils.py,
-// _post_backward_hook, _reduce_grad, _accumulate_sharded_grad): the unit's flat gradient cast to
-// the reduce dtype where that differs (read the gradient, write the copy the reduce-scatter
-// sends), divided in place by the predivide factor; after the reduce-scatter (and hybrid
-// sharding's all-reduce) the shard divided by the postdivide factor, cast to the sharded
-// parameter's dtype where the reduce dtype differs, and added to the shard kept from an earlier
-// micro-step that synchronized too. FSDP2 reduces fp32 and bf16 with NCCL's AVG and runs none of
-// these. The post-backward stream is created with high priority, so its kernels take the GPU
-// ahead of the compute stream's: they are charged on the compute stream, the shard's part (1/N
-// of the bytes) before the reduce-scatter with the rest.
-int FsdpStepBuilder::post_backward_kernels(int u, bool first_micro) {
-  const double g = grad_bytes(u);
+// The memory-bound kernels around a unit's reduce-scatter:
+// - FSDP1's post-backward hook (torch/distributed/fsdp/_runtime_utils.py, _post_backward_hook,
+//   _reduce_grad, _accumulate_sharded_grad): the flat gradient cast to the reduce dtype where that
+//   differs (read the gradient, write the copy the reduce-scatter sends) and divided in place by
+//   the predivide factor; after the reduce-scatter (and hybrid sharding's all-reduce) the shard
+//   divided by the postdivide factor;
+// - FSDP2's foreach_reduce (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py) divides
+//   only an fp16 reduction ("for fp32/bf16 ... use NCCL's built-in division to avoid separate div
+//   kernels": ReduceOp.AVG), the same way;
+// - both: the reduced shard cast to the sharded parameter's dtype where the reduce dtype differs,
+//   and added to the shard kept from an earlier micro-step that synchronized too.
+// FSDP1's post-backward stream and FSDP2's reduce-scatter stream are created with high priority,
+// so their kernels take the GPU ahead of the compute stream's: the builder charges them on the
+// compute stream before the reduce-scatter, the shard's part (1/N of the bytes) with the rest.
+Work FsdpStepBuilder::reduction_kernels(int u, bool first_micro) const {
   const double buffer = reduce_buffer_bytes(u);
   const double shard = static_cast<double>(unit(u).shard_numel);
+  const double r = plan_.reduce_bytes;
+  const double m = plan_.master_bytes;
   const int n = plan_.shard_group * (plan_.traits.hybrid ? plan_.replicate_group : 1);
-  const int pre = fsdp1_predivide_factor(n);
-  const bool cast = plan_.reduce_bytes != plan_.grad_bytes;
-  double bytes = 0;
-  int launches = 0;
+  const int pre = predivide_factor(n);
+  const config::DType reduce = fsdp_.mixed_precision.enabled ? fsdp_.mixed_precision.reduce : cfg_.training.dtype;
+  const bool divides = !v2_ || reduce == config::DType::fp16;
+  Work w;
   const auto add = [&](bool runs, double b) {
     if (!runs) return;
-    bytes += b;
-    ++launches;
+    w.memory_bytes += b;
+    ++w.launches;
   };
-  add(cast, g + buffer);
-  add(pre > 1, 2 * buffer);
-  add(n / pre > 1, 2 * shard * plan_.reduce_bytes);
-  add(plan_.reduce_bytes != plan_.master_bytes, shard * (plan_.reduce_bytes + plan_.master_bytes));
-  add(!first_micro, 3 * shard * plan_.master_bytes);
+  add(!v2_ && plan_.reduce_bytes != plan_.grad_bytes, grad_bytes(u) + buffer);  // FSDP2 casts in its copy-in
+  add(divides && pre > 1, 2 * buffer);
+  add(divides && n / pre > 1, 2 * shard * r);
+  add(r != m, shard * (r + m));
+  add(!first_micro, 3 * shard * m);
+  return w;
+}
+
+// FSDP1: the post-backward hook's kernels (above) as one op after the unit's backward, holding
+// the reduce-dtype copy when it casts; returns what the reduce-scatter waits for.
+int FsdpStepBuilder::post_backward_kernels(int u, bool first_micro) {
   const int last = at(last_compute_, u);
-  if (launches == 0) return last;
+  Work w = reduction_kernels(u, first_micro);
+  if (w.launches == 0) return last;
   Op op = make(OpKind::copy, Stream::compute, "post-backward " + unit(u).name, u);
-  op.work = memory_work(bytes, launches);
-  if (cast) op.memory.push_back({MemCategory::reduce_buffers, buffer, false, Pool::reduce_scatter});
+  op.work = std::move(w);
+  if (plan_.reduce_bytes != plan_.grad_bytes)
+    op.memory.push_back({MemCategory::reduce_buffers, reduce_buffer_bytes(u), false, Pool::reduce_scatter});
   const int id = issue(std::move(op));
   g_.add_edge(last, id, EdgeKind::data);
   return id;

@@ -111,9 +111,10 @@ class FsdpStepBuilder {
   void forward_compute(const fsdp::Segment& s, int segment, int u);
   void backward_compute(const fsdp::Segment& s, int segment, int u);
   void reduce(int u);
-  void flatten_grads(int u);                           // FSDP1: the parameters' gradients into the flat parameter's
-  int post_backward_kernels(int u, bool first_micro);  // FSDP1: cast and divide around the reduce-scatter
-  void upcast_accumulation(int u);                     // FSDP2: this micro-step's gradients into the reduce-dtype accumulator
+  void flatten_grads(int u);                                            // FSDP1: the parameters' gradients into the flat parameter's
+  [[nodiscard]] Work reduction_kernels(int u, bool first_micro) const;  // casts and divisions around the reduce-scatter
+  int post_backward_kernels(int u, bool first_micro);                   // FSDP1: those as one op after backward
+  void upcast_accumulation(int u);  // FSDP2: this micro-step's gradients into the reduce-dtype accumulator
   void bucket_reduce(double numel, int producer, bool flush);
   void gather_updated(int u);  // shard_optimizer: the updated parameters, before their first forward
   void optimizer();

@@ -360,7 +360,32 @@ TEST_CASE("FSDP1 casts and divides each unit's gradient around its reduce-scatte
   REQUIRE(op != nullptr);
   CHECK(op->work.memory_bytes == doctest::Approx(56'936'448.0));
   CHECK(op->work.launches == 3);
-  // FSDP2 reduces bf16 and fp32 with NCCL's AVG: no division kernels.
+  // FSDP2 has no such op: its copy-in casts, and it reduces bf16 and fp32 with NCCL's AVG.
   const auto v2 = tiny({"fsdp.version=2"});
   CHECK(post_backward_op(v2, "layers.1", rs_waits) == nullptr);
+}
+
+TEST_CASE("FSDP2 divides only an fp16 reduction, and casts the reduced shard to the parameters' dtype") {
+  // The copy-in of layers.1 (3,163,136 elements, none padded: every dim 0 divides by 8; 395,392 a
+  // shard) reads the bf16 gradients and writes the reduce-scatter input. fp32 reduce, fp32
+  // parameters: 2 + 4 bytes an element, nothing else (18,978,816 B). bf16 reduce: 2 + 2, and the
+  // reduced shard cast to fp32, 2 + 4 a shard element: 12,652,544 + 2,372,352 = 15,024,896 B.
+  // fp16 reduce (_get_gradient_divide_factors: overflow risk) divides before and after too, by 4
+  // and 2 over 8 ranks: + 2 x 2 x 3,163,136 + 2 x 2 x 395,392 = 29,259,008 B.
+  const auto copy_in = [](const graph::Prepared& p) {
+    for (std::size_t i = 0; i < p.graph.size(); ++i) {
+      const auto& op = p.graph.op(static_cast<int>(i));
+      if (op.name == "copy-in layers.1") return op.work;
+    }
+    return graph::Work{};
+  };
+  const auto fp32 = copy_in(tiny({"fsdp.version=2"}));
+  CHECK(fp32.memory_bytes == doctest::Approx(18'978'816.0));
+  CHECK(fp32.launches == 1);
+  const auto bf16 = copy_in(tiny({"fsdp.version=2", "fsdp.mixed_precision.reduce=bf16"}));
+  CHECK(bf16.memory_bytes == doctest::Approx(15'024'896.0));
+  CHECK(bf16.launches == 2);
+  const auto fp16 = copy_in(tiny({"fsdp.version=2", "fsdp.mixed_precision.reduce=fp16"}));
+  CHECK(fp16.memory_bytes == doctest::Approx(29'259'008.0));
+  CHECK(fp16.launches == 4);
 }
