@@ -258,7 +258,9 @@ Plan make_plan(const model::Model& model, const config::ScenarioConfig& scenario
   }
   plan.master_bytes = config::dtype_bytes(scenario.training.dtype);
   plan.param_bytes = fsdp.mixed_precision.enabled ? config::dtype_bytes(fsdp.mixed_precision.param) : plan.master_bytes;
-  plan.reduce_bytes = fsdp.mixed_precision.enabled ? config::dtype_bytes(fsdp.mixed_precision.reduce) : plan.param_bytes;
+  // Without mixed precision gradients are reduced in the dtype parameters are stored in.
+  plan.reduce_dtype = fsdp.mixed_precision.enabled ? fsdp.mixed_precision.reduce : scenario.training.dtype;
+  plan.reduce_bytes = config::dtype_bytes(plan.reduce_dtype);
   plan.grad_bytes = plan.param_bytes;
 
   const bool zero3 = fsdp.sharding == config::Sharding::zero3;

@@ -59,15 +59,16 @@ struct Plan {
   std::vector<TraceEvent> forward;  // enter/compute/exit in forward order
   ShardingTraits traits;
   int world_size = 1;
-  int tp_group = 1;         // tensor parallelism: ranks splitting each block (consecutive ranks)
-  int pp_group = 1;         // pipeline stages (the plan is one stage's)
-  int shard_group = 1;      // ranks a parameter is sharded over
-  int replicate_group = 1;  // ranks holding the same shard (hybrid: nodes)
-  int reshard_group = 1;    // FSDP2 reshard_after_forward = d
-  int param_bytes = 4;      // all-gathered parameters and compute (mixed precision param dtype)
-  int reduce_bytes = 4;     // gradient reduction dtype
-  int master_bytes = 4;     // sharded parameters and gradients as stored
-  int grad_bytes = 4;       // unsharded gradients as produced by backward (compute dtype)
+  int tp_group = 1;                                  // tensor parallelism: ranks splitting each block (consecutive ranks)
+  int pp_group = 1;                                  // pipeline stages (the plan is one stage's)
+  int shard_group = 1;                               // ranks a parameter is sharded over
+  int replicate_group = 1;                           // ranks holding the same shard (hybrid: nodes)
+  int reshard_group = 1;                             // FSDP2 reshard_after_forward = d
+  int param_bytes = 4;                               // all-gathered parameters and compute (mixed precision param dtype)
+  int reduce_bytes = 4;                              // gradient reduction dtype
+  int master_bytes = 4;                              // sharded parameters and gradients as stored
+  int grad_bytes = 4;                                // unsharded gradients as produced by backward (compute dtype)
+  config::DType reduce_dtype = config::DType::fp32;  // of reduce_bytes: FSDP2 divides an fp16 reduction itself
 
   [[nodiscard]] std::int64_t total_numel() const;
   [[nodiscard]] std::int64_t max_unit_padded_numel() const;

@@ -85,7 +85,7 @@ void FsdpStepBuilder::reduce(int u) {
   } else {
     // FSDP1 casts to the reduce dtype into a new buffer when it differs, then frees both.
     producer = post_backward_kernels(u, first_micro);
-    if (plan_.reduce_bytes != plan_.grad_bytes) rs.memory.push_back({MemCategory::reduce_buffers, -buffer, true, Pool::reduce_scatter});
+    if (casts_grads_to_reduce()) rs.memory.push_back({MemCategory::reduce_buffers, -buffer, true, Pool::reduce_scatter});
     rs.memory.push_back({MemCategory::gradients, -grad_bytes(u), true, Pool::compute});
   }
   if (first_micro) {
@@ -148,15 +148,14 @@ Work FsdpStepBuilder::reduction_kernels(int u, bool first_micro) const {
   const double m = plan_.master_bytes;
   const int n = plan_.shard_group * (plan_.traits.hybrid ? plan_.replicate_group : 1);
   const int pre = predivide_factor(n);
-  const config::DType reduce = fsdp_.mixed_precision.enabled ? fsdp_.mixed_precision.reduce : cfg_.training.dtype;
-  const bool divides = !v2_ || reduce == config::DType::fp16;
+  const bool divides = !v2_ || plan_.reduce_dtype == config::DType::fp16;
   Work w;
   const auto add = [&](bool runs, double b) {
     if (!runs) return;
     w.memory_bytes += b;
     ++w.launches;
   };
-  add(!v2_ && plan_.reduce_bytes != plan_.grad_bytes, grad_bytes(u) + buffer);  // FSDP2 casts in its copy-in
+  add(casts_grads_to_reduce(), grad_bytes(u) + buffer);  // FSDP2 casts in its copy-in
   add(divides && pre > 1, 2 * buffer);
   add(divides && n / pre > 1, 2 * shard * r);
   add(r != m, shard * (r + m));
@@ -172,8 +171,7 @@ int FsdpStepBuilder::post_backward_kernels(int u, bool first_micro) {
   if (w.launches == 0) return last;
   Op op = make(OpKind::copy, Stream::compute, "post-backward " + unit(u).name, u);
   op.work = std::move(w);
-  if (plan_.reduce_bytes != plan_.grad_bytes)
-    op.memory.push_back({MemCategory::reduce_buffers, reduce_buffer_bytes(u), false, Pool::reduce_scatter});
+  if (casts_grads_to_reduce()) op.memory.push_back({MemCategory::reduce_buffers, reduce_buffer_bytes(u), false, Pool::reduce_scatter});
   const int id = issue(std::move(op));
   g_.add_edge(last, id, EdgeKind::data);
   return id;

@@ -144,6 +144,8 @@ class FsdpStepBuilder {
   [[nodiscard]] Stream ag_stream() const { return v2_ ? Stream::all_gather : Stream::nccl; }
   [[nodiscard]] Stream rs_stream() const { return v2_ ? Stream::reduce_scatter : Stream::nccl; }
   [[nodiscard]] bool syncing() const;  // reduce gradients in this micro-step (no_sync)
+  // FSDP1 reduces a copy of the flat gradient cast to the reduce dtype where that differs.
+  [[nodiscard]] bool casts_grads_to_reduce() const { return !v2_ && plan_.reduce_bytes != plan_.grad_bytes; }
   // Gradients accumulate over micro-steps in the reduce dtype, wider than the parameters'.
   [[nodiscard]] bool upcasts_accumulated_grads() const { return accumulate_ && micro_steps_ > 1 && plan_.reduce_bytes > plan_.grad_bytes; }
   template <class T>

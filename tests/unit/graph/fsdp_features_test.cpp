@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <set>
+#include <string_view>
 #include <vector>
 
 #include "fixtures/fixtures.hpp"
@@ -270,6 +273,38 @@ TEST_CASE("gradient clipping all-reduces the norm once a step: over the shard gr
   CHECK(norms(tiny({"training.grad_accum=2"}).graph).size() == 1);  // once a step, not per micro-step
 }
 
+namespace {
+
+// The ids of the ops named `name`, in graph order (every step and micro-step).
+std::vector<int> ops_named(const graph::Prepared& p, std::string_view name) {
+  std::vector<int> out;
+  for (std::size_t i = 0; i < p.graph.size(); ++i) {
+    if (p.graph.op(static_cast<int>(i)).name == name) out.push_back(static_cast<int>(i));
+  }
+  return out;
+}
+
+// Whether op `id` waits directly for op `pred`.
+bool waits_for(const graph::Prepared& p, int id, int pred) {
+  bool found = false;
+  for (const auto& [before, kind] : p.graph.predecessors(id)) found |= before == pred;
+  return found;
+}
+
+// The work of a unit's FSDP1 post-backward op, checking that its reduce-scatter waits for it;
+// nullopt where there is none.
+std::optional<graph::Work> post_backward_work(const graph::Prepared& p, const std::string& unit) {
+  const auto ops = ops_named(p, "post-backward " + unit);
+  if (ops.empty()) return std::nullopt;
+  const auto rs = ops_named(p, "RS " + unit);
+  REQUIRE(!rs.empty());
+  CHECK(waits_for(p, rs.back(), ops.back()));
+  CHECK(p.graph.op(ops.back()).stream == graph::Stream::compute);
+  return p.graph.op(ops.back()).work;
+}
+
+}  // namespace
+
 TEST_CASE("FSDP1 concatenates a unit's gradients into its flat parameter's on the compute stream") {
   // The parameters are views of the flat parameter (torch.split, then view), so autograd's
   // SplitWithSizesBackward0 writes their bf16 gradients into the flat gradient: read 2 + write 2
@@ -277,13 +312,13 @@ TEST_CASE("FSDP1 concatenates a unit's gradients into its flat parameter's on th
   // before the unit's reduce-scatter, which waits for it. Under no_sync the second micro-step's
   // AccumulateGrad adds the new flat gradient to the kept one: 2 + 2 + (2 + 2 + 2) bytes.
   const auto p = tiny({"training.grad_accum=2", "training.no_sync=true"});
-  std::map<std::string, std::vector<int>> flattens;
+  std::set<std::string> units;
   for (std::size_t i = 0; i < p.graph.size(); ++i) {
     const auto& op = p.graph.op(static_cast<int>(i));
-    if (op.name.starts_with("grad flatten ")) flattens[op.name].push_back(static_cast<int>(i));
+    if (op.name.starts_with("grad flatten ")) units.insert(op.name);
   }
-  CHECK(flattens.size() == 5);  // four blocks and the root
-  const auto& block = flattens["grad flatten layers.1"];
+  CHECK(units.size() == 5);  // four blocks and the root
+  const auto block = ops_named(p, "grad flatten layers.1");
   REQUIRE(block.size() == 2);  // one a micro-step
   const graph::Op& first = p.graph.op(block[0]);
   const graph::Op& second = p.graph.op(block[1]);
@@ -292,38 +327,16 @@ TEST_CASE("FSDP1 concatenates a unit's gradients into its flat parameter's on th
   CHECK(first.work.launches == 1);
   CHECK(second.work.memory_bytes == doctest::Approx(31'631'360.0));
   CHECK(second.work.launches == 2);
-  // The last micro-step's reduce-scatter of layers.1 reads the flattened gradient (through the
-  // post-backward hook's cast and division, next test).
-  bool rs_waits = false;
-  for (std::size_t i = 0; i < p.graph.size(); ++i) {
-    if (p.graph.op(static_cast<int>(i)).name != "RS layers.1") continue;
-    for (const auto& [pred, kind] : p.graph.predecessors(static_cast<int>(i))) {
-      for (const auto& [before, k] : p.graph.predecessors(pred)) rs_waits |= before == block[1];
-    }
-  }
-  CHECK(rs_waits);
+  // The last micro-step's reduce-scatter of layers.1 reads the flattened gradient, through the
+  // post-backward hook's cast and division (next test).
+  const auto hook = ops_named(p, "post-backward layers.1");
+  REQUIRE(hook.size() == 1);  // the synchronizing micro-step's only
+  CHECK(waits_for(p, hook.front(), block[1]));
+  CHECK(waits_for(p, ops_named(p, "RS layers.1").back(), hook.front()));
   // FSDP2's parameters are its own tensors: nothing to flatten (its copy-in reads them).
   const auto v2 = tiny({"fsdp.version=2"});
   for (std::size_t i = 0; i < v2.graph.size(); ++i) CHECK_FALSE(v2.graph.op(static_cast<int>(i)).name.starts_with("grad flatten "));
 }
-
-namespace {
-
-// The post-backward op of a unit (FSDP1), and whether the unit's reduce-scatter waits for it.
-const graph::Op* post_backward_op(const graph::Prepared& p, const std::string& unit, bool& rs_waits) {
-  int id = -1;
-  for (std::size_t i = 0; i < p.graph.size(); ++i) {
-    if (p.graph.op(static_cast<int>(i)).name == "post-backward " + unit) id = static_cast<int>(i);
-  }
-  rs_waits = false;
-  for (std::size_t i = 0; i < p.graph.size(); ++i) {
-    if (p.graph.op(static_cast<int>(i)).name != "RS " + unit) continue;
-    for (const auto& [pred, kind] : p.graph.predecessors(static_cast<int>(i))) rs_waits |= pred == id;
-  }
-  return id < 0 ? nullptr : &p.graph.op(id);
-}
-
-}  // namespace
 
 TEST_CASE("FSDP1 casts and divides each unit's gradient around its reduce-scatter") {
   // torch/distributed/fsdp/_runtime_utils.py: the flat gradient cast to the reduce dtype, divided
@@ -332,37 +345,29 @@ TEST_CASE("FSDP1 casts and divides each unit's gradient around its reduce-scatte
   // two f with 8 / f > f). layers.1 of the tiny Llama: 3,163,136 padded elements, 395,392 a shard.
   // bf16 gradients reduced in fp32: cast 2 + 4, predivide 4 + 4, postdivide of the shard 4 + 4
   // (1 byte an element of the unit), no shard cast (fp32 already): 15 x 3,163,136 = 47,447,040 B.
-  bool rs_waits = false;
-  const auto fp32 = tiny();
-  const graph::Op* op = post_backward_op(fp32, "layers.1", rs_waits);
-  REQUIRE(op != nullptr);
-  CHECK(op->stream == graph::Stream::compute);
-  CHECK(op->work.memory_bytes == doctest::Approx(47'447'040.0));
-  CHECK(op->work.launches == 3);
-  CHECK(rs_waits);
+  auto w = post_backward_work(tiny(), "layers.1");
+  REQUIRE(w.has_value());
+  CHECK(w->memory_bytes == doctest::Approx(47'447'040.0));
+  CHECK(w->launches == 3);
   // Reduced in bf16: no cast before, predivide 2 + 2 (12,652,544 B), postdivide 2 + 2 of the
   // shard (1,581,568 B) and its cast to fp32 2 + 4 (2,372,352 B): 16,606,464 B.
-  const auto bf16 = tiny({"fsdp.mixed_precision.reduce=bf16"});
-  op = post_backward_op(bf16, "layers.1", rs_waits);
-  REQUIRE(op != nullptr);
-  CHECK(op->work.memory_bytes == doctest::Approx(16'606'464.0));
-  CHECK(op->work.launches == 3);
+  w = post_backward_work(tiny({"fsdp.mixed_precision.reduce=bf16"}), "layers.1");
+  REQUIRE(w.has_value());
+  CHECK(w->memory_bytes == doctest::Approx(16'606'464.0));
+  CHECK(w->launches == 3);
   // Over 2 ranks the factors are 2 and 1: no division after (18,978,816 + 25,305,088 B). Hybrid
   // sharding over 2 such nodes divides by the 4 data-parallel ranks, 2 and 2: the shard of
   // 1,581,568 elements divided again after the all-reduce (12,652,544 B more).
-  const auto two = tiny({"cluster.overrides.node.gpus=2"});
-  op = post_backward_op(two, "layers.1", rs_waits);
-  REQUIRE(op != nullptr);
-  CHECK(op->work.memory_bytes == doctest::Approx(44'283'904.0));
-  CHECK(op->work.launches == 2);
-  const auto hybrid = tiny({"cluster.overrides.node.gpus=2", "cluster.nodes=2", "fsdp.sharding=hybrid_shard"});
-  op = post_backward_op(hybrid, "layers.1", rs_waits);
-  REQUIRE(op != nullptr);
-  CHECK(op->work.memory_bytes == doctest::Approx(56'936'448.0));
-  CHECK(op->work.launches == 3);
+  w = post_backward_work(tiny({"cluster.overrides.node.gpus=2"}), "layers.1");
+  REQUIRE(w.has_value());
+  CHECK(w->memory_bytes == doctest::Approx(44'283'904.0));
+  CHECK(w->launches == 2);
+  w = post_backward_work(tiny({"cluster.overrides.node.gpus=2", "cluster.nodes=2", "fsdp.sharding=hybrid_shard"}), "layers.1");
+  REQUIRE(w.has_value());
+  CHECK(w->memory_bytes == doctest::Approx(56'936'448.0));
+  CHECK(w->launches == 3);
   // FSDP2 has no such op: its copy-in casts, and it reduces bf16 and fp32 with NCCL's AVG.
-  const auto v2 = tiny({"fsdp.version=2"});
-  CHECK(post_backward_op(v2, "layers.1", rs_waits) == nullptr);
+  CHECK_FALSE(post_backward_work(tiny({"fsdp.version=2"}), "layers.1").has_value());
 }
 
 TEST_CASE("FSDP2 divides only an fp16 reduction, and casts the reduced shard to the parameters' dtype") {
@@ -372,20 +377,19 @@ TEST_CASE("FSDP2 divides only an fp16 reduction, and casts the reduced shard to 
   // reduced shard cast to fp32, 2 + 4 a shard element: 12,652,544 + 2,372,352 = 15,024,896 B.
   // fp16 reduce (_get_gradient_divide_factors: overflow risk) divides before and after too, by 4
   // and 2 over 8 ranks: + 2 x 2 x 3,163,136 + 2 x 2 x 395,392 = 29,259,008 B.
-  const auto copy_in = [](const graph::Prepared& p) {
-    for (std::size_t i = 0; i < p.graph.size(); ++i) {
-      const auto& op = p.graph.op(static_cast<int>(i));
-      if (op.name == "copy-in layers.1") return op.work;
-    }
-    return graph::Work{};
+  const auto copy_in = [](const std::vector<std::string>& sets) {
+    const auto p = tiny(sets);
+    const auto ops = test::first_ops_named(p, "copy-in layers.1");
+    REQUIRE(ops.size() == 1);
+    return ops.front()->work;
   };
-  const auto fp32 = copy_in(tiny({"fsdp.version=2"}));
+  const auto fp32 = copy_in({"fsdp.version=2"});
   CHECK(fp32.memory_bytes == doctest::Approx(18'978'816.0));
   CHECK(fp32.launches == 1);
-  const auto bf16 = copy_in(tiny({"fsdp.version=2", "fsdp.mixed_precision.reduce=bf16"}));
+  const auto bf16 = copy_in({"fsdp.version=2", "fsdp.mixed_precision.reduce=bf16"});
   CHECK(bf16.memory_bytes == doctest::Approx(15'024'896.0));
   CHECK(bf16.launches == 2);
-  const auto fp16 = copy_in(tiny({"fsdp.version=2", "fsdp.mixed_precision.reduce=fp16"}));
+  const auto fp16 = copy_in({"fsdp.version=2", "fsdp.mixed_precision.reduce=fp16"});
   CHECK(fp16.memory_bytes == doctest::Approx(29'259'008.0));
   CHECK(fp16.launches == 4);
 }
