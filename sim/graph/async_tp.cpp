@@ -283,12 +283,12 @@ void FsdpStepBuilder::backward_fused(const fsdp::Segment& s, int segment, int u)
     // linear does the same): the gradient's reduce-scatter starts as soon as the grad_input GEMMs
     // are done and the weight-gradient GEMMs, which do not need it, run meanwhile; the next
     // segment waits for the reduce-scatter.
-    const int scatter = tp_op(*before, before->kernels.front().tp_backward, "", u, TpWait::overlapped);
+    const int grad_scatter = tp_op(*before, before->kernels.front().tp_backward, "", u, TpWait::overlapped);
     Op wgrad = make(OpKind::backward, Stream::compute, name + " (weight gradients)", u);
     wgrad.work = std::move(weight_grads);
     const int id = compute(std::move(wgrad), u);
     g_.add_edge(regather, id, EdgeKind::data);
-    tp_wait_ = scatter;
+    tp_wait_ = grad_scatter;
   } else if (before != nullptr) {
     tp_op(*before, before->kernels.front().tp_backward, "", u);
   }
