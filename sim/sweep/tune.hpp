@@ -40,11 +40,11 @@ struct TuneSpace {
 
 // The mesh layouts to search (each empty: the scenario's own).
 struct Layouts {
-  std::vector<int> tp;                    // tensor-parallel degrees
-  std::vector<int> pp;                    // pipeline-parallel degrees
-  std::vector<int> cp;                    // context-parallel degrees
-  std::vector<std::string> pp_schedules;  // pipeline schedules, for the layouts with pp > 1
-  bool tp_async = false;                  // also try async TP (on and off) on the layouts with tp > 1
+  std::vector<int> tp{};                    // tensor-parallel degrees
+  std::vector<int> pp{};                    // pipeline-parallel degrees
+  std::vector<int> cp{};                    // context-parallel degrees
+  std::vector<std::string> pp_schedules{};  // pipeline schedules, for the layouts with pp > 1
+  bool tp_async = false;                    // also try async TP (on and off) on the layouts with tp > 1
 };
 
 // `batch`: sequences per data-parallel rank per step at the scenario's tp, pp and cp; default its
