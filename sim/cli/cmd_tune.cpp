@@ -1,6 +1,6 @@
 // shardsim tune SCENARIO [--set KEY=VALUE]... [--memory-limit BYTES] [--batch N] [--tp auto|N,...] [--pp auto|N,...]
 //                [--cp auto|N,...] [--pp-schedule auto|S,...] [--tp-async] [--float8 auto|R,...]
-//                [--finalists K]
+//                [--compile] [--finalists K]
 //                [-j N] [--out DIR]
 // Searches the settings of sweep/tune.hpp for the highest tokens/s per GPU that fits, and prints
 // what it searched and found as YAML comments followed by the settings to paste into the
@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <iostream>
@@ -53,6 +54,9 @@ Args tune_args() {
   a.value("--float8", "auto | RECIPE,RECIPE,...",
           "also search training.float8.recipe (auto: none and every recipe the GPU has: tensorwise, rowwise, rowwise_with_gw_hp, "
           "mxfp8)");
+  a.flag("--compile",
+         "also search torch.compile per block on and off (training.compile: true, false; layouts that need one of them, async TP "
+         "or a zero-bubble schedule, are refused with the reason)");
   a.value("--finalists", "K", "stage-1 configurations refined in stage 2 (FSDP1; default 4)");
   a.value("-j", "N", "worker processes; default: the CPUs available");
   a.value("--out", "DIR", "keep each stage's sweep (results, pictures) and recommended.yaml in DIR");
@@ -108,6 +112,16 @@ sweep::Axis float8_axis(const config::ScenarioConfig& base, const std::string& t
     axis.values.push_back({r});
   }
   axis.where = Location{fmt::format("--float8 {}", text), 0, 0};
+  return axis;
+}
+
+// --compile: training.compile on and off as one more stage-1 axis (on first: the pre-flight check
+// loads each value with the other axes at their first, and async TP needs compile).
+sweep::Axis compile_axis() {
+  sweep::Axis axis;
+  axis.keys = {"training.compile"};
+  axis.values = {{"true"}, {"false"}};
+  axis.where = Location{"--compile", 0, 0};
   return axis;
 }
 
@@ -189,6 +203,20 @@ std::vector<std::string> searched(const Options& o, const config::ScenarioConfig
                                                  axes_text(space.stage2), s.finalists, s.stage2));
   c.push_back(fmt::format("simulated {} configurations in {:.1f} s with -j {}: {} fit, {} over the limit, {} failed", s.results.size(),
                           s.wall_s, o.jobs, fit, s.results.size() - fit - failed, failed));
+  // Why configurations failed, each reason once with how many it refused (the first its example).
+  std::vector<std::pair<std::string, std::vector<const sweep::PointResult*>>> reasons;
+  for (const auto& r : s.results) {
+    if (r.ok()) continue;
+    const std::string first_line = r.error.substr(0, r.error.find('\n'));
+    auto it = std::find_if(reasons.begin(), reasons.end(), [&](const auto& x) { return x.first == first_line; });
+    if (it == reasons.end()) it = reasons.insert(reasons.end(), {first_line, {}});
+    it->second.push_back(&r);
+  }
+  for (std::size_t i = 0; i < reasons.size() && i < kShown; ++i) {
+    const auto& [why, points] = reasons[i];
+    c.push_back(fmt::format("  {} failed: {} (e.g. {})", points.size(), why, settings_text(*points.front())));
+  }
+  if (reasons.size() > kShown) c.push_back(fmt::format("  and {} other reasons (--out DIR keeps each point's)", reasons.size() - kShown));
   return c;
 }
 
@@ -266,6 +294,7 @@ int cmd_tune(std::span<const std::string> argv) {
   layouts.tp_async = args.has("--tp-async");
   sweep::TuneSpace space = sweep::tune_space(base, batch, layouts);
   if (auto f8 = args.get("--float8")) space.stage1.push_back(float8_axis(base, *f8));
+  if (args.has("--compile")) space.stage1.push_back(compile_axis());
   sweep::check_axes(o.scenario, o.sets, space.stage1);
   const Search s = search(o, space);
   const std::string limit_text =

@@ -206,6 +206,31 @@ TEST_CASE("shardsim tune with a limit nothing fits under says so and exits 1") {
   CHECK(r.out.find("# simulated 49 configurations") != std::string::npos);  // 3 x 1 x 4 x 4 + the scenario as written
 }
 
+TEST_CASE("shardsim tune --compile searches training.compile on and off and names why the configurations that cannot run failed") {
+  // The tiny scenario compiled, TP 1 or 2 with async TP on and off: its 5 mesh layouts (TP 1, and
+  // TP 2 with async off and on, at the micro-batch splits that keep the global batch) of which 2
+  // ask for async TP, x 3 checkpointing modes x 4 shardings x 4 wrap policies x compile on and off.
+  // Async TP without compile is refused: 2 x 3 x 4 x 4 = 96 configurations, for one reason.
+  const auto r =
+      run_shardsim({"tune", tiny(), "--set", "training.compile=true", "--tp", "1,2", "--tp-async", "--compile", "-j", "2"}, "tune-compile");
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  CHECK(r.out.find("(5) x fsdp.sharding (4) x fsdp.wrap (4) x training.compile (2) = 480 configurations") != std::string::npos);
+  CHECK(r.out.find("\n#   96 failed: --set parallelism.tp_async=true: error: parallelism.tp_async: async TP is Inductor's "
+                   "micro_pipeline_tp pass") != std::string::npos);
+  std::smatch failed;
+  REQUIRE(std::regex_search(
+      r.out, failed, std::regex(R"(# simulated \d+ configurations in [0-9.]+ s with -j 2: \d+ fit, \d+ over the limit, (\d+) failed)")));
+  CHECK(failed[1] == "96");
+  // Both values ran: compiled and eager configurations are among the results.
+  const auto yaml = config::parse_yaml(r.out, Location{"tune output", 0, 0});
+  REQUIRE(yaml.is_map());
+  bool names_compile = false;
+  for (const auto& section : yaml.entries) {
+    for (const auto& e : section.value.entries) names_compile |= section.key == "training" && e.key == "compile";
+  }
+  CHECK(names_compile);
+}
+
 TEST_CASE("a sweep over a setting that does not apply records the warning with every point") {
   // fsdp.backward_prefetch is FSDP1's; on FSDP2 the three points are alike, and each says why.
   const auto dir = scratch("warnings");
