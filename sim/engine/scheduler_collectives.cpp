@@ -33,7 +33,17 @@ void Simulator::arrive(int op_id, int c, double now) {
   auto& counts = arrived_[static_cast<std::size_t>(op_id)];
   std::vector<int> full;
   for (const auto& [inst, k] : cohorts_.instances(c, g)) {
-    arrivals_[key(op_id, inst)].push_back(Arrival{ref, now});
+    const auto [it, fresh] = pending_.try_emplace(key(op_id, inst), 0);
+    if (fresh) {
+      if (free_arrival_lists_.empty()) {
+        it->second = static_cast<int>(arrival_lists_.size());
+        arrival_lists_.emplace_back();
+      } else {
+        it->second = free_arrival_lists_.back();
+        free_arrival_lists_.pop_back();
+      }
+    }
+    arrival_lists_[static_cast<std::size_t>(it->second)].push_back(Arrival{ref, now});
     if ((counts[slot(g, inst)] += k) == expected_arrivals(g, inst)) full.push_back(inst);
   }
   if (!full.empty()) launch(op_id, full, now);
@@ -46,10 +56,14 @@ void Simulator::launch(int op_id, const std::vector<int>& insts, double now) {
   const bool slows = takes_sms(g_.op(op_id));
   std::vector<Arrival> arrivals;
   for (int inst : insts) {
-    std::vector<Arrival>& reached = arrivals_[key(op_id, inst)];
+    const auto pending = pending_.find(key(op_id, inst));
+    const int list = pending->second;
+    pending_.erase(pending);
+    std::vector<Arrival>& reached = arrival_lists_[static_cast<std::size_t>(list)];
     if (!send) account_holding(g, inst, reached, now);
-    for (const Arrival& a : reached) arrivals.push_back(a);
-    arrivals_.erase(key(op_id, inst));
+    arrivals.insert(arrivals.end(), reached.begin(), reached.end());
+    reached.clear();
+    free_arrival_lists_.push_back(list);
   }
   std::vector<CohortRef> launched;
   wholly_inside(arrivals, g, insts, [&](int c, double t) {
@@ -141,9 +155,11 @@ void Simulator::end(int ending, double now) {
   pending_endings_.erase({e.op, now});
   std::sort(e.instances.begin(), e.instances.end());
   std::vector<int> ids;
+  const Group g = g_.op(e.op).group;
   for (int inst : e.instances) {
-    ids.push_back(launch_of_[key(e.op, inst)]);
-    launch_of_.erase(key(e.op, inst));
+    const auto launch = launch_of_.find(key(e.op, inst));
+    ids.push_back(launch->second);
+    launch_of_.erase(launch);
   }
   std::sort(ids.begin(), ids.end());
   std::vector<Arrival> who;
@@ -155,7 +171,7 @@ void Simulator::end(int ending, double now) {
     if (--l.running == 0) l.cohorts = {};  // all its instances ended
   }
   const bool slows = takes_sms(g_.op(e.op));
-  wholly_inside(who, g_.op(e.op).group, e.instances, [&](int c, double) {
+  wholly_inside(who, g, e.instances, [&](int c, double) {
     if (slows) collective_changes(c, -1, now);
     finish(e.op, c, now);
   });
