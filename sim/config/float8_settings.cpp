@@ -11,10 +11,16 @@ namespace shardsim::config {
 namespace {
 
 constexpr std::array<std::string_view, 5> kRecipeNames{"tensorwise", "rowwise", "rowwise_with_gw_hp", "mxfp8", "none"};
+// torchtitan's filter_fqns entry that turns on torchao's auto filter (components/quantization/float8.py).
+constexpr std::string_view kAutoFilter = "auto_filter_small_kn";
 constexpr std::array kFloat8Params{
-    ParamSpec{"recipe", "", "",
+    ParamSpec{"recipe",
+              "",
+              "",
               "torchao's recipe: tensorwise | rowwise | rowwise_with_gw_hp scales, or mxfp8 (Blackwell); none: bf16 linears (a sweep's "
-              "baseline)", {}, kRecipeNames},
+              "baseline)",
+              {},
+              kRecipeNames},
     ParamSpec{"fsdp_float8_all_gather", "bool", "false",
               "FSDP2 casts converted weights to float8 on their shards and all-gathers 1 byte per parameter (tensorwise only)"},
     ParamSpec{"precompute_scales", "bool", "false",
@@ -22,7 +28,9 @@ constexpr std::array kFloat8Params{
               "before each all-gather"},
     ParamSpec{"force_recompute_weight_in_backward", "bool", "true",
               "recompute the float8 weight in backward instead of saving the unsharded one (torchtitan sets it); only true is modelled"},
-    ParamSpec{"skip", "list of names", "[output]", "linears whose module name contains one of these stay in high precision"},
+    ParamSpec{"skip", "list of names", "[output]",
+              "linears whose module name contains one of these stay in high precision; auto_filter_small_kn (torchtitan's entry) "
+              "also keeps those whose weight is too small to gain from float8 by torchao's thresholds (tensorwise, rowwise)"},
 };
 constexpr Schema kFloat8Schema{"training.float8", "float8 training of the linears (torchao)", kFloat8Params};
 
@@ -62,9 +70,19 @@ Float8Config read_float8(const Reader& training) {
         throw ConfigError(item.where, fmt::format("training.float8.skip[{}]", i),
                           fmt::format("expected a module name; got {}", item.describe()));
       }
-      f.skip.push_back(item.scalar);
+      if (item.scalar == kAutoFilter) {
+        f.auto_filter = true;
+      } else {
+        f.skip.push_back(item.scalar);
+      }
     }
     f.skip_where = r.where("skip");
+    if (f.auto_filter && f.recipe.value != Float8RecipeName::tensorwise && f.recipe.value != Float8RecipeName::rowwise) {
+      // torchao's _auto_filter_for_recipe raises for rowwise_with_gw_hp; torchtitan's MX converter has no auto filter.
+      r.fail("skip", fmt::format("{} has thresholds for the tensorwise and rowwise recipes only (torchao's _auto_filter_for_recipe); "
+                                 "expected recipe: tensorwise or rowwise, or the linears to keep named",
+                                 kAutoFilter));
+    }
   } else {
     f.skip_where = f.where;
   }
@@ -114,8 +132,12 @@ void check_float8(ScenarioConfig& s) {
   }
 }
 
-std::string_view to_string(Float8RecipeName r) { return kRecipeNames[static_cast<std::size_t>(r)]; }
+std::string_view to_string(Float8RecipeName r) {
+  return kRecipeNames[static_cast<std::size_t>(r)];
+}
 
-std::vector<Schema> float8_schemas() { return {kFloat8Schema}; }
+std::vector<Schema> float8_schemas() {
+  return {kFloat8Schema};
+}
 
 }  // namespace shardsim::config

@@ -75,6 +75,9 @@ struct Float8Config {
   Located<bool> precompute_scales;          // one amax all-reduce per step instead of one per weight per all-gather
   std::vector<std::string> skip{"output"};  // module names containing any of these stay in high precision
   Location skip_where;
+  // torchtitan's "auto_filter_small_kn" entry of filter_fqns (given in `skip`, and taken out of
+  // it): torchao's _auto_filter_for_recipe keeps linears too small to gain in high precision.
+  bool auto_filter = false;
   Location where;
 };
 

@@ -146,6 +146,7 @@ static void apply_float8(Prepared& p, int act_bytes) {
   o.fsdp_all_gather = f.fsdp_float8_all_gather.value;
   o.compiled = p.scenario.training.compile.value;
   o.skip = f.skip;
+  o.auto_filter = f.auto_filter;
   o.act_bytes = act_bytes;
   o.tp = p.scenario.parallelism.tp;
   o.sequence_parallel = p.scenario.parallelism.sequence_parallel;
@@ -159,10 +160,11 @@ static void apply_float8(Prepared& p, int act_bytes) {
   }
   if (p.float8.linears == 0) {
     throw ConfigError(f.where, "training.float8",
-                      fmt::format("no linear of {} is converted ({} skipped by name, {} with features not multiples of 16); expected "
+                      fmt::format("no linear of {} is converted ({} skipped by name, {} with features not multiples of 16{}); expected "
                                   "a skip list that leaves some",
                                   model_label(p.model.spec), std::accumulate(p.float8.skip_matches.begin(), p.float8.skip_matches.end(), 0),
-                                  p.float8.skipped_by_shape));
+                                  p.float8.skipped_by_shape,
+                                  f.auto_filter ? fmt::format(", {} too small by the auto filter", p.float8.skipped_as_small) : ""));
   }
 }
 

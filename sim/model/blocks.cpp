@@ -90,9 +90,9 @@ Module llama_block(const TransformerSpec& s, std::int64_t index, int act, const 
   attn.name = "attention";
   attn.type = "Attention";
   if (t > 1) add_kernel(attn, tp_enter("tp_enter", tp, a * h));
-  add_child(attn, linear("wq", s.hidden, q_dim, false));
-  add_child(attn, linear("wk", s.hidden, kv_dim, false));
-  add_child(attn, linear("wv", s.hidden, kv_dim, false));
+  add_child(attn, sharded_linear("wq", s.hidden, q_dim, false, s.hidden, q_dim * t));
+  add_child(attn, sharded_linear("wk", s.hidden, kv_dim, false, s.hidden, kv_dim * t));
+  add_child(attn, sharded_linear("wv", s.hidden, kv_dim, false, s.hidden, kv_dim * t));
   // RoPE on q and k in fp32 complex: upcast (a+4), complex mul (4+4), downcast (4+a).
   add_kernel(attn, fused ? memory_kernel("rope", 2 * a * (q + d), 1) : memory_kernel("rope", (2 * a + 16) * (q + d), 6));
   if (s.kv_heads != s.heads) {
@@ -111,18 +111,18 @@ Module llama_block(const TransformerSpec& s, std::int64_t index, int act, const 
   const int heads = static_cast<int>(s.heads / t);
   add_kernel(attn, attention_kernel("sdpa", heads, heads, static_cast<int>(s.head_dim), true));
   add_kernel(attn, memory_kernel("attn_out_contiguous", 2 * a * q, 1));
-  add_child(attn, linear("wo", q_dim, s.hidden, false));
+  add_child(attn, sharded_linear("wo", q_dim, s.hidden, false, q_dim * t, s.hidden));
   if (t > 1) add_kernel(attn, tp_leave("tp_leave", tp, a * h));
 
   Module mlp;
   mlp.name = "feed_forward";
   mlp.type = "FeedForward";
   if (t > 1) add_kernel(mlp, tp_enter("tp_enter", tp, a * h));
-  add_child(mlp, linear("w1", s.hidden, ffn, false));
+  add_child(mlp, sharded_linear("w1", s.hidden, ffn, false, s.hidden, ffn * t));
   if (!fused) add_kernel(mlp, memory_kernel("silu", 2 * a * f, 1));
-  add_child(mlp, linear("w3", s.hidden, ffn, false));
+  add_child(mlp, sharded_linear("w3", s.hidden, ffn, false, s.hidden, ffn * t));
   add_kernel(mlp, memory_kernel(fused ? "silu_mul" : "mul", 3 * a * f, 1));
-  add_child(mlp, linear("w2", ffn, s.hidden, false));
+  add_child(mlp, sharded_linear("w2", ffn, s.hidden, false, ffn * t, s.hidden));
   if (t > 1) add_kernel(mlp, tp_leave("tp_leave", tp, a * h));
 
   Module norm1 = rms_norm("attention_norm", s.hidden, act);
@@ -193,20 +193,20 @@ Module gpt_block(const TransformerSpec& s, std::int64_t index, int act, const Bl
   attn.name = "attn";
   attn.type = "GPT2Attention";
   if (t > 1) add_kernel(attn, tp_enter("tp_enter", tp, a * h));
-  add_child(attn, linear("c_attn", s.hidden, 3 * width, true));
+  add_child(attn, sharded_linear("c_attn", s.hidden, 3 * width, true, s.hidden, 3 * width * t));
   const int heads = static_cast<int>(s.heads / t);
   add_kernel(attn, attention_kernel("sdpa", heads, heads, static_cast<int>(s.head_dim), true));
   add_kernel(attn, memory_kernel("attn_out_contiguous", 2 * a * w, 1));
-  add_child(attn, linear("c_proj", width, s.hidden, true));
+  add_child(attn, sharded_linear("c_proj", width, s.hidden, true, width * t, s.hidden));
   if (t > 1) add_kernel(attn, tp_leave("tp_leave", tp, a * h));
 
   Module mlp;
   mlp.name = "mlp";
   mlp.type = "GPT2MLP";
   if (t > 1) add_kernel(mlp, tp_enter("tp_enter", tp, a * h));
-  add_child(mlp, linear("c_fc", s.hidden, ffn, true));
+  add_child(mlp, sharded_linear("c_fc", s.hidden, ffn, true, s.hidden, ffn * t));
   add_kernel(mlp, memory_kernel("gelu", 2 * a * f, 1));
-  add_child(mlp, linear("c_proj", ffn, s.hidden, true));
+  add_child(mlp, sharded_linear("c_proj", ffn, s.hidden, true, ffn * t, s.hidden));
   if (t > 1) add_kernel(mlp, tp_leave("tp_leave", tp, a * h));
 
   Module ln1 = layer_norm("ln_1", s.hidden, act);

@@ -42,6 +42,10 @@ struct Walker {
       ++out.skipped_by_shape;
       return false;
     }
+    if (o.auto_filter && too_small_to_gain(o.recipe, k->model_n > 0 ? k->model_n : k->n, k->model_k > 0 ? k->model_k : k->k)) {
+      ++out.skipped_as_small;
+      return false;
+    }
     k->float8 = o.recipe;
     k->float8_fused_casts = o.compiled;
     k->float8_weight_gathered = o.fsdp_all_gather;
@@ -111,6 +115,17 @@ struct Walker {
 };
 
 }  // namespace
+
+bool too_small_to_gain(Float8Recipe recipe, std::int64_t n, std::int64_t k) {
+  switch (recipe) {
+    case Float8Recipe::tensorwise:
+      return k <= 4096 && n <= 1024;
+    case Float8Recipe::rowwise:
+      return n <= 2048 || k <= 1024 || (n <= 4096 && k <= 2048);
+    default:
+      return false;
+  }
+}
 
 Float8Conversion convert_to_float8(Module& root, const Float8Options& options) {
   Float8Conversion out;

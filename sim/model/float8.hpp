@@ -58,6 +58,7 @@ struct Float8Options {
   bool fsdp_all_gather = false;             // FSDP2 all-gathers converted weights in float8
   bool compiled = false;                    // torch.compile fuses the casts with their producers
   std::vector<std::string> skip{"output"};  // module names containing any of these stay as they are
+  bool auto_filter = false;                 // torchao's _auto_filter_for_recipe (too_small_to_gain)
   int act_bytes = 2;                        // bytes of an activation element (TP all-gathers)
   int tp = 1;                               // tensor-parallel degree
   bool sequence_parallel = false;           // the column-parallel linears' input is all-gathered from sequence shards
@@ -66,9 +67,17 @@ struct Float8Options {
 struct Float8Conversion {
   int linears = 0;                // converted
   int skipped_by_shape = 0;       // features not multiples of 16
+  int skipped_as_small = 0;       // kept by the auto filter (too_small_to_gain)
   std::int64_t params = 0;        // weights converted (one rank's)
   std::vector<int> skip_matches;  // per `skip` entry, the linears it kept out
 };
+
+// torchao's _auto_filter_for_recipe (torchao/float8/float8_linear_utils.py, pytorch/ao#2410): a
+// weight of N x K (out x in features, as the model defines it) whose GEMMs are too small for
+// float8 to outrun its casts, by thresholds torchao drew from its H100 microbenchmarks:
+// tensorwise K <= 4,096 and N <= 1,024; rowwise N <= 2,048, or K <= 1,024, or N <= 4,096 and
+// K <= 2,048. Other recipes have none (false).
+[[nodiscard]] bool too_small_to_gain(Float8Recipe recipe, std::int64_t n, std::int64_t k);
 
 // Converts the model's linears in place (matmul kernels, weights, TP all-gathers next to them).
 Float8Conversion convert_to_float8(Module& root, const Float8Options& options);

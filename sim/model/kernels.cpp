@@ -87,11 +87,18 @@ void add_kernel(Module& parent, Kernel k) {
 }
 
 Module linear(std::string name, std::int64_t in, std::int64_t out, bool bias) {
+  return sharded_linear(std::move(name), in, out, bias, in, out);
+}
+
+Module sharded_linear(std::string name, std::int64_t in, std::int64_t out, bool bias, std::int64_t model_in, std::int64_t model_out) {
   Module m;
   m.type = "Linear";
   m.params.push_back(Param{"weight", {out, in}});
   if (bias) m.params.push_back(Param{"bias", {out}});
-  add_kernel(m, matmul_kernel(name, out, in));
+  Kernel k = matmul_kernel(name, out, in);
+  k.model_n = model_out;
+  k.model_k = model_in;
+  add_kernel(m, std::move(k));
   m.name = std::move(name);
   return m;
 }

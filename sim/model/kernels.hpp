@@ -29,6 +29,10 @@ void fuse_memory_kernels(Module& m, double bytes_per_token);
 
 // nn.Linear(in, out[, bias]) with its matmul.
 [[nodiscard]] Module linear(std::string name, std::int64_t in, std::int64_t out, bool bias);
+// A tensor-parallel linear: this rank's `in` x `out` share of the model's `model_in` x `model_out`
+// (column-parallel: out = model_out / t; row-parallel: in = model_in / t).
+[[nodiscard]] Module sharded_linear(std::string name, std::int64_t in, std::int64_t out, bool bias, std::int64_t model_in,
+                                    std::int64_t model_out);
 // A norm over `dim` features. RMSNorm as torchtitan's eager implementation (upcast to fp32,
 // pow, mean, rsqrt, mul, downcast, scale: 28 h + 4 a h bytes per token); LayerNorm as
 // PyTorch's fused native_layer_norm (read and write once: 2 a h).

@@ -70,7 +70,12 @@ struct Kernel {
   KernelKind kind = KernelKind::memory;
   std::int64_t n = 0;  // matmul output features
   std::int64_t k = 0;  // matmul input features
-  int heads = 0;       // attention: query heads, kv heads (after any repeat), head dim
+  // The weight's features as the model defines them, before tensor parallelism sharded one of
+  // them (0: n, k). torchtitan converts linears to float8 before parallelizing the model, so its
+  // auto filter judges these.
+  std::int64_t model_n = 0;
+  std::int64_t model_k = 0;
+  int heads = 0;  // attention: query heads, kv heads (after any repeat), head dim
   int kv_heads = 0;
   int head_dim = 0;
   bool causal = true;

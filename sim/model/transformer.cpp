@@ -80,9 +80,15 @@ void keep_input(Module& m, double bytes_per_token, double backward_transient = 0
 // as saved by the output layer.
 Module output_layer(const TransformerSpec& s, std::string name, int act, const TensorParallel& tp, bool keep_logits) {
   const double ah = static_cast<double>(act) * static_cast<double>(s.hidden);
-  Module out = linear(std::move(name), s.hidden, vocab_share(s, tp), s.head_bias);
+  Module out = sharded_linear(std::move(name), s.hidden, vocab_share(s, tp), s.head_bias, s.hidden, s.vocab);
   if (s.tie_embeddings) out.params.clear();  // the weight is the embedding's, counted once
-  if (tp.degree > 1) out.program.insert(out.program.begin(), ProgramItem{-1, tp_enter("tp_enter", tp, ah)});
+  if (tp.degree > 1) {
+    std::vector<ProgramItem> program;
+    program.reserve(out.program.size() + 1);
+    program.push_back(ProgramItem{-1, tp_enter("tp_enter", tp, ah)});
+    for (auto& item : out.program) program.push_back(std::move(item));
+    out.program = std::move(program);
+  }
   const double logits = static_cast<double>(act) * static_cast<double>(loss_vocab(s, tp));
   if (tp.degree > 1 && !tp.loss_parallel) add_kernel(out, tp_comm_kernel("logits_all_gather", TpComm::all_gather, TpComm::none, logits));
   // Keeps its input; its backward holds the bf16 gradient of the logits.

@@ -71,5 +71,8 @@ inline constexpr const char* kFsdp1 = "fsdp.version=1";
 inline constexpr const char* kReshardLast = "fsdp.keep_last_unit_unsharded=false";
 inline constexpr const char* kFullAc = "training.activation_checkpointing=full";
 inline constexpr const char* kCompile = "training.compile=true";
+// P1's rowwise job, and torchtitan's auto filter on its linears (filter_fqns "auto_filter_small_kn").
+inline constexpr const char* kP1Rowwise = "validation/published/p1_llama3-70b_256xh100_tp8_float8_rowwise.yaml";
+inline constexpr const char* kAutoFilter = "training.float8.skip=[output, auto_filter_small_kn]";
 
 }  // namespace shardsim::published

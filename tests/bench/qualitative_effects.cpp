@@ -163,6 +163,17 @@ void print_qualitative_effects() {
     std::printf("  async TP speed-up, %s (published: %+.1f%%): %+.1f%% tokens/s\n", sp.what, sp.published,
                 100 * (b.tokens_per_s / a.tokens_per_s - 1));
   }
+  // pytorch/torchtitan#1319: P1's rowwise job with attention.wk and .wv left in bf16 (the auto
+  // filter's choice) against converted: ~660 / ~600 tokens/s, async TP ~695 / ~625.
+  for (const bool async : {false, true}) {
+    std::vector<std::string> converted;
+    if (async) converted.emplace_back(kAsync);
+    std::vector<std::string> filtered = converted;
+    filtered.emplace_back(kAutoFilter);
+    std::printf("  float8 rowwise, wk and wv kept in bf16 over converted, P1%s (torchtitan#1319: %+.1f%%): %+.1f%% tokens/s\n",
+                async ? " + async TP" : "", async ? 100 * (695.0 / 625 - 1) : 100 * (660.0 / 600 - 1),
+                100 * (simulate(kP1Rowwise, filtered).tokens_per_s / simulate(kP1Rowwise, converted).tokens_per_s - 1));
+  }
   const auto d4 = "validation/published/d4_gpt3-175b_128xa100.yaml";
   const Figures pre = simulate(d4, {"fsdp.backward_prefetch=pre"});
   const Figures none = simulate(d4, {"fsdp.backward_prefetch=none"});

@@ -238,6 +238,11 @@ int main(int argc, char** argv) {
       {"V11", kV11, "GiB reserved", 0.5664 * kV11Gib, "same run, peak reserved", 0.04, {kCompile}},
       {"V11", kV11, "tokens/s", 7350, "same, FSDP2 compiled, full AC (held out)", 0.05, {kCompile, kFullAc}},
       {"V11", kV11, "GiB reserved", 0.3040 * kV11Gib, "same run, peak reserved", 0.11, {kCompile, kFullAc}},
+      // pytorch/torchtitan#1319 (2025-07, commit b0902b29a's message): P1's job (Llama 3 70B, FSDP 32 x
+      // TP 8, 256 H100) in rowwise float8 with attention.wk and .wv left in bf16, as the auto filter
+      // leaves them: ~660 tokens/s, ~695 with async TP (with them converted ~600 / ~625, P1's rows).
+      {"V12", kP1Rowwise, "tokens/s", 660, "torchtitan#1319, P1 rowwise with wk, wv in bf16 (held out)", 0.12, {kAutoFilter}},
+      {"V12", kP1Rowwise, "tokens/s", 695, "same, + async TP (held out)", 0.17, {kAutoFilter, kAsync}},
       // clang-format on
   };
   std::printf("Published runs: predicted vs measured\n");

@@ -5,6 +5,7 @@
 #include "model/float8.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <string>
 #include <vector>
@@ -121,6 +122,54 @@ TEST_CASE("float8 converts every block linear - the output layer stays by name o
   bool warned = false;
   for (const auto& w : p.scenario.warnings) warned = warned || w.key_path == "training.float8";
   CHECK(warned);
+}
+
+TEST_CASE("torchao's auto filter: the thresholds of _auto_filter_for_recipe, at their edges") {
+  // torchao/float8/float8_linear_utils.py (pytorch/ao#2410), weight N x K = out x in features.
+  // Rowwise: N <= 2,048, or K <= 1,024, or N <= 4,096 and K <= 2,048 stay in bf16.
+  using model::Float8Recipe;
+  CHECK(model::too_small_to_gain(Float8Recipe::rowwise, 2'048, 16'384));
+  CHECK_FALSE(model::too_small_to_gain(Float8Recipe::rowwise, 2'064, 16'384));
+  CHECK(model::too_small_to_gain(Float8Recipe::rowwise, 16'384, 1'024));
+  CHECK_FALSE(model::too_small_to_gain(Float8Recipe::rowwise, 16'384, 1'040));
+  CHECK(model::too_small_to_gain(Float8Recipe::rowwise, 4'096, 2'048));
+  CHECK_FALSE(model::too_small_to_gain(Float8Recipe::rowwise, 4'096, 2'064));
+  CHECK_FALSE(model::too_small_to_gain(Float8Recipe::rowwise, 4'112, 2'048));
+  // Tensorwise: K <= 4,096 and N <= 1,024.
+  CHECK(model::too_small_to_gain(Float8Recipe::tensorwise, 1'024, 4'096));
+  CHECK_FALSE(model::too_small_to_gain(Float8Recipe::tensorwise, 1'040, 4'096));
+  CHECK_FALSE(model::too_small_to_gain(Float8Recipe::tensorwise, 1'024, 4'112));
+  // No thresholds for the others.
+  CHECK_FALSE(model::too_small_to_gain(Float8Recipe::mxfp8, 128, 128));
+}
+
+TEST_CASE("auto_filter_small_kn keeps wk and wv of Llama 3 in bf16, judged on the model's shapes, not the TP shards") {
+  // Llama 3 8B: wq, wo 4,096 x 4,096, wk, wv 1,024 x 4,096, w1, w3 14,336 x 4,096, w2 4,096 x
+  // 14,336 (N x K). Both recipes' thresholds catch wk and wv only: 2 of 7 linears in 32 blocks.
+  for (const char* recipe : {"rowwise", "tensorwise"}) {
+    CAPTURE(recipe);
+    auto p = test::prepared(
+        "scenarios/llama3.1-8b_8xh100.yaml",
+        {"training.compile=true", fmt::format("training.float8={{recipe: {}, skip: [output, auto_filter_small_kn]}}", recipe)});
+    CHECK(p.float8.skipped_as_small == 64);
+    CHECK(p.float8.linears == 160);
+    REQUIRE(p.float8.skip_matches.size() == 1);  // "output"; the flag is not a name
+    for (const auto& w : p.scenario.warnings) CHECK(w.key_path != "training.float8.skip");
+  }
+  // Llama 3.1 70B under TP 8: each rank's wk and wv are 128 x 8,192, but torchtitan converts
+  // before parallelizing, so the filter sees 1,024 x 8,192: rowwise keeps them (N <= 2,048),
+  // tensorwise converts them (K > 4,096); 80 blocks. (torchtitan#1319: on P1's job rowwise ran at
+  // ~600 tokens/s with wk and wv converted and ~660 without.)
+  auto p = test::prepared(
+      "scenarios/llama3.1-70b_1024xh100.yaml",
+      {"parallelism.tp=8", "training.compile=true", "training.float8={recipe: rowwise, skip: [output, auto_filter_small_kn]}"});
+  CHECK(p.float8.skipped_as_small == 160);
+  CHECK(p.float8.linears == 400);
+  p = test::prepared(
+      "scenarios/llama3.1-70b_1024xh100.yaml",
+      {"parallelism.tp=8", "training.compile=true", "training.float8={recipe: tensorwise, skip: [output, auto_filter_small_kn]}"});
+  CHECK(p.float8.skipped_as_small == 0);
+  CHECK(p.float8.linears == 560);
 }
 
 TEST_CASE("a block's forward under float8: float8 GEMMs with unchanged FLOPs plus the casts' bytes") {
