@@ -71,6 +71,13 @@ inline constexpr const char* kFsdp1 = "fsdp.version=1";
 inline constexpr const char* kReshardLast = "fsdp.keep_last_unit_unsharded=false";
 inline constexpr const char* kFullAc = "training.activation_checkpointing=full";
 inline constexpr const char* kCompile = "training.compile=true";
+// P4's 3D job and the settings of torchtitan's 2024-12 table 5 on it.
+inline constexpr const char* kP4 = "validation/published/p4_llama3.1-405b_512xh100_tp8_pp8.yaml";
+inline constexpr const char* kSeq8k = "training.seq_len=8192";
+inline constexpr const char* kBatch32 = "training.micro_batch=32";
+inline constexpr const char* kInterleaved = "parallelism.pp_schedule=interleaved_1f1b";
+inline constexpr const char* kTwoStages = "parallelism.pp_stages_per_rank=2";
+inline constexpr const char* kSplit16 = "parallelism.pp_split_points=[7, 15, 23, 31, 39, 47, 55, 63, 71, 79, 87, 95, 103, 111, 119]";
 // P1's rowwise job, and torchtitan's auto filter on its linears (filter_fqns "auto_filter_small_kn").
 inline constexpr const char* kP1Rowwise = "validation/published/p1_llama3-70b_256xh100_tp8_float8_rowwise.yaml";
 inline constexpr const char* kAutoFilter = "training.float8.skip=[output, auto_filter_small_kn]";

@@ -174,6 +174,12 @@ void print_qualitative_effects() {
                 async ? " + async TP" : "", async ? 100 * (695.0 / 625 - 1) : 100 * (660.0 / 600 - 1),
                 100 * (simulate(kP1Rowwise, filtered).tokens_per_s / simulate(kP1Rowwise, converted).tokens_per_s - 1));
   }
+  // torchtitan's 2024-12 table 5: interleaved 1F1B over 1F1B on P4's 3D job (128 / 100 tokens/s).
+  std::printf("  interleaved 1F1B over 1F1B, 405B FSDP 8 x TP 8 x PP 8 (torchtitan 2024-12: %+.1f%%): %+.1f%% tokens/s\n",
+              100 * (128.0 / 100 - 1),
+              100 * (simulate(kP4, {kSeq8k, kBatch32, kInterleaved, kTwoStages, kSplit16}).tokens_per_s /
+                         simulate(kP4, {kSeq8k, kBatch32}).tokens_per_s -
+                     1));
   const auto d4 = "validation/published/d4_gpt3-175b_128xa100.yaml";
   const Figures pre = simulate(d4, {"fsdp.backward_prefetch=pre"});
   const Figures none = simulate(d4, {"fsdp.backward_prefetch=none"});
