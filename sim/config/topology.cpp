@@ -96,6 +96,10 @@ constexpr std::array kEfficiencyParams{
     ParamSpec{"attention_forward", "fraction", "0.35", "FlashAttention-2 forward, fraction of peak", kFractionRange},
     ParamSpec{"attention_backward", "fraction", "0.28", "FlashAttention-2 backward, fraction of peak", kFractionRange},
     ParamSpec{"memory", "fraction", "0.8", "memory-bound kernels, fraction of hbm_bandwidth", kFractionRange},
+    ParamSpec{"memory_column_cast", "fraction", "0.19",
+              "kernels that scale and cast a tensor along its columns (rowwise float8's column-wise casts, whose reads "
+              "Inductor does not coalesce), fraction of hbm_bandwidth; 0.19: 0.6-0.7 TB/s on an H100 (pytorch/pytorch#149982)",
+              kFractionRange},
     ParamSpec{"attention_cudnn_forward", "fraction", "-",
               "cuDNN's fused attention forward (training.attention: cudnn), fraction of peak; unset: cudnn refused", kFractionRange},
     ParamSpec{"attention_cudnn_backward", "fraction", "-", "cuDNN's fused attention backward, fraction of peak", kFractionRange},
@@ -241,6 +245,7 @@ GpuSpec read_gpu(const Reader& top) {
     g.efficiency.attention_forward = e.number("attention_forward");
     g.efficiency.attention_backward = e.number("attention_backward");
     g.efficiency.memory = e.number("memory");
+    g.efficiency.memory_column_cast = e.number("memory_column_cast");
     g.efficiency.matmul_fp8 = e.opt_number("matmul_fp8", kFractionRange.min, kFractionRange.max).value_or(-1);
     g.efficiency.matmul_fp8_rowwise = e.opt_number("matmul_fp8_rowwise", kFractionRange.min, kFractionRange.max).value_or(-1);
     g.efficiency.matmul_mxfp8 = e.opt_number("matmul_mxfp8", kFractionRange.min, kFractionRange.max).value_or(-1);

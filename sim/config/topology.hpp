@@ -31,6 +31,11 @@ struct GpuEfficiency {
   double attention_flash3_forward = -1;
   double attention_flash3_backward = -1;
   double memory = 0.8;  // memory-bound kernels, fraction of hbm_bandwidth
+  // Kernels that scale and cast a tensor along its columns (the column-wise casts of rowwise
+  // float8), fraction of hbm_bandwidth: Inductor's reads of them are uncoalesced. 0.19: 0.6-0.7
+  // TB/s on an H100 (3.35 TB/s) where the same cast along rows reaches 2.0-2.2 (pytorch/pytorch#149982,
+  // 2025-03, torch 2.8.0a0); other GPUs assumed to reach the same fraction of theirs.
+  double memory_column_cast = 0.19;
   // Float8 GEMMs (training.float8), fractions of peak_fp8 / peak_mxfp8. Unset (< 0) they take
   // `matmul`: the same achievable fraction as bf16, as torchao's float8 roofline assumes
   // (torchao/testing/float8/roofline_utils.py, pct_achievable_gemm_tops).

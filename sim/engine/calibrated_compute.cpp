@@ -13,6 +13,7 @@ ComputeRates calibrated_rates(ComputeRates r, const config::CalibrationConfig& c
   // A fitted attention rate is the rate measured at the traced lengths, flat: no length curve on top.
   if (c.attention_forward_rate || c.attention_backward_rate) r.attention_half_keys = 0;
   r.memory = c.memory_bandwidth.value_or(r.memory);
+  // Column-wise casts stay nominal: the harness times coalesced copies only.
   r.kernel_launch = c.kernel_launch.value_or(r.kernel_launch);
   // Float8 GEMM rates stay nominal: calibrations time bf16 / fp16 GEMMs only.
   return r;

@@ -30,6 +30,7 @@ ComputeRates ComputeRates::nominal(const config::TopologyConfig& topo, bool low_
   r.attention_backward = peak * backward;
   r.attention_half_keys = g.attention_half_keys;
   r.memory = g.hbm_bandwidth.value() * g.efficiency.memory;
+  r.memory_column_cast = g.hbm_bandwidth.value() * g.efficiency.memory_column_cast;
   r.kernel_launch = g.kernel_launch.value();
   r.pcie = topo.node.pcie.bandwidth.value();
   r.pcie_latency = topo.node.pcie.latency.value();
@@ -108,7 +109,7 @@ graph::ComputeSplit RooflineModel::split(const graph::Op& op) const {
   graph::ComputeSplit s;
   for (const graph::Gemm& gemm : w.gemms) s.gemm += gemm_seconds(gemm);
   for (const graph::AttentionCall& a : w.attention) s.attention += attention_seconds(a);
-  s.memory = w.memory_bytes / r_.memory;
+  s.memory = w.memory_bytes / r_.memory + w.column_cast_bytes / r_.memory_column_cast;
   s.launch = w.launches * r_.kernel_launch;
   s.other = (w.pcie_bytes > 0 ? w.pcie_bytes / r_.pcie + r_.pcie_latency : 0.0) + w.host_bytes / r_.host_memory;
   if (w.nvme_read_bytes > 0 || w.nvme_write_bytes > 0) {

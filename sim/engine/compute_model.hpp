@@ -61,6 +61,7 @@ struct ComputeRates {
   double attention_backward = 1;
   double attention_half_keys = 0;  // keys per query at which attention runs at half that rate (0: none)
   double memory = 1;               // bytes/s of bandwidth-bound kernels
+  double memory_column_cast = 1;   // bytes/s of casts along a tensor's columns (graph::Work::column_cast_bytes)
   double kernel_launch = 0;        // seconds per kernel
   double pcie = 1;                 // bytes/s host <-> device
   double pcie_latency = 0;

@@ -53,6 +53,7 @@ Work& Work::operator+=(const Work& o) {
   gemms.insert(gemms.end(), o.gemms.begin(), o.gemms.end());
   attention.insert(attention.end(), o.attention.begin(), o.attention.end());
   memory_bytes += o.memory_bytes;
+  column_cast_bytes += o.column_cast_bytes;
   launches += o.launches;
   pcie_bytes += o.pcie_bytes;
   host_bytes += o.host_bytes;

@@ -118,12 +118,13 @@ struct AttentionCall {
 struct Work {
   std::vector<Gemm> gemms;
   std::vector<AttentionCall> attention;
-  double memory_bytes = 0;      // HBM traffic of bandwidth-bound kernels
-  int launches = 0;             // kernels launched
-  double pcie_bytes = 0;        // host_copy: bytes over PCIe
-  double host_bytes = 0;        // CPU work (offloaded optimizer): CPU memory traffic
-  double nvme_read_bytes = 0;   // ZeRO-Infinity: bytes read from the node's NVMe drives
-  double nvme_write_bytes = 0;  // ... and written to them
+  double memory_bytes = 0;       // HBM traffic of bandwidth-bound kernels
+  double column_cast_bytes = 0;  // ... of those that scale and cast along a tensor's columns (rowwise float8)
+  int launches = 0;              // kernels launched
+  double pcie_bytes = 0;         // host_copy: bytes over PCIe
+  double host_bytes = 0;         // CPU work (offloaded optimizer): CPU memory traffic
+  double nvme_read_bytes = 0;    // ZeRO-Infinity: bytes read from the node's NVMe drives
+  double nvme_write_bytes = 0;   // ... and written to them
 
   [[nodiscard]] double gemm_flops() const;
   [[nodiscard]] double attention_flops(bool backward) const;

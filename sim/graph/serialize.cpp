@@ -48,6 +48,7 @@ json work_json(const Work& w) {
   }
   json out{{"gemms", gemms},         {"attention", attn},          {"memory_bytes", w.memory_bytes},
            {"launches", w.launches}, {"pcie_bytes", w.pcie_bytes}, {"host_bytes", w.host_bytes}};
+  if (w.column_cast_bytes > 0) out["column_cast_bytes"] = w.column_cast_bytes;
   if (w.nvme_read_bytes > 0) out["nvme_read_bytes"] = w.nvme_read_bytes;
   if (w.nvme_write_bytes > 0) out["nvme_write_bytes"] = w.nvme_write_bytes;
   return out;
@@ -88,6 +89,8 @@ Work work_from(const JsonFields& in, const json& j, const std::string& path) {
   w.launches = static_cast<int>(in.integer(in.field(j, "launches", path), json_path(path, "launches"), 0, 1 << 24));
   if (j.contains("pcie_bytes")) w.pcie_bytes = in.number(j["pcie_bytes"], json_path(path, "pcie_bytes"), 0, kMaxBytes);
   if (j.contains("host_bytes")) w.host_bytes = in.number(j["host_bytes"], json_path(path, "host_bytes"), 0, kMaxBytes);
+  if (j.contains("column_cast_bytes"))
+    w.column_cast_bytes = in.number(j["column_cast_bytes"], json_path(path, "column_cast_bytes"), 0, kMaxBytes);
   if (j.contains("nvme_read_bytes")) w.nvme_read_bytes = in.number(j["nvme_read_bytes"], json_path(path, "nvme_read_bytes"), 0, kMaxBytes);
   if (j.contains("nvme_write_bytes"))
     w.nvme_write_bytes = in.number(j["nvme_write_bytes"], json_path(path, "nvme_write_bytes"), 0, kMaxBytes);

@@ -66,6 +66,7 @@ void add_forward_work(Work& w, const model::Kernel& k, const Batch& b, bool cast
       if (casts) {
         const model::Float8Casts c = model::float8_casts(k, b.tokens());
         w.memory_bytes += c.forward_bytes;
+        w.column_cast_bytes += c.forward_column_bytes;
         w.launches += c.forward_launches;
       }
       break;
@@ -96,6 +97,7 @@ void add_backward_work(Work& w, const model::Kernel& k, const Batch& b, bool gra
       if (casts) {
         const model::Float8Casts c = model::float8_casts(k, b.tokens());
         w.memory_bytes += c.backward_bytes;
+        w.column_cast_bytes += c.backward_column_bytes;
         w.launches += c.backward_launches;
       }
       break;

@@ -176,10 +176,14 @@ Float8Casts float8_casts(const Kernel& k, std::int64_t tokens) {
       }
       break;
     case Float8Recipe::rowwise:
-      // Row-wise cast (with a bf16 transposed copy), then the column-wise cast of that copy.
-      c.forward_bytes = ((fused_read + 3.0) * x + 3.0 * x) * share + 3.0 * w;
+      // Row-wise cast (with a bf16 transposed copy), then the column-wise cast of that copy (read
+      // 2, write 1 byte an element) for the GEMM that reduces over the rows: the input's and
+      // grad_output's for grad_weight, the weight's for grad_input (4 W its transposed copy).
+      c.forward_bytes = (fused_read + 3.0) * x * share + 3.0 * w;
+      c.forward_column_bytes = 3.0 * x * share;
       c.forward_launches = 2 * shared_launch + 1;
-      c.backward_bytes = (fused_read + 3.0) * g + 3.0 * g + 7.0 * w;
+      c.backward_bytes = (fused_read + 3.0) * g + 4.0 * w;
+      c.backward_column_bytes = 3.0 * g + 3.0 * w;
       c.backward_launches = 4;
       // The slow-accumulation GEMMs' output rescales: grad_input (M K) and grad_weight (N K).
       c.backward_bytes += 4.0 * (x + w);

@@ -82,11 +82,15 @@ struct Float8Conversion {
 // Converts the model's linears in place (matmul kernels, weights, TP all-gathers next to them).
 Float8Conversion convert_to_float8(Module& root, const Float8Options& options);
 
-// What a converted matmul's casts add to one micro-batch of `tokens` tokens.
+// What a converted matmul's casts add to one micro-batch of `tokens` tokens. The column bytes are
+// those of casts that scale along a tensor's columns (graph::Work::column_cast_bytes), counted
+// apart from the bytes.
 struct Float8Casts {
   double forward_bytes = 0;
+  double forward_column_bytes = 0;
   int forward_launches = 0;
   double backward_bytes = 0;
+  double backward_column_bytes = 0;
   int backward_launches = 0;
 };
 [[nodiscard]] Float8Casts float8_casts(const Kernel& matmul, std::int64_t tokens);

@@ -50,6 +50,7 @@ std::string chrome_trace(const graph::StepGraph& g, const graph::Timeline& t, in
       args["gemm_flops"] = op.work.gemm_flops();
       args["attention_flops"] = op.work.attention_flops(false) + op.work.attention_flops(true);
       args["memory_bytes"] = op.work.memory_bytes;
+      if (op.work.column_cast_bytes > 0) args["column_cast_bytes"] = op.work.column_cast_bytes;
     }
     for (int r : shown) {
       if (!op.runs_on_stage(g.info.stage_of(r))) continue;  // another pipeline stage's

@@ -49,7 +49,8 @@ std::vector<Kernel> compute_kernels(const graph::Work& w) {
   for (const auto& a : w.attention) {
     for (const auto& g : attention_kernels(a)) out.emplace_back(g);
   }
-  if (w.memory_bytes > 0) out.emplace_back(CopyKernel{w.memory_bytes});
+  // Column-wise casts (rowwise float8's) run as plain copies: their uncoalesced reads are not replayed.
+  if (w.memory_bytes + w.column_cast_bytes > 0) out.emplace_back(CopyKernel{w.memory_bytes + w.column_cast_bytes});
   const auto launched = static_cast<int>(out.size());
   for (int i = launched; i < w.launches; ++i) out.emplace_back(EmptyKernel{});
   return out;

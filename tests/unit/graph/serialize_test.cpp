@@ -55,3 +55,16 @@ TEST_CASE("float8 GEMMs keep their type through export and a wrong type is refus
   }
   CHECK_THROWS_AS((void)graph::from_json(j, "graph.json"), ConfigError);
 }
+
+TEST_CASE("rowwise float8's column-wise cast bytes survive export") {
+  const auto p = test::prepared("tests/data/tiny_llama.yaml", {"training.float8={recipe: rowwise}"});
+  const auto g = graph::from_json(graph::to_json(p.graph), "graph.json");
+  double exported = 0;
+  double built = 0;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    exported += g.op(static_cast<int>(i)).work.column_cast_bytes;
+    built += p.graph.op(static_cast<int>(i)).work.column_cast_bytes;
+  }
+  CHECK(built > 0);
+  CHECK(exported == built);
+}
