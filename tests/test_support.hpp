@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -23,7 +24,9 @@ inline std::filesystem::path shardsim_binary() {
 
 inline std::string read_text(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  std::ostringstream text;  // not istreambuf_iterator: GCC 12 warns of a null dereference in it
+  text << in.rdbuf();
+  return text.str();
 }
 
 // A file that lives for the duration of a test case.

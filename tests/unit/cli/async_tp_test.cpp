@@ -70,8 +70,10 @@ std::vector<int> chunks_after(const graph::StepGraph& g, const std::vector<int>&
     }
   }
   // The own shard's chunk is the one just before the first fed chunk.
-  if (!out.empty()) out.insert(out.begin(), out.front() - 1);
-  return out;
+  if (out.empty()) return out;
+  std::vector<int> with_own{out.front() - 1};
+  with_own.insert(with_own.end(), out.begin(), out.end());
+  return with_own;
 }
 
 }  // namespace
