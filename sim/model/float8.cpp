@@ -179,12 +179,14 @@ Float8Casts float8_casts(const Kernel& k, std::int64_t tokens) {
       // Row-wise cast (with a bf16 transposed copy), then the column-wise cast of that copy (read
       // 2, write 1 byte an element) for the GEMM that reduces over the rows: the input's and
       // grad_output's for grad_weight, the weight's for grad_input (4 W its transposed copy).
-      c.forward_bytes = (fused_read + 3.0) * x * share + 3.0 * w;
-      c.forward_column_bytes = 3.0 * x * share;
-      c.forward_launches = 2 * shared_launch + 1;
-      c.backward_bytes = (fused_read + 3.0) * g + 4.0 * w;
-      c.backward_column_bytes = 3.0 * g + 3.0 * w;
-      c.backward_launches = 4;
+      // torchao makes the input's for grad_weight in backward from the saved bf16 input, so a
+      // recomputed forward (full checkpointing) does not make it again: forward has the row-wise
+      // cast only, backward the input's transposed copy (2 X) and column-wise cast.
+      c.forward_bytes = (fused_read + 1.0) * x * share + 3.0 * w;
+      c.forward_launches = shared_launch + 1;
+      c.backward_bytes = (fused_read + 3.0) * g + 4.0 * w + 2.0 * x * share;
+      c.backward_column_bytes = 3.0 * g + 3.0 * w + 3.0 * x * share;
+      c.backward_launches = 4 + shared_launch;
       // The slow-accumulation GEMMs' output rescales: grad_input (M K) and grad_weight (N K).
       c.backward_bytes += 4.0 * (x + w);
       c.backward_launches += 2;
