@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "cli/pipeline.hpp"
+#include "engine/float8_microbench.hpp"
 #include "published_runs.hpp"
 
 namespace shardsim::published {
@@ -173,6 +175,19 @@ void print_qualitative_effects() {
     std::printf("  float8 rowwise, wk and wv kept in bf16 over converted, P1%s (torchtitan#1319: %+.1f%%): %+.1f%% tokens/s\n",
                 async ? " + async TP" : "", async ? 100 * (695.0 / 625 - 1) : 100 * (660.0 / 600 - 1),
                 100 * (simulate(kP1Rowwise, filtered).tokens_per_s / simulate(kP1Rowwise, converted).tokens_per_s - 1));
+  }
+  // torchao's rowwise table (pytorch/ao#2312, H100, 2025-06; tests/data): the casts and GEMMs of
+  // one float8 linear against the measured speed-ups, on the DGX H100 topology (h100_sxm_8x_ib400,
+  // through the tests' tiny Llama scenario: tests/unit/cli/float8_test.cpp checks the same figures).
+  {
+    const std::string source = SHARDSIM_SOURCE_DIR;
+    const auto topology = cli::prepare(source + "/tests/data/tiny_llama.yaml", {}).scenario.cluster.topology;
+    const auto table = engine::read_speedup_table(source + "/tests/data/torchao_rowwise_speedups.txt");
+    const engine::SpeedupFit fit = engine::fit_speedups(engine::RooflineModel(topology, true), table, model::Float8Recipe::rowwise, 4096);
+    std::printf(
+        "  float8 rowwise LayerNorm -> Linear -> Sigmoid, %d shapes with M, K, N >= 4,096 (torchao's table): speed-ups %+.1f%% "
+        "above it on average, worst %+.1f%%\n",
+        fit.cells, 100 * fit.mean, 100 * fit.worst);
   }
   // torchtitan's 2024-12 table 5: interleaved 1F1B over 1F1B on P4's 3D job (128 / 100 tokens/s).
   std::printf("  interleaved 1F1B over 1F1B, 405B FSDP 8 x TP 8 x PP 8 (torchtitan 2024-12: %+.1f%%): %+.1f%% tokens/s\n",

@@ -7,12 +7,11 @@
 
 #include <array>
 #include <cmath>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "cli/pipeline.hpp"
 #include "engine/compute_model.hpp"
+#include "engine/float8_microbench.hpp"
 #include "model/kernels.hpp"
 #include "test_support.hpp"
 
@@ -32,63 +31,6 @@ double linear_seconds(const engine::RooflineModel& m, std::int64_t tokens, std::
   op.work.memory_bytes = c.forward_bytes + c.backward_bytes;
   op.work.launches = 3 + c.forward_launches + c.backward_launches;
   return m.duration(op);
-}
-
-// torchao's float8 roofline benchmark module (benchmarks/float8/float8_roofline.py, LNLinearSigmoid),
-// compiled, forward and backward, summed kernel time: a LayerNorm without weights (forward reads
-// and writes X = M K elements, backward reads two and writes one), the linear, and a sigmoid
-// (4 G and 6 G bytes, G = M N), around the three GEMMs and, in float8, the casts, whose first read
-// fuses into the LayerNorm and the sigmoid's backward.
-double ln_linear_sigmoid_seconds(const engine::RooflineModel& m, std::int64_t tokens, std::int64_t in, std::int64_t out,
-                                 model::Float8Recipe recipe) {
-  model::Kernel k = model::matmul_kernel("linear", out, in);
-  k.float8 = recipe;
-  k.float8_fused_casts = true;
-  const graph::GemmType t = recipe == model::Float8Recipe::none ? graph::GemmType::high : graph::GemmType::fp8_rowwise;
-  graph::Op op;
-  op.work.gemms = {graph::Gemm{tokens, out, in, t}, graph::Gemm{tokens, in, out, t}, graph::Gemm{out, in, tokens, t}};
-  const model::Float8Casts c = model::float8_casts(k, tokens);
-  const double x = static_cast<double>(tokens) * static_cast<double>(in);
-  const double g = static_cast<double>(tokens) * static_cast<double>(out);
-  op.work.memory_bytes = c.forward_bytes + c.backward_bytes + 2 * 2 * (x + g) + 3 * 2 * (x + g);
-  op.work.column_cast_bytes = c.forward_column_bytes + c.backward_column_bytes;
-  op.work.launches = 3 + c.forward_launches + c.backward_launches + 4;
-  return m.duration(op);
-}
-
-struct TableFit {
-  double mean = 0;  // of model / measured - 1
-  double worst = 0;
-  int cells = 0;
-};
-
-// The model against torchao's rowwise table (tests/data/torchao_rowwise_speedups.txt) on the cells
-// whose M, K and N are all at least `least`.
-TableFit rowwise_table_fit(const engine::RooflineModel& m, std::int64_t least) {
-  std::ifstream in(test::source_dir() / "tests/data/torchao_rowwise_speedups.txt");
-  REQUIRE(in);
-  TableFit fit;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream row(line);
-    std::int64_t tokens = 0;
-    std::int64_t k = 0;
-    row >> tokens >> k;
-    for (std::int64_t n = 1024; n <= 32768; n *= 2) {
-      double measured = 0;
-      REQUIRE(static_cast<bool>(row >> measured));
-      if (tokens < least || k < least || n < least) continue;
-      const double model = ln_linear_sigmoid_seconds(m, tokens, k, n, model::Float8Recipe::none) /
-                           ln_linear_sigmoid_seconds(m, tokens, k, n, model::Float8Recipe::rowwise);
-      const double error = model / measured - 1;
-      fit.mean += error;
-      if (std::abs(error) > std::abs(fit.worst)) fit.worst = error;
-      ++fit.cells;
-    }
-  }
-  if (fit.cells > 0) fit.mean /= fit.cells;
-  return fit;
 }
 
 }  // namespace
@@ -172,7 +114,10 @@ TEST_CASE("rowwise float8 linears: speed-ups near torchao's table, given the col
   const auto overridden = cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml",
                                        std::vector<std::string>{"cluster.overrides.gpu.efficiency.memory_column_cast=0.5"});
   CHECK(overridden.scenario.cluster.topology.gpu.efficiency.memory_column_cast == 0.5);
-  const TableFit fit = rowwise_table_fit(engine::RooflineModel(topo, true), 4096);
+
+  const auto table = engine::read_speedup_table(test::source_dir() / "tests/data/torchao_rowwise_speedups.txt");
+  REQUIRE(table.size() == 216);
+  const engine::SpeedupFit fit = engine::fit_speedups(engine::RooflineModel(topo, true), table, model::Float8Recipe::rowwise, 4096);
   CAPTURE(fit.mean);
   CAPTURE(fit.worst);
   CHECK(fit.cells == 64);
@@ -181,9 +126,17 @@ TEST_CASE("rowwise float8 linears: speed-ups near torchao's table, given the col
   CHECK(std::abs(fit.worst) < 0.20);
   // The same casts at the rate of other memory-bound kernels: +22.7 % on average.
   topo.gpu.efficiency.memory_column_cast = topo.gpu.efficiency.memory;
-  const TableFit coalesced = rowwise_table_fit(engine::RooflineModel(topo, true), 4096);
+  const engine::SpeedupFit coalesced = engine::fit_speedups(engine::RooflineModel(topo, true), table, model::Float8Recipe::rowwise, 4096);
   CAPTURE(coalesced.mean);
   CHECK(coalesced.mean > 0.15);
+}
+
+TEST_CASE("a speed-up table that is not M, K and a speed-up per N is refused with its line") {
+  const test::TempFile ragged("ragged.txt", "# comment\n1024 1024 0.5 0.6\n2048 1024 0.7\n");
+  CHECK_THROWS_WITH_AS((void)engine::read_speedup_table(ragged.path()), doctest::Contains("ragged.txt:3"), std::runtime_error);
+  const test::TempFile text("text.txt", "1024 x 0.5\n");
+  CHECK_THROWS_WITH_AS((void)engine::read_speedup_table(text.path()), doctest::Contains("text.txt:1"), std::runtime_error);
+  CHECK_THROWS_AS((void)engine::read_speedup_table("/nonexistent/table.txt"), std::runtime_error);
 }
 
 // What a run reports (run in a child: SimGrid initialises once per process).
