@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <string>
@@ -129,6 +130,36 @@ TEST_CASE("rowwise float8 linears: speed-ups near torchao's table, given the col
   const engine::SpeedupFit coalesced = engine::fit_speedups(engine::RooflineModel(topo, true), table, model::Float8Recipe::rowwise, 4096);
   CAPTURE(coalesced.mean);
   CHECK(coalesced.mean > 0.15);
+}
+
+TEST_CASE("rowwise float8 gains where torchao's auto filter says it does, and loses where it says it does not") {
+  // torchao drew _auto_filter_for_recipe's rowwise thresholds (N <= 2,048, K <= 1,024, or N <= 4,096
+  // and K <= 2,048: too small to gain) from its rowwise table; the model, priced on that table's
+  // module at M = 16,384, puts its break-even at the same place: the filtered shapes at most 1.022,
+  // the others at least 1.011 (with the column-wise casts at the ordinary rate, filtered ones up to
+  // 1.28).
+  const auto p = cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", std::vector<std::string>{});
+  const engine::RooflineModel m(p.scenario.cluster.topology, true);
+  double filtered_most = 0;
+  double kept_least = 1e9;
+  int filtered = 0;
+  for (std::int64_t k = 1024; k <= 32768; k *= 2) {
+    for (std::int64_t n = 1024; n <= 32768; n *= 2) {
+      const double speedup = engine::ln_linear_sigmoid_seconds(m, 16'384, k, n, model::Float8Recipe::none) /
+                             engine::ln_linear_sigmoid_seconds(m, 16'384, k, n, model::Float8Recipe::rowwise);
+      if (model::too_small_to_gain(model::Float8Recipe::rowwise, n, k)) {
+        filtered_most = std::max(filtered_most, speedup);
+        ++filtered;
+      } else {
+        kept_least = std::min(kept_least, speedup);
+      }
+    }
+  }
+  CAPTURE(filtered_most);
+  CAPTURE(kept_least);
+  CHECK(filtered == 17);  // of 36: K = 1,024 (6), N <= 2,048 (10 more), N = 4,096 at K = 2,048
+  CHECK(filtered_most < 1.05);
+  CHECK(kept_least > 1.0);
 }
 
 TEST_CASE("a speed-up table that is not M, K and a speed-up per N is refused with its line") {
