@@ -8,28 +8,30 @@
 #include <stdexcept>
 #include <string>
 
+#include "graph/work.hpp"
 #include "model/kernels.hpp"
 
 namespace shardsim::engine {
 
-double ln_linear_sigmoid_seconds(const RooflineModel& m, std::int64_t tokens, std::int64_t in, std::int64_t out,
-                                 model::Float8Recipe recipe) {
+graph::Work float8_linear_work(std::int64_t tokens, std::int64_t in, std::int64_t out, model::Float8Recipe recipe, bool fused_casts) {
   model::Kernel k = model::matmul_kernel("linear", out, in);
   k.float8 = recipe;
-  k.float8_fused_casts = true;
-  graph::GemmType type = graph::GemmType::high;
-  if (recipe == model::Float8Recipe::tensorwise) type = graph::GemmType::fp8;
-  if (recipe == model::Float8Recipe::rowwise) type = graph::GemmType::fp8_rowwise;
-  if (recipe == model::Float8Recipe::rowwise_with_gw_hp || recipe == model::Float8Recipe::mxfp8)
-    throw std::invalid_argument("ln_linear_sigmoid_seconds: tensorwise, rowwise or none");
+  k.float8_fused_casts = fused_casts;
+  const graph::Batch batch{1, tokens};
+  graph::Work w;
+  graph::add_forward_work(w, k, batch);
+  graph::add_backward_work(w, k, batch);
+  return w;
+}
+
+double ln_linear_sigmoid_seconds(const RooflineModel& m, std::int64_t tokens, std::int64_t in, std::int64_t out,
+                                 model::Float8Recipe recipe) {
   graph::Op op;
-  op.work.gemms = {graph::Gemm{tokens, out, in, type}, graph::Gemm{tokens, in, out, type}, graph::Gemm{out, in, tokens, type}};
-  const model::Float8Casts c = model::float8_casts(k, tokens);
+  op.work = float8_linear_work(tokens, in, out, recipe, true);
   const double x = static_cast<double>(tokens) * static_cast<double>(in);
   const double g = static_cast<double>(tokens) * static_cast<double>(out);
-  op.work.memory_bytes = c.forward_bytes + c.backward_bytes + (2 + 2) * (x + g) + 3 * 2 * (x + g);
-  op.work.column_cast_bytes = c.forward_column_bytes + c.backward_column_bytes;
-  op.work.launches = 3 + c.forward_launches + c.backward_launches + 4;
+  op.work.memory_bytes += (2 + 2) * (x + g) + 3 * 2 * (x + g);
+  op.work.launches += 4;
   return m.duration(op);
 }
 

@@ -11,6 +11,12 @@
 
 namespace shardsim::engine {
 
+// One linear's forward and backward work, as the step graph prices a matmul kernel
+// (graph::add_forward_work / add_backward_work): its three GEMMs and, in float8, its casts
+// (`fused_casts`: their first read fused into the producer's kernel, as compiled).
+[[nodiscard]] graph::Work float8_linear_work(std::int64_t tokens, std::int64_t in, std::int64_t out, model::Float8Recipe recipe,
+                                             bool fused_casts);
+
 // Seconds of a compiled LayerNorm (no weights) -> Linear -> Sigmoid, forward and backward, summed
 // kernel time, on `tokens` rows of `in` features into `out`: the three GEMMs and, in float8, the
 // recipe's casts (the first read fused into the LayerNorm and the sigmoid's backward); the

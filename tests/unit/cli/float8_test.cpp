@@ -13,24 +13,17 @@
 #include "cli/pipeline.hpp"
 #include "engine/compute_model.hpp"
 #include "engine/float8_microbench.hpp"
-#include "model/kernels.hpp"
 #include "test_support.hpp"
 
 using namespace shardsim;
 
 namespace {
 
-// One linear's forward and backward (three GEMMs and, in float8, its casts) priced alone.
+// One linear's forward and backward (three GEMMs and, in float8, its casts) priced alone; a
+// microbenchmark's input comes from no producer to fuse with.
 double linear_seconds(const engine::RooflineModel& m, std::int64_t tokens, std::int64_t in, std::int64_t out, model::Float8Recipe recipe) {
-  model::Kernel k = model::matmul_kernel("linear", out, in);
-  k.float8 = recipe;
-  k.float8_fused_casts = false;  // a microbenchmark's input comes from no producer to fuse with
-  const graph::GemmType t = recipe == model::Float8Recipe::none ? graph::GemmType::high : graph::GemmType::fp8;
   graph::Op op;
-  op.work.gemms = {graph::Gemm{tokens, out, in, t}, graph::Gemm{tokens, in, out, t}, graph::Gemm{out, in, tokens, t}};
-  const model::Float8Casts c = model::float8_casts(k, tokens);
-  op.work.memory_bytes = c.forward_bytes + c.backward_bytes;
-  op.work.launches = 3 + c.forward_launches + c.backward_launches;
+  op.work = engine::float8_linear_work(tokens, in, out, recipe, false);
   return m.duration(op);
 }
 
