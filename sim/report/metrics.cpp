@@ -271,7 +271,7 @@ Summary summarize(const SummaryInput& in) {
   }
   s.reported_step = g.info.steps - 1;
   s.gpu_memory = in.scenario.cluster.topology.gpu.memory.value();
-  s.outside = outside_allocator(g.info, in.scenario.cluster.topology);
+  s.outside = graph::outside_allocator(g.info, in.scenario.cluster.topology);
   if (const auto& cal = in.scenario.calibration) {
     s.calibration = cal->file.string();
     s.calibration_name = cal->name;

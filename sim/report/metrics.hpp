@@ -10,11 +10,11 @@
 
 #include "config/scenario.hpp"
 #include "core/deadline.hpp"
+#include "graph/outside_allocator.hpp"
 #include "graph/step_graph.hpp"
 #include "graph/timeline.hpp"
 #include "model/transformer.hpp"
 #include "report/cpu_issue.hpp"
-#include "report/outside_allocator.hpp"
 
 namespace shardsim::report {
 
@@ -133,7 +133,7 @@ struct Summary {
   std::string range_basis;
   int exposed_rank = 0;
   double gpu_memory = 0;
-  OutsideAllocator outside;                  // the CUDA context and NCCL's buffers
+  graph::OutsideAllocator outside;           // the CUDA context and NCCL's buffers
   MemoryTimeline memory;                     // of the rank with the highest peak reserved memory
   bool oom = false;                          // some rank's allocation failed even after releasing the cache
   int alloc_retries = 0;                     // the most allocator retries on one rank (each slows the run)

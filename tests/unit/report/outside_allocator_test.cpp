@@ -1,4 +1,4 @@
-#include "report/outside_allocator.hpp"
+#include "graph/outside_allocator.hpp"
 
 #include <doctest/doctest.h>
 
@@ -20,14 +20,14 @@ config::TopologyConfig topology(double context_bytes, int channels) {
 
 TEST_CASE("an NCCL connection keeps one buffer per protocol at NCCL's default sizes") {
   // LL: 8 lines x 512 threads x 8 steps x 16 B; LL128: 120 x 640 x 8 x 8 B; Simple: 1 << 22.
-  CHECK(report::kNcclConnectionBytes == 8.0 * 512 * 8 * 16 + 120.0 * 640 * 8 * 8 + 4194304.0);
-  CHECK(report::kNcclConnectionBytes == 9633792.0);
+  CHECK(graph::kNcclConnectionBytes == 8.0 * 512 * 8 * 16 + 120.0 * 640 * 8 * 8 + 4194304.0);
+  CHECK(graph::kNcclConnectionBytes == 9633792.0);
 }
 
 TEST_CASE("one communicator per parallel group of more than one rank, one connection per peer and channel") {
   graph::GraphInfo info;
   SUBCASE("a single GPU has the CUDA context and no NCCL") {
-    const auto o = report::outside_allocator(info, topology(400e6, 16));
+    const auto o = graph::outside_allocator(info, topology(400e6, 16));
     CHECK(o.communicators == 0);
     CHECK(o.nccl == 0);
     CHECK(o.total() == 400e6);
@@ -36,7 +36,7 @@ TEST_CASE("one communicator per parallel group of more than one rank, one connec
     info.world_size = 8;
     info.shard_group = 8;
     info.reshard_group = 8;
-    const auto o = report::outside_allocator(info, topology(400e6, 16));
+    const auto o = graph::outside_allocator(info, topology(400e6, 16));
     CHECK(o.communicators == 1);
     CHECK(o.nccl == doctest::Approx(154140672.0));  // 16 x 9,633,792
   }
@@ -45,19 +45,19 @@ TEST_CASE("one communicator per parallel group of more than one rank, one connec
     info.tp_group = 8;
     info.shard_group = 4;
     info.reshard_group = 2;
-    const auto o = report::outside_allocator(info, topology(0, 32));
+    const auto o = graph::outside_allocator(info, topology(0, 32));
     CHECK(o.communicators == 3);
     CHECK(o.nccl == doctest::Approx(3 * 32 * 9633792.0));
   }
   SUBCASE("pipeline stages receive from the stage before and the one after") {
     info.world_size = 4;
     info.pp_group = 4;
-    const auto o = report::outside_allocator(info, topology(0, 8));
+    const auto o = graph::outside_allocator(info, topology(0, 8));
     CHECK(o.communicators == 1);
     CHECK(o.nccl == doctest::Approx(2 * 8 * 9633792.0));
     info.pp_group = 2;
     info.world_size = 2;
-    CHECK(report::outside_allocator(info, topology(0, 8)).nccl == doctest::Approx(8 * 9633792.0));
+    CHECK(graph::outside_allocator(info, topology(0, 8)).nccl == doctest::Approx(8 * 9633792.0));
   }
 }
 

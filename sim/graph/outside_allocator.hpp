@@ -6,7 +6,7 @@
 #include "config/topology.hpp"
 #include "graph/step_graph.hpp"
 
-namespace shardsim::report {
+namespace shardsim::graph {
 
 // One NCCL connection's buffers, one per protocol at NCCL's default sizes (src/init.cc
 // computeBuffSizes; src/include/device.h): LL 8 lines x 512 threads x 8 steps x 16 B = 524,288 B,
@@ -25,6 +25,6 @@ struct OutsideAllocator {
 // group of more than one rank: tensor, context, shard, replicate, FSDP2's reshard group, pipeline)
 // the channels' connection buffers, one connection per peer and channel (a ring's rank receives
 // from one peer, a pipeline stage from the stages before and after it).
-[[nodiscard]] OutsideAllocator outside_allocator(const graph::GraphInfo& info, const config::TopologyConfig& topology);
+[[nodiscard]] OutsideAllocator outside_allocator(const GraphInfo& info, const config::TopologyConfig& topology);
 
-}  // namespace shardsim::report
+}  // namespace shardsim::graph

@@ -1,8 +1,8 @@
-#include "report/outside_allocator.hpp"
+#include "graph/outside_allocator.hpp"
 
-namespace shardsim::report {
+namespace shardsim::graph {
 
-OutsideAllocator outside_allocator(const graph::GraphInfo& info, const config::TopologyConfig& topology) {
+OutsideAllocator outside_allocator(const GraphInfo& info, const config::TopologyConfig& topology) {
   OutsideAllocator o;
   o.context = topology.gpu.context_memory.value();
   if (info.world_size <= 1) return o;
@@ -26,4 +26,4 @@ OutsideAllocator outside_allocator(const graph::GraphInfo& info, const config::T
   return o;
 }
 
-}  // namespace shardsim::report
+}  // namespace shardsim::graph
