@@ -8,6 +8,10 @@
 //   stays under max_live_parameters;
 // - after its forward a module is released unless it is used again (in backward) within
 //   max_reuse_distance parameters; after its backward it is released;
+// - the CPU runs ahead of the GPU only as far as its memory allows: a module is released on the
+//   CPU, but its gathered block returns to the allocator once the compute that reads it has run,
+//   so a fetch that does not fit waits for those frees, as the caching allocator's retry does
+//   (graph/cpu_memory_view.hpp);
 // - gradients are copied into a bucket that is reduce-scattered when it would exceed
 //   reduce_bucket_size, on its own stream when overlap_comm, with at most two reductions pending;
 // - each rank keeps a 16-bit partition besides fp32 master weights, fp32 gradient partitions and
@@ -26,9 +30,12 @@
 #include <fmt/format.h>
 
 #include <deque>
+#include <optional>
 
 #include "fsdp/model_state.hpp"
+#include "graph/cpu_memory_view.hpp"
 #include "graph/issuer.hpp"
+#include "graph/outside_allocator.hpp"
 #include "graph/work.hpp"
 
 namespace shardsim::graph {
@@ -59,6 +66,12 @@ class Zero3Builder {
 
   StepGraph build() {
     fill_info();
+    double initial = 0;
+    for (const MemEffect& e : g_.info.initial_memory) {
+      if (e.pool != Pool::host) initial += e.bytes;
+    }
+    const auto& topology = cfg_.cluster.topology;
+    memory_.emplace(topology.gpu.memory.value() - outside_allocator(g_.info, topology).total(), initial);
     io_.set_limit(cfg_.simulation.max_ops.value, [this] { throw_too_many_ops(cfg_, plan_.units.size(), steps_); });
     for (int step = 0; step < steps_; ++step) {
       for (int micro = 0; micro < cfg_.training.grad_accum; ++micro) {
@@ -79,11 +92,22 @@ class Zero3Builder {
   [[nodiscard]] double gathered_bytes(int u) const { return static_cast<double>(gathered_numel(u)) * plan_.param_bytes; }
   [[nodiscard]] bool trace_complete() const { return io_.step() > 0; }
 
+  // Every op goes through here, so that the CPU's view of device memory follows what it issues.
+  int issue(Op op) {
+    const int id = io_.issue(std::move(op));
+    memory_->issued(g_.op(id));
+    return id;
+  }
+
   void fetch(int u, int trigger) {
     if (gathered_numel(u) <= 0 || available_[static_cast<std::size_t>(u)] >= 0) return;
     if (fetches_.size() >= kMaxOutstanding) {
       io_.cpu_wait(fetches_.front(), fmt::format("fetch wait ({})", g_.op(fetches_.front()).name));
       fetches_.pop_front();
+    }
+    const bool staged = offloads(z_.offload_param.value);  // the partition comes through the GPU first
+    for (const int op : memory_->make_room(gathered_bytes(u) + (staged ? partition_bytes(u) : 0.0))) {
+      io_.cpu_wait(op, fmt::format("allocator retry (AG {})", unit(u).name));
     }
     const int partition = bring_partition(u);
     Op ag = make_op(OpKind::all_gather, Stream::all_gather, "AG " + unit(u).name, u);
@@ -91,7 +115,7 @@ class Zero3Builder {
     ag.bytes = gathered_bytes(u);
     ag.memory.push_back({MemCategory::unsharded_params, gathered_bytes(u), false, Pool::all_gather});
     if (partition >= 0) ag.memory.push_back({MemCategory::sharded_params, -partition_bytes(u), true, Pool::all_gather});
-    const int id = io_.issue(std::move(ag));
+    const int id = issue(std::move(ag));
     g_.add_edge(partition, id, EdgeKind::data);
     if (trigger >= 0) g_.add_edge(trigger, id, EdgeKind::prefetch);
     available_[static_cast<std::size_t>(u)] = id;
@@ -111,12 +135,12 @@ class Zero3Builder {
     if (z_.offload_param.value == config::OffloadDevice::nvme) {
       Op r = make_op(OpKind::host_copy, Stream::nvme, "NVMe read " + unit(u).name, u);
       r.work.nvme_read_bytes = partition_bytes(u);
-      read = io_.issue(std::move(r));
+      read = issue(std::move(r));
     }
     Op h2d = make_op(OpKind::host_copy, Stream::h2d, "H2D " + unit(u).name, u);
     h2d.work.pcie_bytes = partition_bytes(u);
     h2d.memory.push_back({MemCategory::sharded_params, partition_bytes(u), false, Pool::all_gather});
-    const int id = io_.issue(std::move(h2d));
+    const int id = issue(std::move(h2d));
     g_.add_edge(read, id, EdgeKind::data);
     return id;
   }
@@ -144,6 +168,7 @@ class Zero3Builder {
     const int avail = available_[static_cast<std::size_t>(u)];
     if (avail < 0) return;
     g_.op(after).memory.push_back({MemCategory::unsharded_params, -gathered_bytes(u), true, Pool::all_gather});
+    memory_->free_after(g_.op(after), gathered_bytes(u));
     available_[static_cast<std::size_t>(u)] = -1;
     live_numel_ -= gathered_numel(u);
   }
@@ -160,7 +185,7 @@ class Zero3Builder {
 
   int compute(Op op, int u) {
     const int avail = available_[static_cast<std::size_t>(u)];
-    const int id = io_.issue(std::move(op));
+    const int id = issue(std::move(op));
     g_.add_edge(avail, id, EdgeKind::data);
     return id;
   }
@@ -243,7 +268,7 @@ class Zero3Builder {
       const bool to_cpu = offloads(z_.offload_optimizer.value);
       if (io_.micro() == 0 || to_cpu) rs.memory.push_back({MemCategory::grad_shards, shard, false, Pool::reduce_scatter});
       if (io_.micro() == 0 && !to_cpu) shard_frees_.push_back({MemCategory::grad_shards, -shard, true, Pool::reduce_scatter});
-      const int id = io_.issue(std::move(rs));
+      const int id = issue(std::move(rs));
       g_.add_edge(producer, id, EdgeKind::data);
       reductions_.push_back(id);
       if (to_cpu) {
@@ -251,7 +276,7 @@ class Zero3Builder {
         Op d2h = make_op(OpKind::host_copy, Stream::d2h, fmt::format("D2H bucket ({:.0f}M params)", bucket_numel_ / 1e6), -1);
         d2h.work.pcie_bytes = bucket_numel_ / plan_.shard_group * plan_.reduce_bytes;
         d2h.memory.push_back({MemCategory::grad_shards, -shard, true, Pool::reduce_scatter});
-        g_.add_edge(id, io_.issue(std::move(d2h)), EdgeKind::data);
+        g_.add_edge(id, issue(std::move(d2h)), EdgeKind::data);
       }
     }
     bucket_numel_ = numel;
@@ -280,7 +305,7 @@ class Zero3Builder {
       op.work = memory_work(bytes, 8 * static_cast<int>(plan_.units.size()));
       op.memory = shard_frees_;
       shard_frees_.clear();
-      const int id = io_.issue(std::move(op));
+      const int id = issue(std::move(op));
       g_.add_edge(io_.last(Stream::reduce_scatter), id, EdgeKind::data);
       last_optimizer_ = id;
     }
@@ -302,7 +327,7 @@ class Zero3Builder {
     const auto read = [&](std::int64_t i) {
       Op r = make_op(OpKind::host_copy, Stream::nvme, fmt::format("NVMe read optimizer state {}/{}", i + 1, groups), -1);
       r.work.nvme_read_bytes = group_numel(i) * state_bytes_per_param();
-      return io_.issue(std::move(r));
+      return issue(std::move(r));
     };
     int next_read = nvme ? read(0) : -1;
     int last = -1;
@@ -313,14 +338,14 @@ class Zero3Builder {
       // DeepSpeedCPUAdam's fused step: state read and written, the fp32 gradient read, the 16-bit
       // parameter written (Adam: 2 x 12 + 4 + 2 = 30 bytes per parameter).
       op.work.host_bytes = group_numel(i) * (2 * state_bytes_per_param() + plan_.master_bytes + plan_.param_bytes);
-      last = io_.issue(std::move(op));
+      last = issue(std::move(op));
       g_.add_edge(gradients_in, last, EdgeKind::data);
       g_.add_edge(io_.last(Stream::reduce_scatter), last, EdgeKind::data);
       g_.add_edge(this_read, last, EdgeKind::data);
       if (nvme) {
         Op w = make_op(OpKind::host_copy, Stream::nvme, fmt::format("NVMe write optimizer state {}/{}", i + 1, groups), -1);
         w.work.nvme_write_bytes = group_numel(i) * state_bytes_per_param();
-        g_.add_edge(last, io_.issue(std::move(w)), EdgeKind::data);
+        g_.add_edge(last, issue(std::move(w)), EdgeKind::data);
       }
     }
     const double partition = static_cast<double>(shard) * plan_.param_bytes;
@@ -328,11 +353,11 @@ class Zero3Builder {
     if (z_.offload_param.value == config::OffloadDevice::none) {
       Op h2d = make_op(OpKind::host_copy, Stream::h2d, fmt::format("H2D updated parameters {}", step), -1);
       h2d.work.pcie_bytes = partition;
-      updated = io_.issue(std::move(h2d));
+      updated = issue(std::move(h2d));
     } else if (z_.offload_param.value == config::OffloadDevice::nvme) {
       Op w = make_op(OpKind::host_copy, Stream::nvme, fmt::format("NVMe write parameters {}", step), -1);
       w.work.nvme_write_bytes = partition;
-      updated = io_.issue(std::move(w));
+      updated = issue(std::move(w));
     }
     g_.add_edge(last, updated, EdgeKind::data);
     last_optimizer_ = updated;
@@ -412,6 +437,7 @@ class Zero3Builder {
   std::vector<int> position_;  // unit -> index in order_
   std::vector<int> available_;
   std::int64_t live_numel_ = 0;
+  std::optional<CpuMemoryView> memory_;  // from build(), once the initial memory is known
   std::deque<int> fetches_;
   std::deque<int> reductions_;
   double bucket_numel_ = 0;
