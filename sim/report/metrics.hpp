@@ -118,6 +118,7 @@ struct Summary {
   double pcie_s = 0;
   double cpu_s = 0;
   double nvme_s = 0;
+  double offload_exposed_s = 0;  // of those, while the GPU neither computes nor communicates
   // The exposed-communication rank's compute stream idle for the CPU to issue kernels
   // (host.kernel_dispatch; 0 when that is 0): before an op's first, and within an op before its last.
   double waiting_for_cpu_s = 0;

@@ -131,6 +131,8 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
   if (scenario.parallelism.cp > 1) row("  of which context parallel", fmt::format("{:.4f} s", s.cp_comm_s));
   if (s.pcie_s > 0 || s.cpu_s > 0 || s.nvme_s > 0) {
     row("offload: PCIe / CPU / NVMe busy", fmt::format("{:.4f} s / {:.4f} s / {:.4f} s", s.pcie_s, s.cpu_s, s.nvme_s));
+    row("  exposed", fmt::format("{:.4f} s  ({:.1f} % of the step: the GPU idle, waiting for the host)", s.offload_exposed_s,
+                                 s.step_time > 0 ? 100 * s.offload_exposed_s / s.step_time : 0.0));
   }
   row("exposed communication", fmt::format("{:.4f} s  ({:.1f} % of the step, rank {})", s.exposed_comm_s,
                                            s.step_time > 0 ? 100 * s.exposed_comm_s / s.step_time : 0.0, s.exposed_rank));
@@ -284,6 +286,7 @@ nlohmann::json summary_json(const Summary& s) {
       {"host_memory_per_node_bytes", s.memory.peak_host * s.gpus_per_node},
       {"nvme_bytes_per_node", s.nvme_bytes_per_node},
       {"offload_busy_s", {{"pcie", s.pcie_s}, {"cpu", s.cpu_s}, {"nvme", s.nvme_s}}},
+      {"offload_exposed_s", s.offload_exposed_s},
       {"waiting_for_cpu_s", s.waiting_for_cpu_s},
       {"peak_memory_rank", s.memory.rank},
       {"peak_memory_op", s.memory.peak_op},

@@ -48,13 +48,17 @@ struct Run {
   double gpu_peak = 0;
   double host_peak = 0;
   double nvme_per_node = 0;
+  double compute = 0;
+  double exposed_comm = 0;
+  double offload_exposed = 0;
 };
 
 Run run(const std::vector<std::string>& sets) {
   return test::in_child([sets] {
     const auto p = cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", sets);
     const auto s = cli::simulate(p).summary;
-    return Run{s.step_time, s.nvme_s, s.memory.peak, s.memory.peak_host, s.nvme_bytes_per_node};
+    return Run{s.step_time,           s.nvme_s,    s.memory.peak,    s.memory.peak_host,
+               s.nvme_bytes_per_node, s.compute_s, s.exposed_comm_s, s.offload_exposed_s};
   });
 }
 
@@ -113,6 +117,9 @@ TEST_CASE("a step bound by the NVMe drives takes the bytes over each GPU's share
   CHECK(r.step == doctest::Approx(drives).epsilon(0.02));
   CHECK(r.nvme_s == doctest::Approx(drives).epsilon(0.02));
   CHECK(r.nvme_per_node == doctest::Approx(8 * 12 * kShard));
+  // The rest of the step the GPU waits for the host: what neither compute nor a collective covers.
+  CHECK(r.offload_exposed > 0.9 * drives);
+  CHECK(r.offload_exposed == doctest::Approx(r.step - r.compute - r.exposed_comm).epsilon(0.01));
 }
 
 TEST_CASE("offloading moves the optimizer state and the partition from GPU to host memory") {
