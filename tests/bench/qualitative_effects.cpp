@@ -236,6 +236,12 @@ void print_qualitative_effects() {
       "  rate limiter on vs off, same, largest micro-batch that fits 96 GiB (D6: batch 20 -> 50 on T5-11B): %d vs %d, "
       "%+.1f%% throughput\n",
       batch_on, batch_off, 100 * (on.tokens_per_s / off.tokens_per_s - 1));
+  // ZeRO-Infinity's throughput at scale: "over 25 petaflops on 512 NVIDIA V100 GPUs" (Rajbhandari
+  // et al., SC'21, abstract), a 1T-parameter GPT among its runs; docs/fsdp.md has the breakdown.
+  const Figures infinity = simulate("scenarios/zero-infinity_gpt-1t_512xv100.yaml", {});
+  std::printf(
+      "  ZeRO-Infinity, GPT 1T on 512 V100, state and parameters on NVMe (paper: over 25 PFLOPS): %.1f PFLOPS, peak %.1f GiB reserved\n",
+      infinity.tflops * 512 / 1000, infinity.reserved_gib);
 }
 
 }  // namespace shardsim::published
