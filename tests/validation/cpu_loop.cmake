@@ -20,7 +20,7 @@ run_checked(o ${SHARDSIM} run ${scenario} ${gpus} --out ${OUT}/simulated)
 run_checked(o ${REPLAY} --graph ${OUT}/graph.json --backend cpu --out ${OUT}/measured ${scale})
 message(STATUS "${o}")
 run_checked(o ${BENCH} --backend cpu --nprocs ${RANKS} --graph ${OUT}/graph.json ${scale} --out ${OUT}/bench.json
-            --min-bytes 64KiB --max-bytes 16MiB --min-copy 16MiB --max-copy 1GiB --warmup 1 --iters 3)
+            --min-bytes 64KiB --max-bytes 64MiB --min-copy 16MiB --max-copy 1GiB --warmup 1 --iters 5)
 run_checked(o ${SHARDSIM} calibrate ${OUT}/bench.json --out ${OUT}/cpu.yaml)
 message(STATUS "${o}")
 run_checked(o ${SHARDSIM} run ${scenario} ${gpus} --set calibration=${OUT}/cpu.yaml --out ${OUT}/calibrated)
