@@ -396,11 +396,11 @@ Summary summarize(const SummaryInput& in) {
       s.nvme_s = union_length(offload[2]);
       // The GPU neither computing nor communicating while some offload stream works: the step
       // waits for the host (a partition on its way from NVMe, the CPU's optimizer step).
-      std::vector<std::pair<double, double>> gpu = compute;
-      gpu.insert(gpu.end(), comm.begin(), comm.end());
+      std::vector<std::pair<double, double>> busy = compute;
+      busy.insert(busy.end(), comm.begin(), comm.end());
       std::vector<std::pair<double, double>> host;
       for (const auto& kind : offload) host.insert(host.end(), kind.begin(), kind.end());
-      s.offload_exposed_s = exposed_length(host, gpu);
+      s.offload_exposed_s = exposed_length(host, busy);
     }
   }
 
