@@ -15,27 +15,34 @@ constexpr double kNumelMax = static_cast<double>(std::int64_t{1} << 50);
 
 constexpr std::array kFsdpParams{
     ParamSpec{"version", "integer", "2", "1 = FullyShardedDataParallel, 2 = fully_shard", Range{1, 2}},
-    ParamSpec{"sharding", "", "full_shard",
+    ParamSpec{"sharding",
+              "",
+              "full_shard",
               "sharding strategy; zero3 = DeepSpeed ZeRO stage 3 (settings under fsdp.zero3); shard_optimizer = ZeRO-1 / "
               "Megatron's distributed optimizer (DDP with the optimizer state sharded)",
               {},
               kShardingNames},
     ParamSpec{"wrap", "mapping {policy: ...}", "{policy: module}", "how the model is cut into units (shardsim describe wrap)"},
     ParamSpec{"backward_prefetch", "", "pre", "FSDP1: when the next unit's all-gather is issued in backward", {}, kPrefetchNames},
-    ParamSpec{"backward_prefetch_depth", "integer", "1",
-              "FSDP2: units prefetched ahead in backward (set_modules_to_backward_prefetch)", Range{1, 1024}},
+    ParamSpec{"backward_prefetch_depth", "integer", "1", "FSDP2: units prefetched ahead in backward (set_modules_to_backward_prefetch)",
+              Range{1, 1024}},
     ParamSpec{"forward_prefetch", "bool or integer >= 0", "false",
               "prefetch the next unit(s) before this unit's forward (FSDP1: next one, from the second step; FSDP2: N units)"},
     ParamSpec{"limit_all_gathers", "bool", "true", "FSDP1 rate limiter: the CPU waits before issuing more all-gathers"},
-    ParamSpec{"max_inflight_all_gathers", "integer", "2",
-              "FSDP1 limiter depth (_max_num_inflight_all_gathers, \"empirically chosen\" 2)", Range{1, 1024}},
+    ParamSpec{"max_inflight_all_gathers", "integer", "2", "FSDP1 limiter depth (_max_num_inflight_all_gathers, \"empirically chosen\" 2)",
+              Range{1, 1024}},
     ParamSpec{"reshard_after_forward", "bool or integer > 1", "-",
               "free parameters after forward (default: by sharding); FSDP2 integer d keeps a 1/d shard for backward"},
     ParamSpec{"keep_last_unit_unsharded", "bool", "false",
               "do not reshard the last unit after forward (torchtitan: backward needs it first)"},
-    ParamSpec{"backward_hook_order", "", "post_first",
-              "FSDP1: whether unit k's post-backward fires before unit k-1's pre-backward (autograd order; unsure)", {}, kHookOrderNames},
-    ParamSpec{"bucket_size", "size", "25MB", "no_shard, shard_optimizer: DDP gradient bucket (bucket_cap_mb)", Range{1, 1e15, Dimension::bytes}},
+    ParamSpec{"backward_hook_order",
+              "",
+              "post_first",
+              "FSDP1: whether unit k's post-backward fires before unit k-1's pre-backward (autograd order; unsure)",
+              {},
+              kHookOrderNames},
+    ParamSpec{"bucket_size", "size", "25MB", "no_shard, shard_optimizer: DDP gradient bucket (bucket_cap_mb)",
+              Range{1, 1e15, Dimension::bytes}},
     ParamSpec{"mixed_precision", "mapping {param, reduce} or none", "none", "dtypes of all-gathered parameters and of gradient reduction"},
     ParamSpec{"cpu_offload", "bool", "false", "keep parameter shards, gradients and optimizer on the CPU"},
     ParamSpec{"zero3", "mapping", "{}", "DeepSpeed ZeRO-3 settings (sharding: zero3)"},
@@ -47,21 +54,36 @@ constexpr std::array kMixedPrecisionParams{
 constexpr std::array<std::string_view, 3> kOffloadNames{"none", "cpu", "nvme"};
 // DeepSpeed defaults (deepspeed/runtime/zero/config.py, shared/reference/fsdp-semantics.md section 8).
 constexpr std::array kZero3Params{
-    ParamSpec{"prefetch_bucket_size", "integer", "50000000", "stage3_prefetch_bucket_size: parameters prefetched ahead (numel)", Range{0, kNumelMax}},
-    ParamSpec{"max_live_parameters", "integer", "1000000000", "stage3_max_live_parameters: gathered parameters kept at once (numel)", Range{1, kNumelMax}},
-    ParamSpec{"max_reuse_distance", "integer", "1000000000", "stage3_max_reuse_distance: keep a parameter if reused within (numel)", Range{0, kNumelMax}},
+    ParamSpec{"prefetch_bucket_size", "integer", "50000000", "stage3_prefetch_bucket_size: parameters prefetched ahead (numel)",
+              Range{0, kNumelMax}},
+    ParamSpec{"max_live_parameters", "integer", "1000000000", "stage3_max_live_parameters: gathered parameters kept at once (numel)",
+              Range{1, kNumelMax}},
+    ParamSpec{"max_reuse_distance", "integer", "1000000000", "stage3_max_reuse_distance: keep a parameter if reused within (numel)",
+              Range{0, kNumelMax}},
     ParamSpec{"param_persistence_threshold", "integer", "100000",
               "stage3_param_persistence_threshold: smaller parameters are never partitioned", Range{0, kNumelMax}},
-    ParamSpec{"reduce_bucket_size", "integer", "500000000", "reduce_bucket_size: gradients reduce-scattered per bucket (numel)", Range{1, kNumelMax}},
+    ParamSpec{"reduce_bucket_size", "integer", "500000000", "reduce_bucket_size: gradients reduce-scattered per bucket (numel)",
+              Range{1, kNumelMax}},
     ParamSpec{"overlap_comm", "bool", "true", "reduce on a separate stream, overlapping backward"},
-    ParamSpec{"offload_optimizer", "none | cpu | nvme", "none",
+    ParamSpec{"offload_optimizer",
+              "none | cpu | nvme",
+              "none",
               "ZeRO-Offload / ZeRO-Infinity: fp32 master weights, optimizer state and the optimizer step on the CPU, the state on "
-              "the node's NVMe (host.nvme) swapped in and out per sub-group", {}, kOffloadNames},
-    ParamSpec{"offload_param", "none | cpu | nvme", "none",
+              "the node's NVMe (host.nvme) swapped in and out per sub-group",
+              {},
+              kOffloadNames},
+    ParamSpec{"offload_param",
+              "none | cpu | nvme",
+              "none",
               "ZeRO-Infinity: the 16-bit parameter partition in CPU memory or on NVMe, copied to the GPU before each all-gather",
-              {}, kOffloadNames},
+              {},
+              kOffloadNames},
     ParamSpec{"sub_group_size", "integer", "1000000000", "sub_group_size: parameters the offloaded optimizer steps and swaps at a time",
               Range{1, kNumelMax}},
+    ParamSpec{"cpu_checkpointing", "bool", "false",
+              "DeepSpeed's activation_checkpointing.cpu_checkpointing: each checkpointed block's input copied to CPU memory "
+              "after the next block's forward (the newest kept on the GPU) and back when its backward needs it; needs "
+              "training.activation_checkpointing: full"},
 };
 
 constexpr Schema kFsdpSchema{"fsdp", "FSDP settings (PyTorch names)", kFsdpParams};
@@ -123,6 +145,7 @@ Zero3Config read_zero3(const Reader& fsdp) {
   z.offload_optimizer = {pick<OffloadDevice>(r, "offload_optimizer"), r.where("offload_optimizer")};
   z.offload_param = {pick<OffloadDevice>(r, "offload_param"), r.where("offload_param")};
   z.sub_group_size = r.integer("sub_group_size");
+  z.cpu_checkpointing = {r.boolean("cpu_checkpointing"), r.where("cpu_checkpointing")};
   r.finish();
   return z;
 }
@@ -140,9 +163,9 @@ void check_applies(const Reader& r, const FsdpConfig& f, std::vector<ConfigWarni
     if (r.has("cpu_offload") && f.cpu_offload) {
       r.fail("cpu_offload", "DeepSpeed ZeRO-3 offloads with fsdp.zero3.offload_optimizer / offload_param (cpu or nvme); expected false");
     }
-    constexpr std::array kPyTorchOnly{"backward_prefetch", "backward_prefetch_depth", "forward_prefetch",      "limit_all_gathers",
-                                      "max_inflight_all_gathers", "reshard_after_forward", "keep_last_unit_unsharded",
-                                      "backward_hook_order", "bucket_size"};
+    constexpr std::array kPyTorchOnly{"backward_prefetch",        "backward_prefetch_depth",  "forward_prefetch",
+                                      "limit_all_gathers",        "max_inflight_all_gathers", "reshard_after_forward",
+                                      "keep_last_unit_unsharded", "backward_hook_order",      "bucket_size"};
     for (const char* key : kPyTorchOnly) {
       warn(key, "a PyTorch FSDP setting, which DeepSpeed ZeRO-3 (fsdp.sharding: zero3) does not have (its own are under fsdp.zero3)");
     }
@@ -152,8 +175,9 @@ void check_applies(const Reader& r, const FsdpConfig& f, std::vector<ConfigWarni
   if (f.version == 2) {
     constexpr std::array kFsdp1Only{"backward_prefetch", "limit_all_gathers", "max_inflight_all_gathers", "backward_hook_order"};
     for (const char* key : kFsdp1Only) {
-      warn(key, "an FSDP1 setting (FullyShardedDataParallel), which fully_shard (fsdp.version: 2) does not have: it prefetches in "
-                "pre-backward (fsdp.backward_prefetch_depth units) and has no rate limiter");
+      warn(key,
+           "an FSDP1 setting (FullyShardedDataParallel), which fully_shard (fsdp.version: 2) does not have: it prefetches in "
+           "pre-backward (fsdp.backward_prefetch_depth units) and has no rate limiter");
     }
   }
   if (f.version == 1 && !f.limit_all_gathers) {
@@ -164,8 +188,8 @@ void check_applies(const Reader& r, const FsdpConfig& f, std::vector<ConfigWarni
     warn("bucket_size",
          fmt::format("DDP's gradient bucket, used with fsdp.sharding: no_shard or shard_optimizer only, not {}", to_string(f.sharding)));
   } else {
-    warn("reshard_after_forward", fmt::format("FSDP's resharding, which fsdp.sharding: {} (parameters never sharded) does not do",
-                                              to_string(f.sharding)));
+    warn("reshard_after_forward",
+         fmt::format("FSDP's resharding, which fsdp.sharding: {} (parameters never sharded) does not do", to_string(f.sharding)));
   }
 }
 
@@ -203,8 +227,9 @@ FsdpConfig read_fsdp(const Reader& top, std::vector<ConfigWarning>& warnings) {
   f.cpu_offload = r.boolean("cpu_offload");
   f.zero3 = read_zero3(r);
   if (f.sharding == Sharding::shard_optimizer && f.cpu_offload) {
-    r.fail("cpu_offload", "offloading with the sharded optimizer (ZeRO-1) is not modelled; expected false (or fsdp.sharding: zero3 "
-                          "with fsdp.zero3.offload_optimizer)");
+    r.fail("cpu_offload",
+           "offloading with the sharded optimizer (ZeRO-1) is not modelled; expected false (or fsdp.sharding: zero3 "
+           "with fsdp.zero3.offload_optimizer)");
   }
   r.finish();
   check_applies(r, f, warnings);
@@ -218,13 +243,19 @@ std::vector<Schema> fsdp_schemas() {
 void check_offload(const ScenarioConfig& s) {
   const Zero3Config& z = s.fsdp.zero3;
   if (s.fsdp.sharding != Sharding::zero3) return;
+  if (z.cpu_checkpointing.value && s.training.activation_checkpointing != ActivationCheckpointing::full) {
+    // DeepSpeed offloads the inputs of the blocks deepspeed.checkpointing.checkpoint wraps.
+    throw ConfigError(z.cpu_checkpointing.where, "fsdp.zero3.cpu_checkpointing",
+                      "DeepSpeed offloads the inputs of checkpointed blocks; expected false or training.activation_checkpointing: full");
+  }
   const auto& t = s.cluster.topology;
   for (const Located<OffloadDevice>* d : {&z.offload_optimizer, &z.offload_param}) {
     if (d->value != OffloadDevice::nvme || t.host.nvme.read.value() > 0) continue;
-    throw ConfigError(d->where, d == &z.offload_optimizer ? "fsdp.zero3.offload_optimizer" : "fsdp.zero3.offload_param",
-                      fmt::format("the topology ({}) describes no NVMe drives (host.nvme: {{read, write, capacity}}); expected cpu or none, "
-                                  "or a topology with them",
-                                  t.name));
+    throw ConfigError(
+        d->where, d == &z.offload_optimizer ? "fsdp.zero3.offload_optimizer" : "fsdp.zero3.offload_param",
+        fmt::format("the topology ({}) describes no NVMe drives (host.nvme: {{read, write, capacity}}); expected cpu or none, "
+                    "or a topology with them",
+                    t.name));
   }
 }
 

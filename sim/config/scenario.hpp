@@ -122,6 +122,8 @@ struct Zero3Config {
   Located<OffloadDevice> offload_optimizer;
   Located<OffloadDevice> offload_param;
   std::int64_t sub_group_size = 1'000'000'000;  // parameters the optimizer steps (and swaps) at a time
+  // DeepSpeed's activation_checkpointing.cpu_checkpointing: checkpointed blocks' inputs in CPU memory.
+  Located<bool> cpu_checkpointing;
 };
 
 struct FsdpConfig {

@@ -7,7 +7,7 @@ namespace shardsim::graph {
 void CpuMemoryView::issued(const Op& op) {
   for (const MemEffect& e : op.memory) {
     if (e.pool == Pool::host) continue;
-    if (e.bytes < 0 && e.pool == Pool::all_gather) {
+    if (e.bytes < 0 && (e.pool == Pool::all_gather || op.stream != Stream::compute)) {
       pending_.push_back({op.id, op.stream, -e.bytes});
     } else {
       live_ += e.bytes;

@@ -21,9 +21,10 @@ class CpuMemoryView {
   // `capacity`: device bytes the allocator may hold; `initial`: what it holds before the step.
   CpuMemoryView(double capacity, double initial) : capacity_(capacity), live_(initial) {}
 
-  // An issued op's device-memory effects: allocations count at once, and so do frees of blocks
-  // only their own stream used; frees of all-gather-pool blocks (gathered on a communication
-  // stream, read by compute) wait for the op that frees them.
+  // An issued op's device-memory effects: allocations count at once, and so do the compute
+  // stream's frees of blocks only it used; frees of all-gather-pool blocks (gathered on a
+  // communication stream, read by compute) and frees by an op of another stream (a copy to the
+  // host, recorded on its stream) wait for the op that frees them.
   void issued(const Op& op);
   // A free added to an op already issued (a gathered block released after its last use).
   void free_after(const Op& op, double bytes);

@@ -37,6 +37,7 @@
 #include "graph/issuer.hpp"
 #include "graph/outside_allocator.hpp"
 #include "graph/work.hpp"
+#include "graph/zero3_offload.hpp"
 
 namespace shardsim::graph {
 namespace {
@@ -105,11 +106,11 @@ class Zero3Builder {
       io_.cpu_wait(fetches_.front(), fmt::format("fetch wait ({})", g_.op(fetches_.front()).name));
       fetches_.pop_front();
     }
-    const bool staged = offloads(z_.offload_param.value);  // the partition comes through the GPU first
+    const bool staged = offload_.params_offloaded();  // the partition comes through the GPU first
     for (const int op : memory_->make_room(gathered_bytes(u) + (staged ? partition_bytes(u) : 0.0))) {
       io_.cpu_wait(op, fmt::format("allocator retry (AG {})", unit(u).name));
     }
-    const int partition = bring_partition(u);
+    const int partition = offload_.bring_partition(u, unit(u).name, partition_bytes(u));
     Op ag = make_op(OpKind::all_gather, Stream::all_gather, "AG " + unit(u).name, u);
     ag.group = Group::shard;
     ag.bytes = gathered_bytes(u);
@@ -125,25 +126,6 @@ class Zero3Builder {
 
   // The rank's 16-bit partition of u, as an all-gather needs it.
   [[nodiscard]] double partition_bytes(int u) const { return gathered_bytes(u) / plan_.shard_group; }
-  [[nodiscard]] bool offloads(config::OffloadDevice d) const { return d != config::OffloadDevice::none; }
-
-  // With parameters offloaded: the partition from NVMe to a pinned buffer, then to the GPU.
-  // Returns the copy the all-gather waits for, or -1.
-  int bring_partition(int u) {
-    if (!offloads(z_.offload_param.value)) return -1;
-    int read = -1;
-    if (z_.offload_param.value == config::OffloadDevice::nvme) {
-      Op r = make_op(OpKind::host_copy, Stream::nvme, "NVMe read " + unit(u).name, u);
-      r.work.nvme_read_bytes = partition_bytes(u);
-      read = issue(std::move(r));
-    }
-    Op h2d = make_op(OpKind::host_copy, Stream::h2d, "H2D " + unit(u).name, u);
-    h2d.work.pcie_bytes = partition_bytes(u);
-    h2d.memory.push_back({MemCategory::sharded_params, partition_bytes(u), false, Pool::all_gather});
-    const int id = issue(std::move(h2d));
-    g_.add_edge(read, id, EdgeKind::data);
-    return id;
-  }
 
   // After fetching u, prefetch what the trace says comes next, within the two budgets.
   void prefetch_after(int u, bool forward) {
@@ -190,6 +172,11 @@ class Zero3Builder {
     return id;
   }
 
+  // A checkpointed block's input, which cpu_checkpointing keeps in CPU memory.
+  [[nodiscard]] bool checkpointed_input(const fsdp::Segment& s) const {
+    return offload_.offloads_checkpoints() && !s.is_loss && checkpoint_mode(s, cfg_.training) == model::AcMode::full;
+  }
+
   double act(const std::array<double, 3>& per_mode, const fsdp::Segment& s) const {
     return activation_bytes(per_mode, checkpoint_mode(s, cfg_.training), batch_);
   }
@@ -204,10 +191,11 @@ class Zero3Builder {
         const fsdp::Segment& s = plan_.segments[static_cast<std::size_t>(e.segment)];
         Op op = make_op(OpKind::forward, Stream::compute, "FWD " + s.name, e.unit);
         op.work = forward_work(s, batch_);
-        if (const double saved = act(s.activation.saved, s); saved > 0) {
-          op.memory.push_back({s.is_loss ? MemCategory::loss : MemCategory::activations, saved, false, Pool::compute});
-        }
-        last[static_cast<std::size_t>(e.unit)] = compute(std::move(op), e.unit);
+        const double saved = act(s.activation.saved, s);
+        if (saved > 0) op.memory.push_back({s.is_loss ? MemCategory::loss : MemCategory::activations, saved, false, Pool::compute});
+        const int id = compute(std::move(op), e.unit);
+        if (saved > 0 && checkpointed_input(s)) offload_.checkpoint_saved(id, e.segment, saved);
+        last[static_cast<std::size_t>(e.unit)] = id;
       } else if (gathered_numel(e.unit) > 0 && reuse_distance(e.unit) > z_.max_reuse_distance) {
         release(e.unit, last[static_cast<std::size_t>(e.unit)]);
       }
@@ -238,7 +226,9 @@ class Zero3Builder {
           op.memory.push_back({MemCategory::gradients, grad, false, Pool::compute});
           op.memory.push_back({MemCategory::gradients, -grad, true, Pool::compute});
         }
+        const int restored = checkpointed_input(s) ? offload_.checkpoint_restore(e.segment, s.name) : -1;
         const int id = compute(std::move(op), e.unit);
+        g_.add_edge(restored, id, EdgeKind::data);
         last[static_cast<std::size_t>(e.unit)] = id;
         if (s.numel > 0) add_to_bucket(static_cast<double>(s.numel), id, false);
       } else {
@@ -265,7 +255,7 @@ class Zero3Builder {
       rs.group = Group::shard;
       rs.bytes = bucket_numel_ * plan_.reduce_bytes;
       const double shard = bucket_numel_ / plan_.shard_group * plan_.master_bytes;
-      const bool to_cpu = offloads(z_.offload_optimizer.value);
+      const bool to_cpu = offload_.optimizer_offloaded();
       if (io_.micro() == 0 || to_cpu) rs.memory.push_back({MemCategory::grad_shards, shard, false, Pool::reduce_scatter});
       if (io_.micro() == 0 && !to_cpu) shard_frees_.push_back({MemCategory::grad_shards, -shard, true, Pool::reduce_scatter});
       const int id = issue(std::move(rs));
@@ -287,16 +277,10 @@ class Zero3Builder {
     for (const auto& u : plan_.units) shard += u.shard_numel;
     return shard;
   }
-  // fp32 master weights and optimizer state per parameter (Adam: 4 + 8), as the offloaded step
-  // reads and writes them.
-  [[nodiscard]] double state_bytes_per_param() const {
-    return static_cast<double>(plan_.master_bytes) * (1 + fsdp::optimizer_states(cfg_.training.optimizer));
-  }
-
   void optimizer(int step) {
     const std::int64_t shard = shard_numel();
-    if (offloads(z_.offload_optimizer.value)) {
-      offloaded_optimizer(step, shard);
+    if (offload_.optimizer_offloaded()) {
+      last_optimizer_ = offload_.optimizer_step(step, shard, io_.last(Stream::d2h), io_.last(Stream::reduce_scatter));
     } else {
       // fp32 Adam on the partition, then the 16-bit partition is refreshed from it (read 4, write 2).
       const double bytes = static_cast<double>(shard) *
@@ -313,56 +297,6 @@ class Zero3Builder {
     fetches_.clear();
   }
 
-  // The step on the CPU (DeepSpeedCPUAdam over the fp32 state, the gradients read, the 16-bit
-  // partition written), one sub-group at a time; from NVMe, each sub-group's state is read before
-  // and written after its step, the next one's read overlapping it. Then the updated partition
-  // goes back to the GPU, or to NVMe when parameters live there.
-  void offloaded_optimizer(int step, std::int64_t shard) {
-    const bool nvme = z_.offload_optimizer.value == config::OffloadDevice::nvme;
-    const std::int64_t groups = std::max<std::int64_t>(1, (shard + z_.sub_group_size - 1) / z_.sub_group_size);
-    const auto group_numel = [&](std::int64_t i) {
-      return static_cast<double>(std::min(z_.sub_group_size, shard - i * z_.sub_group_size));
-    };
-    const int gradients_in = io_.last(Stream::d2h);
-    const auto read = [&](std::int64_t i) {
-      Op r = make_op(OpKind::host_copy, Stream::nvme, fmt::format("NVMe read optimizer state {}/{}", i + 1, groups), -1);
-      r.work.nvme_read_bytes = group_numel(i) * state_bytes_per_param();
-      return issue(std::move(r));
-    };
-    int next_read = nvme ? read(0) : -1;
-    int last = -1;
-    for (std::int64_t i = 0; i < groups; ++i) {
-      const int this_read = next_read;
-      if (nvme && i + 1 < groups) next_read = read(i + 1);
-      Op op = make_op(OpKind::optimizer, Stream::cpu, fmt::format("optimizer step {} ({}/{})", step, i + 1, groups), -1);
-      // DeepSpeedCPUAdam's fused step: state read and written, the fp32 gradient read, the 16-bit
-      // parameter written (Adam: 2 x 12 + 4 + 2 = 30 bytes per parameter).
-      op.work.host_bytes = group_numel(i) * (2 * state_bytes_per_param() + plan_.master_bytes + plan_.param_bytes);
-      last = issue(std::move(op));
-      g_.add_edge(gradients_in, last, EdgeKind::data);
-      g_.add_edge(io_.last(Stream::reduce_scatter), last, EdgeKind::data);
-      g_.add_edge(this_read, last, EdgeKind::data);
-      if (nvme) {
-        Op w = make_op(OpKind::host_copy, Stream::nvme, fmt::format("NVMe write optimizer state {}/{}", i + 1, groups), -1);
-        w.work.nvme_write_bytes = group_numel(i) * state_bytes_per_param();
-        g_.add_edge(last, issue(std::move(w)), EdgeKind::data);
-      }
-    }
-    const double partition = static_cast<double>(shard) * plan_.param_bytes;
-    int updated = last;
-    if (z_.offload_param.value == config::OffloadDevice::none) {
-      Op h2d = make_op(OpKind::host_copy, Stream::h2d, fmt::format("H2D updated parameters {}", step), -1);
-      h2d.work.pcie_bytes = partition;
-      updated = issue(std::move(h2d));
-    } else if (z_.offload_param.value == config::OffloadDevice::nvme) {
-      Op w = make_op(OpKind::host_copy, Stream::nvme, fmt::format("NVMe write parameters {}", step), -1);
-      w.work.nvme_write_bytes = partition;
-      updated = issue(std::move(w));
-    }
-    g_.add_edge(last, updated, EdgeKind::data);
-    last_optimizer_ = updated;
-  }
-
   void fill_info() {
     GraphInfo& info = g_.info;
     info.scenario = cfg_.name;
@@ -376,54 +310,13 @@ class Zero3Builder {
     const std::int64_t shard = shard_numel();
     std::int64_t persistent = 0;
     for (const auto& u : plan_.units) persistent += u.persistent_numel;
-    const auto state = fsdp::model_state_bytes(static_cast<double>(shard), 1, plan_.master_bytes, cfg_.training.optimizer);
-    const double partition16 = static_cast<double>(shard) * plan_.param_bytes;
     // The reduction bucket (contiguous gradients), allocated once.
     const double bucket = static_cast<double>(z_.reduce_bucket_size) * plan_.grad_bytes;
-    using config::OffloadDevice;
     std::vector<MemEffect>& m = info.initial_memory;
     m = {{MemCategory::unsharded_params, static_cast<double>(persistent) * plan_.param_bytes, false, Pool::compute},
          {MemCategory::reduce_buffers, bucket, false, Pool::compute}};
-    switch (z_.offload_optimizer.value) {
-      case OffloadDevice::none:
-        m.push_back({MemCategory::sharded_params, state.params, false, Pool::compute});
-        m.push_back({MemCategory::optimizer_state, state.optimizer, false, Pool::compute});
-        break;
-      case OffloadDevice::cpu:
-        m.push_back({MemCategory::sharded_params, state.params, false, Pool::host});
-        m.push_back({MemCategory::optimizer_state, state.optimizer, false, Pool::host});
-        m.push_back({MemCategory::grad_shards, static_cast<double>(shard) * plan_.master_bytes, false, Pool::host});
-        break;
-      case OffloadDevice::nvme:
-        // On NVMe; in pinned CPU memory the fp32 gradients and the swap buffers of two sub-groups
-        // (the one stepping and the one being read).
-        m.push_back({MemCategory::grad_shards, static_cast<double>(shard) * plan_.master_bytes, false, Pool::host});
-        m.push_back({MemCategory::optimizer_state,
-                     static_cast<double>(std::min<std::int64_t>(shard, 2 * z_.sub_group_size)) * state_bytes_per_param(), false,
-                     Pool::host});
-        break;
-    }
-    switch (z_.offload_param.value) {
-      case OffloadDevice::none:
-        m.push_back({MemCategory::sharded_params, partition16, false, Pool::compute});
-        break;
-      case OffloadDevice::cpu:
-        m.push_back({MemCategory::sharded_params, partition16, false, Pool::host});
-        break;
-      case OffloadDevice::nvme:
-        // DeepSpeed's pinned parameter buffers: buffer_count 5 x buffer_size 1e8 elements.
-        m.push_back({MemCategory::sharded_params, 5 * 1e8 * plan_.param_bytes, false, Pool::host});
-        break;
-    }
-    info.nvme_bytes = nvme_bytes(static_cast<double>(shard), state_bytes_per_param(), partition16);
-  }
-
-  // What this rank keeps on its node's NVMe drives.
-  [[nodiscard]] double nvme_bytes(double shard, double state_per_param, double partition16) const {
-    double b = 0;
-    if (z_.offload_optimizer.value == config::OffloadDevice::nvme) b += shard * state_per_param;
-    if (z_.offload_param.value == config::OffloadDevice::nvme) b += partition16;
-    return b;
+    offload_.model_state(m, shard);
+    info.nvme_bytes = offload_.nvme_bytes(shard);
   }
 
   const fsdp::Plan& plan_;
@@ -438,6 +331,7 @@ class Zero3Builder {
   std::vector<int> available_;
   std::int64_t live_numel_ = 0;
   std::optional<CpuMemoryView> memory_;  // from build(), once the initial memory is known
+  Zero3Offload offload_{cfg_, plan_, g_, [this](Op op) { return issue(std::move(op)); }};
   std::deque<int> fetches_;
   std::deque<int> reductions_;
   double bucket_numel_ = 0;

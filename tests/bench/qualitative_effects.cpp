@@ -240,7 +240,8 @@ void print_qualitative_effects() {
   // et al., SC'21, abstract), a 1T-parameter GPT among its runs; docs/fsdp.md has the breakdown.
   const Figures infinity = simulate("scenarios/zero-infinity_gpt-1t_512xv100.yaml", {});
   std::printf(
-      "  ZeRO-Infinity, GPT 1T on 512 V100, state and parameters on NVMe (paper: over 25 PFLOPS): %.1f PFLOPS, peak %.1f GiB reserved\n",
+      "  ZeRO-Infinity, GPT 1T on 512 V100, state and parameters on NVMe, checkpoints in CPU memory (paper: over 25 PFLOPS): %.1f PFLOPS, "
+      "peak %.1f GiB reserved\n",
       infinity.tflops * 512 / 1000, infinity.reserved_gib);
   // Its talk's scaling figure: the 1T model's throughput from 64 to 512 GPUs grows faster than the
   // GPUs (each node brings its own drives and PCIe, and each GPU's share of the state shrinks).

@@ -149,6 +149,46 @@ TEST_CASE("a ZeRO-3 step that fits never waits for the allocator") {
   CHECK(ops_named_from(p.graph, "allocator retry") == 0);
 }
 
+TEST_CASE("cpu_checkpointing: each checkpointed block's input to CPU memory after the next block's forward, back for its backward") {
+  auto sets = zero3("none", "none");
+  sets.emplace_back("training.activation_checkpointing=full");
+  sets.emplace_back("fsdp.zero3.cpu_checkpointing=true");
+  const auto p = cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", sets);
+  // The tiny Llama's block input: 512 tokens x 512 hidden in bf16 = 524,288 bytes. Four blocks:
+  // the first three go to the host, the last (the newest) stays on the GPU.
+  constexpr double kInput = 512.0 * 512 * 2;
+  // (Named by the block's first segment, which saves the input.)
+  for (const char* block : {"layers.0.attention_norm", "layers.1.attention_norm", "layers.2.attention_norm"}) {
+    INFO(block);
+    const auto* d2h = op_named(p.graph, fmt::format("D2H checkpoint {}", block));
+    const auto* h2d = op_named(p.graph, fmt::format("H2D checkpoint {}", block));
+    REQUIRE(d2h != nullptr);
+    REQUIRE(h2d != nullptr);
+    CHECK(d2h->work.pcie_bytes == kInput);
+    CHECK(h2d->work.pcie_bytes == kInput);
+    CHECK(d2h->stream == graph::Stream::d2h);
+    CHECK(h2d->stream == graph::Stream::h2d);
+  }
+  CHECK(op_named(p.graph, "D2H checkpoint layers.3.attention_norm") == nullptr);
+  // Each copy follows the next block's forward, and its block's backward waits for the copy back.
+  const auto* next_forward = op_named(p.graph, "FWD layers.1.attention_norm");
+  REQUIRE(next_forward != nullptr);
+  CHECK(has_edge(p.graph, next_forward->id, op_named(p.graph, "D2H checkpoint layers.0.attention_norm")->id));
+  const auto* backward = op_named(p.graph, "BWD layers.0.attention_norm");
+  REQUIRE(backward != nullptr);
+  CHECK(has_edge(p.graph, op_named(p.graph, "H2D checkpoint layers.0.attention_norm")->id, backward->id));
+  // In CPU memory at once: the three inputs, from the last one's copy out to the first one's back.
+  auto full = zero3("cpu", "none");
+  full.emplace_back("training.activation_checkpointing=full");
+  auto offloaded = full;
+  offloaded.emplace_back("fsdp.zero3.cpu_checkpointing=true");
+  const Run kept = run(full);
+  const Run moved = run(offloaded);
+  CHECK(moved.host_peak - kept.host_peak == doctest::Approx(3 * kInput));
+  CHECK(moved.gpu_peak <= kept.gpu_peak);
+  // Without full checkpointing there is nothing to move: the setting is refused (bad-input corpus).
+}
+
 // The ZeRO-Infinity paper's scale (scenarios/zero-infinity_gpt-1t_512xv100.yaml): a GPT of 1T
 // parameters on 512 V100 of 32 GB, 128 layers of hidden 25,600, so that one layer's 16-bit
 // weights (12 x 25,600^2 x 2 B = 14.6 GiB) are half a GPU and the model's 1,875 GiB.

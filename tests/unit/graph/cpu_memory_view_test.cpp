@@ -66,3 +66,14 @@ TEST_CASE("with nothing pending an allocation that does not fit goes over: the r
   graph::CpuMemoryView view(100, 90);
   CHECK(view.make_room(20).empty());
 }
+
+TEST_CASE("a block freed by a copy on another stream counts until the copy has run") {
+  graph::CpuMemoryView view(100, 0);
+  view.issued(op(0, Stream::compute, {{MemCategory::activations, 40, false, Pool::compute}}));
+  // A checkpoint copied to the host: its GPU block returns when the copy on the d2h stream ends.
+  view.issued(
+      op(1, Stream::d2h, {{MemCategory::activations, 40, false, Pool::host}, {MemCategory::activations, -40, true, Pool::compute}}));
+  CHECK(view.live() == 40);
+  CHECK(view.make_room(70) == std::vector<int>{1});
+  CHECK(view.live() == 0);
+}
