@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU check, in one call, on a machine with one NVIDIA GPU (an H200 in the plan):
 #   1. builds shardsim and the CUDA/NCCL harness (cmake --preset cuda), unless already built;
-#   2. microbenchmarks GEMMs (the schedule's shapes and Llama 3.1 8B's), attention and HBM copies;
+#   2. microbenchmarks GEMMs (the schedule's shapes and Llama 3.1 8B's, bf16 and float8), attention
+#      and HBM copies;
 #   3. fits them: validation/calibrations/h200.yaml (CALIBRATION=... to name it otherwise);
 #   4. replays the world-size-1 Llama-layer schedule (validation/scenarios/llama_layers_h200.yaml)
 #      through cuBLAS and NCCL, and simulates it without and with the calibration;
@@ -41,8 +42,8 @@ log "export the schedule"
 log "microbenchmarks: the schedule's GEMM shapes, attention and HBM copies"
 "$bench" --backend nccl --graph "$results/graph.json" --only gemm,attention,memory --min-copy 1MiB --max-copy 4GiB \
   --warmup 5 --iters 20 --timeout 300 --out "$results/bench_schedule.json" | tee "$results/bench_schedule.txt"
-log "microbenchmarks: Llama 3.1 8B GEMM shapes"
-"$bench" --backend nccl --only gemm --warmup 5 --iters 20 --timeout 300 --out "$results/bench_llama8b.json" | tee "$results/bench_llama8b.txt"
+log "microbenchmarks: Llama 3.1 8B GEMM shapes (and one rank's under TP 8), bf16 and float8"
+"$bench" --backend nccl --only gemm --fp8 --warmup 5 --iters 20 --timeout 300 --out "$results/bench_llama8b.json" | tee "$results/bench_llama8b.txt"
 
 log "calibrate"
 "$shardsim" calibrate "$results/bench_schedule.json" "$results/bench_llama8b.json" --out "$calibration" | tee "$results/calibrate.txt"

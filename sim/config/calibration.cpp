@@ -17,7 +17,9 @@ constexpr std::array kCalibrationParams{
     ParamSpec{"collectives", "mapping {nvlink, nic}", "{}", "measured collective costs per link class (see calibration.collectives)"},
 };
 constexpr std::array kComputeParams{
-    ParamSpec{"gemm", "mapping {rate, half_rate_flops}", "-", "GEMM time (F + half_rate_flops) / rate"},
+    ParamSpec{"gemm", "mapping {rate, half_rate_flops}", "-", "bf16 / fp16 GEMM time (F + half_rate_flops) / rate"},
+    ParamSpec{"gemm_fp8", "mapping {rate, half_rate_flops}", "-",
+              "float8 (e4m3, tensorwise scales) GEMM time (F + half_rate_flops) / rate; rowwise and MXFP8 stay nominal"},
     ParamSpec{"attention_forward", "mapping {rate}", "-", "attention forward FLOP rate"},
     ParamSpec{"attention_backward", "mapping {rate}", "-", "attention backward FLOP rate"},
     ParamSpec{"memory_bandwidth", "bandwidth", "-", "achieved HBM bandwidth of memory-bound kernels"},
@@ -44,7 +46,8 @@ constexpr std::array kCollectiveParams{
 };
 constexpr std::array kPieceParams{
     ParamSpec{"from", "bytes", "", "the piece prices sizes from this one up to the next piece's (below the first: the topology's model)"},
-    ParamSpec{"base_latency", "duration", "0s", "fixed time of one collective at these sizes (an intercept of the measured curve)", kLatencyRange},
+    ParamSpec{"base_latency", "duration", "0s", "fixed time of one collective at these sizes (an intercept of the measured curve)",
+              kLatencyRange},
     ParamSpec{"hop_latency", "duration", "0s", "time added per ring step", kLatencyRange},
     ParamSpec{"bus_bandwidth", "bandwidth", "", "bus bandwidth at these sizes"},
 };
@@ -56,6 +59,7 @@ constexpr std::array kLinkClassesParams{
 constexpr Schema kCalibrationSchema{"calibration", "measured rates that replace the topology's figures", kCalibrationParams};
 constexpr Schema kComputeSchema{"calibration.compute", "measured compute rates", kComputeParams};
 constexpr Schema kGemmSchema{"calibration.compute.gemm", "GEMM efficiency curve", kGemmParams};
+constexpr Schema kGemmFp8Schema{"calibration.compute.gemm_fp8", "float8 GEMM efficiency curve", kGemmParams};
 constexpr Schema kRateSchema{"calibration.compute.attention_*", "an achieved FLOP rate", kRateParams};
 constexpr Schema kLinkClassesSchema{"calibration.collectives", "per link class", kLinkClassesParams};
 constexpr Schema kLinkClassSchema{"calibration.collectives.<link>", "per collective", kLinkClassParams};
@@ -75,19 +79,22 @@ double rate_of(const Reader& parent, std::string_view key) {
   return v;
 }
 
+GemmCalibration gemm_of(const ConfigNode& g, const std::string& path, const Schema& schema) {
+  Reader gr(g, path, schema);
+  GemmCalibration gc;
+  gc.rate = positive(gr, "rate", Dimension::flop_rate);
+  gc.half_rate_flops = gr.quantity("half_rate_flops", Dimension::flops);
+  if (gc.half_rate_flops < 0) gr.fail("half_rate_flops", "expected FLOPs >= 0");
+  gr.finish();
+  return gc;
+}
+
 void read_compute(const Reader& top, CalibrationConfig& c) {
   const ConfigNode* node = top.node("compute");
   if (node == nullptr) return;
   Reader r(*node, "compute", kComputeSchema);
-  if (const ConfigNode* g = r.node("gemm")) {
-    Reader gr(*g, "compute.gemm", kGemmSchema);
-    GemmCalibration gc;
-    gc.rate = positive(gr, "rate", Dimension::flop_rate);
-    gc.half_rate_flops = gr.quantity("half_rate_flops", Dimension::flops);
-    if (gc.half_rate_flops < 0) gr.fail("half_rate_flops", "expected FLOPs >= 0");
-    gr.finish();
-    c.gemm = gc;
-  }
+  if (const ConfigNode* g = r.node("gemm")) c.gemm = gemm_of(*g, "compute.gemm", kGemmSchema);
+  if (const ConfigNode* g = r.node("gemm_fp8")) c.gemm_fp8 = gemm_of(*g, "compute.gemm_fp8", kGemmFp8Schema);
   if (r.has("attention_forward")) c.attention_forward_rate = rate_of(r, "attention_forward");
   if (r.has("attention_backward")) c.attention_backward_rate = rate_of(r, "attention_backward");
   if (r.has("memory_bandwidth")) c.memory_bandwidth = positive(r, "memory_bandwidth", Dimension::byte_rate);
@@ -179,6 +186,7 @@ std::optional<CollectivePiece> CollectiveCalibration::at(double bytes) const {
 std::string calibration_coverage(const CalibrationConfig& c) {
   std::vector<std::string> compute;
   if (c.gemm) compute.emplace_back("gemm");
+  if (c.gemm_fp8) compute.emplace_back("float8 gemm");
   if (c.attention_forward_rate || c.attention_backward_rate) compute.emplace_back("attention");
   if (c.memory_bandwidth) compute.emplace_back("memory bandwidth");
   if (c.kernel_launch) compute.emplace_back("kernel launch");

@@ -15,7 +15,12 @@ ComputeRates calibrated_rates(ComputeRates r, const config::CalibrationConfig& c
   r.memory = c.memory_bandwidth.value_or(r.memory);
   // Column-wise casts stay nominal: the harness times coalesced copies only.
   r.kernel_launch = c.kernel_launch.value_or(r.kernel_launch);
-  // Float8 GEMM rates stay nominal: calibrations time bf16 / fp16 GEMMs only.
+  if (c.gemm_fp8) {
+    // Tensorwise float8 as measured; rowwise (CUTLASS) and MXFP8 GEMMs keep the topology's rates.
+    r.gemm_fp8 = c.gemm_fp8->rate;
+    r.gemm_fp8_half_flops = c.gemm_fp8->half_rate_flops;
+    r.gemm_fp8_measured = true;
+  }
   return r;
 }
 

@@ -71,18 +71,21 @@ double RooflineModel::gemm_seconds(const graph::Gemm& gemm) const {
   const double m = static_cast<double>(gemm.m);
   const double n = static_cast<double>(gemm.n);
   const double k = static_cast<double>(gemm.k);
-  const double operand = gemm.type == graph::GemmType::high ? r_.gemm_element_bytes : 1.0;
+  const double operand = gemm.type == graph::GemmType::high ? r_.gemm_element_bytes : 1.0;  // float8 operands: 1 byte
   const double output = r_.gemm_element_bytes * m * n;
   const double bytes = operand * (m * k + k * n) + output;
   const double rate = gemm_rate(gemm.type);
+  const bool high = gemm.type == graph::GemmType::high;
+  // A measured curve prices the GEMMs it timed by their FLOPs alone, their write included.
+  const double output_exposed = gemm.type == graph::GemmType::fp8 && r_.gemm_fp8_measured ? 0.0 : r_.gemm_output_exposed;
   double flop_rate = rate;
   double exposed_write = 0;
-  if (r_.gemm_output_exposed > 0) {
+  if (output_exposed > 0) {
     // `rate` is what the reference block's GEMMs average, write included; the FLOPs proper run at
     // rate / (1 - k0 / K_ref), k0 the reduction length whose FLOPs at `rate` take as long as the
     // exposed write of their output (106 for bf16 on an H100).
     static const double k_ref = reference_k();
-    const double k0 = r_.gemm_output_exposed * rate * r_.gemm_element_bytes / (2 * r_.memory);
+    const double k0 = output_exposed * rate * r_.gemm_element_bytes / (2 * r_.memory);
     // The topology refuses k0 above 1,000 (config/topology.cpp); a calibration's memory bandwidth
     // can still make it so.
     if (k0 >= k_ref / 2)
@@ -92,9 +95,12 @@ double RooflineModel::gemm_seconds(const graph::Gemm& gemm) const {
                       "memory_bandwidth or lower gpu.gemm_output_exposed",
                       graph::gemm_type_name(gemm.type), rate / 1e12, r_.memory / 1e9));
     flop_rate = rate / (1 - k0 / k_ref);
-    exposed_write = r_.gemm_output_exposed * output / r_.memory;
+    exposed_write = output_exposed * output / r_.memory;
   }
-  const double compute = (gemm.flops() + r_.gemm_half_flops) / flop_rate + exposed_write;
+  // The size term of a measured curve: bf16's, or tensorwise float8's; rowwise and MXFP8 GEMMs run
+  // other kernels, at the topology's rates.
+  const double half = high ? r_.gemm_half_flops : gemm.type == graph::GemmType::fp8 ? r_.gemm_fp8_half_flops : 0.0;
+  const double compute = (gemm.flops() + half) / flop_rate + exposed_write;
   return std::max(compute, bytes / r_.memory);
 }
 

@@ -57,6 +57,11 @@ struct ComputeRates {
   double gemm_fp8 = 0;
   double gemm_fp8_rowwise = 0;
   double gemm_mxfp8 = 0;
+  // A measured float8 curve (calibration compute.gemm_fp8): tensorwise GEMMs take
+  // (F + gemm_fp8_half_flops) / gemm_fp8, their output write included as measured; rowwise and
+  // MXFP8 GEMMs keep the topology's rates, without a size term.
+  double gemm_fp8_half_flops = 0;
+  bool gemm_fp8_measured = false;
   double attention_forward = 1;  // FLOP/s of long-sequence attention
   double attention_backward = 1;
   double attention_half_keys = 0;  // keys per query at which attention runs at half that rate (0: none)

@@ -72,8 +72,13 @@ json to_json(const BenchResults& b) {
   }
   json gemms = json::array();
   for (const auto& s : b.gemms) {
-    gemms.push_back(
-        {{"m", s.m}, {"n", s.n}, {"k", s.k}, {"batch", s.batch}, {"time_s", s.seconds}, {"tflops", s.flops() / s.seconds / 1e12}});
+    gemms.push_back({{"m", s.m},
+                     {"n", s.n},
+                     {"k", s.k},
+                     {"batch", s.batch},
+                     {"dtype", s.fp8 ? "fp8" : "bf16"},
+                     {"time_s", s.seconds},
+                     {"tflops", s.flops() / s.seconds / 1e12}});
   }
   json attn = json::array();
   for (const auto& s : b.attention) {
@@ -142,8 +147,15 @@ BenchResults bench_from_json(const json& j, const std::string& source) {
   for (std::size_t i = 0; i < gemms.size(); ++i) {
     const std::string path = fmt::format("gemms[{}]", i);
     const json& o = gemms[i];
-    b.gemms.push_back(GemmSample{integer(o, "m", path, source), integer(o, "n", path, source), integer(o, "k", path, source),
-                                 integer(o, "batch", path, source), number(o, "time_s", path, source)});
+    GemmSample g{integer(o, "m", path, source), integer(o, "n", path, source), integer(o, "k", path, source),
+                 integer(o, "batch", path, source), number(o, "time_s", path, source)};
+    // Files written before float8 GEMMs were timed have no dtype: bf16.
+    const std::string dtype = o.contains("dtype") && o["dtype"].is_string() ? o["dtype"].get<std::string>() : "bf16";
+    if (o.contains("dtype") && (!o["dtype"].is_string() || (dtype != "bf16" && dtype != "fp8"))) {
+      fail(source, path + ".dtype", fmt::format("expected bf16 or fp8; got {}", o["dtype"].dump()));
+    }
+    g.fp8 = dtype == "fp8";
+    b.gemms.push_back(g);
   }
   const json& attn = array(j, "attention", source);
   for (std::size_t i = 0; i < attn.size(); ++i) {

@@ -35,6 +35,7 @@ struct GemmSample {
   std::int64_t m = 0, n = 0, k = 0;
   std::int64_t batch = 1;
   double seconds = 0;
+  bool fp8 = false;  // float8 e4m3 operands with tensorwise scales, bf16 output ("dtype": "fp8"); else bf16
   [[nodiscard]] double flops() const {
     return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch);
   }

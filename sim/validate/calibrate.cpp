@@ -117,16 +117,23 @@ CalibrationFit fit_calibration(const BenchResults& b, const FitOptions& options)
     cal.kernel_launch = launch;
     cal.memory_bandwidth = positive_rate(c[1], "memory", "bytes");
   }
-  if (!b.gemms.empty()) {
+  // bf16 and float8 GEMMs: a curve each, from their own samples.
+  for (const bool fp8 : {false, true}) {
+    std::vector<GemmSample> samples;
+    for (const auto& s : b.gemms) {
+      if (s.fp8 == fp8) samples.push_back(s);
+    }
+    if (samples.empty()) continue;
+    const std::string what = fp8 ? "gemm_fp8" : "gemm";
     const auto c = fit_kernel<GemmSample>(
-        b.gemms, "gemm", launch,
+        samples, what, launch,
         [](const GemmSample& s) {
           return std::vector<double>{1.0, s.flops()};
         },
         fit);
-    const double rate = positive_rate(c[1], "gemm", "FLOPs");
-    cal.gemm = config::GemmCalibration{rate, c[0] * rate};
-    note_range(fit, "gemm", b.gemms, [](const GemmSample& s) { return s.flops(); });
+    const double rate = positive_rate(c[1], what, "FLOPs");
+    (fp8 ? cal.gemm_fp8 : cal.gemm) = config::GemmCalibration{rate, c[0] * rate};
+    note_range(fit, what, samples, [](const GemmSample& s) { return s.flops(); });
   }
   for (const bool backward : {false, true}) {
     std::vector<AttentionSample> samples;
@@ -156,11 +163,14 @@ std::string calibration_yaml(const CalibrationFit& fit, const std::string& name,
   std::string quoted;
   for (char ch : name) quoted += ch == '"' || ch == '\\' ? std::string("\\") + ch : std::string(1, ch);
   out += fmt::format("name: \"{}\"\n", quoted);
-  if (c.gemm || c.attention_forward_rate || c.attention_backward_rate || c.memory_bandwidth || c.kernel_launch) {
+  if (c.gemm || c.gemm_fp8 || c.attention_forward_rate || c.attention_backward_rate || c.memory_bandwidth || c.kernel_launch) {
     out += "compute:\n";
     if (c.gemm)
       out +=
           fmt::format("  gemm: {{rate: {:.6g}TFLOPS, half_rate_flops: {:.6g}GFLOP}}\n", c.gemm->rate / 1e12, c.gemm->half_rate_flops / 1e9);
+    if (c.gemm_fp8)
+      out += fmt::format("  gemm_fp8: {{rate: {:.6g}TFLOPS, half_rate_flops: {:.6g}GFLOP}}\n", c.gemm_fp8->rate / 1e12,
+                         c.gemm_fp8->half_rate_flops / 1e9);
     if (c.attention_forward_rate) out += fmt::format("  attention_forward: {{rate: {:.6g}TFLOPS}}\n", *c.attention_forward_rate / 1e12);
     if (c.attention_backward_rate) out += fmt::format("  attention_backward: {{rate: {:.6g}TFLOPS}}\n", *c.attention_backward_rate / 1e12);
     if (c.memory_bandwidth) out += fmt::format("  memory_bandwidth: {:.6g}GB/s\n", *c.memory_bandwidth / 1e9);
@@ -201,6 +211,9 @@ std::string residuals_text(const CalibrationFit& fit) {
     out += fmt::format("  memory        {:.4g} GB/s, kernel launch {:.3g} us\n", *c.memory_bandwidth / 1e9, *c.kernel_launch * 1e6);
   if (c.gemm)
     out += fmt::format("  gemm          {:.4g} TFLOPS, half rate at {:.3g} GFLOP\n", c.gemm->rate / 1e12, c.gemm->half_rate_flops / 1e9);
+  if (c.gemm_fp8)
+    out += fmt::format("  gemm fp8      {:.4g} TFLOPS, half rate at {:.3g} GFLOP\n", c.gemm_fp8->rate / 1e12,
+                       c.gemm_fp8->half_rate_flops / 1e9);
   if (c.attention_forward_rate) out += fmt::format("  attention fwd {:.4g} TFLOPS\n", *c.attention_forward_rate / 1e12);
   if (c.attention_backward_rate) out += fmt::format("  attention bwd {:.4g} TFLOPS\n", *c.attention_backward_rate / 1e12);
   for (int l = 0; l < config::kLinkClasses; ++l) {

@@ -18,6 +18,7 @@ expect(2 "graph.json: error: info.world_size: the graph is for 2 ranks; 3 were s
 expect(2 "--backend: expected nccl or cpu; got \"gpu\"" ${REPLAY} --graph ${OUT}/graph.json --backend gpu --out ${OUT}/r)
 expect(2 "--compute-scale: expected a fraction in \\(0, 1\\]" ${REPLAY} --graph ${OUT}/graph.json --backend cpu --compute-scale 2 --out ${OUT}/r)
 expect(2 "--max-bytes: expected a size such as 64KiB" ${BENCH} --backend cpu --out ${OUT}/b.json --max-bytes lots)
+expect(2 "--fp8 times GEMMs: --only leaves them out" ${BENCH} --backend cpu --out ${OUT}/b.json --only memory --fp8)
 expect(2 "graph.json: error: format: expected a shardsim-bench file" ${SHARDSIM} calibrate ${OUT}/graph.json --out ${OUT}/c.yaml)
 expect(2 "graph.json: error: format: expected a shardsim-timeline" ${SHARDSIM} compare ${OUT}/graph.json ${OUT}/graph.json)
 # A graph with no ops (it once printed "wrote" and then waited forever), a world size of 2^63

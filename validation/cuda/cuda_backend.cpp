@@ -1,5 +1,6 @@
 #include "cuda/cuda_backend.hpp"
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <fmt/format.h>
@@ -8,7 +9,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <map>
 #include <mutex>
+#include <tuple>
 #include <vector>
 
 #include "core/error.hpp"
@@ -75,11 +78,31 @@ class DeviceBuffer {
   std::size_t size_ = 0;
 };
 
+// cuBLASLt's descriptors and chosen kernel for one float8 GEMM shape, made once per stream.
+struct Fp8Plan {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulHeuristicResult_t heuristic{};
+  Fp8Plan() = default;
+  ~Fp8Plan() {
+    for (cublasLtMatrixLayout_t l : {a, b, c}) {
+      if (l != nullptr) cublasLtMatrixLayoutDestroy(l);
+    }
+    if (op != nullptr) cublasLtMatmulDescDestroy(op);
+  }
+  Fp8Plan(const Fp8Plan&) = delete;
+  Fp8Plan& operator=(const Fp8Plan&) = delete;
+};
+
 struct Stream {
   cudaStream_t stream = nullptr;
   cublasHandle_t blas = nullptr;
-  DeviceBuffer a, b, c, src, dst, send, recv;
+  DeviceBuffer a, b, c, src, dst, send, recv, workspace;
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t>, std::unique_ptr<Fp8Plan>> fp8_plans;
 };
+
+// cuBLASLt's workspace for float8 GEMMs (what PyTorch gives _scaled_mm on Hopper: 32 MiB).
+constexpr std::size_t kLtWorkspace = std::size_t{32} << 20U;
 
 class CudaBackend final : public Backend {
  public:
@@ -93,6 +116,8 @@ class CudaBackend final : public Backend {
     cudaDeviceProp prop{};
     check(cudaGetDeviceProperties(&prop, env_.local_rank), "cudaGetDeviceProperties");
     device_ = prop.name;
+    fp8_ = prop.major > 8 || (prop.major == 8 && prop.minor >= 9);  // float8 tensor cores: Ada, Hopper and later
+    compute_capability_ = fmt::format("{}.{}", prop.major, prop.minor);
     int nccl_version = 0;
     ncclGetVersion(&nccl_version);
     nccl_version_ = nccl_version;
@@ -120,6 +145,8 @@ class CudaBackend final : public Backend {
       if (s->blas != nullptr) cublasDestroy(s->blas);
       if (s->stream != nullptr) cudaStreamDestroy(s->stream);
     }
+    for (auto& s : streams_) s->fp8_plans.clear();
+    if (lt_ != nullptr) cublasLtDestroy(lt_);
     for (cudaEvent_t e : events_) cudaEventDestroy(e);
     for (ncclComm_t c : comms_) ncclCommDestroy(c);
     if (internal_ != nullptr) cudaStreamDestroy(internal_);
@@ -174,7 +201,11 @@ class CudaBackend final : public Backend {
   void enqueue(StreamId stream, const Kernel& kernel) override {
     Stream& s = *streams_.at(static_cast<std::size_t>(stream));
     if (const auto* g = std::get_if<GemmKernel>(&kernel)) {
-      gemm(s, *g);
+      if (g->fp8) {
+        gemm_fp8(s, *g);
+      } else {
+        gemm(s, *g);
+      }
     } else if (const auto* c = std::get_if<CopyKernel>(&kernel)) {
       auto left = static_cast<std::size_t>(c->bytes / 2);
       while (left > 0) {
@@ -280,8 +311,77 @@ class CudaBackend final : public Backend {
           fmt::format("rank {}: GEMM {}x{}x{} (batch {})", env_.rank, g.m, g.n, g.k, g.batch));
   }
 
+  // The same product in float8 e4m3 through cuBLASLt, with tensorwise scales of 1 on the device
+  // (torch._scaled_mm's call for torchao's tensorwise recipe): TN layout as above, which Hopper's
+  // float8 kernels require, bf16 output, fast accumulation (the forward GEMM's setting).
+  void gemm_fp8(Stream& s, const GemmKernel& g) {
+    const std::string what = fmt::format("rank {}: float8 GEMM {}x{}x{} (batch {})", env_.rank, g.m, g.n, g.k, g.batch);
+    if (!fp8_)
+      throw RuntimeError(
+          fmt::format("{}: float8 GEMMs need a GPU of compute capability 8.9 or later; {} is {}", what, device_, compute_capability_));
+    if (g.k % 16 != 0 || g.n % 16 != 0) throw RuntimeError(fmt::format("{}: cuBLASLt's float8 GEMMs need K and N multiples of 16", what));
+    if (lt_ == nullptr) {
+      check(cublasLtCreate(&lt_), "cublasLtCreate");
+      scales_.ensure(sizeof(float), env_.rank, "float8 scales");
+      const float one = 1.0F;
+      check(cudaMemcpy(scales_.get(), &one, sizeof one, cudaMemcpyHostToDevice), "cudaMemcpy");
+    }
+    s.workspace.ensure(kLtWorkspace, env_.rank, "cuBLASLt workspace");
+    auto& plan = s.fp8_plans[{g.batch, g.m, g.n, g.k}];
+    if (!plan) plan = make_fp8_plan(g, what);
+    const float alpha = 1.0F;
+    const float beta = 0.0F;
+    check(cublasLtMatmul(lt_, plan->op, &alpha, s.b.get(), plan->a, s.a.get(), plan->b, &beta, s.c.get(), plan->c, s.c.get(), plan->c,
+                         &plan->heuristic.algo, s.workspace.get(), kLtWorkspace, s.stream),
+          what);
+  }
+
+  std::unique_ptr<Fp8Plan> make_fp8_plan(const GemmKernel& g, const std::string& what) {
+    auto p = std::make_unique<Fp8Plan>();
+    check(cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F), what);
+    const cublasOperation_t ta = CUBLAS_OP_T;
+    const cublasOperation_t tb = CUBLAS_OP_N;
+    const std::int8_t fast_accum = 1;
+    const void* scale = scales_.get();
+    check(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), what);
+    check(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), what);
+    check(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast_accum, sizeof fast_accum), what);
+    check(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scale, sizeof scale), what);
+    check(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale, sizeof scale), what);
+    // Column-major: A = W^T stored k x n, B = x^T stored k x m, C = y^T stored n x m.
+    const auto layout = [&](cublasLtMatrixLayout_t* l, cudaDataType_t type, std::int64_t rows, std::int64_t cols) {
+      check(cublasLtMatrixLayoutCreate(l, type, static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(cols), rows), what);
+      if (g.batch > 1) {
+        const auto count = static_cast<std::int32_t>(g.batch);
+        const std::int64_t stride = rows * cols;
+        check(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count), what);
+        check(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride), what);
+      }
+    };
+    layout(&p->a, CUDA_R_8F_E4M3, g.k, g.n);
+    layout(&p->b, CUDA_R_8F_E4M3, g.k, g.m);
+    layout(&p->c, CUDA_R_16BF, g.n, g.m);
+    cublasLtMatmulPreference_t pref = nullptr;
+    check(cublasLtMatmulPreferenceCreate(&pref), what);
+    const std::uint64_t ws = kLtWorkspace;
+    int found = 0;
+    const cublasStatus_t st = [&] {
+      const cublasStatus_t set = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+      if (set != CUBLAS_STATUS_SUCCESS) return set;
+      return cublasLtMatmulAlgoGetHeuristic(lt_, p->op, p->a, p->b, p->c, p->c, pref, 1, &p->heuristic, &found);
+    }();
+    cublasLtMatmulPreferenceDestroy(pref);
+    check(st, what);
+    if (found == 0) throw RuntimeError(fmt::format("{}: cuBLASLt has no float8 kernel for this shape", what));
+    return p;
+  }
+
   RankEnv env_;
   std::string device_;
+  bool fp8_ = false;
+  std::string compute_capability_;
+  cublasLtHandle_t lt_ = nullptr;
+  DeviceBuffer scales_;
   int nccl_version_ = 0;
   std::vector<std::unique_ptr<Stream>> streams_;
   std::vector<cudaEvent_t> events_;

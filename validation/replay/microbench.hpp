@@ -21,6 +21,7 @@ struct BenchOptions {
   bool gemm = true;
   bool attention = true;
   bool memory = true;
+  bool fp8 = false;            // every GEMM shape also in float8 (e4m3, tensorwise scales); the graph's float8 GEMMs are anyway
   double min_bytes = 1 << 10;  // collectives: total size S from..to, x factor
   double max_bytes = double(1 << 30);
   double factor = 4;

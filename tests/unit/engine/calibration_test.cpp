@@ -46,6 +46,19 @@ engine::SimulationResult run(graph::StepGraph& g, int nodes) {
   return engine::simulate(engine::SimulationInput{g, topo, nodes, compute, calibrated});
 }
 
+// One rank's step of one forward op doing `w`.
+graph::StepGraph one_forward(const graph::Work& w) {
+  graph::StepGraph g;
+  g.info.world_size = 1;
+  g.info.shard_group = 1;
+  graph::Op op;
+  op.kind = graph::OpKind::forward;
+  op.name = "FWD";
+  op.work = w;
+  g.add_op(op);
+  return g;
+}
+
 }  // namespace
 
 TEST_CASE("calibrated all-gather on one node: base + 7 hops + (n-1)/n S / bus bandwidth") {
@@ -84,16 +97,11 @@ TEST_CASE("a collective kind the calibration lacks keeps the topology's ring cos
 }
 
 TEST_CASE("calibrated compute: GEMM curve, memory bandwidth and launch cost add up") {
-  graph::StepGraph g;
-  g.info.world_size = 1;
-  g.info.shard_group = 1;
-  graph::Op op;
-  op.kind = graph::OpKind::forward;
-  op.name = "FWD";
-  op.work.gemms = {graph::Gemm{4096, 4096, 4096}, graph::Gemm{64, 64, 64}};
-  op.work.memory_bytes = 1e9;
-  op.work.launches = 3;
-  g.add_op(op);
+  graph::Work w;
+  w.gemms = {graph::Gemm{4096, 4096, 4096}, graph::Gemm{64, 64, 64}};
+  w.memory_bytes = 1e9;
+  w.launches = 3;
+  graph::StepGraph g = one_forward(w);
   const auto r = run(g, 1);
   // (2 x 4096^3 + 4e9) / 500 TFLOPS + (2 x 64^3 + 4e9) / 500 TFLOPS + 1e9 / 2 TB/s + 3 x 5 us
   const double big = 2.0 * 4096 * 4096 * 4096;
@@ -101,4 +109,25 @@ TEST_CASE("calibrated compute: GEMM curve, memory bandwidth and launch cost add 
   const double expected = (big + 4e9) / 500e12 + (small + 4e9) / 500e12 + 1e9 / 2e12 + 15e-6;
   CHECK(r.timeline.at(0, 0).end == doctest::Approx(expected).epsilon(1e-9));
   CHECK(expected == doctest::Approx(0.000806).epsilon(0.001));  // 0.806 ms by hand
+}
+
+TEST_CASE("calibrated float8 GEMMs: tensorwise on the measured float8 curve, rowwise at the topology's rate") {
+  graph::Work w;
+  w.gemms = {graph::Gemm{4096, 4096, 4096, graph::GemmType::fp8}, graph::Gemm{4096, 4096, 4096, graph::GemmType::fp8_rowwise}};
+  graph::StepGraph g = one_forward(w);
+  const auto topo = dgx_h100();
+  auto cal = calibration();
+  cal.gemm_fp8 = config::GemmCalibration{1200e12, 8e9};
+  const engine::RooflineModel compute(engine::calibrated_rates(engine::ComputeRates::nominal(topo, true), cal));
+  const auto ring = test::collectives(topo, test::collectives_settings("ring", "simple"));
+  const engine::CalibratedRing calibrated(ring, cal);
+  const auto r = engine::simulate(engine::SimulationInput{g, topo, 1, compute, calibrated});
+  // Tensorwise: (2 x 4096^3 + 8 GFLOP) / 1,200 TFLOPS = 121.2 us. Rowwise: the topology's float8
+  // peak x its matmul efficiency (1,979 x 0.68 = 1,345.7 TFLOPS), without the bf16 curve's 4 GFLOP
+  // and without an exposed output write (calibrated): 102.1 us; its bytes (16 + 16 MiB in, 32 MiB
+  // out at 2 TB/s, 33.6 us) do not bind.
+  const double big = 2.0 * 4096 * 4096 * 4096;
+  const double expected = (big + 8e9) / 1200e12 + big / (1979e12 * 0.68);
+  CHECK(r.timeline.at(0, 0).end == doctest::Approx(expected).epsilon(1e-9));
+  CHECK(expected == doctest::Approx(223.3e-6).epsilon(0.001));
 }

@@ -54,10 +54,13 @@ TEST_CASE("a compute op runs its GEMMs, its attention, one copy, and empty kerne
   CHECK(f.copy_bytes == 2e6);
 }
 
-TEST_CASE("the replay refuses float8 GEMMs rather than timing them in bf16") {
+TEST_CASE("float8 GEMMs of every recipe replay as float8 kernels, bf16 ones as bf16") {
   graph::Work w;
-  w.gemms = {graph::Gemm{128, 256, 64, graph::GemmType::fp8}};
-  CHECK_THROWS_AS((void)replay::compute_kernels(w), std::invalid_argument);
-  w.gemms[0].type = graph::GemmType::high;
-  CHECK(replay::compute_kernels(w).size() == 1);
+  w.gemms = {graph::Gemm{128, 256, 64, graph::GemmType::fp8}, graph::Gemm{128, 256, 64, graph::GemmType::fp8_rowwise},
+             graph::Gemm{128, 256, 64, graph::GemmType::mxfp8}, graph::Gemm{128, 256, 64}};
+  const auto ks = replay::compute_kernels(w);
+  REQUIRE(ks.size() == 4);
+  for (int i = 0; i < 3; ++i) CHECK(std::get<replay::GemmKernel>(ks[static_cast<std::size_t>(i)]).fp8);
+  CHECK_FALSE(std::get<replay::GemmKernel>(ks[3]).fp8);
+  CHECK(std::get<replay::GemmKernel>(ks[0]).flops() == 2.0 * 128 * 256 * 64);
 }

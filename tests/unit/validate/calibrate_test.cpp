@@ -22,6 +22,8 @@ constexpr double kLaunch = 4e-6;
 constexpr double kMemoryBandwidth = 3.2e12;
 constexpr double kGemmRate = 700e12;
 constexpr double kGemmHalf = 2e9;
+constexpr double kGemmFp8Rate = 1250e12;  // float8 GEMMs: their own curve
+constexpr double kGemmFp8Half = 6e9;
 constexpr double kAttnFwd = 380e12;
 constexpr double kAttnBwd = 290e12;
 constexpr double kBase = 8.4e-6;
@@ -47,6 +49,9 @@ validate::BenchResults synthetic(double noise) {
         validate::GemmSample g{m, n, k, 1, 0};
         g.seconds = (kLaunch + (g.flops() + kGemmHalf) / kGemmRate) * u(rng);
         b.gemms.push_back(g);
+        validate::GemmSample f{m, n, k, 1, 0, true};
+        f.seconds = (kLaunch + (f.flops() + kGemmFp8Half) / kGemmFp8Rate) * u(rng);
+        b.gemms.push_back(f);
       }
     }
   }
@@ -114,6 +119,9 @@ TEST_CASE("calibrate recovers planted parameters from noisy synthetic measuremen
   REQUIRE(c.gemm);
   CHECK(c.gemm->rate == doctest::Approx(kGemmRate).epsilon(tol));
   CHECK(c.gemm->half_rate_flops == doctest::Approx(kGemmHalf).epsilon(tol));
+  REQUIRE(c.gemm_fp8);
+  CHECK(c.gemm_fp8->rate == doctest::Approx(kGemmFp8Rate).epsilon(tol));
+  CHECK(c.gemm_fp8->half_rate_flops == doctest::Approx(kGemmFp8Half).epsilon(tol));
   CHECK(*c.attention_forward_rate == doctest::Approx(kAttnFwd).epsilon(tol));
   CHECK(*c.attention_backward_rate == doctest::Approx(kAttnBwd).epsilon(tol));
   // One alpha-beta line planted: one piece, from the smallest size measured (1 KiB). Latencies
@@ -160,6 +168,9 @@ TEST_CASE("the calibration YAML loads back with the fitted numbers") {
   CHECK(back.name == "planted \"H200\"");
   CHECK(back.gemm->rate == doctest::Approx(c.gemm->rate).epsilon(1e-5));
   CHECK(back.gemm->half_rate_flops == doctest::Approx(c.gemm->half_rate_flops).epsilon(1e-5));
+  REQUIRE(back.gemm_fp8);
+  CHECK(back.gemm_fp8->rate == doctest::Approx(c.gemm_fp8->rate).epsilon(1e-5));
+  CHECK(back.gemm_fp8->half_rate_flops == doctest::Approx(c.gemm_fp8->half_rate_flops).epsilon(1e-5));
   CHECK(*back.memory_bandwidth == doctest::Approx(*c.memory_bandwidth).epsilon(1e-5));
   CHECK(*back.kernel_launch == doctest::Approx(*c.kernel_launch).epsilon(1e-5));
   CHECK(*back.attention_backward_rate == doctest::Approx(*c.attention_backward_rate).epsilon(1e-5));
@@ -177,6 +188,30 @@ TEST_CASE("the calibration YAML loads back with the fitted numbers") {
         CHECK(b->sizes[p].bus_bandwidth == doctest::Approx(a->sizes[p].bus_bandwidth).epsilon(1e-5));
       }
     }
+  }
+}
+
+TEST_CASE("GEMM samples keep their dtype through the bench JSON, and files without one are bf16") {
+  validate::BenchResults b;
+  b.backend = "nccl";
+  b.gemms.push_back({16384, 128, 4096, 1, 60e-6, true});
+  b.gemms.push_back({16384, 128, 4096, 1, 90e-6, false});
+  auto j = nlohmann::json::parse(validate::to_json(b).dump());  // as a file reads back
+  CHECK(j["gemms"][0]["dtype"] == "fp8");
+  CHECK(j["gemms"][1]["dtype"] == "bf16");
+  const auto back = validate::bench_from_json(j, "bench.json");
+  REQUIRE(back.gemms.size() == 2);
+  CHECK(back.gemms[0].fp8);
+  CHECK_FALSE(back.gemms[1].fp8);
+  j["gemms"][0].erase("dtype");
+  CHECK_FALSE(validate::bench_from_json(j, "bench.json").gemms[0].fp8);
+  j["gemms"][1]["dtype"] = "fp4";
+  try {
+    (void)validate::bench_from_json(j, "bench.json");
+    FAIL("expected an error");
+  } catch (const ConfigError& e) {
+    CHECK(std::string(e.what()).find("gemms[1].dtype") != std::string::npos);
+    CHECK(std::string(e.what()).find("expected bf16 or fp8; got \"fp4\"") != std::string::npos);
   }
 }
 

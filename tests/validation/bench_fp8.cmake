@@ -1,0 +1,35 @@
+# shardsim-bench --fp8 on the CPU backend: every GEMM shape of the graph is timed in bf16 and in
+# float8 (the CPU runs both as its fp32 GEMM: this checks the plumbing, not a float8 rate), the
+# samples carry their dtype, and calibrate fits a float8 curve beside the bf16 one.
+cmake_policy(SET CMP0054 NEW)  # quoted strings are strings, not variable names
+include(${CMAKE_CURRENT_LIST_DIR}/run_checked.cmake)
+file(REMOVE_RECURSE ${OUT})
+file(MAKE_DIRECTORY ${OUT})
+run_checked(o ${SHARDSIM} export ${SOURCE}/tests/data/tiny_llama.yaml --set cluster.overrides.node.gpus=1 --out ${OUT}/graph.json)
+run_checked(o ${BENCH} --backend cpu --graph ${OUT}/graph.json --only gemm,memory --fp8 --compute-scale 0.02 --min-copy 16MiB
+            --max-copy 256MiB --warmup 1 --iters 3 --timeout 120 --out ${OUT}/bench.json)
+file(READ ${OUT}/bench.json bench)
+string(JSON n LENGTH "${bench}" gemms)
+math(EXPR last "${n} - 1")
+set(n_bf16 0)
+set(n_fp8 0)
+foreach(i RANGE ${last})
+  string(JSON dtype GET "${bench}" gemms ${i} dtype)
+  if(dtype STREQUAL "fp8")
+    math(EXPR n_fp8 "${n_fp8} + 1")
+  elseif(dtype STREQUAL "bf16")
+    math(EXPR n_bf16 "${n_bf16} + 1")
+  else()
+    message(FATAL_ERROR "gemms[${i}].dtype: ${dtype}; expected bf16 or fp8")
+  endif()
+endforeach()
+# The tiny Llama's GEMMs are bf16: --fp8 times each of their shapes in float8 too.
+if(n_bf16 EQUAL 0 OR NOT n_fp8 EQUAL n_bf16)
+  message(FATAL_ERROR "${n_bf16} bf16 and ${n_fp8} float8 GEMM samples; expected as many of each, at least one")
+endif()
+run_checked(o ${SHARDSIM} calibrate ${OUT}/bench.json --out ${OUT}/cpu.yaml)
+file(READ ${OUT}/cpu.yaml cal)
+if(NOT cal MATCHES "\n  gemm: \\{rate: [0-9.e+]+TFLOPS" OR NOT cal MATCHES "\n  gemm_fp8: \\{rate: [0-9.e+]+TFLOPS")
+  message(FATAL_ERROR "the calibration has no gemm and gemm_fp8 curves:\n${cal}")
+endif()
+message(STATUS "${n_bf16} bf16 and ${n_fp8} float8 GEMM shapes timed; calibrated:\n${o}")
