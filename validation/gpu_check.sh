@@ -6,7 +6,8 @@
 #   3. fits them: validation/calibrations/h200.yaml (CALIBRATION=... to name it otherwise);
 #   4. replays the world-size-1 Llama-layer schedule (validation/scenarios/llama_layers_h200.yaml)
 #      through cuBLAS and NCCL, and simulates it without and with the calibration;
-#   5. compares: validation/results/h200/compare*.{txt,json,svg}.
+#   5. compares: validation/results/h200/compare*.{txt,json,svg};
+#   6. the same with float8 tensorwise linears (cuBLASLt e4m3 GEMMs): validation/results/h200/float8/.
 # Everything it measures lands in validation/results/h200/ (and in $OUT when set, as the device
 # runner collects it). One GPU cannot run multi-rank NCCL (NCCL before 2.30 rejects two ranks on
 # one device), so collectives are not calibrated here: run shardsim-bench with --nprocs 8 on an
@@ -59,6 +60,20 @@ log "compare"
 "$shardsim" compare "$results/simulated/timeline.json" "$results/measured/timeline.json" --svg "$results/compare_uncalibrated.svg" \
   | tee "$results/compare_uncalibrated.txt"
 "$shardsim" compare "$results/calibrated/timeline.json" "$results/measured/timeline.json" --out "$results" | tee "$results/compare_calibrated.txt"
+
+log "the same schedule with float8 tensorwise linears: replay, simulate with the calibration, compare"
+f8=(--set training.float8.recipe=tensorwise)
+mkdir -p "$results/float8"
+"$shardsim" export "$scenario" "${f8[@]}" --out "$results/float8/graph.json"
+"$replay" --graph "$results/float8/graph.json" --backend nccl --warmup 3 --timeout 300 --out "$results/float8/measured" \
+  | tee "$results/float8/replay.txt"
+"$shardsim" run "$scenario" "${f8[@]}" --out "$results/float8/simulated" > "$results/float8/simulated.txt"
+"$shardsim" run "$scenario" "${f8[@]}" --set "calibration=$PWD/$calibration" --out "$results/float8/calibrated" \
+  > "$results/float8/calibrated.txt"
+"$shardsim" compare "$results/float8/simulated/timeline.json" "$results/float8/measured/timeline.json" \
+  | tee "$results/float8/compare_uncalibrated.txt"
+"$shardsim" compare "$results/float8/calibrated/timeline.json" "$results/float8/measured/timeline.json" --out "$results/float8" \
+  | tee "$results/float8/compare_calibrated.txt"
 
 if [ -n "${OUT:-}" ]; then
   mkdir -p "$OUT/results" "$OUT/calibrations"
