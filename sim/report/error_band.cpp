@@ -7,6 +7,7 @@
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 namespace shardsim::report {
 
@@ -31,6 +32,17 @@ struct Level {
   bool arch, float8, bound;
 };
 
+// A 90% prediction interval for one more run's error: mean +- t(0.95, n-1) s sqrt(1 + 1/n).
+ErrorBand interval(const std::vector<double>& errors, std::string basis) {
+  const double n = static_cast<double>(errors.size());
+  double mean = 0;
+  for (double e : errors) mean += e / n;
+  double var = 0;
+  for (double e : errors) var += (e - mean) * (e - mean) / (n - 1);
+  const double half = t95(static_cast<int>(errors.size()) - 1) * std::sqrt(var * (1 + 1 / n));
+  return {std::max(mean - half, -0.9), mean + half, static_cast<int>(errors.size()), std::move(basis)};
+}
+
 std::string describe(const Regime& r, const Level& l) {
   const std::string f8 = r.float8 == "none" ? "without float8" : fmt::format("with float8 {}", r.float8);
   // communication-bound: exposed communication kCommunicationBound of the step or more (docs/fidelity.md)
@@ -50,6 +62,7 @@ Regime regime_of(const config::ScenarioConfig& s, double exposed_comm_s, double 
   Regime r;
   r.bound = bound_of(exposed_comm_s, step_s);
   r.arch = config::kGpuArchNames[static_cast<std::size_t>(s.cluster.topology.gpu.arch)];
+  r.context = s.parallelism.cp > 1 ? "cp" : "none";
   r.float8 = "none";
   if (s.training.float8.enabled) {
     switch (s.training.float8.recipe.value) {
@@ -71,23 +84,25 @@ Regime regime_of(const config::ScenarioConfig& s, double exposed_comm_s, double 
 }
 
 ErrorBand error_band(const std::vector<Residual>& residuals, const Regime& r) {
+  const bool cp = r.context == "cp";
+  if (cp) {
+    std::vector<double> errors;
+    for (const auto& x : residuals) {
+      if (x.regime.context == "cp") errors.push_back(x.error);
+    }
+    if (static_cast<int>(errors.size()) >= kMinRuns) return interval(errors, "runs with context parallelism");
+  }
   for (const Level& l : std::array<Level, 4>{{{true, true, true}, {true, true, false}, {false, true, false}, {false, false, false}}}) {
     std::vector<double> errors;
     for (const auto& x : residuals) {
       if ((l.arch && x.regime.arch != r.arch) || (l.float8 && x.regime.float8 != r.float8) || (l.bound && x.regime.bound != r.bound))
         continue;
+      if (!cp && x.regime.context == "cp") continue;
       errors.push_back(x.error);
     }
     if (static_cast<int>(errors.size()) < kMinRuns && (l.arch || l.float8)) continue;
     if (errors.size() < 2) return {};
-    // A 90% prediction interval for one more run's error: mean +- t(0.95, n-1) s sqrt(1 + 1/n).
-    const double n = static_cast<double>(errors.size());
-    double mean = 0;
-    for (double e : errors) mean += e / n;
-    double var = 0;
-    for (double e : errors) var += (e - mean) * (e - mean) / (n - 1);
-    const double half = t95(static_cast<int>(errors.size()) - 1) * std::sqrt(var * (1 + 1 / n));
-    return {std::max(mean - half, -0.9), mean + half, static_cast<int>(errors.size()), describe(r, l)};
+    return interval(errors, describe(r, l));
   }
   return {};
 }
@@ -103,18 +118,19 @@ std::vector<Residual> parse_residuals(std::string_view csv) {
       header = false;
       continue;
     }
-    std::array<std::string, 6> f;
+    std::array<std::string, 7> f;
     std::istringstream row(line);
     for (auto& field : f) std::getline(row, field, ',');
-    out.push_back({f[0], f[1], {f[2], f[3], f[4]}, std::stod(f[5])});
+    out.push_back({f[0], f[1], {f[2], f[3], f[4], f[6].empty() ? "none" : f[6]}, std::stod(f[5])});
   }
   return out;
 }
 
 std::string residuals_csv(const std::vector<Residual>& residuals) {
-  std::string out = "case,metric,arch,float8,bound,error\n";
+  std::string out = "case,metric,arch,float8,bound,error,context\n";
   for (const auto& r : residuals)
-    out += fmt::format("{},{},{},{},{},{:.4f}\n", r.id, r.metric, r.regime.arch, r.regime.float8, r.regime.bound, r.error);
+    out += fmt::format("{},{},{},{},{},{:.4f},{}\n", r.id, r.metric, r.regime.arch, r.regime.float8, r.regime.bound, r.error,
+                       r.regime.context);
   return out;
 }
 

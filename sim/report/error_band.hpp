@@ -1,7 +1,8 @@
 // Honest error bands: how far off shardsim has been on published runs like the one simulated.
 // validation/residuals.csv holds the signed error (predicted / measured - 1) of every development
-// case `make validate` checks, with the case's regime (GPU generation, float8 recipe class, and
-// whether its simulated step is compute- or communication-bound); it is
+// case `make validate` checks, with the case's regime (GPU generation, float8 recipe class,
+// whether its simulated step is compute- or communication-bound, and whether it splits its
+// sequences by context parallelism); it is
 // compiled in, and the validation CTest fails when it no longer matches today's errors. A
 // prediction's 90% range is the prediction interval of one more run's error from the errors of
 // the runs in its regime, mean +- t(0.95, n-1) s sqrt(1 + 1/n) (docs/fidelity.md; leave-one-out
@@ -20,9 +21,10 @@
 namespace shardsim::report {
 
 struct Regime {
-  std::string arch;    // GPU generation: "ampere", "hopper", ...
-  std::string float8;  // "none", "tensorwise", "rowwise" (rowwise_with_gw_hp too), "mxfp8"
-  std::string bound;   // "compute", or "communication" where the step is kCommunicationBound or more exposed communication
+  std::string arch;              // GPU generation: "ampere", "hopper", ...
+  std::string float8;            // "none", "tensorwise", "rowwise" (rowwise_with_gw_hp too), "mxfp8"
+  std::string bound;             // "compute", or "communication" where the step is kCommunicationBound or more exposed communication
+  std::string context = "none";  // "cp" where context parallelism splits the sequences (parallelism.cp > 1)
 };
 
 // The share of the step its exposed communication takes from which a run counts as
@@ -46,9 +48,13 @@ struct ErrorBand {
 
 [[nodiscard]] Regime regime_of(const config::ScenarioConfig& s, double exposed_comm_s, double step_s);
 
-// The band of the runs in the same GPU generation, float8 class and bound when there are at least
-// five, else the same GPU generation and float8 class, else the same float8 class on any GPU,
-// else all runs; runs == 0 when there are fewer than two.
+// A context-parallel run takes the band of the context-parallel runs, whatever their GPU, float8
+// class and bound, when there are at least five: long-sequence ring attention is where the model
+// is least certain (docs/fidelity.md). Other runs, and context-parallel ones with fewer than five
+// of their kind, take the band of the runs in the same GPU generation, float8 class and bound when
+// there are at least five, else the same GPU generation and float8 class, else the same float8
+// class on any GPU, else all runs; a run without context parallelism leaves the context-parallel
+// runs out of each. runs == 0 when there are fewer than two.
 [[nodiscard]] ErrorBand error_band(const std::vector<Residual>& residuals, const Regime& r);
 
 [[nodiscard]] std::vector<Residual> builtin_residuals();  // validation/residuals.csv, as built

@@ -37,6 +37,37 @@ TEST_CASE("a 90% error band is the t prediction interval of the regime's errors,
   CHECK(report::error_band({}, {"hopper", "none", "compute"}).runs == 0);
 }
 
+TEST_CASE("a context-parallel run takes the band of the context-parallel runs, and other runs leave them out") {
+  std::vector<report::Residual> r;
+  for (double e : {0.1, 0.2, 0.3, 0.0, -0.1}) r.push_back({"X", "tokens/s", {"hopper", "none", "compute"}, e});
+  // Four context-parallel runs, far off: fewer than five, so a CP run falls back to its regime's
+  // band with them in it (nine runs), while a run without CP keeps the five of its own.
+  for (double e : {0.3, 0.25, 0.35, 0.3}) r.push_back({"P", "tokens/s", {"hopper", "tensorwise", "compute", "cp"}, e});
+  auto b = report::error_band(r, {"hopper", "none", "compute", "cp"});
+  CHECK(b.runs == 5);
+  CHECK(b.basis == "hopper GPUs without float8, compute-bound");
+  b = report::error_band(r, {"hopper", "tensorwise", "compute", "cp"});
+  CHECK(b.runs == 9);  // four tensorwise runs: every run then, the CP ones included
+  CHECK(b.basis == "all runs");
+  b = report::error_band(r, {"hopper", "tensorwise", "compute"});
+  CHECK(b.runs == 5);  // without CP: the five others only
+  CHECK(b.basis == "all runs");
+  // A fifth: the CP band, errors 0.3, 0.25, 0.35, 0.3, 0.3: mean 0.3, s = sqrt(0.005 / 4) = 0.035355,
+  // half = 2.132 x 0.035355 x sqrt(1.2) = 0.082573.
+  r.push_back({"P", "tokens/s", {"ampere", "none", "communication", "cp"}, 0.3});
+  b = report::error_band(r, {"hopper", "none", "compute", "cp"});
+  CHECK(b.runs == 5);
+  CHECK(b.basis == "runs with context parallelism");
+  CHECK(b.error_low == doctest::Approx(0.3 - 0.082573).epsilon(1e-4));
+  CHECK(b.error_high == doctest::Approx(0.3 + 0.082573).epsilon(1e-4));
+  // The CSV keeps the context; a file without the column reads as none.
+  const auto back = report::parse_residuals(report::residuals_csv(r));
+  CHECK(back.back().regime.context == "cp");
+  CHECK(back.front().regime.context == "none");
+  CHECK(report::parse_residuals("case,metric,arch,float8,bound,error\nD1,tokens/s,hopper,none,compute,-0.07\n").at(0).regime.context ==
+        "none");
+}
+
 TEST_CASE("a run is communication-bound from a tenth of its step in exposed communication") {
   CHECK(report::bound_of(0.099, 1.0) == "compute");
   CHECK(report::bound_of(0.1, 1.0) == "communication");
