@@ -23,12 +23,13 @@ enum class OpForm : std::uint8_t { gemm, attention };
 struct OpSignature {
   std::string_view name;
   OpForm form;
-  int a = 0, b = 1;          // GEMM: the two matrices
-  bool batched = false;      // GEMM: [B,M,K] x [B,K,N]
-  int query = 0;             // attention: q; k follows it
-  bool seq_major = false;    // attention: q as [B,S,H,D] (flash's own layout) instead of [B,H,S,D]
-  int causal = -1;           // attention: position of is_causal in "Concrete Inputs"
+  int a = 0, b = 1;        // GEMM: the two matrices
+  bool batched = false;    // GEMM: [B,M,K] x [B,K,N]
+  int query = 0;           // attention: q; k follows it
+  bool seq_major = false;  // attention: q as [B,S,H,D] (flash's own layout) instead of [B,H,S,D]
+  int causal = -1;         // attention: position of is_causal in "Concrete Inputs"
   bool backward = false;
+  bool fp8 = false;  // GEMM: float8 operands with scales (torch._scaled_mm)
 };
 
 constexpr std::array kSignatures{
@@ -37,6 +38,8 @@ constexpr std::array kSignatures{
     OpSignature{"aten::_addmm_activation", OpForm::gemm, 1, 2},
     OpSignature{"aten::bmm", OpForm::gemm, 0, 1, true},
     OpSignature{"aten::baddbmm", OpForm::gemm, 1, 2, true},
+    // _scaled_mm(self, mat2, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum): torchao's float8 GEMMs.
+    OpSignature{"aten::_scaled_mm", OpForm::gemm, 0, 1, false, 0, false, -1, false, true},
     OpSignature{"aten::_scaled_dot_product_flash_attention", OpForm::attention, 0, 0, false, 0, false, 4, false},
     OpSignature{"aten::_scaled_dot_product_efficient_attention", OpForm::attention, 0, 0, false, 0, false, 6, false},
     OpSignature{"aten::_scaled_dot_product_cudnn_attention", OpForm::attention, 0, 0, false, 0, false, 6, false},
@@ -61,6 +64,19 @@ bool half_precision(const std::vector<std::string>& types, int i) {
   return t.ends_with("BFloat16") || t.ends_with("Half");
 }
 
+// float8, e4m3 or e5m2 ("c10::Float8_e4m3fn", "c10::Float8_e5m2"; AMD's fnuz variants too).
+bool float8(const std::vector<std::string>& types, int i) {
+  if (i < 0 || static_cast<std::size_t>(i) >= types.size()) return false;
+  return types[static_cast<std::size_t>(i)].find("Float8_e") != std::string::npos;
+}
+
+// One scale for the whole tensor: 0-d, or one element.
+bool tensorwise_scale(const ShapedOp& op, int i) {
+  if (i < 0 || static_cast<std::size_t>(i) >= op.dims.size()) return false;
+  const auto& d = op.dims[static_cast<std::size_t>(i)];
+  return std::all_of(d.begin(), d.end(), [](std::int64_t x) { return x == 1; });
+}
+
 const std::vector<std::int64_t>* dims_at(const ShapedOp& op, int i, std::size_t rank) {
   if (i < 0 || static_cast<std::size_t>(i) >= op.dims.size()) return nullptr;
   const auto& d = op.dims[static_cast<std::size_t>(i)];
@@ -74,7 +90,8 @@ class LeftOut {
  public:
   void add(std::string reason) { ++counts_[std::move(reason)]; }
   void write(std::vector<std::string>& notes, const std::string& file) const {
-    for (const auto& [reason, n] : counts_) notes.push_back(fmt::format("{}: {} operator{} left out: {}", file, n, n == 1 ? "" : "s", reason));
+    for (const auto& [reason, n] : counts_)
+      notes.push_back(fmt::format("{}: {} operator{} left out: {}", file, n, n == 1 ? "" : "s", reason));
   }
 
  private:
@@ -94,11 +111,23 @@ std::optional<GemmSample> gemm_sample(const ShapedOp& op, const OpSignature& sig
     left.add(fmt::format("{} whose matrix shapes do not multiply", op.name));
     return std::nullopt;
   }
-  if (!half_precision(op.types, sig.a) || !half_precision(op.types, sig.b)) {
+  if (sig.fp8) {
+    if (!float8(op.types, sig.a) || !float8(op.types, sig.b)) {
+      left.add(fmt::format("{} whose operands are not float8", op.name));
+      return std::nullopt;
+    }
+    // The float8 curve calibrate fits is tensorwise's (cuBLASLt's kernel); rowwise and blockwise
+    // scales run other kernels, which the simulator keeps at the topology's rates.
+    if (!tensorwise_scale(op, sig.a + 2) || !tensorwise_scale(op, sig.b + 2)) {
+      left.add(fmt::format("{} with rowwise or blockwise scales (only tensorwise float8 GEMMs are fitted)", op.name));
+      return std::nullopt;
+    }
+  } else if (!half_precision(op.types, sig.a) || !half_precision(op.types, sig.b)) {
     left.add(fmt::format("{} in a dtype other than bf16 / fp16", op.name));
     return std::nullopt;
   }
   GemmSample s;
+  s.fp8 = sig.fp8;
   s.batch = sig.batched ? (*a)[0] : 1;
   s.m = (*a)[o];
   s.k = (*a)[o + 1];
@@ -147,7 +176,7 @@ std::optional<AttentionSample> attention_sample(const ShapedOp& op, const OpSign
 
 // The operators of one CPU thread, by start, each with the innermost one enclosing it.
 struct ThreadOps {
-  std::vector<std::size_t> ops;     // indices into shaped_ops, by start (an enclosing one first)
+  std::vector<std::size_t> ops;        // indices into shaped_ops, by start (an enclosing one first)
   std::vector<std::ptrdiff_t> parent;  // position in `ops` of the enclosing operator, -1 at the top
 };
 
@@ -223,14 +252,15 @@ KernelSamples kernel_samples(const KinetoEvents& events) {
   if (out.bench.gemms.empty() && out.bench.attention.empty()) {
     std::string why;
     if (ops.empty()) {
-      why = "holds no GEMM (aten::mm, addmm, bmm, baddbmm) or fused attention operator";
+      why = "holds no GEMM (aten::mm, addmm, bmm, baddbmm, _scaled_mm) or fused attention operator";
     } else if (!any_shapes) {
       why = "records no operator shapes; expected a trace profiled with torch.profiler.profile(record_shapes=True)";
     } else {
-      why = "holds no bf16 / fp16 GEMM or attention operator with shapes that launched GPU work";
+      why = "holds no bf16 / fp16 GEMM (or tensorwise float8 one) or attention operator with shapes that launched GPU work";
       for (const auto& n : out.notes) why += fmt::format("\n  {}", n.substr(events.file.size() + 2));
     }
-    throw ConfigError(Location{events.file, 0, 0}, "", fmt::format("calibrate reads GEMM and attention timings from a trace, but it {}", why));
+    throw ConfigError(Location{events.file, 0, 0}, "",
+                      fmt::format("calibrate reads GEMM and attention timings from a trace, but it {}", why));
   }
   return out;
 }

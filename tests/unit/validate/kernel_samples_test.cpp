@@ -122,6 +122,38 @@ TEST_CASE("trace kernels: each GEMM and attention operator's kernels, with its s
         std::string::npos);
 }
 
+TEST_CASE("trace kernels: torchao's tensorwise float8 GEMMs (aten::_scaled_mm) are float8 samples, rowwise ones are left out") {
+  // _scaled_mm(self, mat2, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum).
+  const std::string f8 = R"(["c10::Float8_e4m3fn", "c10::Float8_e4m3fn", "float", "float", "", "", "Scalar", "Scalar"])";
+  std::string ev;
+  ev += cpu_op("aten::_scaled_mm", 10, 0, 50, "[[16384, 4096], [4096, 128], [], [], [], [], [], []]", f8,
+               R"(["", "", "", "", "", "", "15", "True"])") +
+        ",\n";
+  ev += launch(10, 10, 1, 40) + ",\n";
+  // its grad_input GEMM: e5m2 x e4m3, scales of one element.
+  const std::string f8_bwd = R"(["c10::Float8_e5m2", "c10::Float8_e4m3fn", "float", "float", "", "", "Scalar", "Scalar"])";
+  ev += cpu_op("aten::_scaled_mm", 11, 100, 50, "[[16384, 128], [128, 4096], [1], [1], [], [], [], []]", f8_bwd,
+               R"(["", "", "", "", "", "", "15", "False"])") +
+        ",\n";
+  ev += launch(11, 110, 2, 30) + ",\n";
+  // rowwise: a scale per row of self and per column of mat2.
+  ev += cpu_op("aten::_scaled_mm", 10, 200, 50, "[[16384, 4096], [4096, 128], [16384, 1], [1, 128], [], [], [], []]", f8,
+               R"(["", "", "", "", "", "", "15", "True"])") +
+        ",\n";
+  ev += launch(10, 210, 3, 45);
+  const auto s = validate::kernel_samples(read("float8.json", ev));
+  REQUIRE(s.bench.gemms.size() == 2);
+  CHECK(s.bench.gemms[0].fp8);
+  CHECK(s.bench.gemms[0].m == 16384);
+  CHECK(s.bench.gemms[0].k == 4096);
+  CHECK(s.bench.gemms[0].n == 128);
+  CHECK(s.bench.gemms[0].seconds == doctest::Approx(40e-6));
+  CHECK(s.bench.gemms[1].fp8);
+  CHECK(s.bench.gemms[1].k == 128);
+  REQUIRE(s.notes.size() == 1);
+  CHECK(s.notes[0].find("1 operator left out: aten::_scaled_mm with rowwise or blockwise scales") != std::string::npos);
+}
+
 TEST_CASE("trace kernels: a trace without shapes, or without GEMMs, says what it needs") {
   SUBCASE("no shapes recorded") {
     const std::string ev = R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "tid": 1, "ts": 0, "dur": 10, "args": {}},
@@ -138,8 +170,8 @@ TEST_CASE("trace kernels: a trace without shapes, or without GEMMs, says what it
   }
   SUBCASE("no GEMM") {
     const auto events = read("nogemm.json", launch(1, 2, 1, 5));
-    CHECK_THROWS_WITH_AS((void)validate::kernel_samples(events), doctest::Contains("holds no GEMM (aten::mm, addmm, bmm, baddbmm)"),
-                         ConfigError);
+    CHECK_THROWS_WITH_AS((void)validate::kernel_samples(events),
+                         doctest::Contains("holds no GEMM (aten::mm, addmm, bmm, baddbmm, _scaled_mm)"), ConfigError);
   }
 }
 
