@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "cuda/empty_kernel.hpp"
+#include "cuda/device_kernels.hpp"
 
 namespace shardsim::replay {
 namespace {
@@ -51,8 +51,9 @@ class DeviceBuffer {
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
-  void ensure(std::size_t bytes, int rank, const char* what) {
-    if (bytes <= size_) return;
+  // True when it (re)allocated: the contents are zeros then.
+  bool ensure(std::size_t bytes, int rank, const char* what) {
+    if (bytes <= size_) return false;
     if (ptr_ != nullptr) check(cudaFree(ptr_), "cudaFree");
     ptr_ = nullptr;
     size_ = 0;
@@ -69,6 +70,7 @@ class DeviceBuffer {
     check(e, fmt::format("rank {}: cudaMalloc of {} bytes for {}", rank, bytes, what));
     check(cudaMemset(ptr_, 0, bytes), "cudaMemset");
     size_ = bytes;
+    return true;
   }
   [[nodiscard]] char* get() const { return static_cast<char*>(ptr_); }
   [[nodiscard]] std::size_t size() const { return size_; }
@@ -98,11 +100,23 @@ struct Stream {
   cudaStream_t stream = nullptr;
   cublasHandle_t blas = nullptr;
   DeviceBuffer a, b, c, src, dst, send, recv, workspace;
+  DeviceBuffer a8, b8;  // float8 GEMM operands
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t>, std::unique_ptr<Fp8Plan>> fp8_plans;
 };
 
 // cuBLASLt's workspace for float8 GEMMs (what PyTorch gives _scaled_mm on Hopper: 32 MiB).
 constexpr std::size_t kLtWorkspace = std::size_t{32} << 20U;
+
+// Fills a GEMM operand buffer just (re)allocated with random values (device_kernels.hpp says why:
+// a GEMM of zeros runs faster at a power limit), and waits for the fill: the streams that read it
+// do not order with the default stream.
+void randomize(DeviceBuffer& buffer, bool reallocated, bool fp8, std::uint32_t seed) {
+  if (!reallocated) return;
+  const cudaError_t e =
+      fp8 ? fill_random_e4m3(buffer.get(), buffer.size(), seed, nullptr) : fill_random_bf16(buffer.get(), buffer.size() / 2, seed, nullptr);
+  check(e, "filling GEMM operands");
+  check(cudaDeviceSynchronize(), "filling GEMM operands");
+}
 
 class CudaBackend final : public Backend {
  public:
@@ -187,8 +201,8 @@ class CudaBackend final : public Backend {
   void reserve(StreamId stream, const KernelFootprint& f, double collective_bytes) override {
     Stream& s = *streams_.at(static_cast<std::size_t>(stream));
     constexpr std::size_t kBf16 = 2;
-    s.a.ensure(static_cast<std::size_t>(f.gemm_a) * kBf16 + 256, env_.rank, "GEMM inputs");
-    s.b.ensure(static_cast<std::size_t>(f.gemm_b) * kBf16 + 256, env_.rank, "GEMM weights");
+    randomize(s.a, s.a.ensure(static_cast<std::size_t>(f.gemm_a) * kBf16 + 256, env_.rank, "GEMM inputs"), false, 1);
+    randomize(s.b, s.b.ensure(static_cast<std::size_t>(f.gemm_b) * kBf16 + 256, env_.rank, "GEMM weights"), false, 2);
     s.c.ensure(static_cast<std::size_t>(f.gemm_c) * kBf16 + 256, env_.rank, "GEMM outputs");
     const auto copy = std::min(kMaxCopyBuffer, static_cast<std::size_t>(f.copy_bytes) + 256);
     s.src.ensure(copy, env_.rank, "copy source");
@@ -327,11 +341,14 @@ class CudaBackend final : public Backend {
       check(cudaMemcpy(scales_.get(), &one, sizeof one, cudaMemcpyHostToDevice), "cudaMemcpy");
     }
     s.workspace.ensure(kLtWorkspace, env_.rank, "cuBLASLt workspace");
+    const auto elements = [&](std::int64_t x, std::int64_t y) { return static_cast<std::size_t>(g.batch * x * y) + 256; };
+    randomize(s.a8, s.a8.ensure(elements(g.m, g.k), env_.rank, "float8 GEMM inputs"), true, 3);
+    randomize(s.b8, s.b8.ensure(elements(g.n, g.k), env_.rank, "float8 GEMM weights"), true, 4);
     auto& plan = s.fp8_plans[{g.batch, g.m, g.n, g.k}];
     if (!plan) plan = make_fp8_plan(g, what);
     const float alpha = 1.0F;
     const float beta = 0.0F;
-    check(cublasLtMatmul(lt_, plan->op, &alpha, s.b.get(), plan->a, s.a.get(), plan->b, &beta, s.c.get(), plan->c, s.c.get(), plan->c,
+    check(cublasLtMatmul(lt_, plan->op, &alpha, s.b8.get(), plan->a, s.a8.get(), plan->b, &beta, s.c.get(), plan->c, s.c.get(), plan->c,
                          &plan->heuristic.algo, s.workspace.get(), kLtWorkspace, s.stream),
           what);
   }
