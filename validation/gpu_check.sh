@@ -21,6 +21,16 @@ calibration=${CALIBRATION:-validation/calibrations/h200.yaml}
 scenario=validation/scenarios/llama_layers_h200.yaml
 build=build/cuda
 log() { printf '\n== %s\n' "$*"; }
+# What was measured reaches $OUT (the device runner's folder) even when a step fails, so a failed
+# run still brings back its logs and the measurements before the failure.
+copy_out() {
+  if [ -n "${OUT:-}" ]; then
+    mkdir -p "$OUT/results" "$OUT/calibrations"
+    cp -r "$results/." "$OUT/results/" 2>/dev/null || true
+    cp "$calibration" "$OUT/calibrations/" 2>/dev/null || true
+  fi
+}
+trap copy_out EXIT
 
 log "device"
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
@@ -75,9 +85,4 @@ mkdir -p "$results/float8"
 "$shardsim" compare "$results/float8/calibrated/timeline.json" "$results/float8/measured/timeline.json" --out "$results/float8" \
   | tee "$results/float8/compare_calibrated.txt"
 
-if [ -n "${OUT:-}" ]; then
-  mkdir -p "$OUT/results" "$OUT/calibrations"
-  cp -r "$results/." "$OUT/results/"
-  cp "$calibration" "$OUT/calibrations/"
-fi
 log "done: $results, $calibration"
