@@ -57,7 +57,9 @@ log "microbenchmarks: Llama 3.1 8B GEMM shapes (and one rank's under TP 8), bf16
 "$bench" --backend nccl --only gemm --fp8 --warmup 5 --iters 20 --timeout 300 --out "$results/bench_llama8b.json" | tee "$results/bench_llama8b.txt"
 
 log "calibrate"
-"$shardsim" calibrate "$results/bench_schedule.json" "$results/bench_llama8b.json" --out "$calibration" | tee "$results/calibrate.txt"
+# --topology: each GEMM beside the nominal model, and the float8 speed-up per shape beside the model's.
+"$shardsim" calibrate "$results/bench_schedule.json" "$results/bench_llama8b.json" --topology validation/scenarios/h200_sxm_1x.yaml \
+  --out "$calibration" | tee "$results/calibrate.txt"
 
 log "replay the schedule on the GPU (cuBLAS + NCCL, world size 1)"
 "$replay" --graph "$results/graph.json" --backend nccl --warmup 3 --timeout 300 --out "$results/measured" | tee "$results/replay.txt"

@@ -9,10 +9,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "cli/gemm_check.hpp"
 #include "config/calibration.hpp"
+#include "config/topology.hpp"
 #include "core/args.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
@@ -147,6 +150,9 @@ int cmd_calibrate(std::span<const std::string> argv) {
   args.value("--nodes", "N", "nccl-tests logs without \"#  Rank ... on HOST\" lines: how many nodes they ran on");
   args.value("--min-bytes", "SIZE", "fit collective sizes from this one up (e.g. 1MiB)");
   args.value("--max-bytes", "SIZE", "fit collective sizes up to this one");
+  args.value("--topology", "FILE",
+             "also print each measured GEMM beside this topology's nominal compute model, and the float8 speed-up of shapes "
+             "timed in both dtypes (shardsim-bench --fp8) beside the model's");
   args.parse(argv);
   if (args.positional().empty()) {
     throw UsageError("calibrate expects one or more measurement files: shardsim-bench JSON, nccl-tests logs or PyTorch profiler traces\n" +
@@ -156,6 +162,10 @@ int cmd_calibrate(std::span<const std::string> argv) {
   if (!out) throw UsageError("calibrate needs --out CALIBRATION.yaml\n" + args.help());
   std::vector<InputFile> inputs;
   for (const auto& f : args.positional()) inputs.push_back({f, "a measurement file"});
+  const auto topology_file = args.get("--topology");
+  if (topology_file) inputs.push_back({*topology_file, "a topology"});
+  std::optional<config::TopologyConfig> topology;  // read before anything is written: a bad file fails first
+  if (topology_file) topology = config::load_topology(*topology_file, ConfigNode{}, "");
   check_outputs({{"--out", *out}}, inputs);
   validate::FitOptions options;
   options.min_bytes = bytes_option(args, "--min-bytes", 0.0);
@@ -208,6 +218,7 @@ int cmd_calibrate(std::span<const std::string> argv) {
   // What we wrote must load: a scenario will read it.
   (void)config::load_calibration(*out);
   std::cout << fmt::format("read:\n{}calibration of {}:\n{}wrote {}\n", read, name, validate::residuals_text(fit), *out);
+  if (topology && !all.gemms.empty()) std::cout << gemm_check_text(check_gemms(all, *topology), topology->name);
   return 0;
 }
 

@@ -20,6 +20,7 @@ expect(2 "--compute-scale: expected a fraction in \\(0, 1\\]" ${REPLAY} --graph 
 expect(2 "--max-bytes: expected a size such as 64KiB" ${BENCH} --backend cpu --out ${OUT}/b.json --max-bytes lots)
 expect(2 "--fp8 times GEMMs: --only leaves them out" ${BENCH} --backend cpu --out ${OUT}/b.json --only memory --fp8)
 expect(2 "graph.json: error: format: expected a shardsim-bench file" ${SHARDSIM} calibrate ${OUT}/graph.json --out ${OUT}/c.yaml)
+expect(2 "missing_topology.yaml: error: no such file" ${SHARDSIM} calibrate ${OUT}/graph.json --topology ${OUT}/missing_topology.yaml --out ${OUT}/c.yaml)
 expect(2 "graph.json: error: format: expected a shardsim-timeline" ${SHARDSIM} compare ${OUT}/graph.json ${OUT}/graph.json)
 # A graph with no ops (it once printed "wrote" and then waited forever), a world size of 2^63
 # (once wrapped to 0), an op field of the wrong type: each named with its line and column.
