@@ -150,11 +150,10 @@ BenchResults bench_from_json(const json& j, const std::string& source) {
     GemmSample g{integer(o, "m", path, source), integer(o, "n", path, source), integer(o, "k", path, source),
                  integer(o, "batch", path, source), number(o, "time_s", path, source)};
     // Files written before float8 GEMMs were timed have no dtype: bf16.
-    const std::string dtype = o.contains("dtype") && o["dtype"].is_string() ? o["dtype"].get<std::string>() : "bf16";
-    if (o.contains("dtype") && (!o["dtype"].is_string() || (dtype != "bf16" && dtype != "fp8"))) {
-      fail(source, path + ".dtype", fmt::format("expected bf16 or fp8; got {}", o["dtype"].dump()));
+    if (const auto d = o.find("dtype"); d != o.end()) {
+      if (*d != "bf16" && *d != "fp8") fail(source, path + ".dtype", fmt::format("expected bf16 or fp8; got {}", d->dump()));
+      g.fp8 = *d == "fp8";
     }
-    g.fp8 = dtype == "fp8";
     b.gemms.push_back(g);
   }
   const json& attn = array(j, "attention", source);

@@ -319,21 +319,27 @@ class CudaBackend final : public Backend {
     const auto m = static_cast<int>(g.m);
     const auto n = static_cast<int>(g.n);
     const auto k = static_cast<int>(g.k);
-    check(cublasGemmStridedBatchedEx(s.blas, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &alpha, s.b.get(), CUDA_R_16BF, k, g.n * g.k, s.a.get(),
-                                     CUDA_R_16BF, k, g.m * g.k, &beta, s.c.get(), CUDA_R_16BF, n, g.m * g.n, static_cast<int>(g.batch),
-                                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-          fmt::format("rank {}: GEMM {}x{}x{} (batch {})", env_.rank, g.m, g.n, g.k, g.batch));
+    const cublasStatus_t st = cublasGemmStridedBatchedEx(s.blas, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &alpha, s.b.get(), CUDA_R_16BF, k,
+                                                         g.n * g.k, s.a.get(), CUDA_R_16BF, k, g.m * g.k, &beta, s.c.get(), CUDA_R_16BF, n,
+                                                         g.m * g.n, static_cast<int>(g.batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    if (st != CUBLAS_STATUS_SUCCESS) check(st, gemm_name(g));  // the message only on failure: this runs per timed iteration
+  }
+
+  // "rank R: GEMM MxNxK (batch B)", "... float8 GEMM ...", for errors.
+  [[nodiscard]] std::string gemm_name(const GemmKernel& g) const {
+    return fmt::format("rank {}: {}GEMM {}x{}x{} (batch {})", env_.rank, g.fp8 ? "float8 " : "", g.m, g.n, g.k, g.batch);
   }
 
   // The same product in float8 e4m3 through cuBLASLt, with tensorwise scales of 1 on the device
   // (torch._scaled_mm's call for torchao's tensorwise recipe): TN layout as above, which Hopper's
   // float8 kernels require, bf16 output, fast accumulation (the forward GEMM's setting).
   void gemm_fp8(Stream& s, const GemmKernel& g) {
-    const std::string what = fmt::format("rank {}: float8 GEMM {}x{}x{} (batch {})", env_.rank, g.m, g.n, g.k, g.batch);
-    if (!fp8_)
-      throw RuntimeError(
-          fmt::format("{}: float8 GEMMs need a GPU of compute capability 8.9 or later; {} is {}", what, device_, compute_capability_));
-    if (g.k % 16 != 0 || g.n % 16 != 0) throw RuntimeError(fmt::format("{}: cuBLASLt's float8 GEMMs need K and N multiples of 16", what));
+    if (!fp8_) {
+      throw RuntimeError(fmt::format("{}: float8 GEMMs need a GPU of compute capability 8.9 or later; {} is {}", gemm_name(g), device_,
+                                     compute_capability_));
+    }
+    if (g.k % 16 != 0 || g.n % 16 != 0)
+      throw RuntimeError(fmt::format("{}: cuBLASLt's float8 GEMMs need K and N multiples of 16", gemm_name(g)));
     if (lt_ == nullptr) {
       check(cublasLtCreate(&lt_), "cublasLtCreate");
       scales_.ensure(sizeof(float), env_.rank, "float8 scales");
@@ -345,12 +351,12 @@ class CudaBackend final : public Backend {
     randomize(s.a8, s.a8.ensure(elements(g.m, g.k), env_.rank, "float8 GEMM inputs"), true, 3);
     randomize(s.b8, s.b8.ensure(elements(g.n, g.k), env_.rank, "float8 GEMM weights"), true, 4);
     auto& plan = s.fp8_plans[{g.batch, g.m, g.n, g.k}];
-    if (!plan) plan = make_fp8_plan(g, what);
+    if (!plan) plan = make_fp8_plan(g, gemm_name(g));
     const float alpha = 1.0F;
     const float beta = 0.0F;
-    check(cublasLtMatmul(lt_, plan->op, &alpha, s.b8.get(), plan->a, s.a8.get(), plan->b, &beta, s.c.get(), plan->c, s.c.get(), plan->c,
-                         &plan->heuristic.algo, s.workspace.get(), kLtWorkspace, s.stream),
-          what);
+    const cublasStatus_t st = cublasLtMatmul(lt_, plan->op, &alpha, s.b8.get(), plan->a, s.a8.get(), plan->b, &beta, s.c.get(), plan->c,
+                                             s.c.get(), plan->c, &plan->heuristic.algo, s.workspace.get(), kLtWorkspace, s.stream);
+    if (st != CUBLAS_STATUS_SUCCESS) check(st, gemm_name(g));
   }
 
   std::unique_ptr<Fp8Plan> make_fp8_plan(const GemmKernel& g, const std::string& what) {

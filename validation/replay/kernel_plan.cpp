@@ -1,10 +1,7 @@
 #include "replay/kernel_plan.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cmath>
-#include <stdexcept>
 
 namespace shardsim::replay {
 
