@@ -7,7 +7,9 @@
 #   4. replays the world-size-1 Llama-layer schedule (validation/scenarios/llama_layers_h200.yaml)
 #      through cuBLAS and NCCL, and simulates it without and with the calibration;
 #   5. compares: validation/results/h200/compare*.{txt,json,svg};
-#   6. the same with float8 tensorwise linears (cuBLASLt e4m3 GEMMs): validation/results/h200/float8/.
+#   6. the same with float8 tensorwise linears (cuBLASLt e4m3 GEMMs): validation/results/h200/float8/;
+#   7. times the GEMMs of the published float8 cases P1, P2 and F1 in bf16 and float8:
+#      validation/results/h200/published/.
 # Everything it measures lands in validation/results/h200/ (and in $OUT when set, as the device
 # runner collects it). One GPU cannot run multi-rank NCCL (NCCL before 2.30 rejects two ranks on
 # one device), so collectives are not calibrated here: run shardsim-bench with --nprocs 8 on an
@@ -25,12 +27,13 @@ log() { printf '\n== %s\n' "$*"; }
 # run still brings back its logs and the measurements before the failure.
 copy_out() {
   if [ -n "${OUT:-}" ]; then
-    mkdir -p "$OUT/results" "$OUT/calibrations"
-    cp -r "$results/." "$OUT/results/" 2>/dev/null || true
-    cp "$calibration" "$OUT/calibrations/" 2>/dev/null || true
+    # One archive: the device runner brings back at most 8 files.
+    mkdir -p "$OUT"
+    tar czf "$OUT/gpu_check.tar.gz" "$results" "$calibration" 2>/dev/null || true
   fi
 }
 trap copy_out EXIT
+trap "exit 124" TERM INT
 
 log "device"
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
@@ -86,5 +89,17 @@ mkdir -p "$results/float8"
   | tee "$results/float8/compare_uncalibrated.txt"
 "$shardsim" compare "$results/float8/calibrated/timeline.json" "$results/float8/measured/timeline.json" --out "$results/float8" \
   | tee "$results/float8/compare_calibrated.txt"
+
+log "the GEMMs of the published float8 cases (P1 70B and P2 8B at TP 8, F1 8B without TP): bf16, float8 fast and precise"
+mkdir -p "$results/published"
+for c in p1_llama3-70b_256xh100_tp8 p2_llama3-8b_64xh100_tp8 f1_llama3-8b_8xh100_bf16; do
+  "$shardsim" export "validation/published/$c.yaml" --out "$results/published/$c.graph.json" > /dev/null
+  "$bench" --backend nccl --graph "$results/published/$c.graph.json" --only gemm --fp8 --warmup 5 --iters 20 --timeout 300 \
+    --out "$results/published/$c.json" | tee "$results/published/$c.txt"
+  rm "$results/published/$c.graph.json"
+done
+# Measured against the H100 topology those cases run on (same Hopper SM; the H200's clocks are the H100's).
+"$shardsim" calibrate "$results"/published/*.json --topology topologies/h100_sxm_8x_ib400.yaml \
+  --out "$results/published/calibration.yaml" | tee "$results/published/calibrate.txt"
 
 log "done: $results, $calibration"

@@ -218,7 +218,7 @@ int cmd_calibrate(std::span<const std::string> argv) {
   // What we wrote must load: a scenario will read it.
   (void)config::load_calibration(*out);
   std::cout << fmt::format("read:\n{}calibration of {}:\n{}wrote {}\n", read, name, validate::residuals_text(fit), *out);
-  if (topology && !all.gemms.empty()) std::cout << gemm_check_text(check_gemms(all, *topology), topology->name);
+  if (topology && !all.gemms.empty()) std::cout << gemm_check_text(check_gemms(all, *topology), *topology);
   return 0;
 }
 

@@ -19,7 +19,11 @@ constexpr std::array kCalibrationParams{
 constexpr std::array kComputeParams{
     ParamSpec{"gemm", "mapping {rate, half_rate_flops}", "-", "bf16 / fp16 GEMM time (F + half_rate_flops) / rate"},
     ParamSpec{"gemm_fp8", "mapping {rate, half_rate_flops}", "-",
-              "float8 (e4m3, tensorwise scales) GEMM time (F + half_rate_flops) / rate; rowwise and MXFP8 stay nominal"},
+              "float8 (e4m3, tensorwise scales, fast accumulation) GEMM time (F + half_rate_flops) / rate; rowwise forward and "
+              "MXFP8 stay nominal"},
+    ParamSpec{"gemm_fp8_precise", "mapping {rate, half_rate_flops}", "-",
+              "the same with precise accumulation (torchao's gradient GEMMs, tensorwise and rowwise); unset: gemm_fp8 at the "
+              "topology's precise / fast ratio"},
     ParamSpec{"attention_forward", "mapping {rate}", "-", "attention forward FLOP rate"},
     ParamSpec{"attention_backward", "mapping {rate}", "-", "attention backward FLOP rate"},
     ParamSpec{"memory_bandwidth", "bandwidth", "-", "achieved HBM bandwidth of memory-bound kernels"},
@@ -60,6 +64,8 @@ constexpr Schema kCalibrationSchema{"calibration", "measured rates that replace 
 constexpr Schema kComputeSchema{"calibration.compute", "measured compute rates", kComputeParams};
 constexpr Schema kGemmSchema{"calibration.compute.gemm", "GEMM efficiency curve", kGemmParams};
 constexpr Schema kGemmFp8Schema{"calibration.compute.gemm_fp8", "float8 GEMM efficiency curve", kGemmParams};
+constexpr Schema kGemmFp8PreciseSchema{"calibration.compute.gemm_fp8_precise", "float8 GEMM (precise accumulation) efficiency curve",
+                                       kGemmParams};
 constexpr Schema kRateSchema{"calibration.compute.attention_*", "an achieved FLOP rate", kRateParams};
 constexpr Schema kLinkClassesSchema{"calibration.collectives", "per link class", kLinkClassesParams};
 constexpr Schema kLinkClassSchema{"calibration.collectives.<link>", "per collective", kLinkClassParams};
@@ -95,6 +101,7 @@ void read_compute(const Reader& top, CalibrationConfig& c) {
   Reader r(*node, "compute", kComputeSchema);
   if (const ConfigNode* g = r.node("gemm")) c.gemm = gemm_of(*g, "compute.gemm", kGemmSchema);
   if (const ConfigNode* g = r.node("gemm_fp8")) c.gemm_fp8 = gemm_of(*g, "compute.gemm_fp8", kGemmFp8Schema);
+  if (const ConfigNode* g = r.node("gemm_fp8_precise")) c.gemm_fp8_precise = gemm_of(*g, "compute.gemm_fp8_precise", kGemmFp8PreciseSchema);
   if (r.has("attention_forward")) c.attention_forward_rate = rate_of(r, "attention_forward");
   if (r.has("attention_backward")) c.attention_backward_rate = rate_of(r, "attention_backward");
   if (r.has("memory_bandwidth")) c.memory_bandwidth = positive(r, "memory_bandwidth", Dimension::byte_rate);
@@ -187,6 +194,7 @@ std::string calibration_coverage(const CalibrationConfig& c) {
   std::vector<std::string> compute;
   if (c.gemm) compute.emplace_back("gemm");
   if (c.gemm_fp8) compute.emplace_back("float8 gemm");
+  if (c.gemm_fp8_precise) compute.emplace_back("float8 gemm (precise accumulation)");
   if (c.attention_forward_rate || c.attention_backward_rate) compute.emplace_back("attention");
   if (c.memory_bandwidth) compute.emplace_back("memory bandwidth");
   if (c.kernel_launch) compute.emplace_back("kernel launch");

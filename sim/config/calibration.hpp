@@ -5,6 +5,7 @@
 //   compute:
 //     gemm: {rate: 760TFLOPS, half_rate_flops: 4GFLOP}   # t = (F + F_half) / rate per GEMM
 //     gemm_fp8: {rate: 1300TFLOPS, half_rate_flops: 9GFLOP}  # the same for float8 (tensorwise)
+//     gemm_fp8_precise: {rate: 1200TFLOPS, half_rate_flops: 9GFLOP}  # float8, precise accumulation
 //     memory_bandwidth: 4.2TB/s                          # memory-bound kernels (HBM traffic)
 //     kernel_launch: 3.5us
 //   collectives:
@@ -71,12 +72,13 @@ inline constexpr int kCollectiveKinds = 3;  // all_gather, reduce_scatter, all_r
 struct CalibrationConfig {
   std::filesystem::path file;
   std::string name;
-  std::optional<GemmCalibration> gemm;            // bf16 / fp16 (the run's low-precision GEMMs)
-  std::optional<GemmCalibration> gemm_fp8;        // float8 e4m3 with tensorwise scales (training.float8)
-  std::optional<double> attention_forward_rate;   // FLOP/s
-  std::optional<double> attention_backward_rate;  // FLOP/s
-  std::optional<double> memory_bandwidth;         // bytes/s of HBM traffic
-  std::optional<double> kernel_launch;            // seconds per kernel
+  std::optional<GemmCalibration> gemm;              // bf16 / fp16 (the run's low-precision GEMMs)
+  std::optional<GemmCalibration> gemm_fp8;          // float8 e4m3 with tensorwise scales (training.float8), fast accumulation
+  std::optional<GemmCalibration> gemm_fp8_precise;  // the same, precise accumulation (torchao's gradient GEMMs)
+  std::optional<double> attention_forward_rate;     // FLOP/s
+  std::optional<double> attention_backward_rate;    // FLOP/s
+  std::optional<double> memory_bandwidth;           // bytes/s of HBM traffic
+  std::optional<double> kernel_launch;              // seconds per kernel
   // [link class][all_gather, reduce_scatter, all_reduce]
   std::array<std::array<std::optional<CollectiveCalibration>, kCollectiveKinds>, kLinkClasses> collectives{};
 

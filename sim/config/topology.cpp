@@ -113,6 +113,10 @@ constexpr std::array kEfficiencyParams{
     ParamSpec{"matmul_fp8_rowwise", "fraction", "-", "fp8 GEMMs with rowwise scales, fraction of peak_flops.fp8; unset: matmul_fp8's",
               kFractionRange},
     ParamSpec{"matmul_mxfp8", "fraction", "-", "MXFP8 GEMMs, fraction of peak_flops.mxfp8; unset: matmul_fp8's", kFractionRange},
+    ParamSpec{"matmul_fp8_precise", "fraction", "-",
+              "fp8 GEMMs with precise accumulation (use_fast_accum=False: torchao's gradient GEMMs, tensorwise and rowwise), "
+              "fraction of peak_flops.fp8; unset: matmul_fp8's",
+              kFractionRange},
 };
 constexpr std::array kNodeParams{
     ParamSpec{"gpus", "integer", "8", "GPUs per node", Range{1, 1024}},
@@ -249,6 +253,7 @@ GpuSpec read_gpu(const Reader& top) {
     g.efficiency.matmul_fp8 = e.opt_number("matmul_fp8", kFractionRange.min, kFractionRange.max).value_or(-1);
     g.efficiency.matmul_fp8_rowwise = e.opt_number("matmul_fp8_rowwise", kFractionRange.min, kFractionRange.max).value_or(-1);
     g.efficiency.matmul_mxfp8 = e.opt_number("matmul_mxfp8", kFractionRange.min, kFractionRange.max).value_or(-1);
+    g.efficiency.matmul_fp8_precise = e.opt_number("matmul_fp8_precise", kFractionRange.min, kFractionRange.max).value_or(-1);
     for (const auto& [key, field] : {std::pair{"attention_cudnn_forward", &GpuEfficiency::attention_cudnn_forward},
                                      std::pair{"attention_cudnn_backward", &GpuEfficiency::attention_cudnn_backward},
                                      std::pair{"attention_flash3_forward", &GpuEfficiency::attention_flash3_forward},
@@ -269,7 +274,8 @@ GpuSpec read_gpu(const Reader& top) {
     // the GEMMs the matmul rate describes). Real GPUs are near 100-200.
     const double memory_rate = g.hbm_bandwidth.value() * g.efficiency.memory;
     const double gemm_rate = std::max({g.peak_bf16.value() * g.efficiency.matmul, g.peak_fp8.value() * g.efficiency.fp8(),
-                                       g.peak_fp8.value() * g.efficiency.fp8_rowwise(), g.peak_mxfp8.value() * g.efficiency.mxfp8()});
+                                       g.peak_fp8.value() * g.efficiency.fp8_rowwise(), g.peak_fp8.value() * g.efficiency.fp8_precise(),
+                                       g.peak_mxfp8.value() * g.efficiency.mxfp8()});
     const double k0 = g.gemm_output_exposed * gemm_rate / memory_rate;
     if (k0 > 1000)
       r.fail("gemm_output_exposed",

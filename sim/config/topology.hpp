@@ -42,7 +42,12 @@ struct GpuEfficiency {
   double matmul_fp8 = -1;          // tensorwise scales (cuBLAS)
   double matmul_fp8_rowwise = -1;  // rowwise scales (CUTLASS kernels in PyTorch); unset: matmul_fp8
   double matmul_mxfp8 = -1;        // MXFP8 block scales (Blackwell); unset: matmul_fp8
+  // Float8 GEMMs that promote their partial sums to fp32 as they go (use_fast_accum=False:
+  // torchao's grad_input and grad_weight GEMMs, of the tensorwise and rowwise recipes alike, both
+  // on cuBLAS's tensorwise kernel); unset: matmul_fp8.
+  double matmul_fp8_precise = -1;
   [[nodiscard]] double fp8() const { return matmul_fp8 >= 0 ? matmul_fp8 : matmul; }
+  [[nodiscard]] double fp8_precise() const { return matmul_fp8_precise >= 0 ? matmul_fp8_precise : fp8(); }
   [[nodiscard]] double fp8_rowwise() const { return matmul_fp8_rowwise >= 0 ? matmul_fp8_rowwise : fp8(); }
   [[nodiscard]] double mxfp8() const { return matmul_mxfp8 >= 0 ? matmul_mxfp8 : fp8(); }
 };

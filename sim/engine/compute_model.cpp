@@ -21,6 +21,7 @@ ComputeRates ComputeRates::nominal(const config::TopologyConfig& topo, bool low_
   r.gemm_fp8 = g.peak_fp8.value() * g.efficiency.fp8();
   r.gemm_fp8_rowwise = g.peak_fp8.value() * g.efficiency.fp8_rowwise();
   r.gemm_mxfp8 = g.peak_mxfp8.value() * g.efficiency.mxfp8();
+  r.gemm_fp8_precise = g.peak_fp8.value() * g.efficiency.fp8_precise();
   // cudnn and flash3 are refused where the topology gives no rates for them (graph/prepare.cpp).
   const auto [forward, backward] = config::attention_efficiency(g.efficiency, attention);
   if (forward <= 0 || backward <= 0) {
@@ -43,26 +44,40 @@ ComputeRates ComputeRates::nominal(const config::TopologyConfig& topo, bool low_
   return r;
 }
 
-double RooflineModel::gemm_rate(graph::GemmType type) const {
-  const std::array<double, graph::kGemmTypes> rates{r_.gemm, r_.gemm_fp8, r_.gemm_fp8_rowwise, r_.gemm_mxfp8};
-  const double rate = rates[static_cast<std::size_t>(type)];
+RooflineModel::GemmCurve RooflineModel::gemm_curve(const graph::Gemm& gemm) const {
+  GemmCurve c;
+  switch (gemm.type) {
+    case graph::GemmType::high:
+      c = {r_.gemm, r_.gemm_half_flops, false};
+      break;
+    case graph::GemmType::fp8:
+    case graph::GemmType::fp8_rowwise:
+      // torchao runs a rowwise recipe's precise GEMMs on cuBLAS's tensorwise kernel too
+      // (float8_ops.py, addmm_float8_unwrapped), so they share tensorwise's precise rate.
+      if (gemm.precise_accum) {
+        c = {r_.gemm_fp8_precise, r_.gemm_fp8_precise_half_flops, r_.gemm_fp8_precise_measured};
+      } else if (gemm.type == graph::GemmType::fp8) {
+        c = {r_.gemm_fp8, r_.gemm_fp8_half_flops, r_.gemm_fp8_measured};
+      } else {
+        c = {r_.gemm_fp8_rowwise, 0, false};
+      }
+      break;
+    case graph::GemmType::mxfp8:
+      c = {r_.gemm_mxfp8, 0, false};
+      break;
+  }
   // training.float8 is refused on a GPU without the type's peak (config/float8_settings.cpp).
-  if (rate <= 0) throw std::logic_error(fmt::format("no rate for {} GEMMs on this GPU", graph::gemm_type_name(type)));
-  return rate;
+  if (c.rate <= 0) throw std::logic_error(fmt::format("no rate for {} GEMMs on this GPU", graph::gemm_type_name(gemm.type)));
+  return c;
 }
 
 double RooflineModel::reference_k() {
-  // Llama 3 8B's block: (out, in) features of wq, wk, wv, wo, w1, w3, w2, at 16,384 tokens.
-  constexpr std::array<std::array<double, 2>, 7> kLinears{
-      {{4096, 4096}, {1024, 4096}, {1024, 4096}, {4096, 4096}, {14336, 4096}, {14336, 4096}, {4096, 14336}}};
-  constexpr double kTokens = 16384;
+  // The FLOP-weighted harmonic mean K of the reference block's GEMMs.
   double flops = 0;
   double flops_over_k = 0;
-  for (const auto& [out, in] : kLinears) {
-    // forward (K = in), grad_input (K = out), grad_weight (K = tokens): the same FLOPs each.
-    const double f = 2 * kTokens * out * in;
-    flops += 3 * f;
-    flops_over_k += f / in + f / out + f / kTokens;
+  for (const auto& [g, gradient] : graph::reference_block()) {
+    flops += g.flops();
+    flops_over_k += g.flops() / static_cast<double>(g.k);
   }
   return flops / flops_over_k;
 }
@@ -74,10 +89,11 @@ double RooflineModel::gemm_seconds(const graph::Gemm& gemm) const {
   const double operand = gemm.type == graph::GemmType::high ? r_.gemm_element_bytes : 1.0;  // float8 operands: 1 byte
   const double output = r_.gemm_element_bytes * m * n;
   const double bytes = operand * (m * k + k * n) + output;
-  const double rate = gemm_rate(gemm.type);
-  const bool high = gemm.type == graph::GemmType::high;
-  // A measured curve prices the GEMMs it timed by their FLOPs alone, their write included.
-  const double output_exposed = gemm.type == graph::GemmType::fp8 && r_.gemm_fp8_measured ? 0.0 : r_.gemm_output_exposed;
+  const GemmCurve curve = gemm_curve(gemm);
+  const double rate = curve.rate;
+  // A measured float8 curve prices the GEMMs it timed by their FLOPs alone, their write included
+  // (a bf16 calibration sets gemm_output_exposed to 0 itself).
+  const double output_exposed = curve.measured ? 0.0 : r_.gemm_output_exposed;
   double flop_rate = rate;
   double exposed_write = 0;
   if (output_exposed > 0) {
@@ -97,10 +113,7 @@ double RooflineModel::gemm_seconds(const graph::Gemm& gemm) const {
     flop_rate = rate / (1 - k0 / k_ref);
     exposed_write = output_exposed * output / r_.memory;
   }
-  // The size term of a measured curve: bf16's, or tensorwise float8's; rowwise and MXFP8 GEMMs run
-  // other kernels, at the topology's rates.
-  const double half = high ? r_.gemm_half_flops : gemm.type == graph::GemmType::fp8 ? r_.gemm_fp8_half_flops : 0.0;
-  const double compute = (gemm.flops() + half) / flop_rate + exposed_write;
+  const double compute = (gemm.flops() + curve.half_flops) / flop_rate + exposed_write;
   return std::max(compute, bytes / r_.memory);
 }
 

@@ -54,14 +54,19 @@ struct ComputeRates {
   double gemm_element_bytes = 2;   // bytes of a high-precision GEMM operand or output element
   double gemm_output_exposed = 0;  // share of a GEMM's output write at `memory` its main loop does not hide
   // Float8 GEMMs (training.float8): tensorwise, rowwise and MXFP8 scales; 0 where the GPU has none.
+  // `gemm_fp8_precise`: tensorwise or rowwise with precise accumulation (torchao's gradient GEMMs,
+  // graph::Gemm::precise_accum).
   double gemm_fp8 = 0;
   double gemm_fp8_rowwise = 0;
   double gemm_mxfp8 = 0;
-  // A measured float8 curve (calibration compute.gemm_fp8): tensorwise GEMMs take
-  // (F + gemm_fp8_half_flops) / gemm_fp8, their output write included as measured; rowwise and
-  // MXFP8 GEMMs keep the topology's rates, without a size term.
+  double gemm_fp8_precise = 0;
+  // Measured float8 curves (calibration compute.gemm_fp8 / gemm_fp8_precise): their GEMMs take
+  // (F + half_flops) / rate, the output write included as measured; rowwise forward and MXFP8
+  // GEMMs keep the topology's rates, without a size term.
   double gemm_fp8_half_flops = 0;
   bool gemm_fp8_measured = false;
+  double gemm_fp8_precise_half_flops = 0;
+  bool gemm_fp8_precise_measured = false;
   double attention_forward = 1;  // FLOP/s of long-sequence attention
   double attention_backward = 1;
   double attention_half_keys = 0;  // keys per query at which attention runs at half that rate (0: none)
@@ -92,7 +97,14 @@ class RooflineModel final : public ComputeModel {
   [[nodiscard]] graph::ComputeSplit split(const graph::Op& op) const override;
   [[nodiscard]] double speed_while_communicating() const override { return 1.0 - r_.comm_interference; }
   [[nodiscard]] const ComputeRates& rates() const { return r_; }
-  [[nodiscard]] double gemm_rate(graph::GemmType type) const;
+  // The rate a GEMM runs at (its type's, or precise float8's), the size at which it runs at half
+  // that, and whether the two were measured (a calibration's curve) rather than nominal.
+  struct GemmCurve {
+    double rate = 0;
+    double half_flops = 0;
+    bool measured = false;
+  };
+  [[nodiscard]] GemmCurve gemm_curve(const graph::Gemm& gemm) const;
   // One GEMM's seconds: its FLOPs at the type's rate with the exposed part of its output write,
   // or its bytes at HBM speed if slower.
   [[nodiscard]] double gemm_seconds(const graph::Gemm& gemm) const;

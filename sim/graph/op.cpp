@@ -19,6 +19,20 @@ std::optional<GemmType> gemm_type_from_name(std::string_view name) {
   return std::nullopt;
 }
 
+std::vector<ReferenceGemm> reference_block() {
+  // Llama 3 8B's block: (out, in) features of wq, wk, wv, wo, w1, w3, w2, at 16,384 tokens.
+  constexpr std::array<std::array<std::int64_t, 2>, 7> kLinears{
+      {{4096, 4096}, {1024, 4096}, {1024, 4096}, {4096, 4096}, {14336, 4096}, {14336, 4096}, {4096, 14336}}};
+  constexpr std::int64_t kTokens = 16384;
+  std::vector<ReferenceGemm> out;
+  for (const auto& [o, i] : kLinears) {
+    out.push_back({Gemm{kTokens, o, i}, false});  // forward: K = in
+    out.push_back({Gemm{kTokens, i, o}, true});   // grad_input: K = out
+    out.push_back({Gemm{o, i, kTokens}, true});   // grad_weight: K = tokens
+  }
+  return out;
+}
+
 double AttentionCall::flops() const {
   // QK^T and PV: 2 matmuls of 2 s^2 d per head; causal attention skips the masked half.
   const double s = static_cast<double>(seq);

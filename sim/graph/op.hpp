@@ -95,8 +95,20 @@ struct Gemm {
   std::int64_t n = 0;
   std::int64_t k = 0;
   GemmType type = GemmType::high;
+  // Float8: partial sums promoted to fp32 as the kernel goes (use_fast_accum=False, torchao's
+  // grad_input and grad_weight GEMMs), rather than accumulated in the tensor cores' precision.
+  bool precise_accum = false;
   [[nodiscard]] double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k); }
 };
+
+// The block whose GEMMs a topology's gpu.efficiency.matmul describes on average
+// (engine::RooflineModel): Llama 3 8B's seven linears at 16,384 tokens, each as its forward,
+// grad_input and grad_weight GEMM (`gradient` the last two).
+struct ReferenceGemm {
+  Gemm gemm;
+  bool gradient = false;
+};
+[[nodiscard]] std::vector<ReferenceGemm> reference_block();
 
 // A fused attention call (FlashAttention-style).
 struct AttentionCall {

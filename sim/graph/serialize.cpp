@@ -35,7 +35,9 @@ json work_json(const Work& w) {
     if (g.type == GemmType::high) {
       gemms.push_back({g.m, g.n, g.k});
     } else {
-      gemms.push_back({g.m, g.n, g.k, gemm_type_name(g.type)});
+      json shape{g.m, g.n, g.k, gemm_type_name(g.type)};
+      if (g.precise_accum) shape.push_back("precise");  // float8 accumulation; absent: fast
+      gemms.push_back(shape);
     }
   }
   json attn = json::array();
@@ -61,17 +63,25 @@ Work work_from(const JsonFields& in, const json& j, const std::string& path) {
   for (std::size_t i = 0; i < g.size(); ++i) {
     const std::string p = fmt::format("{}[{}]", gemms, i);
     const json& shape = in.array(g[i], p);
-    if (shape.size() != 3 && shape.size() != 4) in.fail(p, fmt::format("expected [m, n, k] or [m, n, k, type]; got {}", shape.dump()));
+    if (shape.size() < 3 || shape.size() > 5)
+      in.fail(p, fmt::format("expected [m, n, k], [m, n, k, type] or [m, n, k, type, accumulation]; got {}", shape.dump()));
     GemmType type = GemmType::high;
-    if (shape.size() == 4) {
+    if (shape.size() >= 4) {
       const std::string name = shape[3].is_string() ? shape[3].get<std::string>() : shape[3].dump();
       const auto t = gemm_type_from_name(name);
       if (!t || *t == GemmType::high)
         in.fail(p + "[3]", fmt::format("expected a GEMM type (fp8, fp8_rowwise, mxfp8); got {}", shape[3].dump()));
       type = *t;
     }
+    bool precise = false;
+    if (shape.size() == 5) {
+      if (type != GemmType::fp8 && type != GemmType::fp8_rowwise)
+        in.fail(p + "[4]", fmt::format("an accumulation applies to fp8 and fp8_rowwise GEMMs; this one is {}", gemm_type_name(type)));
+      if (shape[4] != "fast" && shape[4] != "precise") in.fail(p + "[4]", fmt::format("expected fast or precise; got {}", shape[4].dump()));
+      precise = shape[4] == "precise";
+    }
     w.gemms.push_back(Gemm{in.integer(shape[0], p + "[0]", 1, kMaxDim), in.integer(shape[1], p + "[1]", 1, kMaxDim),
-                           in.integer(shape[2], p + "[2]", 1, kMaxDim), type});
+                           in.integer(shape[2], p + "[2]", 1, kMaxDim), type, precise});
   }
   const std::string attention = json_path(path, "attention");
   const json& a = in.array(in.field(j, "attention", path), attention);

@@ -23,6 +23,15 @@ GemmType gemm_type(const model::Kernel& k, GemmRole role) {
   return GemmType::high;
 }
 
+// A Float8Linear's GEMM: torchao's configs (Float8LinearConfig, every recipe) accumulate the
+// output GEMM fast and the two gradient GEMMs precisely (use_fast_accum=False). MXFP8 GEMMs have
+// no such switch.
+Gemm linear_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const model::Kernel& kernel, GemmRole role) {
+  const GemmType type = gemm_type(kernel, role);
+  const bool scaled = type == GemmType::fp8 || type == GemmType::fp8_rowwise;
+  return Gemm{m, n, k, type, scaled && role != GemmRole::output};
+}
+
 // training.attention: unfused (model/attention_impl.hpp): per sequence and head, the scores'
 // two batched GEMMs (rows stacked over sequences and heads) and the softmax and dropout kernels
 // over its s x s elements.
@@ -51,11 +60,11 @@ void add_unfused_attention(Work& w, const model::Kernel& k, const Batch& b, bool
 }  // namespace
 
 Gemm forward_gemm(const model::Kernel& k, const Batch& b) {
-  return Gemm{b.tokens(), k.n, k.k, gemm_type(k, GemmRole::output)};
+  return linear_gemm(b.tokens(), k.n, k.k, k, GemmRole::output);
 }
 
 Gemm grad_input_gemm(const model::Kernel& k, const Batch& b) {
-  return Gemm{b.tokens(), k.k, k.n, gemm_type(k, GemmRole::grad_input)};  // dX = dY W
+  return linear_gemm(b.tokens(), k.k, k.n, k, GemmRole::grad_input);  // dX = dY W
 }
 
 void add_forward_work(Work& w, const model::Kernel& k, const Batch& b, bool casts) {
@@ -92,7 +101,7 @@ void add_backward_work(Work& w, const model::Kernel& k, const Batch& b, bool gra
   switch (k.kind) {
     case model::KernelKind::matmul: {
       if (grad_input) w.gemms.push_back(grad_input_gemm(k, b));
-      if (grad_weight) w.gemms.push_back(Gemm{k.n, k.k, b.tokens(), gemm_type(k, GemmRole::grad_weight)});  // dW = dY^T X
+      if (grad_weight) w.gemms.push_back(linear_gemm(k.n, k.k, b.tokens(), k, GemmRole::grad_weight));  // dW = dY^T X
       w.launches += (grad_input ? 1 : 0) + (grad_weight ? 1 : 0);
       if (casts) {
         const model::Float8Casts c = model::float8_casts(k, b.tokens());

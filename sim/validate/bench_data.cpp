@@ -72,13 +72,15 @@ json to_json(const BenchResults& b) {
   }
   json gemms = json::array();
   for (const auto& s : b.gemms) {
-    gemms.push_back({{"m", s.m},
-                     {"n", s.n},
-                     {"k", s.k},
-                     {"batch", s.batch},
-                     {"dtype", s.fp8 ? "fp8" : "bf16"},
-                     {"time_s", s.seconds},
-                     {"tflops", s.flops() / s.seconds / 1e12}});
+    json g{{"m", s.m},
+           {"n", s.n},
+           {"k", s.k},
+           {"batch", s.batch},
+           {"dtype", s.fp8 ? "fp8" : "bf16"},
+           {"time_s", s.seconds},
+           {"tflops", s.flops() / s.seconds / 1e12}};
+    if (s.fp8) g["accumulate"] = s.precise_accum ? "precise" : "fast";
+    gemms.push_back(g);
   }
   json attn = json::array();
   for (const auto& s : b.attention) {
@@ -153,6 +155,12 @@ BenchResults bench_from_json(const json& j, const std::string& source) {
     if (const auto d = o.find("dtype"); d != o.end()) {
       if (*d != "bf16" && *d != "fp8") fail(source, path + ".dtype", fmt::format("expected bf16 or fp8; got {}", d->dump()));
       g.fp8 = *d == "fp8";
+    }
+    // Files written before the two accumulations were timed have none: fast, the one they ran.
+    if (const auto a = o.find("accumulate"); a != o.end()) {
+      if (!g.fp8) fail(source, path + ".accumulate", "applies to float8 GEMMs only (dtype fp8)");
+      if (*a != "fast" && *a != "precise") fail(source, path + ".accumulate", fmt::format("expected fast or precise; got {}", a->dump()));
+      g.precise_accum = *a == "precise";
     }
     b.gemms.push_back(g);
   }

@@ -36,6 +36,9 @@ struct GemmSample {
   std::int64_t batch = 1;
   double seconds = 0;
   bool fp8 = false;  // float8 e4m3 operands with tensorwise scales, bf16 output ("dtype": "fp8"); else bf16
+  // float8: partial sums promoted to fp32 as the kernel goes ("accumulate": "precise";
+  // use_fast_accum=False, torchao's gradient GEMMs); else fast ("fast", or absent).
+  bool precise_accum = false;
   [[nodiscard]] double flops() const {
     return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch);
   }

@@ -117,14 +117,17 @@ CalibrationFit fit_calibration(const BenchResults& b, const FitOptions& options)
     cal.kernel_launch = launch;
     cal.memory_bandwidth = positive_rate(c[1], "memory", "bytes");
   }
-  // bf16 and float8 GEMMs: a curve each, from their own samples.
-  for (const bool fp8 : {false, true}) {
+  // bf16 GEMMs, float8 with fast and with precise accumulation: a curve each, from their own samples.
+  const std::array<std::tuple<const char*, bool, bool, std::optional<config::GemmCalibration>*>, 3> curves{
+      {{"gemm", false, false, &cal.gemm},
+       {"gemm_fp8", true, false, &cal.gemm_fp8},
+       {"gemm_fp8_precise", true, true, &cal.gemm_fp8_precise}}};
+  for (const auto& [what, fp8, precise, target] : curves) {
     std::vector<GemmSample> samples;
     for (const auto& s : b.gemms) {
-      if (s.fp8 == fp8) samples.push_back(s);
+      if (s.fp8 == fp8 && s.precise_accum == precise) samples.push_back(s);
     }
     if (samples.empty()) continue;
-    const std::string what = fp8 ? "gemm_fp8" : "gemm";
     const auto c = fit_kernel<GemmSample>(
         samples, what, launch,
         [](const GemmSample& s) {
@@ -132,7 +135,7 @@ CalibrationFit fit_calibration(const BenchResults& b, const FitOptions& options)
         },
         fit);
     const double rate = positive_rate(c[1], what, "FLOPs");
-    (fp8 ? cal.gemm_fp8 : cal.gemm) = config::GemmCalibration{rate, c[0] * rate};
+    *target = config::GemmCalibration{rate, c[0] * rate};
     note_range(fit, what, samples, [](const GemmSample& s) { return s.flops(); });
   }
   for (const bool backward : {false, true}) {
@@ -163,7 +166,8 @@ std::string calibration_yaml(const CalibrationFit& fit, const std::string& name,
   std::string quoted;
   for (char ch : name) quoted += ch == '"' || ch == '\\' ? std::string("\\") + ch : std::string(1, ch);
   out += fmt::format("name: \"{}\"\n", quoted);
-  if (c.gemm || c.gemm_fp8 || c.attention_forward_rate || c.attention_backward_rate || c.memory_bandwidth || c.kernel_launch) {
+  if (c.gemm || c.gemm_fp8 || c.gemm_fp8_precise || c.attention_forward_rate || c.attention_backward_rate || c.memory_bandwidth ||
+      c.kernel_launch) {
     out += "compute:\n";
     if (c.gemm)
       out +=
@@ -171,6 +175,9 @@ std::string calibration_yaml(const CalibrationFit& fit, const std::string& name,
     if (c.gemm_fp8)
       out += fmt::format("  gemm_fp8: {{rate: {:.6g}TFLOPS, half_rate_flops: {:.6g}GFLOP}}\n", c.gemm_fp8->rate / 1e12,
                          c.gemm_fp8->half_rate_flops / 1e9);
+    if (c.gemm_fp8_precise)
+      out += fmt::format("  gemm_fp8_precise: {{rate: {:.6g}TFLOPS, half_rate_flops: {:.6g}GFLOP}}\n", c.gemm_fp8_precise->rate / 1e12,
+                         c.gemm_fp8_precise->half_rate_flops / 1e9);
     if (c.attention_forward_rate) out += fmt::format("  attention_forward: {{rate: {:.6g}TFLOPS}}\n", *c.attention_forward_rate / 1e12);
     if (c.attention_backward_rate) out += fmt::format("  attention_backward: {{rate: {:.6g}TFLOPS}}\n", *c.attention_backward_rate / 1e12);
     if (c.memory_bandwidth) out += fmt::format("  memory_bandwidth: {:.6g}GB/s\n", *c.memory_bandwidth / 1e9);
@@ -214,6 +221,9 @@ std::string residuals_text(const CalibrationFit& fit) {
   if (c.gemm_fp8)
     out += fmt::format("  gemm fp8      {:.4g} TFLOPS, half rate at {:.3g} GFLOP\n", c.gemm_fp8->rate / 1e12,
                        c.gemm_fp8->half_rate_flops / 1e9);
+  if (c.gemm_fp8_precise)
+    out += fmt::format("  gemm fp8 prec {:.4g} TFLOPS, half rate at {:.3g} GFLOP (precise accumulation)\n", c.gemm_fp8_precise->rate / 1e12,
+                       c.gemm_fp8_precise->half_rate_flops / 1e9);
   if (c.attention_forward_rate) out += fmt::format("  attention fwd {:.4g} TFLOPS\n", *c.attention_forward_rate / 1e12);
   if (c.attention_backward_rate) out += fmt::format("  attention bwd {:.4g} TFLOPS\n", *c.attention_backward_rate / 1e12);
   for (int l = 0; l < config::kLinkClasses; ++l) {

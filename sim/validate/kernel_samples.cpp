@@ -128,6 +128,16 @@ std::optional<GemmSample> gemm_sample(const ShapedOp& op, const OpSignature& sig
   }
   GemmSample s;
   s.fp8 = sig.fp8;
+  if (sig.fp8) {
+    // use_fast_accum, _scaled_mm's 8th argument: torchao sets it for the output GEMM alone. A trace
+    // that records no scalar leaves it unknown; PyTorch's default is precise accumulation.
+    constexpr std::size_t kFastAccum = 7;
+    if (kFastAccum >= op.concrete.size() || (op.concrete[kFastAccum] != "True" && op.concrete[kFastAccum] != "False")) {
+      left.add(fmt::format("{} whose use_fast_accum is not recorded (\"Concrete Inputs\" position {})", op.name, kFastAccum));
+      return std::nullopt;
+    }
+    s.precise_accum = op.concrete[kFastAccum] == "False";
+  }
   s.batch = sig.batched ? (*a)[0] : 1;
   s.m = (*a)[o];
   s.k = (*a)[o + 1];

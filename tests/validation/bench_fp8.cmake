@@ -1,6 +1,7 @@
 # shardsim-bench --fp8 on the CPU backend: every GEMM shape of the graph is timed in bf16 and in
-# float8 (the CPU runs both as its fp32 GEMM: this checks the plumbing, not a float8 rate), the
-# samples carry their dtype, and calibrate fits a float8 curve beside the bf16 one.
+# float8 with fast and with precise accumulation (the CPU runs all as its fp32 GEMM: this checks the
+# plumbing, not a float8 rate), the samples carry their dtype and accumulation, and calibrate fits
+# the two float8 curves beside the bf16 one.
 cmake_policy(SET CMP0054 NEW)  # quoted strings are strings, not variable names
 include(${CMAKE_CURRENT_LIST_DIR}/run_checked.cmake)
 file(REMOVE_RECURSE ${OUT})
@@ -13,23 +14,32 @@ string(JSON n LENGTH "${bench}" gemms)
 math(EXPR last "${n} - 1")
 set(n_bf16 0)
 set(n_fp8 0)
+set(n_precise 0)
 foreach(i RANGE ${last})
   string(JSON dtype GET "${bench}" gemms ${i} dtype)
   if(dtype STREQUAL "fp8")
-    math(EXPR n_fp8 "${n_fp8} + 1")
+    string(JSON accumulate GET "${bench}" gemms ${i} accumulate)
+    if(accumulate STREQUAL "fast")
+      math(EXPR n_fp8 "${n_fp8} + 1")
+    elseif(accumulate STREQUAL "precise")
+      math(EXPR n_precise "${n_precise} + 1")
+    else()
+      message(FATAL_ERROR "gemms[${i}].accumulate: ${accumulate}; expected fast or precise")
+    endif()
   elseif(dtype STREQUAL "bf16")
     math(EXPR n_bf16 "${n_bf16} + 1")
   else()
     message(FATAL_ERROR "gemms[${i}].dtype: ${dtype}; expected bf16 or fp8")
   endif()
 endforeach()
-# The tiny Llama's GEMMs are bf16: --fp8 times each of their shapes in float8 too.
-if(n_bf16 EQUAL 0 OR NOT n_fp8 EQUAL n_bf16)
-  message(FATAL_ERROR "${n_bf16} bf16 and ${n_fp8} float8 GEMM samples; expected as many of each, at least one")
+# The tiny Llama's GEMMs are bf16: --fp8 times each of their shapes in float8 too, both ways.
+if(n_bf16 EQUAL 0 OR NOT n_fp8 EQUAL n_bf16 OR NOT n_precise EQUAL n_bf16)
+  message(FATAL_ERROR "${n_bf16} bf16, ${n_fp8} float8 (fast) and ${n_precise} float8 (precise) GEMM samples; expected as many of each, at least one")
 endif()
 run_checked(o ${SHARDSIM} calibrate ${OUT}/bench.json --out ${OUT}/cpu.yaml)
 file(READ ${OUT}/cpu.yaml cal)
-if(NOT cal MATCHES "\n  gemm: \\{rate: [0-9.e+]+TFLOPS" OR NOT cal MATCHES "\n  gemm_fp8: \\{rate: [0-9.e+]+TFLOPS")
-  message(FATAL_ERROR "the calibration has no gemm and gemm_fp8 curves:\n${cal}")
+if(NOT cal MATCHES "\n  gemm: \\{rate: [0-9.e+]+TFLOPS" OR NOT cal MATCHES "\n  gemm_fp8: \\{rate: [0-9.e+]+TFLOPS"
+   OR NOT cal MATCHES "\n  gemm_fp8_precise: \\{rate: [0-9.e+]+TFLOPS")
+  message(FATAL_ERROR "the calibration has no gemm, gemm_fp8 and gemm_fp8_precise curves:\n${cal}")
 endif()
-message(STATUS "${n_bf16} bf16 and ${n_fp8} float8 GEMM shapes timed; calibrated:\n${o}")
+message(STATUS "${n_bf16} bf16 and 2 x ${n_fp8} float8 GEMM shapes timed; calibrated:\n${o}")

@@ -101,7 +101,7 @@ struct Stream {
   cublasHandle_t blas = nullptr;
   DeviceBuffer a, b, c, src, dst, send, recv, workspace;
   DeviceBuffer a8, b8;  // float8 GEMM operands
-  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t>, std::unique_ptr<Fp8Plan>> fp8_plans;
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool>, std::unique_ptr<Fp8Plan>> fp8_plans;
 };
 
 // cuBLASLt's workspace for float8 GEMMs (what PyTorch gives _scaled_mm on Hopper: 32 MiB).
@@ -327,12 +327,14 @@ class CudaBackend final : public Backend {
 
   // "rank R: GEMM MxNxK (batch B)", "... float8 GEMM ...", for errors.
   [[nodiscard]] std::string gemm_name(const GemmKernel& g) const {
-    return fmt::format("rank {}: {}GEMM {}x{}x{} (batch {})", env_.rank, g.fp8 ? "float8 " : "", g.m, g.n, g.k, g.batch);
+    return fmt::format("rank {}: {}GEMM {}x{}x{} (batch {})", env_.rank,
+                       g.fp8 ? (g.precise ? "float8 (precise accumulation) " : "float8 ") : "", g.m, g.n, g.k, g.batch);
   }
 
   // The same product in float8 e4m3 through cuBLASLt, with tensorwise scales of 1 on the device
   // (torch._scaled_mm's call for torchao's tensorwise recipe): TN layout as above, which Hopper's
-  // float8 kernels require, bf16 output, fast accumulation (the forward GEMM's setting).
+  // float8 kernels require, bf16 output, fast accumulation (the forward GEMM's setting) or precise
+  // (CUBLASLT_MATMUL_DESC_FAST_ACCUM 0, the gradient GEMMs').
   void gemm_fp8(Stream& s, const GemmKernel& g) {
     if (!fp8_) {
       throw RuntimeError(fmt::format("{}: float8 GEMMs need a GPU of compute capability 8.9 or later; {} is {}", gemm_name(g), device_,
@@ -350,7 +352,7 @@ class CudaBackend final : public Backend {
     const auto elements = [&](std::int64_t x, std::int64_t y) { return static_cast<std::size_t>(g.batch * x * y) + 256; };
     randomize(s.a8, s.a8.ensure(elements(g.m, g.k), env_.rank, "float8 GEMM inputs"), true, 3);
     randomize(s.b8, s.b8.ensure(elements(g.n, g.k), env_.rank, "float8 GEMM weights"), true, 4);
-    auto& plan = s.fp8_plans[{g.batch, g.m, g.n, g.k}];
+    auto& plan = s.fp8_plans[{g.batch, g.m, g.n, g.k, g.precise}];
     if (!plan) plan = make_fp8_plan(g, gemm_name(g));
     const float alpha = 1.0F;
     const float beta = 0.0F;
@@ -364,7 +366,7 @@ class CudaBackend final : public Backend {
     check(cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F), what);
     const cublasOperation_t ta = CUBLAS_OP_T;
     const cublasOperation_t tb = CUBLAS_OP_N;
-    const std::int8_t fast_accum = 1;
+    const std::int8_t fast_accum = g.precise ? 0 : 1;
     const void* scale = scales_.get();
     check(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), what);
     check(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), what);

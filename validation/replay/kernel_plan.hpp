@@ -20,13 +20,16 @@ namespace shardsim::replay {
 
 // y[m, n] = x[m, k] W[n, k]^T, `batch` times over strided buffers: bf16 operands, or float8 e4m3
 // ones with tensorwise scales (`fp8`, as torchao's tensorwise recipe runs torch._scaled_mm); bf16
-// output, fp32 accumulation.
+// output, fp32 accumulation. A float8 GEMM accumulates fast (in the tensor cores' own precision,
+// torchao's forward GEMM) or, `precise`, promotes its partial sums to fp32 registers as it goes
+// (use_fast_accum=False: torchao's grad_input and grad_weight GEMMs).
 struct GemmKernel {
   std::int64_t batch = 1;
   std::int64_t m = 0;
   std::int64_t n = 0;
   std::int64_t k = 0;
   bool fp8 = false;
+  bool precise = false;
   [[nodiscard]] double flops() const {
     return 2.0 * static_cast<double>(batch) * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   }

@@ -52,8 +52,9 @@ std::string table(const validate::BenchResults& r) {
     }
   }
   for (const auto& g : r.gemms) {
-    out += fmt::format(" gemm {:<4} {:>6} x {:>6} x {:>6}  {:>10.2f} us  {:>8.2f} TFLOPS\n", g.fp8 ? "fp8" : "bf16", g.m, g.n, g.k,
-                       g.seconds * 1e6, g.flops() / g.seconds / 1e12);
+    out +=
+        fmt::format(" gemm {:<8} {:>6} x {:>6} x {:>6}  {:>10.2f} us  {:>8.2f} TFLOPS\n",
+                    g.fp8 ? (g.precise_accum ? "fp8 prec" : "fp8") : "bf16", g.m, g.n, g.k, g.seconds * 1e6, g.flops() / g.seconds / 1e12);
   }
   for (const auto& a : r.attention) {
     out += fmt::format(" attention {} seq {:>6}  {:>10.2f} us  {:>8.2f} TFLOPS\n", a.call.backward ? "bwd" : "fwd", a.call.seq,
@@ -72,8 +73,8 @@ int bench(std::span<const std::string> argv) {
   args.value("--graph", "GRAPH.json", "benchmark this graph's GEMM shapes and attention calls (default: Llama 3.1 8B's)");
   args.value("--only", "KINDS", "comma-separated subset of collectives,gemm,attention,memory");
   args.flag("--fp8",
-            "time every GEMM shape in float8 too (e4m3, tensorwise scales; GPUs of compute capability 8.9 and later): "
-            "calibrate fits compute.gemm_fp8 from them");
+            "time every GEMM shape in float8 too (e4m3, tensorwise scales; GPUs of compute capability 8.9 and later), with fast "
+            "and with precise accumulation: calibrate fits compute.gemm_fp8 and gemm_fp8_precise from them");
   args.value("--min-bytes", "SIZE", "smallest collective (default 1KiB)");
   args.value("--max-bytes", "SIZE", "largest collective (default 1GiB)");
   args.value("--min-copy", "SIZE", "smallest copy traffic (default 1MiB)");

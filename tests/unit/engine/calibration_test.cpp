@@ -131,3 +131,34 @@ TEST_CASE("calibrated float8 GEMMs: tensorwise on the measured float8 curve, row
   CHECK(r.timeline.at(0, 0).end == doctest::Approx(expected).epsilon(1e-9));
   CHECK(expected == doctest::Approx(223.3e-6).epsilon(0.001));
 }
+
+TEST_CASE("float8 GEMMs with precise accumulation: their own measured curve, else the fast one at the topology's ratio") {
+  graph::Work w;
+  // torchao's gradient GEMMs: tensorwise and rowwise alike run cuBLAS's tensorwise kernel there.
+  w.gemms = {graph::Gemm{4096, 4096, 4096, graph::GemmType::fp8, true}, graph::Gemm{4096, 4096, 4096, graph::GemmType::fp8_rowwise, true}};
+  graph::Op op;
+  op.work = w;
+  auto topo = dgx_h100();
+  topo.gpu.efficiency.matmul_fp8 = 0.64;
+  topo.gpu.efficiency.matmul_fp8_precise = 0.56;
+  const double big = 2.0 * 4096 * 4096 * 4096;
+  auto cal = calibration();
+  cal.gemm_fp8 = config::GemmCalibration{1200e12, 8e9};
+  // Only the fast curve measured: precise at 1,200 x 0.56 / 0.64 = 1,050 TFLOPS, the same size
+  // term: 2 x (2 x 4096^3 + 8 GFLOP) / 1,050 TFLOPS = 277.0 us.
+  const engine::RooflineModel fast_only(engine::calibrated_rates(engine::ComputeRates::nominal(topo, true), cal));
+  CHECK(fast_only.duration(op) == doctest::Approx(2 * (big + 8e9) / 1050e12).epsilon(1e-9));
+  CHECK(fast_only.duration(op) == doctest::Approx(277.0e-6).epsilon(0.001));
+  // Both measured: the precise curve, 2 x (2 x 4096^3 + 10 GFLOP) / 1,000 TFLOPS = 294.9 us.
+  cal.gemm_fp8_precise = config::GemmCalibration{1000e12, 10e9};
+  const engine::RooflineModel both(engine::calibrated_rates(engine::ComputeRates::nominal(topo, true), cal));
+  CHECK(both.duration(op) == doctest::Approx(2 * (big + 10e9) / 1000e12).epsilon(1e-9));
+  // Nominal: 1,979 x 0.56 = 1,108.2 TFLOPS, with the exposed output write of the topology
+  // (gemm_output_exposed 0.45 at 2.8475 TB/s, normalized by K_ref): its FLOPs at the rate
+  // / (1 - k0 / K_ref), k0 = 0.45 x 1,108.2e12 x 2 / (2 x 2.8475e12) = 175.1.
+  const engine::RooflineModel nominal(engine::ComputeRates::nominal(topo, true));
+  const double rate = 1979e12 * 0.56;
+  const double k0 = 0.45 * rate * 2 / (2 * 2.8475e12);
+  const double one = big / (rate / (1 - k0 / engine::RooflineModel::reference_k())) + 0.45 * 2.0 * 4096 * 4096 / 2.8475e12;
+  CHECK(nominal.duration(op) == doctest::Approx(2 * one).epsilon(1e-6));
+}

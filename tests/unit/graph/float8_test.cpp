@@ -192,6 +192,23 @@ TEST_CASE("a block's forward under float8: float8 GEMMs with unchanged FLOPs plu
   CHECK(b.work.launches - a.work.launches == 42);
 }
 
+TEST_CASE("torchao's GEMM configs: the output GEMM accumulates fast, the two gradient GEMMs precisely, MXFP8 has no switch") {
+  // Float8LinearConfig: gemm_config_output use_fast_accum=True, gemm_config_grad_input and
+  // gemm_config_grad_weight the default False, for every recipe from_recipe_name builds.
+  for (const char* recipe : {"tensorwise", "rowwise"}) {
+    CAPTURE(recipe);
+    const auto f8 = test::prepared("tests/data/tiny_llama.yaml", {fmt::format("training.float8={{recipe: {}}}", recipe)});
+    for (const auto& g : op_named(f8.graph, "FWD layers.1").work.gemms) CHECK_FALSE(g.precise_accum);
+    const auto& bwd = op_named(f8.graph, "BWD layers.1").work.gemms;
+    REQUIRE(bwd.size() == 14);  // 7 linears x (grad_input, grad_weight)
+    for (const auto& g : bwd) CHECK(g.precise_accum);
+  }
+  const auto mx = test::prepared(
+      "tests/data/tiny_llama.yaml",
+      {"cluster.topology=" + (test::source_dir() / "topologies/b200_8x_ib400.yaml").string(), "training.float8={recipe: mxfp8}"});
+  for (const auto& g : op_named(mx.graph, "BWD layers.1").work.gemms) CHECK_FALSE(g.precise_accum);
+}
+
 TEST_CASE("FSDP2's float8 all-gather moves the converted weights at 1 byte with their amax all-reduces") {
   const std::vector<std::string> f8ag{"fsdp.version=2", "training.compile=true",
                                       "training.float8={recipe: tensorwise, fsdp_float8_all_gather: true}"};

@@ -29,31 +29,58 @@ TEST_CASE("a graph from another program or version is refused") {
   CHECK_THROWS_AS((void)graph::from_json(nlohmann::json{{"format", "shardsim-graph"}, {"format_version", 99}}, "x.json"), ConfigError);
 }
 
-TEST_CASE("float8 GEMMs keep their type through export and a wrong type is refused") {
+TEST_CASE("float8 GEMMs keep their type and accumulation through export and a wrong type is refused") {
   const auto p = test::prepared("tests/data/tiny_llama.yaml", {"training.float8={recipe: rowwise_with_gw_hp}"});
   auto j = graph::to_json(p.graph);
   const auto g = graph::from_json(j, "graph.json");
   int fp8 = 0;
   int high = 0;
+  int precise = 0;
   for (std::size_t i = 0; i < g.size(); ++i) {
     const auto& a = g.op(static_cast<int>(i)).work.gemms;
     const auto& b = p.graph.op(static_cast<int>(i)).work.gemms;
     REQUIRE(a.size() == b.size());
     for (std::size_t k = 0; k < a.size(); ++k) {
       CHECK(a[k].type == b[k].type);
+      CHECK(a[k].precise_accum == b[k].precise_accum);
       fp8 += a[k].type == graph::GemmType::fp8_rowwise ? 1 : 0;
       high += a[k].type == graph::GemmType::high ? 1 : 0;
+      precise += a[k].precise_accum ? 1 : 0;
     }
   }
   CHECK(fp8 > 0);
-  CHECK(high > 0);  // grad_weight stays bf16 in this recipe, and the output layer
-  for (auto& op : j["ops"]) {
-    if (!op.contains("work")) continue;
-    for (auto& gemm : op["work"]["gemms"]) {
-      if (gemm.size() == 4) gemm[3] = "fp4";
+  CHECK(high > 0);     // grad_weight stays bf16 in this recipe, and the output layer
+  CHECK(precise > 0);  // grad_input
+  CHECK(precise < fp8);
+  SUBCASE("a type that is not a GEMM type") {
+    for (auto& op : j["ops"]) {
+      if (!op.contains("work")) continue;
+      for (auto& gemm : op["work"]["gemms"]) {
+        if (gemm.size() >= 4) gemm[3] = "fp4";
+      }
     }
+    CHECK_THROWS_AS((void)graph::from_json(j, "graph.json"), ConfigError);
   }
-  CHECK_THROWS_AS((void)graph::from_json(j, "graph.json"), ConfigError);
+  SUBCASE("an accumulation that is not fast or precise, or on a bf16 GEMM") {
+    nlohmann::json* shape = nullptr;
+    nlohmann::json* plain = nullptr;
+    for (auto& op : j["ops"]) {
+      if (!op.contains("work")) continue;
+      for (auto& gemm : op["work"]["gemms"]) {
+        if (gemm.size() == 5 && shape == nullptr) shape = &gemm;
+        if (gemm.size() == 3 && plain == nullptr) plain = &gemm;
+      }
+    }
+    REQUIRE(shape != nullptr);
+    REQUIRE(plain != nullptr);
+    CHECK((*shape)[4] == "precise");
+    (*shape)[4] = "slow";
+    CHECK_THROWS_WITH_AS((void)graph::from_json(j, "graph.json"), doctest::Contains("expected fast or precise; got \"slow\""), ConfigError);
+    (*shape)[4] = "precise";
+    plain->push_back("high");
+    plain->push_back("precise");
+    CHECK_THROWS_AS((void)graph::from_json(j, "graph.json"), ConfigError);
+  }
 }
 
 TEST_CASE("rowwise float8's column-wise cast bytes survive export") {

@@ -24,6 +24,8 @@ constexpr double kGemmRate = 700e12;
 constexpr double kGemmHalf = 2e9;
 constexpr double kGemmFp8Rate = 1250e12;  // float8 GEMMs: their own curve
 constexpr double kGemmFp8Half = 6e9;
+constexpr double kGemmFp8PreciseRate = 1100e12;  // float8 with precise accumulation: a third curve
+constexpr double kGemmFp8PreciseHalf = 8e9;
 constexpr double kAttnFwd = 380e12;
 constexpr double kAttnBwd = 290e12;
 constexpr double kBase = 8.4e-6;
@@ -52,6 +54,9 @@ validate::BenchResults synthetic(double noise) {
         validate::GemmSample f{m, n, k, 1, 0, true};
         f.seconds = (kLaunch + (f.flops() + kGemmFp8Half) / kGemmFp8Rate) * u(rng);
         b.gemms.push_back(f);
+        validate::GemmSample p{m, n, k, 1, 0, true, true};
+        p.seconds = (kLaunch + (p.flops() + kGemmFp8PreciseHalf) / kGemmFp8PreciseRate) * u(rng);
+        b.gemms.push_back(p);
       }
     }
   }
@@ -122,6 +127,9 @@ TEST_CASE("calibrate recovers planted parameters from noisy synthetic measuremen
   REQUIRE(c.gemm_fp8);
   CHECK(c.gemm_fp8->rate == doctest::Approx(kGemmFp8Rate).epsilon(tol));
   CHECK(c.gemm_fp8->half_rate_flops == doctest::Approx(kGemmFp8Half).epsilon(tol));
+  REQUIRE(c.gemm_fp8_precise);
+  CHECK(c.gemm_fp8_precise->rate == doctest::Approx(kGemmFp8PreciseRate).epsilon(tol));
+  CHECK(c.gemm_fp8_precise->half_rate_flops == doctest::Approx(kGemmFp8PreciseHalf).epsilon(tol));
   CHECK(*c.attention_forward_rate == doctest::Approx(kAttnFwd).epsilon(tol));
   CHECK(*c.attention_backward_rate == doctest::Approx(kAttnBwd).epsilon(tol));
   // One alpha-beta line planted: one piece, from the smallest size measured (1 KiB). Latencies
@@ -171,6 +179,9 @@ TEST_CASE("the calibration YAML loads back with the fitted numbers") {
   REQUIRE(back.gemm_fp8);
   CHECK(back.gemm_fp8->rate == doctest::Approx(c.gemm_fp8->rate).epsilon(1e-5));
   CHECK(back.gemm_fp8->half_rate_flops == doctest::Approx(c.gemm_fp8->half_rate_flops).epsilon(1e-5));
+  REQUIRE(back.gemm_fp8_precise);
+  CHECK(back.gemm_fp8_precise->rate == doctest::Approx(c.gemm_fp8_precise->rate).epsilon(1e-5));
+  CHECK(back.gemm_fp8_precise->half_rate_flops == doctest::Approx(c.gemm_fp8_precise->half_rate_flops).epsilon(1e-5));
   CHECK(*back.memory_bandwidth == doctest::Approx(*c.memory_bandwidth).epsilon(1e-5));
   CHECK(*back.kernel_launch == doctest::Approx(*c.kernel_launch).epsilon(1e-5));
   CHECK(*back.attention_backward_rate == doctest::Approx(*c.attention_backward_rate).epsilon(1e-5));
@@ -191,20 +202,39 @@ TEST_CASE("the calibration YAML loads back with the fitted numbers") {
   }
 }
 
-TEST_CASE("GEMM samples keep their dtype through the bench JSON, and files without one are bf16") {
+TEST_CASE("GEMM samples keep their dtype and accumulation through the bench JSON, and files without them are bf16 and fast") {
   validate::BenchResults b;
   b.backend = "nccl";
   b.gemms.push_back({16384, 128, 4096, 1, 60e-6, true});
   b.gemms.push_back({16384, 128, 4096, 1, 90e-6, false});
+  b.gemms.push_back({16384, 128, 4096, 1, 70e-6, true, true});
   auto j = nlohmann::json::parse(validate::to_json(b).dump());  // as a file reads back
   CHECK(j["gemms"][0]["dtype"] == "fp8");
+  CHECK(j["gemms"][0]["accumulate"] == "fast");
   CHECK(j["gemms"][1]["dtype"] == "bf16");
+  CHECK_FALSE(j["gemms"][1].contains("accumulate"));
+  CHECK(j["gemms"][2]["accumulate"] == "precise");
   const auto back = validate::bench_from_json(j, "bench.json");
-  REQUIRE(back.gemms.size() == 2);
+  REQUIRE(back.gemms.size() == 3);
   CHECK(back.gemms[0].fp8);
+  CHECK_FALSE(back.gemms[0].precise_accum);
   CHECK_FALSE(back.gemms[1].fp8);
+  CHECK(back.gemms[2].precise_accum);
+  j["gemms"][2].erase("accumulate");  // written before precise accumulation was timed: fast
+  CHECK_FALSE(validate::bench_from_json(j, "bench.json").gemms[2].precise_accum);
   j["gemms"][0].erase("dtype");
+  j["gemms"][0].erase("accumulate");
   CHECK_FALSE(validate::bench_from_json(j, "bench.json").gemms[0].fp8);
+  SUBCASE("an accumulation on a bf16 GEMM, or an unknown one, is an error naming the key") {
+    j["gemms"][1]["accumulate"] = "fast";
+    CHECK_THROWS_WITH_AS((void)validate::bench_from_json(j, "bench.json"),
+                         doctest::Contains("gemms[1].accumulate: applies to float8 GEMMs only"), ConfigError);
+    j["gemms"][1].erase("accumulate");
+    j["gemms"][2]["accumulate"] = "slow";
+    CHECK_THROWS_WITH_AS((void)validate::bench_from_json(j, "bench.json"), doctest::Contains("expected fast or precise; got \"slow\""),
+                         ConfigError);
+    j["gemms"][2]["accumulate"] = "precise";
+  }
   j["gemms"][1]["dtype"] = "fp4";
   try {
     (void)validate::bench_from_json(j, "bench.json");

@@ -148,8 +148,10 @@ TEST_CASE("trace kernels: torchao's tensorwise float8 GEMMs (aten::_scaled_mm) a
   CHECK(s.bench.gemms[0].k == 4096);
   CHECK(s.bench.gemms[0].n == 128);
   CHECK(s.bench.gemms[0].seconds == doctest::Approx(40e-6));
+  CHECK_FALSE(s.bench.gemms[0].precise_accum);  // use_fast_accum True: the forward GEMM
   CHECK(s.bench.gemms[1].fp8);
   CHECK(s.bench.gemms[1].k == 128);
+  CHECK(s.bench.gemms[1].precise_accum);  // use_fast_accum False: a gradient GEMM
   REQUIRE(s.notes.size() == 1);
   CHECK(s.notes[0].find("1 operator left out: aten::_scaled_mm with rowwise or blockwise scales") != std::string::npos);
 }
