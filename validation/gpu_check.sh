@@ -10,14 +10,24 @@
 #   6. the same with float8 tensorwise linears (cuBLASLt e4m3 GEMMs): validation/results/h200/float8/;
 #   7. times the GEMMs of the published float8 cases P1, P2 and F1 in bf16 and float8:
 #      validation/results/h200/published/.
+# Steps 2, 4, 6 and 7 measure (the GPU); the rest analyses what they measured. `--analyze` redoes
+# the analysis alone on this machine, from the measurements already in validation/results/h200/
+# (after a change to the model, say), with build/release's shardsim (SHARDSIM=... to name another).
 # Everything it measures lands in validation/results/h200/ (and in $OUT when set, as the device
 # runner collects it). One GPU cannot run multi-rank NCCL (NCCL before 2.30 rejects two ranks on
 # one device), so collectives are not calibrated here: run shardsim-bench with --nprocs 8 on an
 # 8-GPU node for that (validation/README.md).
 #
 #   validation/gpu_check.sh            # about 5 minutes on 16 cores, most of it the build
+#   validation/gpu_check.sh --analyze  # seconds, no GPU
 set -euo pipefail
 cd "$(dirname "$0")/.."
+analyze_only=false
+case "${1:-}" in
+  "") ;;
+  --analyze) analyze_only=true ;;
+  *) echo "usage: validation/gpu_check.sh [--analyze]" >&2; exit 2 ;;
+esac
 results=validation/results/h200
 calibration=${CALIBRATION:-validation/calibrations/h200.yaml}
 scenario=validation/scenarios/llama_layers_h200.yaml
@@ -35,71 +45,78 @@ copy_out() {
 trap copy_out EXIT
 trap "exit 124" TERM INT
 
-log "device"
-nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
-mkdir -p "$results" "$(dirname "$calibration")"
-nvidia-smi -q > "$results/nvidia-smi.txt" 2>&1 || true
+measure() {
+  log "device"
+  nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
+  nvidia-smi -q > "$results/nvidia-smi.txt" 2>&1 || true
 
-log "build (cmake --preset cuda)"
-if [ ! -x "$build/validation/shardsim-replay" ] || ! "$build/validation/shardsim-replay" --help >/dev/null 2>&1; then
-  cmake --preset cuda > "$results/cmake-configure.log"
-  grep -q "CUDA/NCCL replay backend" "$results/cmake-configure.log" || { cat "$results/cmake-configure.log"; echo "gpu_check: CUDA or NCCL not found"; exit 1; }
-  cmake --build --preset cuda -j "$(nproc)" --target shardsim shardsim-replay shardsim-bench > "$results/cmake-build.log"
-fi
-shardsim=$build/sim/shardsim
-replay=$build/validation/shardsim-replay
-bench=$build/validation/shardsim-bench
+  log "build (cmake --preset cuda)"
+  if [ ! -x "$build/validation/shardsim-replay" ] || ! "$build/validation/shardsim-replay" --help >/dev/null 2>&1; then
+    cmake --preset cuda > "$results/cmake-configure.log"
+    grep -q "CUDA/NCCL replay backend" "$results/cmake-configure.log" || { cat "$results/cmake-configure.log"; echo "gpu_check: CUDA or NCCL not found"; exit 1; }
+    cmake --build --preset cuda -j "$(nproc)" --target shardsim shardsim-replay shardsim-bench > "$results/cmake-build.log"
+  fi
+  local replay=$build/validation/shardsim-replay
+  local bench=$build/validation/shardsim-bench
 
-log "export the schedule"
-"$shardsim" export "$scenario" --out "$results/graph.json"
+  log "export the schedule, with bf16 and with float8 tensorwise linears"
+  "$shardsim" export "$scenario" --out "$results/graph.json"
+  "$shardsim" export "$scenario" "${f8[@]}" --out "$results/float8/graph.json"
 
-log "microbenchmarks: the schedule's GEMM shapes, attention and HBM copies"
-"$bench" --backend nccl --graph "$results/graph.json" --only gemm,attention,memory --min-copy 1MiB --max-copy 4GiB \
-  --warmup 5 --iters 20 --timeout 300 --out "$results/bench_schedule.json" | tee "$results/bench_schedule.txt"
-log "microbenchmarks: Llama 3.1 8B GEMM shapes (and one rank's under TP 8), bf16 and float8"
-"$bench" --backend nccl --only gemm --fp8 --warmup 5 --iters 20 --timeout 300 --out "$results/bench_llama8b.json" | tee "$results/bench_llama8b.txt"
+  log "microbenchmarks: the schedule's GEMM shapes, attention and HBM copies"
+  "$bench" --backend nccl --graph "$results/graph.json" --only gemm,attention,memory --min-copy 1MiB --max-copy 4GiB \
+    --warmup 5 --iters 20 --timeout 300 --out "$results/bench_schedule.json" | tee "$results/bench_schedule.txt"
+  log "microbenchmarks: Llama 3.1 8B GEMM shapes (the reference block, and one rank's under TP 8), bf16 and float8"
+  "$bench" --backend nccl --only gemm --fp8 --warmup 5 --iters 20 --timeout 300 --out "$results/bench_llama8b.json" | tee "$results/bench_llama8b.txt"
 
-log "calibrate"
-# --topology: each GEMM beside the nominal model, and the float8 speed-up per shape beside the model's.
-"$shardsim" calibrate "$results/bench_schedule.json" "$results/bench_llama8b.json" --topology validation/scenarios/h200_sxm_1x.yaml \
-  --out "$calibration" | tee "$results/calibrate.txt"
+  log "the GEMMs of the published float8 cases (P1 70B and P2 8B at TP 8, F1 8B without TP): bf16, float8 fast and precise"
+  for c in "${published[@]}"; do
+    "$shardsim" export "validation/published/$c.yaml" --out "$results/published/$c.graph.json" > /dev/null
+    "$bench" --backend nccl --graph "$results/published/$c.graph.json" --only gemm --fp8 --warmup 5 --iters 20 --timeout 300 \
+      --out "$results/published/$c.json" | tee "$results/published/$c.txt"
+    rm "$results/published/$c.graph.json"
+  done
 
-log "replay the schedule on the GPU (cuBLAS + NCCL, world size 1)"
-"$replay" --graph "$results/graph.json" --backend nccl --warmup 3 --timeout 300 --out "$results/measured" | tee "$results/replay.txt"
+  log "replay the schedules on the GPU (cuBLAS + NCCL, world size 1): bf16, then float8 linears"
+  "$replay" --graph "$results/graph.json" --backend nccl --warmup 3 --timeout 300 --out "$results/measured" | tee "$results/replay.txt"
+  "$replay" --graph "$results/float8/graph.json" --backend nccl --warmup 3 --timeout 300 --out "$results/float8/measured" \
+    | tee "$results/float8/replay.txt"
+}
 
-log "simulate, without and with the calibration"
-"$shardsim" run "$scenario" --out "$results/simulated" > "$results/simulated.txt"
-"$shardsim" run "$scenario" --set "calibration=$PWD/$calibration" --out "$results/calibrated" > "$results/calibrated.txt"
+analyze() {
+  log "calibrate"
+  # --topology: each GEMM beside the nominal model, the float8 speed-up per shape beside the
+  # model's, and the reference block's float8 fractions.
+  "$shardsim" calibrate "$results/bench_schedule.json" "$results/bench_llama8b.json" --topology validation/scenarios/h200_sxm_1x.yaml \
+    --out "$calibration" | tee "$results/calibrate.txt"
+  # The published cases' GEMMs against the H100 topology they ran on (the same Hopper SM and clocks).
+  local benches=()
+  for c in "${published[@]}"; do benches+=("$results/published/$c.json"); done
+  "$shardsim" calibrate "${benches[@]}" --topology topologies/h100_sxm_8x_ib400.yaml \
+    --out "$results/published/calibration.yaml" | tee "$results/published/calibrate.txt"
 
-log "compare"
-"$shardsim" compare "$results/simulated/timeline.json" "$results/measured/timeline.json" --svg "$results/compare_uncalibrated.svg" \
-  | tee "$results/compare_uncalibrated.txt"
-"$shardsim" compare "$results/calibrated/timeline.json" "$results/measured/timeline.json" --out "$results" | tee "$results/compare_calibrated.txt"
+  for d in "" float8; do
+    local out=$results${d:+/$d}
+    local extra=()
+    [ -n "$d" ] && extra=("${f8[@]}")
+    log "simulate ${d:-bf16}, without and with the calibration, and compare with the replay"
+    "$shardsim" run "$scenario" "${extra[@]}" --out "$out/simulated" > "$out/simulated.txt"
+    "$shardsim" run "$scenario" "${extra[@]}" --set "calibration=$PWD/$calibration" --out "$out/calibrated" > "$out/calibrated.txt"
+    "$shardsim" compare "$out/simulated/timeline.json" "$out/measured/timeline.json" --svg "$out/compare_uncalibrated.svg" \
+      | tee "$out/compare_uncalibrated.txt"
+    "$shardsim" compare "$out/calibrated/timeline.json" "$out/measured/timeline.json" --out "$out" | tee "$out/compare_calibrated.txt"
+  done
+}
 
-log "the same schedule with float8 tensorwise linears: replay, simulate with the calibration, compare"
 f8=(--set training.float8.recipe=tensorwise)
-mkdir -p "$results/float8"
-"$shardsim" export "$scenario" "${f8[@]}" --out "$results/float8/graph.json"
-"$replay" --graph "$results/float8/graph.json" --backend nccl --warmup 3 --timeout 300 --out "$results/float8/measured" \
-  | tee "$results/float8/replay.txt"
-"$shardsim" run "$scenario" "${f8[@]}" --out "$results/float8/simulated" > "$results/float8/simulated.txt"
-"$shardsim" run "$scenario" "${f8[@]}" --set "calibration=$PWD/$calibration" --out "$results/float8/calibrated" \
-  > "$results/float8/calibrated.txt"
-"$shardsim" compare "$results/float8/simulated/timeline.json" "$results/float8/measured/timeline.json" \
-  | tee "$results/float8/compare_uncalibrated.txt"
-"$shardsim" compare "$results/float8/calibrated/timeline.json" "$results/float8/measured/timeline.json" --out "$results/float8" \
-  | tee "$results/float8/compare_calibrated.txt"
-
-log "the GEMMs of the published float8 cases (P1 70B and P2 8B at TP 8, F1 8B without TP): bf16, float8 fast and precise"
-mkdir -p "$results/published"
-for c in p1_llama3-70b_256xh100_tp8 p2_llama3-8b_64xh100_tp8 f1_llama3-8b_8xh100_bf16; do
-  "$shardsim" export "validation/published/$c.yaml" --out "$results/published/$c.graph.json" > /dev/null
-  "$bench" --backend nccl --graph "$results/published/$c.graph.json" --only gemm --fp8 --warmup 5 --iters 20 --timeout 300 \
-    --out "$results/published/$c.json" | tee "$results/published/$c.txt"
-  rm "$results/published/$c.graph.json"
-done
-# Measured against the H100 topology those cases run on (same Hopper SM; the H200's clocks are the H100's).
-"$shardsim" calibrate "$results"/published/*.json --topology topologies/h100_sxm_8x_ib400.yaml \
-  --out "$results/published/calibration.yaml" | tee "$results/published/calibrate.txt"
-
+published=(p1_llama3-70b_256xh100_tp8 p2_llama3-8b_64xh100_tp8 f1_llama3-8b_8xh100_bf16)
+mkdir -p "$results/float8" "$results/published" "$(dirname "$calibration")"
+if $analyze_only; then
+  shardsim=${SHARDSIM:-build/release/sim/shardsim}
+  [ -x "$shardsim" ] || { echo "gpu_check: no $shardsim (make build, or SHARDSIM=...)" >&2; exit 1; }
+else
+  shardsim=$build/sim/shardsim
+  measure
+fi
+analyze
 log "done: $results, $calibration"
