@@ -9,8 +9,10 @@
 #   5. compares: validation/results/h200/compare*.{txt,json,svg};
 #   6. the same with float8 tensorwise linears (cuBLASLt e4m3 GEMMs): validation/results/h200/float8/;
 #   7. times the GEMMs of the published float8 cases P1, P2 and F1 in bf16 and float8:
-#      validation/results/h200/published/.
-# Steps 2, 4, 6 and 7 measure (the GPU); the rest analyses what they measured. `--analyze` redoes
+#      validation/results/h200/published/;
+#   8. where python3 has torch and torchao, times two compiled Llama 3 8B blocks in bf16 and
+#      torchao's float8 recipes and compares them with shardsim: validation/results/h200/block/.
+# Steps 2, 4, 6, 7 and 8 measure (the GPU); the rest analyses what they measured. `--analyze` redoes
 # the analysis alone on this machine, from the measurements already in validation/results/h200/
 # (after a change to the model, say), with build/release's shardsim (SHARDSIM=... to name another).
 # Everything it measures lands in validation/results/h200/ (and in $OUT when set, as the device
@@ -77,6 +79,14 @@ measure() {
     rm "$results/published/$c.graph.json"
   done
 
+  log "two compiled Llama 3 8B blocks in PyTorch, bf16 and torchao's float8 recipes (needs torch and torchao)"
+  if python3 -c "import torch, torchao.float8" > /dev/null 2>&1; then
+    python3 validation/torch/float8_block.py --out "$results/block/measured.json" --profile "$results/block" | tee "$results/block/measured.txt"
+    gzip -f "$results"/block/trace_*.json
+  else
+    echo "skipped: python3 cannot import torch and torchao.float8" | tee "$results/block/measured.txt"
+  fi
+
   log "replay the schedules on the GPU (cuBLAS + NCCL, world size 1): bf16, then float8 linears"
   "$replay" --graph "$results/graph.json" --backend nccl --warmup 3 --timeout 300 --out "$results/measured" | tee "$results/replay.txt"
   "$replay" --graph "$results/float8/graph.json" --backend nccl --warmup 3 --timeout 300 --out "$results/float8/measured" \
@@ -95,6 +105,36 @@ analyze() {
   "$shardsim" calibrate "${benches[@]}" --topology topologies/h100_sxm_8x_ib400.yaml \
     --out "$results/published/calibration.yaml" | tee "$results/published/calibrate.txt"
 
+  if [ -f "$results/block/measured.json" ]; then
+    log "the PyTorch blocks as shardsim predicts them (validation/scenarios/llama_block_h200.yaml)"
+    local timelines=()
+    for r in bf16 tensorwise rowwise; do
+      local extra=()
+      [ "$r" != bf16 ] && extra=(--set "training.float8.recipe=$r")
+      "$shardsim" run validation/scenarios/llama_block_h200.yaml "${extra[@]}" --out "$results/block/$r" > "$results/block/$r.txt"
+      timelines+=("$r=$results/block/$r/timeline.json")
+    done
+    python3 validation/torch/compare_block.py "$results/block/measured.json" "${timelines[@]}" | tee "$results/block/compare.txt"
+    if [ -f "$results/block/trace_bf16.json.gz" ] && [ -f "$results/block/trace_tensorwise.json.gz" ]; then
+      log "the same with the GEMM and attention rates of the blocks' own profiler traces"
+      local traces
+      traces=$(mktemp -d)
+      for r in bf16 tensorwise; do gunzip -c "$results/block/trace_$r.json.gz" > "$traces/trace_$r.json"; done
+      "$shardsim" calibrate "$traces/trace_bf16.json" "$traces/trace_tensorwise.json" --out "$results/block/calibration.yaml" \
+        > "$results/block/calibrate.txt"
+      rm -r "$traces"
+      timelines=()
+      for r in bf16 tensorwise rowwise; do
+        local extra=(--set "calibration=$PWD/$results/block/calibration.yaml")
+        [ "$r" != bf16 ] && extra+=(--set "training.float8.recipe=$r")
+        "$shardsim" run validation/scenarios/llama_block_h200.yaml "${extra[@]}" --out "$results/block/calibrated_$r" \
+          > "$results/block/calibrated_$r.txt"
+        timelines+=("$r=$results/block/calibrated_$r/timeline.json")
+      done
+      python3 validation/torch/compare_block.py "$results/block/measured.json" "${timelines[@]}" | tee "$results/block/compare_calibrated.txt"
+    fi
+  fi
+
   for d in "" float8; do
     local out=$results${d:+/$d}
     local extra=()
@@ -110,7 +150,7 @@ analyze() {
 
 f8=(--set training.float8.recipe=tensorwise)
 published=(p1_llama3-70b_256xh100_tp8 p2_llama3-8b_64xh100_tp8 f1_llama3-8b_8xh100_bf16)
-mkdir -p "$results/float8" "$results/published" "$(dirname "$calibration")"
+mkdir -p "$results/float8" "$results/published" "$results/block" "$(dirname "$calibration")"
 if $analyze_only; then
   shardsim=${SHARDSIM:-build/release/sim/shardsim}
   [ -x "$shardsim" ] || { echo "gpu_check: no $shardsim (make build, or SHARDSIM=...)" >&2; exit 1; }
