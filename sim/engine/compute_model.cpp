@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <stdexcept>
 
 #include "config/scenario.hpp"  // to_string(AttentionKernel)
