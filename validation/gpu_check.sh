@@ -80,9 +80,14 @@ measure() {
   done
 
   log "two compiled Llama 3 8B blocks in PyTorch, bf16 and torchao's float8 recipes (needs torch and torchao)"
+  # block/: SDPA's own choice of attention (cuDNN on Hopper from torch 2.11); block_flash/:
+  # FlashAttention-2 alone, what the published runs' torch ran.
   if python3 -c "import torch, torchao.float8" > /dev/null 2>&1; then
-    python3 validation/torch/float8_block.py --out "$results/block/measured.json" --profile "$results/block" | tee "$results/block/measured.txt"
-    gzip -f "$results"/block/trace_*.json
+    for b in block:default block_flash:flash; do
+      local dir=$results/${b%%:*}
+      python3 validation/torch/float8_block.py --attention "${b#*:}" --out "$dir/measured.json" --profile "$dir" | tee "$dir/measured.txt"
+      gzip -f "$dir"/trace_*.json
+    done
   else
     echo "skipped: python3 cannot import torch and torchao.float8" | tee "$results/block/measured.txt"
   fi
@@ -91,6 +96,40 @@ measure() {
   "$replay" --graph "$results/graph.json" --backend nccl --warmup 3 --timeout 300 --out "$results/measured" | tee "$results/replay.txt"
   "$replay" --graph "$results/float8/graph.json" --backend nccl --warmup 3 --timeout 300 --out "$results/float8/measured" \
     | tee "$results/float8/replay.txt"
+}
+
+analyze_block() {
+  local dir=$1 attention=$2
+  if [ -f "$dir/measured.json" ]; then
+    log "the PyTorch blocks ($dir) as shardsim predicts them (validation/scenarios/llama_block_h200.yaml, $attention attention)"
+    local timelines=()
+    for r in bf16 tensorwise rowwise; do
+      local extra=(--set "training.attention=$attention")
+      [ "$r" != bf16 ] && extra+=(--set "training.float8.recipe=$r")
+      "$shardsim" run validation/scenarios/llama_block_h200.yaml "${extra[@]}" --out "$dir/$r" > "$dir/$r.txt"
+      timelines+=("$r=$dir/$r/timeline.json")
+    done
+    python3 validation/torch/compare_block.py "$dir/measured.json" "${timelines[@]}" | tee "$dir/compare.txt"
+    if [ -f "$dir/trace_bf16.json.gz" ] && [ -f "$dir/trace_tensorwise.json.gz" ]; then
+      log "the same with the GEMM and attention rates of the blocks' own profiler traces"
+      # Unpacked beside the archives (a fixed path, so that the files citing it do not change).
+      local traces=$dir/traces
+      mkdir -p "$traces"
+      for r in bf16 tensorwise; do gunzip -c "$dir/trace_$r.json.gz" > "$traces/trace_$r.json"; done
+      "$shardsim" calibrate "$traces/trace_bf16.json" "$traces/trace_tensorwise.json" --out "$dir/calibration.yaml" \
+        > "$dir/calibrate.txt"
+      rm -r "$traces"
+      timelines=()
+      for r in bf16 tensorwise rowwise; do
+        local extra=(--set "training.attention=$attention" --set "calibration=$PWD/$dir/calibration.yaml")
+        [ "$r" != bf16 ] && extra+=(--set "training.float8.recipe=$r")
+        "$shardsim" run validation/scenarios/llama_block_h200.yaml "${extra[@]}" --out "$dir/calibrated_$r" \
+          > "$dir/calibrated_$r.txt"
+        timelines+=("$r=$dir/calibrated_$r/timeline.json")
+      done
+      python3 validation/torch/compare_block.py "$dir/measured.json" "${timelines[@]}" | tee "$dir/compare_calibrated.txt"
+    fi
+  fi
 }
 
 analyze() {
@@ -105,35 +144,11 @@ analyze() {
   "$shardsim" calibrate "${benches[@]}" --topology topologies/h100_sxm_8x_ib400.yaml \
     --out "$results/published/calibration.yaml" | tee "$results/published/calibrate.txt"
 
-  if [ -f "$results/block/measured.json" ]; then
-    log "the PyTorch blocks as shardsim predicts them (validation/scenarios/llama_block_h200.yaml)"
-    local timelines=()
-    for r in bf16 tensorwise rowwise; do
-      local extra=()
-      [ "$r" != bf16 ] && extra=(--set "training.float8.recipe=$r")
-      "$shardsim" run validation/scenarios/llama_block_h200.yaml "${extra[@]}" --out "$results/block/$r" > "$results/block/$r.txt"
-      timelines+=("$r=$results/block/$r/timeline.json")
-    done
-    python3 validation/torch/compare_block.py "$results/block/measured.json" "${timelines[@]}" | tee "$results/block/compare.txt"
-    if [ -f "$results/block/trace_bf16.json.gz" ] && [ -f "$results/block/trace_tensorwise.json.gz" ]; then
-      log "the same with the GEMM and attention rates of the blocks' own profiler traces"
-      local traces
-      traces=$(mktemp -d)
-      for r in bf16 tensorwise; do gunzip -c "$results/block/trace_$r.json.gz" > "$traces/trace_$r.json"; done
-      "$shardsim" calibrate "$traces/trace_bf16.json" "$traces/trace_tensorwise.json" --out "$results/block/calibration.yaml" \
-        > "$results/block/calibrate.txt"
-      rm -r "$traces"
-      timelines=()
-      for r in bf16 tensorwise rowwise; do
-        local extra=(--set "calibration=$PWD/$results/block/calibration.yaml")
-        [ "$r" != bf16 ] && extra+=(--set "training.float8.recipe=$r")
-        "$shardsim" run validation/scenarios/llama_block_h200.yaml "${extra[@]}" --out "$results/block/calibrated_$r" \
-          > "$results/block/calibrated_$r.txt"
-        timelines+=("$r=$results/block/calibrated_$r/timeline.json")
-      done
-      python3 validation/torch/compare_block.py "$results/block/measured.json" "${timelines[@]}" | tee "$results/block/compare_calibrated.txt"
-    fi
-  fi
+  # The PyTorch blocks: block/ ran the attention SDPA picked (cuDNN on Hopper from torch 2.11),
+  # block_flash/ FlashAttention-2; the scenario prices the same kernel.
+  for b in block:cudnn block_flash:flash; do
+    analyze_block "$results/${b%%:*}" "${b#*:}"
+  done
 
   for d in "" float8; do
     local out=$results${d:+/$d}
@@ -150,7 +165,7 @@ analyze() {
 
 f8=(--set training.float8.recipe=tensorwise)
 published=(p1_llama3-70b_256xh100_tp8 p2_llama3-8b_64xh100_tp8 f1_llama3-8b_8xh100_bf16)
-mkdir -p "$results/float8" "$results/published" "$results/block" "$(dirname "$calibration")"
+mkdir -p "$results/float8" "$results/published" "$results/block" "$results/block_flash" "$(dirname "$calibration")"
 if $analyze_only; then
   shardsim=${SHARDSIM:-build/release/sim/shardsim}
   [ -x "$shardsim" ] || { echo "gpu_check: no $shardsim (make build, or SHARDSIM=...)" >&2; exit 1; }

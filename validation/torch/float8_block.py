@@ -163,16 +163,26 @@ def main():
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--recipes", default="bf16,tensorwise,rowwise")
+    p.add_argument("--attention", choices=["default", "flash", "cudnn"], default="default",
+                   help="SDPA's backend: PyTorch's choice, or FlashAttention-2 / cuDNN alone")
     p.add_argument("--profile", metavar="DIR", help="also profile two steps per recipe: DIR/trace_RECIPE.json and kernel times")
     args = p.parse_args()
     if not torch.cuda.is_available():
         print("float8_block: no GPU", file=sys.stderr)
         return 2
+    if args.attention != "default":
+        # Global flags, set before anything compiles: SDPA picks its kernel from them.
+        only = args.attention
+        torch.backends.cuda.enable_flash_sdp(only == "flash")
+        torch.backends.cuda.enable_cudnn_sdp(only == "cudnn")
+        torch.backends.cuda.enable_mem_efficient_sdp(False)
+        torch.backends.cuda.enable_math_sdp(False)
     out = {
         "device": torch.cuda.get_device_name(),
         "torch": torch.__version__,
         "shape": {k: getattr(args, k) for k in ("dim", "heads", "kv_heads", "ffn", "layers", "batch", "seq")},
         "tokens": args.batch * args.seq,
+        "attention": args.attention,
         "variants": {},
     }
     for recipe in args.recipes.split(","):
