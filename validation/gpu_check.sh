@@ -98,37 +98,37 @@ measure() {
     | tee "$results/float8/replay.txt"
 }
 
+# Simulates the PyTorch blocks in bf16, tensorwise and rowwise (llama_block_h200.yaml) into
+# DIR/PREFIXRECIPE with ATTENTION's kernel and the extra --set options, and compares them with
+# DIR/measured.json into DIR/COMPARE.
+simulate_blocks() {
+  local dir=$1 prefix=$2 compare=$3 attention=$4
+  shift 4
+  local timelines=()
+  for r in bf16 tensorwise rowwise; do
+    local extra=(--set "training.attention=$attention" "$@")
+    [ "$r" != bf16 ] && extra+=(--set "training.float8.recipe=$r")
+    "$shardsim" run validation/scenarios/llama_block_h200.yaml "${extra[@]}" --out "$dir/$prefix$r" > "$dir/$prefix$r.txt"
+    timelines+=("$r=$dir/$prefix$r/timeline.json")
+  done
+  python3 validation/torch/compare_block.py "$dir/measured.json" "${timelines[@]}" | tee "$dir/$compare"
+}
+
 analyze_block() {
   local dir=$1 attention=$2
-  if [ -f "$dir/measured.json" ]; then
-    log "the PyTorch blocks ($dir) as shardsim predicts them (validation/scenarios/llama_block_h200.yaml, $attention attention)"
-    local timelines=()
-    for r in bf16 tensorwise rowwise; do
-      local extra=(--set "training.attention=$attention")
-      [ "$r" != bf16 ] && extra+=(--set "training.float8.recipe=$r")
-      "$shardsim" run validation/scenarios/llama_block_h200.yaml "${extra[@]}" --out "$dir/$r" > "$dir/$r.txt"
-      timelines+=("$r=$dir/$r/timeline.json")
-    done
-    python3 validation/torch/compare_block.py "$dir/measured.json" "${timelines[@]}" | tee "$dir/compare.txt"
-    if [ -f "$dir/trace_bf16.json.gz" ] && [ -f "$dir/trace_tensorwise.json.gz" ]; then
-      log "the same with the GEMM and attention rates of the blocks' own profiler traces"
-      # Unpacked beside the archives (a fixed path, so that the files citing it do not change).
-      local traces=$dir/traces
-      mkdir -p "$traces"
-      for r in bf16 tensorwise; do gunzip -c "$dir/trace_$r.json.gz" > "$traces/trace_$r.json"; done
-      "$shardsim" calibrate "$traces/trace_bf16.json" "$traces/trace_tensorwise.json" --out "$dir/calibration.yaml" \
-        > "$dir/calibrate.txt"
-      rm -r "$traces"
-      timelines=()
-      for r in bf16 tensorwise rowwise; do
-        local extra=(--set "training.attention=$attention" --set "calibration=$PWD/$dir/calibration.yaml")
-        [ "$r" != bf16 ] && extra+=(--set "training.float8.recipe=$r")
-        "$shardsim" run validation/scenarios/llama_block_h200.yaml "${extra[@]}" --out "$dir/calibrated_$r" \
-          > "$dir/calibrated_$r.txt"
-        timelines+=("$r=$dir/calibrated_$r/timeline.json")
-      done
-      python3 validation/torch/compare_block.py "$dir/measured.json" "${timelines[@]}" | tee "$dir/compare_calibrated.txt"
-    fi
+  [ -f "$dir/measured.json" ] || return 0
+  log "the PyTorch blocks ($dir) as shardsim predicts them (validation/scenarios/llama_block_h200.yaml, $attention attention)"
+  simulate_blocks "$dir" "" compare.txt "$attention"
+  if [ -f "$dir/trace_bf16.json.gz" ] && [ -f "$dir/trace_tensorwise.json.gz" ]; then
+    log "the same with the GEMM and attention rates of the blocks' own profiler traces"
+    # Unpacked beside the archives (a fixed path, so that the files citing it do not change).
+    local traces=$dir/traces
+    mkdir -p "$traces"
+    for r in bf16 tensorwise; do gunzip -c "$dir/trace_$r.json.gz" > "$traces/trace_$r.json"; done
+    "$shardsim" calibrate "$traces/trace_bf16.json" "$traces/trace_tensorwise.json" --out "$dir/calibration.yaml" \
+      > "$dir/calibrate.txt"
+    rm -r "$traces"
+    simulate_blocks "$dir" calibrated_ compare_calibrated.txt "$attention" --set "calibration=$PWD/$dir/calibration.yaml"
   fi
 }
 

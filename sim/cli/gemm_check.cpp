@@ -50,11 +50,11 @@ std::optional<ReferenceBlockCheck> check_reference(const std::map<Key, const Gem
 
 GemmCheck check_gemms(const validate::BenchResults& bench, const config::TopologyConfig& topology) {
   const engine::RooflineModel model(topology, true);  // bf16 / fp16 compute: the harness's GEMMs
-  const bool has_fp8 = model.rates().gemm_fp8 > 0;
+  const bool has_fp8 = model.rates().gemm_fp8.rate > 0;
   GemmCheck out;
   out.rows.reserve(bench.gemms.size());
   for (const auto& s : bench.gemms) {
-    GemmCheckRow r{s.m, s.n, s.k, s.batch, s.fp8, s.fp8 && s.precise_accum, s.seconds, 0.0};
+    GemmCheckRow r{s.m, s.n, s.k, s.batch, s.fp8, s.fp8 && s.precise_accum, s.seconds, 0.0, s.flops()};
     if (!s.fp8 || has_fp8) {
       const graph::Gemm g{s.m, s.n, s.k, s.fp8 ? graph::GemmType::fp8 : graph::GemmType::high, r.precise};
       r.modelled = static_cast<double>(s.batch) * model.gemm_seconds(g);
@@ -80,7 +80,7 @@ std::string gemm_check_text(const GemmCheck& check, const config::TopologyConfig
   const auto label = [](bool fp8, bool precise) { return !fp8 ? "bf16" : precise ? "fp8 precise" : "fp8"; };
   for (const auto& r : check.rows) {
     const std::string shape = fmt::format("{} x {} x {}{}", r.m, r.n, r.k, r.batch > 1 ? fmt::format(" (x{})", r.batch) : "");
-    const double tflops = 2.0 * static_cast<double>(r.batch * r.m) * static_cast<double>(r.n) * static_cast<double>(r.k) / 1e12;
+    const double tflops = r.flops / 1e12;
     if (r.modelled <= 0) {
       out += fmt::format("  {:<11} {:<28} {:>9.1f} TFLOPS  (the topology gives no float8 rate)\n", label(r.fp8, r.precise), shape,
                          tflops / r.measured);

@@ -22,6 +22,7 @@ struct GemmCheckRow {
   bool precise = false;  // float8 with precise accumulation
   double measured = 0;   // seconds
   double modelled = 0;   // seconds; 0 where the topology has no rate for the type (float8 on a GPU without it)
+  double flops = 0;      // all `batch` products'
 };
 
 struct GemmSpeedup {

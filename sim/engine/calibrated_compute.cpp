@@ -15,23 +15,16 @@ ComputeRates calibrated_rates(ComputeRates r, const config::CalibrationConfig& c
   r.memory = c.memory_bandwidth.value_or(r.memory);
   // Column-wise casts stay nominal: the harness times coalesced copies only.
   r.kernel_launch = c.kernel_launch.value_or(r.kernel_launch);
+  const auto measured = [](const config::GemmCalibration& g) { return GemmCurve{g.rate, g.half_rate_flops, true}; };
   if (c.gemm_fp8) {
     // Tensorwise float8 as measured; rowwise (CUTLASS) and MXFP8 GEMMs keep the topology's rates.
     // A calibration that timed fast accumulation only prices precise GEMMs by that curve at the
     // topology's precise / fast ratio.
-    const double precise_share = r.gemm_fp8 > 0 ? r.gemm_fp8_precise / r.gemm_fp8 : 1.0;
-    r.gemm_fp8 = c.gemm_fp8->rate;
-    r.gemm_fp8_half_flops = c.gemm_fp8->half_rate_flops;
-    r.gemm_fp8_measured = true;
-    r.gemm_fp8_precise = r.gemm_fp8 * precise_share;
-    r.gemm_fp8_precise_half_flops = r.gemm_fp8_half_flops;
-    r.gemm_fp8_precise_measured = true;
+    const double precise_share = r.gemm_fp8.rate > 0 ? r.gemm_fp8_precise.rate / r.gemm_fp8.rate : 1.0;
+    r.gemm_fp8 = measured(*c.gemm_fp8);
+    r.gemm_fp8_precise = {r.gemm_fp8.rate * precise_share, r.gemm_fp8.half_flops, true};
   }
-  if (c.gemm_fp8_precise) {
-    r.gemm_fp8_precise = c.gemm_fp8_precise->rate;
-    r.gemm_fp8_precise_half_flops = c.gemm_fp8_precise->half_rate_flops;
-    r.gemm_fp8_precise_measured = true;
-  }
+  if (c.gemm_fp8_precise) r.gemm_fp8_precise = measured(*c.gemm_fp8_precise);
   return r;
 }
 

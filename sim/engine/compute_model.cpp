@@ -17,10 +17,10 @@ ComputeRates ComputeRates::nominal(const config::TopologyConfig& topo, bool low_
   r.gemm = peak * g.efficiency.matmul;
   r.gemm_element_bytes = low_precision ? 2 : 4;
   r.gemm_output_exposed = g.gemm_output_exposed;
-  r.gemm_fp8 = g.peak_fp8.value() * g.efficiency.fp8();
+  r.gemm_fp8.rate = g.peak_fp8.value() * g.efficiency.fp8();
+  r.gemm_fp8_precise.rate = g.peak_fp8.value() * g.efficiency.fp8_precise();
   r.gemm_fp8_rowwise = g.peak_fp8.value() * g.efficiency.fp8_rowwise();
   r.gemm_mxfp8 = g.peak_mxfp8.value() * g.efficiency.mxfp8();
-  r.gemm_fp8_precise = g.peak_fp8.value() * g.efficiency.fp8_precise();
   // cudnn and flash3 are refused where the topology gives no rates for them (graph/prepare.cpp).
   const auto [forward, backward] = config::attention_efficiency(g.efficiency, attention);
   if (forward <= 0 || backward <= 0) {
@@ -43,7 +43,7 @@ ComputeRates ComputeRates::nominal(const config::TopologyConfig& topo, bool low_
   return r;
 }
 
-RooflineModel::GemmCurve RooflineModel::gemm_curve(const graph::Gemm& gemm) const {
+GemmCurve RooflineModel::gemm_curve(const graph::Gemm& gemm) const {
   GemmCurve c;
   switch (gemm.type) {
     case graph::GemmType::high:
@@ -54,9 +54,9 @@ RooflineModel::GemmCurve RooflineModel::gemm_curve(const graph::Gemm& gemm) cons
       // torchao runs a rowwise recipe's precise GEMMs on cuBLAS's tensorwise kernel too
       // (float8_ops.py, addmm_float8_unwrapped), so they share tensorwise's precise rate.
       if (gemm.precise_accum) {
-        c = {r_.gemm_fp8_precise, r_.gemm_fp8_precise_half_flops, r_.gemm_fp8_precise_measured};
+        c = r_.gemm_fp8_precise;
       } else if (gemm.type == graph::GemmType::fp8) {
-        c = {r_.gemm_fp8, r_.gemm_fp8_half_flops, r_.gemm_fp8_measured};
+        c = r_.gemm_fp8;
       } else {
         c = {r_.gemm_fp8_rowwise, 0, false};
       }

@@ -48,25 +48,28 @@ class ComputeModel {
   [[nodiscard]] virtual double speed_while_communicating() const = 0;
 };
 
+// A GEMM rate, the size (FLOPs) at which a GEMM runs at half of it, and whether the two were
+// measured (a calibration's curve, the output write included) rather than nominal.
+struct GemmCurve {
+  double rate = 0;
+  double half_flops = 0;
+  bool measured = false;
+};
+
 struct ComputeRates {
   double gemm = 1;                 // FLOP/s of large GEMMs
   double gemm_half_flops = 0;      // the GEMM size that runs at half that rate (0: no size effect)
   double gemm_element_bytes = 2;   // bytes of a high-precision GEMM operand or output element
   double gemm_output_exposed = 0;  // share of a GEMM's output write at `memory` its main loop does not hide
-  // Float8 GEMMs (training.float8): tensorwise, rowwise and MXFP8 scales; 0 where the GPU has none.
-  // `gemm_fp8_precise`: tensorwise or rowwise with precise accumulation (torchao's gradient GEMMs,
-  // graph::Gemm::precise_accum).
-  double gemm_fp8 = 0;
+  // Float8 GEMMs (training.float8); rates 0 where the GPU has none. Tensorwise with fast
+  // accumulation, and tensorwise or rowwise with precise accumulation (torchao's gradient GEMMs,
+  // graph::Gemm::precise_accum): nominal, or a calibration's measured curves (compute.gemm_fp8 /
+  // gemm_fp8_precise). Rowwise forward and MXFP8 GEMMs keep the topology's rates, without a size
+  // term.
+  GemmCurve gemm_fp8;
+  GemmCurve gemm_fp8_precise;
   double gemm_fp8_rowwise = 0;
   double gemm_mxfp8 = 0;
-  double gemm_fp8_precise = 0;
-  // Measured float8 curves (calibration compute.gemm_fp8 / gemm_fp8_precise): their GEMMs take
-  // (F + half_flops) / rate, the output write included as measured; rowwise forward and MXFP8
-  // GEMMs keep the topology's rates, without a size term.
-  double gemm_fp8_half_flops = 0;
-  bool gemm_fp8_measured = false;
-  double gemm_fp8_precise_half_flops = 0;
-  bool gemm_fp8_precise_measured = false;
   double attention_forward = 1;  // FLOP/s of long-sequence attention
   double attention_backward = 1;
   double attention_half_keys = 0;  // keys per query at which attention runs at half that rate (0: none)
@@ -97,13 +100,7 @@ class RooflineModel final : public ComputeModel {
   [[nodiscard]] graph::ComputeSplit split(const graph::Op& op) const override;
   [[nodiscard]] double speed_while_communicating() const override { return 1.0 - r_.comm_interference; }
   [[nodiscard]] const ComputeRates& rates() const { return r_; }
-  // The rate a GEMM runs at (its type's, or precise float8's), the size at which it runs at half
-  // that, and whether the two were measured (a calibration's curve) rather than nominal.
-  struct GemmCurve {
-    double rate = 0;
-    double half_flops = 0;
-    bool measured = false;
-  };
+  // The curve a GEMM runs on: its type's, or precise float8's.
   [[nodiscard]] GemmCurve gemm_curve(const graph::Gemm& gemm) const;
   // One GEMM's seconds: its FLOPs at the type's rate with the exposed part of its output write,
   // or its bytes at HBM speed if slower.
