@@ -22,8 +22,9 @@ TEST_CASE("an installed shardsim runs a scenario outside the source tree that na
     INFO(p);
     CHECK(fs::exists(prefix / p));
   }
-  // The installed topology, told apart from the source tree's by its GPU model.
-  const fs::path topo = prefix / "share/shardsim/topologies/h100_sxm_8x_ib400.yaml";
+  // The installed topology, told apart from the source tree's by its GPU model (in the GPU file
+  // it extends, installed beside it).
+  const fs::path topo = prefix / "share/shardsim/topologies/gpus/h100_sxm.yaml";
   std::string text = read_all(topo);
   const auto at = text.find("model: H100-SXM");
   REQUIRE(at != std::string::npos);
@@ -35,11 +36,13 @@ TEST_CASE("an installed shardsim runs a scenario outside the source tree that na
   std::ofstream(work / "s.yaml") << "cluster: {topology: h100_sxm_8x_ib400, nodes: 1}\n"
                                     "model: {preset: llama3.1-8b}\n"
                                     "training: {seq_len: 2048}\n";
-  const ProcessResult run = run_process({(prefix / "bin/shardsim").string(), "run", "s.yaml"}, work, dir / "io-run", std::chrono::seconds(120));
+  const ProcessResult run =
+      run_process({(prefix / "bin/shardsim").string(), "run", "s.yaml"}, work, dir / "io-run", std::chrono::seconds(120));
   CHECK(run.exit_code == 0);
   CHECK(run.out.find("(1 node x 8 INSTALLED-H100)") != std::string::npos);
   // An installed example scenario runs as it is.
-  const ProcessResult example = run_process({(prefix / "bin/shardsim").string(), "check", (prefix / "share/shardsim/scenarios/llama3.1-8b_8xh100.yaml").string()},
-                                            work, dir / "io-example", std::chrono::seconds(120));
+  const ProcessResult example =
+      run_process({(prefix / "bin/shardsim").string(), "check", (prefix / "share/shardsim/scenarios/llama3.1-8b_8xh100.yaml").string()},
+                  work, dir / "io-example", std::chrono::seconds(120));
   CHECK(example.exit_code == 0);
 }

@@ -21,6 +21,8 @@ namespace {
 // can be harmed if a check below failed.
 fs::path copy_inputs(const fs::path& dir) {
   fs::copy_file(source_dir() / "topologies/h100_sxm_8x_ib400.yaml", dir / "topo.yaml");
+  fs::create_directories(dir / "gpus");  // the GPU file the topology extends
+  fs::copy_file(source_dir() / "topologies/gpus/h100_sxm.yaml", dir / "gpus/h100_sxm.yaml");
   std::string text = read_all(source_dir() / "tests/data/tiny_llama.yaml");
   const std::string from = "../../topologies/h100_sxm_8x_ib400.yaml";
   text.replace(text.find(from), from.size(), "topo.yaml");
@@ -43,6 +45,7 @@ TEST_CASE("an output that is one of the inputs is refused before the run, and th
   fs::create_symlink("topo.yaml", dir / "topo-link.yaml");
   const std::string scenario = read_all(dir / "s.yaml");
   const std::string topology = read_all(dir / "topo.yaml");
+  const std::string gpu = read_all(dir / "gpus/h100_sxm.yaml");
   struct Case {
     std::vector<std::string> args;
     std::string err;
@@ -52,6 +55,9 @@ TEST_CASE("an output that is one of the inputs is refused before the run, and th
        "shardsim run: --trace s.yaml: is the scenario (s.yaml); expected an output file that is not one of the inputs\n"},
       {{"run", "s.yaml", "--trace", "./topo.yaml"},
        "shardsim run: --trace ./topo.yaml: is the topology (topo.yaml); expected an output file that is not one of the inputs\n"},
+      {{"run", "s.yaml", "--trace", "gpus/h100_sxm.yaml"},  // a file the topology extends
+       "shardsim run: --trace gpus/h100_sxm.yaml: is the topology (gpus/h100_sxm.yaml); expected an output file that is not one "
+       "of the inputs\n"},
       {{"run", "s.yaml", "--trace", "topo-link.yaml"},
        "shardsim run: --trace topo-link.yaml: is the topology (topo.yaml); expected an output file that is not one of the inputs\n"},
       {{"export", "s.yaml", "--out", "hard.yaml"},
@@ -69,6 +75,7 @@ TEST_CASE("an output that is one of the inputs is refused before the run, and th
   }
   CHECK(read_all(dir / "s.yaml") == scenario);
   CHECK(read_all(dir / "topo.yaml") == topology);
+  CHECK(read_all(dir / "gpus/h100_sxm.yaml") == gpu);
   CHECK(fs::is_symlink(dir / "topo-link.yaml"));
 }
 
@@ -117,8 +124,8 @@ TEST_CASE("run --out DIR over an earlier run: a full disk leaves the earlier out
   // process is killed by SIGXFSZ (its default action): either way no new file may replace an old one.
   for (const char* on_limit : {"trap '' XFSZ", "true"}) {
     INFO(on_limit);
-    const std::string cmd = fmt::format("{}; ulimit -f 8; exec {} run s.yaml --set training.micro_batch=2 --out out", on_limit,
-                                        shardsim_binary().string());
+    const std::string cmd =
+        fmt::format("{}; ulimit -f 8; exec {} run s.yaml --set training.micro_batch=2 --out out", on_limit, shardsim_binary().string());
     r = run_process({"/bin/bash", "-c", cmd}, dir, dir / "io", std::chrono::seconds(120));
     CHECK(r.exit_code != 0);
     for (std::size_t i = 0; i < names.size(); ++i) {

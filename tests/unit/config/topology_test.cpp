@@ -33,10 +33,11 @@ node:
 
 namespace {
 
-// The shipped H100 topology and a file that extends it, in memory.
+// The shipped H100 topology (with the GPU file it extends) and a file that extends it, in memory.
 config::MemoryFiles extending(const std::string& child) {
   config::MemoryFiles files;
   files.add("topologies/h100.yaml", test::read_text(test::source_dir() / "topologies/h100_sxm_8x_ib400.yaml"));
+  files.add("topologies/gpus/h100_sxm.yaml", test::read_text(test::source_dir() / "topologies/gpus/h100_sxm.yaml"));
   files.add("topologies/child.yaml", child);
   return files;
 }
