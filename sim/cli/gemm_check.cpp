@@ -10,25 +10,21 @@
 namespace shardsim::cli {
 namespace {
 
-enum class Variant : std::uint8_t { bf16, fp8, fp8_precise };
-using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, Variant>;
-
-Variant variant_of(bool fp8, bool precise) {
-  return !fp8 ? Variant::bf16 : precise ? Variant::fp8_precise : Variant::fp8;
-}
+using validate::GemmPrecision;
+using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, GemmPrecision>;
 
 // The reference block's rates, if every one of its GEMMs was timed in all three variants.
 std::optional<ReferenceBlockCheck> check_reference(const std::map<Key, const GemmCheckRow*>& rows, const config::TopologyConfig& topology) {
   double flops = 0, gradient_flops = 0;
   double bf16 = 0, fp8 = 0, gradients_fast = 0, gradients_precise = 0;  // seconds
   for (const auto& [g, gradient] : graph::reference_block()) {
-    const auto find = [&](Variant v) {
+    const auto find = [&](GemmPrecision v) {
       const auto it = rows.find({g.m, g.n, g.k, 1, v});
       return it == rows.end() ? nullptr : it->second;
     };
-    const GemmCheckRow* b = find(Variant::bf16);
-    const GemmCheckRow* f = find(Variant::fp8);
-    const GemmCheckRow* p = find(Variant::fp8_precise);
+    const GemmCheckRow* b = find(GemmPrecision::bf16);
+    const GemmCheckRow* f = find(GemmPrecision::fp8);
+    const GemmCheckRow* p = find(GemmPrecision::fp8_precise);
     if (b == nullptr || f == nullptr || p == nullptr) return std::nullopt;
     flops += g.flops();
     bf16 += b->measured;
@@ -54,22 +50,19 @@ GemmCheck check_gemms(const validate::BenchResults& bench, const config::Topolog
   GemmCheck out;
   out.rows.reserve(bench.gemms.size());
   for (const auto& s : bench.gemms) {
-    GemmCheckRow r{s.m, s.n, s.k, s.batch, s.fp8, s.fp8 && s.precise_accum, s.seconds, 0.0, s.flops()};
-    if (!s.fp8 || has_fp8) {
-      const graph::Gemm g{s.m, s.n, s.k, s.fp8 ? graph::GemmType::fp8 : graph::GemmType::high, r.precise};
-      r.modelled = static_cast<double>(s.batch) * model.gemm_seconds(g);
-    }
+    GemmCheckRow r{s.m, s.n, s.k, s.batch, s.precision, s.seconds, 0.0, s.flops()};
+    if (!is_fp8(s.precision) || has_fp8)
+      r.modelled = static_cast<double>(s.batch) * model.gemm_seconds(validate::graph_gemm(s.m, s.n, s.k, s.precision));
     out.rows.push_back(r);
   }
   std::map<Key, const GemmCheckRow*> by_key;
-  for (const auto& r : out.rows) by_key[{r.m, r.n, r.k, r.batch, variant_of(r.fp8, r.precise)}] = &r;
+  for (const auto& r : out.rows) by_key[{r.m, r.n, r.k, r.batch, r.precision}] = &r;
   for (const auto& [key, row] : by_key) {
     const auto [m, n, k, batch, v] = key;
-    if (v == Variant::bf16 || row->modelled <= 0) continue;
-    const auto bf16 = by_key.find({m, n, k, batch, Variant::bf16});
+    if (v == GemmPrecision::bf16 || row->modelled <= 0) continue;
+    const auto bf16 = by_key.find({m, n, k, batch, GemmPrecision::bf16});
     if (bf16 == by_key.end()) continue;
-    out.speedups.push_back(
-        {m, n, k, batch, v == Variant::fp8_precise, bf16->second->measured / row->measured, bf16->second->modelled / row->modelled});
+    out.speedups.push_back({m, n, k, batch, v, bf16->second->measured / row->measured, bf16->second->modelled / row->modelled});
   }
   out.reference = check_reference(by_key, topology);
   return out;
@@ -77,22 +70,21 @@ GemmCheck check_gemms(const validate::BenchResults& bench, const config::Topolog
 
 std::string gemm_check_text(const GemmCheck& check, const config::TopologyConfig& topology) {
   std::string out = fmt::format("GEMMs measured beside {}'s nominal model (measured / modelled time):\n", topology.name);
-  const auto label = [](bool fp8, bool precise) { return !fp8 ? "bf16" : precise ? "fp8 precise" : "fp8"; };
   for (const auto& r : check.rows) {
     const std::string shape = fmt::format("{} x {} x {}{}", r.m, r.n, r.k, r.batch > 1 ? fmt::format(" (x{})", r.batch) : "");
     const double tflops = r.flops / 1e12;
     if (r.modelled <= 0) {
-      out += fmt::format("  {:<11} {:<28} {:>9.1f} TFLOPS  (the topology gives no float8 rate)\n", label(r.fp8, r.precise), shape,
+      out += fmt::format("  {:<11} {:<28} {:>9.1f} TFLOPS  (the topology gives no float8 rate)\n", validate::label(r.precision), shape,
                          tflops / r.measured);
       continue;
     }
-    out += fmt::format("  {:<11} {:<28} {:>9.1f} TFLOPS measured, {:>9.1f} modelled  x{:.3f}\n", label(r.fp8, r.precise), shape,
+    out += fmt::format("  {:<11} {:<28} {:>9.1f} TFLOPS measured, {:>9.1f} modelled  x{:.3f}\n", validate::label(r.precision), shape,
                        tflops / r.measured, tflops / r.modelled, r.measured / r.modelled);
   }
   if (!check.speedups.empty()) {
     out += "float8 over bf16, shapes timed in both (bf16 time / float8 time):\n";
     for (const auto& s : check.speedups) {
-      out += fmt::format("  {:<11} {} x {} x {}{}  measured x{:.3f}, modelled x{:.3f}\n", label(true, s.precise), s.m, s.n, s.k,
+      out += fmt::format("  {:<11} {} x {} x {}{}  measured x{:.3f}, modelled x{:.3f}\n", validate::label(s.precision), s.m, s.n, s.k,
                          s.batch > 1 ? fmt::format(" (x{})", s.batch) : "", s.measured, s.modelled);
     }
   }

@@ -18,17 +18,16 @@ namespace shardsim::cli {
 
 struct GemmCheckRow {
   std::int64_t m = 0, n = 0, k = 0, batch = 1;
-  bool fp8 = false;
-  bool precise = false;  // float8 with precise accumulation
-  double measured = 0;   // seconds
-  double modelled = 0;   // seconds; 0 where the topology has no rate for the type (float8 on a GPU without it)
-  double flops = 0;      // all `batch` products'
+  validate::GemmPrecision precision = validate::GemmPrecision::bf16;
+  double measured = 0;  // seconds
+  double modelled = 0;  // seconds; 0 where the topology has no rate for the type (float8 on a GPU without it)
+  double flops = 0;     // all `batch` products'
 };
 
 struct GemmSpeedup {
   std::int64_t m = 0, n = 0, k = 0, batch = 1;
-  bool precise = false;  // of float8 with precise accumulation
-  double measured = 0;   // bf16 time / float8 time
+  validate::GemmPrecision precision = validate::GemmPrecision::fp8;  // the float8 one's
+  double measured = 0;                                               // bf16 time / float8 time
   double modelled = 0;
 };
 

@@ -76,10 +76,10 @@ json to_json(const BenchResults& b) {
            {"n", s.n},
            {"k", s.k},
            {"batch", s.batch},
-           {"dtype", s.fp8 ? "fp8" : "bf16"},
+           {"dtype", is_fp8(s.precision) ? "fp8" : "bf16"},
            {"time_s", s.seconds},
            {"tflops", s.flops() / s.seconds / 1e12}};
-    if (s.fp8) g["accumulate"] = s.precise_accum ? "precise" : "fast";
+    if (is_fp8(s.precision)) g["accumulate"] = s.precision == GemmPrecision::fp8_precise ? "precise" : "fast";
     gemms.push_back(g);
   }
   json attn = json::array();
@@ -154,13 +154,13 @@ BenchResults bench_from_json(const json& j, const std::string& source) {
     // Files written before float8 GEMMs were timed have no dtype: bf16.
     if (const auto d = o.find("dtype"); d != o.end()) {
       if (*d != "bf16" && *d != "fp8") fail(source, path + ".dtype", fmt::format("expected bf16 or fp8; got {}", d->dump()));
-      g.fp8 = *d == "fp8";
+      if (*d == "fp8") g.precision = GemmPrecision::fp8;
     }
     // Files written before the two accumulations were timed have none: fast, the one they ran.
     if (const auto a = o.find("accumulate"); a != o.end()) {
-      if (!g.fp8) fail(source, path + ".accumulate", "applies to float8 GEMMs only (dtype fp8)");
+      if (!is_fp8(g.precision)) fail(source, path + ".accumulate", "applies to float8 GEMMs only (dtype fp8)");
       if (*a != "fast" && *a != "precise") fail(source, path + ".accumulate", fmt::format("expected fast or precise; got {}", a->dump()));
-      g.precise_accum = *a == "precise";
+      if (*a == "precise") g.precision = GemmPrecision::fp8_precise;
     }
     b.gemms.push_back(g);
   }

@@ -11,6 +11,7 @@
 
 #include "config/calibration.hpp"
 #include "graph/op.hpp"
+#include "validate/gemm_precision.hpp"
 
 namespace shardsim::validate {
 
@@ -35,10 +36,8 @@ struct GemmSample {
   std::int64_t m = 0, n = 0, k = 0;
   std::int64_t batch = 1;
   double seconds = 0;
-  bool fp8 = false;  // float8 e4m3 operands with tensorwise scales, bf16 output ("dtype": "fp8"); else bf16
-  // float8: partial sums promoted to fp32 as the kernel goes ("accumulate": "precise";
-  // use_fast_accum=False, torchao's gradient GEMMs); else fast ("fast", or absent).
-  bool precise_accum = false;
+  // "dtype": "bf16" | "fp8", and for fp8 "accumulate": "fast" (or absent) | "precise".
+  GemmPrecision precision = GemmPrecision::bf16;
   [[nodiscard]] double flops() const {
     return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch);
   }

@@ -118,14 +118,14 @@ CalibrationFit fit_calibration(const BenchResults& b, const FitOptions& options)
     cal.memory_bandwidth = positive_rate(c[1], "memory", "bytes");
   }
   // bf16 GEMMs, float8 with fast and with precise accumulation: a curve each, from their own samples.
-  const std::array<std::tuple<const char*, bool, bool, std::optional<config::GemmCalibration>*>, 3> curves{
-      {{"gemm", false, false, &cal.gemm},
-       {"gemm_fp8", true, false, &cal.gemm_fp8},
-       {"gemm_fp8_precise", true, true, &cal.gemm_fp8_precise}}};
-  for (const auto& [what, fp8, precise, target] : curves) {
+  const std::array<std::tuple<const char*, GemmPrecision, std::optional<config::GemmCalibration>*>, 3> curves{
+      {{"gemm", GemmPrecision::bf16, &cal.gemm},
+       {"gemm_fp8", GemmPrecision::fp8, &cal.gemm_fp8},
+       {"gemm_fp8_precise", GemmPrecision::fp8_precise, &cal.gemm_fp8_precise}}};
+  for (const auto& [what, precision, target] : curves) {
     std::vector<GemmSample> samples;
     for (const auto& s : b.gemms) {
-      if (s.fp8 == fp8 && s.precise_accum == precise) samples.push_back(s);
+      if (s.precision == precision) samples.push_back(s);
     }
     if (samples.empty()) continue;
     const auto c = fit_kernel<GemmSample>(

@@ -127,7 +127,6 @@ std::optional<GemmSample> gemm_sample(const ShapedOp& op, const OpSignature& sig
     return std::nullopt;
   }
   GemmSample s;
-  s.fp8 = sig.fp8;
   if (sig.fp8) {
     // use_fast_accum, _scaled_mm's 8th argument: torchao sets it for the output GEMM alone. A trace
     // that records no scalar leaves it unknown; PyTorch's default is precise accumulation.
@@ -136,7 +135,7 @@ std::optional<GemmSample> gemm_sample(const ShapedOp& op, const OpSignature& sig
       left.add(fmt::format("{} whose use_fast_accum is not recorded (\"Concrete Inputs\" position {})", op.name, kFastAccum));
       return std::nullopt;
     }
-    s.precise_accum = op.concrete[kFastAccum] == "False";
+    s.precision = op.concrete[kFastAccum] == "False" ? GemmPrecision::fp8_precise : GemmPrecision::fp8;
   }
   s.batch = sig.batched ? (*a)[0] : 1;
   s.m = (*a)[o];

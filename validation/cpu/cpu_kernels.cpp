@@ -33,7 +33,7 @@ float dot(const float* x, const float* y, std::int64_t n) {
 
 GemmKernel scaled(const GemmKernel& g, double scale) {
   const double f = std::cbrt(scale);
-  return {g.batch, shrink(g.m, f), shrink(g.n, f), shrink(g.k, f), g.fp8, g.precise};
+  return {g.batch, shrink(g.m, f), shrink(g.n, f), shrink(g.k, f), g.precision};
 }
 
 namespace {

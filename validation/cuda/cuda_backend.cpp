@@ -101,7 +101,7 @@ struct Stream {
   cublasHandle_t blas = nullptr;
   DeviceBuffer a, b, c, src, dst, send, recv, workspace;
   DeviceBuffer a8, b8;  // float8 GEMM operands
-  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool>, std::unique_ptr<Fp8Plan>> fp8_plans;
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, validate::GemmPrecision>, std::unique_ptr<Fp8Plan>> fp8_plans;
 };
 
 // cuBLASLt's workspace for float8 GEMMs (what PyTorch gives _scaled_mm on Hopper: 32 MiB).
@@ -215,7 +215,7 @@ class CudaBackend final : public Backend {
   void enqueue(StreamId stream, const Kernel& kernel) override {
     Stream& s = *streams_.at(static_cast<std::size_t>(stream));
     if (const auto* g = std::get_if<GemmKernel>(&kernel)) {
-      if (g->fp8) {
+      if (validate::is_fp8(g->precision)) {
         gemm_fp8(s, *g);
       } else {
         gemm(s, *g);
@@ -325,10 +325,9 @@ class CudaBackend final : public Backend {
     if (st != CUBLAS_STATUS_SUCCESS) check(st, gemm_name(g));  // the message only on failure: this runs per timed iteration
   }
 
-  // "rank R: GEMM MxNxK (batch B)", "... float8 GEMM ...", for errors.
+  // "rank R: bf16 GEMM MxNxK (batch B)", "... fp8 precise GEMM ...", for errors.
   [[nodiscard]] std::string gemm_name(const GemmKernel& g) const {
-    return fmt::format("rank {}: {}GEMM {}x{}x{} (batch {})", env_.rank,
-                       g.fp8 ? (g.precise ? "float8 (precise accumulation) " : "float8 ") : "", g.m, g.n, g.k, g.batch);
+    return fmt::format("rank {}: {} GEMM {}x{}x{} (batch {})", env_.rank, validate::label(g.precision), g.m, g.n, g.k, g.batch);
   }
 
   // The same product in float8 e4m3 through cuBLASLt, with tensorwise scales of 1 on the device
@@ -352,7 +351,7 @@ class CudaBackend final : public Backend {
     const auto elements = [&](std::int64_t x, std::int64_t y) { return static_cast<std::size_t>(g.batch * x * y) + 256; };
     randomize(s.a8, s.a8.ensure(elements(g.m, g.k), env_.rank, "float8 GEMM inputs"), true, 3);
     randomize(s.b8, s.b8.ensure(elements(g.n, g.k), env_.rank, "float8 GEMM weights"), true, 4);
-    auto& plan = s.fp8_plans[{g.batch, g.m, g.n, g.k, g.precise}];
+    auto& plan = s.fp8_plans[{g.batch, g.m, g.n, g.k, g.precision}];
     if (!plan) plan = make_fp8_plan(g, gemm_name(g));
     const float alpha = 1.0F;
     const float beta = 0.0F;
@@ -366,7 +365,7 @@ class CudaBackend final : public Backend {
     check(cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F), what);
     const cublasOperation_t ta = CUBLAS_OP_T;
     const cublasOperation_t tb = CUBLAS_OP_N;
-    const std::int8_t fast_accum = g.precise ? 0 : 1;
+    const std::int8_t fast_accum = g.precision == validate::GemmPrecision::fp8_precise ? 0 : 1;
     const void* scale = scales_.get();
     check(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), what);
     check(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), what);

@@ -37,10 +37,7 @@ std::vector<Kernel> compute_kernels(const graph::Work& w) {
   // Float8 GEMMs of every recipe run as cuBLASLt's tensorwise-scaled e4m3 kernel (the CPU
   // backend runs them as its float GEMM), with the graph's accumulation: rowwise and MXFP8 scales
   // are not set up.
-  for (const auto& g : w.gemms) {
-    const bool low = g.type != graph::GemmType::high;
-    out.emplace_back(GemmKernel{1, g.m, g.n, g.k, low, low && g.precise_accum});
-  }
+  for (const auto& g : w.gemms) out.emplace_back(GemmKernel{1, g.m, g.n, g.k, validate::harness_precision(g)});
   for (const auto& a : w.attention) {
     for (const auto& g : attention_kernels(a)) out.emplace_back(g);
   }

@@ -15,21 +15,19 @@
 #include <vector>
 
 #include "graph/op.hpp"
+#include "validate/gemm_precision.hpp"
 
 namespace shardsim::replay {
 
-// y[m, n] = x[m, k] W[n, k]^T, `batch` times over strided buffers: bf16 operands, or float8 e4m3
-// ones with tensorwise scales (`fp8`, as torchao's tensorwise recipe runs torch._scaled_mm); bf16
-// output, fp32 accumulation. A float8 GEMM accumulates fast (in the tensor cores' own precision,
-// torchao's forward GEMM) or, `precise`, promotes its partial sums to fp32 registers as it goes
-// (use_fast_accum=False: torchao's grad_input and grad_weight GEMMs).
+// y[m, n] = x[m, k] W[n, k]^T, `batch` times over strided buffers, in one of the harness's three
+// precisions (validate/gemm_precision.hpp: bf16, or float8 e4m3 with tensorwise scales as torchao's
+// tensorwise recipe runs torch._scaled_mm, accumulating fast or precisely); bf16 output.
 struct GemmKernel {
   std::int64_t batch = 1;
   std::int64_t m = 0;
   std::int64_t n = 0;
   std::int64_t k = 0;
-  bool fp8 = false;
-  bool precise = false;
+  validate::GemmPrecision precision = validate::GemmPrecision::bf16;
   [[nodiscard]] double flops() const {
     return 2.0 * static_cast<double>(batch) * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   }

@@ -56,18 +56,16 @@ std::vector<double> geometric(double from, double to, double factor) {
   return out;
 }
 
-// (m, n, k, float8, precise accumulation) of the GEMMs to time.
-using GemmShape = std::tuple<std::int64_t, std::int64_t, std::int64_t, bool, bool>;
+// (m, n, k, precision) of the GEMMs to time.
+using GemmShape = std::tuple<std::int64_t, std::int64_t, std::int64_t, validate::GemmPrecision>;
+using validate::GemmPrecision;
 
 std::vector<GemmKernel> gemm_shapes(const graph::StepGraph* g, bool fp8) {
   std::set<GemmShape> shapes;
   if (g != nullptr) {
     // Every float8 type (tensorwise, rowwise, MXFP8) is timed as tensorwise float8.
     for (std::size_t i = 0; i < g->size(); ++i) {
-      for (const auto& m : g->op(static_cast<int>(i)).work.gemms) {
-        const bool low = m.type != graph::GemmType::high;
-        shapes.insert({m.m, m.n, m.k, low, low && m.precise_accum});
-      }
+      for (const auto& m : g->op(static_cast<int>(i)).work.gemms) shapes.insert({m.m, m.n, m.k, validate::harness_precision(m)});
     }
   } else {
     // Llama 3.1 8B's projections (hidden 4096, GQA k/v 1024, MLP 14336) at 1k..16k tokens, their
@@ -76,28 +74,29 @@ std::vector<GemmKernel> gemm_shapes(const graph::StepGraph* g, bool fp8) {
     // rank's projections under TP 8 (wq 512, wk / wv 128, w1 / w3 1792 outputs; wo 512, w2 1792
     // inputs), where float8 gains least.
     for (std::int64_t tokens : {1024, 4096, 16384}) {
-      for (auto [n, k] : {std::pair{4096, 4096}, {1024, 4096}, {14336, 4096}, {4096, 14336}}) shapes.insert({tokens, n, k, false, false});
+      for (auto [n, k] : {std::pair{4096, 4096}, {1024, 4096}, {14336, 4096}, {4096, 14336}})
+        shapes.insert({tokens, n, k, GemmPrecision::bf16});
     }
-    for (const auto& [r, gradient] : graph::reference_block()) shapes.insert({r.m, r.n, r.k, false, false});
+    for (const auto& [r, gradient] : graph::reference_block()) shapes.insert({r.m, r.n, r.k, GemmPrecision::bf16});
     for (auto [n, k] : {std::pair{512, 4096}, {128, 4096}, {1792, 4096}, {4096, 512}, {4096, 1792}})
-      shapes.insert({16384, n, k, false, false});
+      shapes.insert({16384, n, k, GemmPrecision::bf16});
   }
   if (fp8) {
     // Each shape in float8 with both accumulations: fast (torchao's forward GEMM) and precise
     // (its gradient GEMMs).
     const std::set<GemmShape> high = shapes;
-    for (const auto& [m, n, k, low, precise] : high) {
-      shapes.insert({m, n, k, true, false});
-      shapes.insert({m, n, k, true, true});
+    for (const auto& [m, n, k, precision] : high) {
+      shapes.insert({m, n, k, GemmPrecision::fp8});
+      shapes.insert({m, n, k, GemmPrecision::fp8_precise});
     }
   }
   std::vector<GemmKernel> out;
   std::set<GemmShape> seen;
-  for (const auto& [m, n, k, low, precise] : shapes) {
+  for (const auto& [m, n, k, precision] : shapes) {
     // The graph's shape, and the same with 1/16 and 1/4 of the rows: the curve's small end.
     for (std::int64_t div : {16, 4, 1}) {
       const std::int64_t mm = std::max<std::int64_t>(1, m / div);
-      if (seen.insert({mm, n, k, low, precise}).second) out.push_back({1, mm, n, k, low, precise});
+      if (seen.insert({mm, n, k, precision}).second) out.push_back({1, mm, n, k, precision});
     }
   }
   return out;
@@ -148,8 +147,8 @@ validate::BenchResults run_microbenchmarks(Backend& b, const BenchOptions& o, Wa
   b.reserve(s, f, o.collectives ? o.max_bytes : 4.0);
 
   for (const auto& g : shapes) {
-    const std::string what = fmt::format("{} GEMM {}x{}x{}", g.fp8 ? (g.precise ? "float8 (precise)" : "float8") : "bf16", g.m, g.n, g.k);
-    r.gemms.push_back({g.m, g.n, g.k, g.batch, timer.time(what, [&](int) { b.enqueue(s, g); }), g.fp8, g.precise});
+    const std::string what = fmt::format("{} GEMM {}x{}x{}", validate::label(g.precision), g.m, g.n, g.k);
+    r.gemms.push_back({g.m, g.n, g.k, g.batch, timer.time(what, [&](int) { b.enqueue(s, g); }), g.precision});
   }
   for (const auto& a : calls) {
     const auto kernels = attention_kernels(a);

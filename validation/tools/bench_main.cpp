@@ -52,9 +52,8 @@ std::string table(const validate::BenchResults& r) {
     }
   }
   for (const auto& g : r.gemms) {
-    out +=
-        fmt::format(" gemm {:<8} {:>6} x {:>6} x {:>6}  {:>10.2f} us  {:>8.2f} TFLOPS\n",
-                    g.fp8 ? (g.precise_accum ? "fp8 prec" : "fp8") : "bf16", g.m, g.n, g.k, g.seconds * 1e6, g.flops() / g.seconds / 1e12);
+    out += fmt::format(" gemm {:<11} {:>6} x {:>6} x {:>6}  {:>10.2f} us  {:>8.2f} TFLOPS\n", validate::label(g.precision), g.m, g.n, g.k,
+                       g.seconds * 1e6, g.flops() / g.seconds / 1e12);
   }
   for (const auto& a : r.attention) {
     out += fmt::format(" attention {} seq {:>6}  {:>10.2f} us  {:>8.2f} TFLOPS\n", a.call.backward ? "bwd" : "fwd", a.call.seq,

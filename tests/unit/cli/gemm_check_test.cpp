@@ -26,10 +26,10 @@ TEST_CASE("measured GEMMs beside the topology's model: times, ratios and the flo
   topo.gpu.efficiency.matmul_fp8 = -1;
   topo.gpu.efficiency.matmul_fp8_precise = 0.68 * 0.9;
   validate::BenchResults b;
-  b.gemms.push_back({8192, 8192, 8192, 1, 2.0e-3, false});
-  b.gemms.push_back({8192, 8192, 8192, 1, 1.25e-3, true});
-  b.gemms.push_back({8192, 8192, 8192, 1, 1.6e-3, true, true});
-  b.gemms.push_back({4096, 128, 4096, 1, 50e-6, false});  // bf16 only: no speed-up row
+  b.gemms.push_back({8192, 8192, 8192, 1, 2.0e-3, validate::GemmPrecision::bf16});
+  b.gemms.push_back({8192, 8192, 8192, 1, 1.25e-3, validate::GemmPrecision::fp8});
+  b.gemms.push_back({8192, 8192, 8192, 1, 1.6e-3, validate::GemmPrecision::fp8_precise});
+  b.gemms.push_back({4096, 128, 4096, 1, 50e-6, validate::GemmPrecision::bf16});  // bf16 only: no speed-up row
   const auto c = cli::check_gemms(b, topo);
   REQUIRE(c.rows.size() == 4);
   // 2 x 8192^3 = 1.0995e12 FLOPs at 989 x 0.68 = 672.52 TFLOPS (bf16): 1.6349 ms; at 1,979 x 0.68 =
@@ -40,10 +40,10 @@ TEST_CASE("measured GEMMs beside the topology's model: times, ratios and the flo
   CHECK(c.rows[2].modelled == doctest::Approx(1.0995116e12 / 1211.148e12).epsilon(1e-4));
   REQUIRE(c.speedups.size() == 2);
   CHECK(c.speedups[0].m == 8192);
-  CHECK_FALSE(c.speedups[0].precise);
+  CHECK(c.speedups[0].precision == validate::GemmPrecision::fp8);
   CHECK(c.speedups[0].measured == doctest::Approx(1.6));             // 2.0 / 1.25 ms
   CHECK(c.speedups[0].modelled == doctest::Approx(1979.0 / 989.0));  // the peaks' ratio, efficiencies alike
-  CHECK(c.speedups[1].precise);
+  CHECK(c.speedups[1].precision == validate::GemmPrecision::fp8_precise);
   CHECK(c.speedups[1].measured == doctest::Approx(1.25));  // 2.0 / 1.6 ms
   CHECK(c.speedups[1].modelled == doctest::Approx(1979.0 * 0.9 / 989.0));
   CHECK_FALSE(c.reference);  // the reference block was not timed
@@ -65,9 +65,9 @@ TEST_CASE("the reference block timed in bf16 and float8 gives the topology's flo
   // matmul_fp8 = matmul x 0.7580 / 0.8089 = x 0.9370; precise / fast = 1,350 / 1,500 = 0.9.
   validate::BenchResults b;
   for (const auto& [g, gradient] : graph::reference_block()) {
-    b.gemms.push_back({g.m, g.n, g.k, 1, g.flops() / 800e12, false});
-    b.gemms.push_back({g.m, g.n, g.k, 1, g.flops() / 1500e12, true});
-    b.gemms.push_back({g.m, g.n, g.k, 1, g.flops() / 1350e12, true, true});
+    b.gemms.push_back({g.m, g.n, g.k, 1, g.flops() / 800e12, validate::GemmPrecision::bf16});
+    b.gemms.push_back({g.m, g.n, g.k, 1, g.flops() / 1500e12, validate::GemmPrecision::fp8});
+    b.gemms.push_back({g.m, g.n, g.k, 1, g.flops() / 1350e12, validate::GemmPrecision::fp8_precise});
   }
   const auto c = cli::check_gemms(b, topo);
   REQUIRE(c.reference);

@@ -60,7 +60,8 @@ TEST_CASE("float8 GEMMs of every recipe replay as float8 kernels, bf16 ones as b
              graph::Gemm{128, 256, 64, graph::GemmType::mxfp8}, graph::Gemm{128, 256, 64}};
   const auto ks = replay::compute_kernels(w);
   REQUIRE(ks.size() == 4);
-  for (int i = 0; i < 3; ++i) CHECK(std::get<replay::GemmKernel>(ks[static_cast<std::size_t>(i)]).fp8);
-  CHECK_FALSE(std::get<replay::GemmKernel>(ks[3]).fp8);
+  for (int i = 0; i < 3; ++i)
+    CHECK(std::get<replay::GemmKernel>(ks[static_cast<std::size_t>(i)]).precision == validate::GemmPrecision::fp8);
+  CHECK(std::get<replay::GemmKernel>(ks[3]).precision == validate::GemmPrecision::bf16);
   CHECK(std::get<replay::GemmKernel>(ks[0]).flops() == 2.0 * 128 * 256 * 64);
 }

@@ -51,10 +51,10 @@ validate::BenchResults synthetic(double noise) {
         validate::GemmSample g{m, n, k, 1, 0};
         g.seconds = (kLaunch + (g.flops() + kGemmHalf) / kGemmRate) * u(rng);
         b.gemms.push_back(g);
-        validate::GemmSample f{m, n, k, 1, 0, true};
+        validate::GemmSample f{m, n, k, 1, 0, validate::GemmPrecision::fp8};
         f.seconds = (kLaunch + (f.flops() + kGemmFp8Half) / kGemmFp8Rate) * u(rng);
         b.gemms.push_back(f);
-        validate::GemmSample p{m, n, k, 1, 0, true, true};
+        validate::GemmSample p{m, n, k, 1, 0, validate::GemmPrecision::fp8_precise};
         p.seconds = (kLaunch + (p.flops() + kGemmFp8PreciseHalf) / kGemmFp8PreciseRate) * u(rng);
         b.gemms.push_back(p);
       }
@@ -205,9 +205,9 @@ TEST_CASE("the calibration YAML loads back with the fitted numbers") {
 TEST_CASE("GEMM samples keep their dtype and accumulation through the bench JSON, and files without them are bf16 and fast") {
   validate::BenchResults b;
   b.backend = "nccl";
-  b.gemms.push_back({16384, 128, 4096, 1, 60e-6, true});
-  b.gemms.push_back({16384, 128, 4096, 1, 90e-6, false});
-  b.gemms.push_back({16384, 128, 4096, 1, 70e-6, true, true});
+  b.gemms.push_back({16384, 128, 4096, 1, 60e-6, validate::GemmPrecision::fp8});
+  b.gemms.push_back({16384, 128, 4096, 1, 90e-6, validate::GemmPrecision::bf16});
+  b.gemms.push_back({16384, 128, 4096, 1, 70e-6, validate::GemmPrecision::fp8_precise});
   auto j = nlohmann::json::parse(validate::to_json(b).dump());  // as a file reads back
   CHECK(j["gemms"][0]["dtype"] == "fp8");
   CHECK(j["gemms"][0]["accumulate"] == "fast");
@@ -216,15 +216,14 @@ TEST_CASE("GEMM samples keep their dtype and accumulation through the bench JSON
   CHECK(j["gemms"][2]["accumulate"] == "precise");
   const auto back = validate::bench_from_json(j, "bench.json");
   REQUIRE(back.gemms.size() == 3);
-  CHECK(back.gemms[0].fp8);
-  CHECK_FALSE(back.gemms[0].precise_accum);
-  CHECK_FALSE(back.gemms[1].fp8);
-  CHECK(back.gemms[2].precise_accum);
+  CHECK(back.gemms[0].precision == validate::GemmPrecision::fp8);
+  CHECK(back.gemms[1].precision == validate::GemmPrecision::bf16);
+  CHECK(back.gemms[2].precision == validate::GemmPrecision::fp8_precise);
   j["gemms"][2].erase("accumulate");  // written before precise accumulation was timed: fast
-  CHECK_FALSE(validate::bench_from_json(j, "bench.json").gemms[2].precise_accum);
+  CHECK(validate::bench_from_json(j, "bench.json").gemms[2].precision == validate::GemmPrecision::fp8);
   j["gemms"][0].erase("dtype");
   j["gemms"][0].erase("accumulate");
-  CHECK_FALSE(validate::bench_from_json(j, "bench.json").gemms[0].fp8);
+  CHECK(validate::bench_from_json(j, "bench.json").gemms[0].precision == validate::GemmPrecision::bf16);
   SUBCASE("an accumulation on a bf16 GEMM, or an unknown one, is an error naming the key") {
     j["gemms"][1]["accumulate"] = "fast";
     CHECK_THROWS_WITH_AS((void)validate::bench_from_json(j, "bench.json"),

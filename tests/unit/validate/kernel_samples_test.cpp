@@ -143,15 +143,13 @@ TEST_CASE("trace kernels: torchao's tensorwise float8 GEMMs (aten::_scaled_mm) a
   ev += launch(10, 210, 3, 45);
   const auto s = validate::kernel_samples(read("float8.json", ev));
   REQUIRE(s.bench.gemms.size() == 2);
-  CHECK(s.bench.gemms[0].fp8);
   CHECK(s.bench.gemms[0].m == 16384);
   CHECK(s.bench.gemms[0].k == 4096);
   CHECK(s.bench.gemms[0].n == 128);
   CHECK(s.bench.gemms[0].seconds == doctest::Approx(40e-6));
-  CHECK_FALSE(s.bench.gemms[0].precise_accum);  // use_fast_accum True: the forward GEMM
-  CHECK(s.bench.gemms[1].fp8);
+  CHECK(s.bench.gemms[0].precision == validate::GemmPrecision::fp8);  // use_fast_accum True: the forward GEMM
   CHECK(s.bench.gemms[1].k == 128);
-  CHECK(s.bench.gemms[1].precise_accum);  // use_fast_accum False: a gradient GEMM
+  CHECK(s.bench.gemms[1].precision == validate::GemmPrecision::fp8_precise);  // use_fast_accum False: a gradient GEMM
   REQUIRE(s.notes.size() == 1);
   CHECK(s.notes[0].find("1 operator left out: aten::_scaled_mm with rowwise or blockwise scales") != std::string::npos);
 }
