@@ -18,6 +18,14 @@
 //   to bf16 (6);
 //   backward, each step: dQ accumulated in fp32 (2 + 4 read, 4 written: 10); dK, dV added to the
 //   arriving fp32 gradient (20) and concatenated for the send (16).
+// Memory the ring holds beyond the saved activations, in q (the rank's queries in bf16, what its
+// attention output takes) and kv (the rank's K and V in bf16, as wide as the queries):
+//   K and V: allgather, the gathered buffer (cp kv) and the concatenated copy each step sends or
+//   gathers (kv); alltoall, the copy sent, the buffer arriving and the one in use (3 kv);
+//   forward: the fp32 running output (2q) from the first step to the last; during a step its
+//   output (q), that output in fp32 (2q) and the merge's two fp32 temporaries (4q): 7q;
+//   backward: fp32 accumulators of dQ (2q) and of dK, dV (2kv), the dK / dV concatenation sent
+//   (2kv) and the one arriving (2kv); during a step the attention backward's dQ, dK, dV (q + kv).
 #include <fmt/format.h>
 
 #include "graph/step_builder.hpp"
@@ -30,6 +38,10 @@ constexpr double kMergeStep = 31.5;
 constexpr double kQueryGradStep = 10.0;
 constexpr double kKvGradStep = 36.0;
 constexpr int kMergeLaunches = 5;
+constexpr double kForwardHeld = 2.0;     // x q: the fp32 running output
+constexpr double kForwardStep = 7.0;     // x q: a step's output, its fp32 copy, the merge's temporaries
+constexpr double kBackwardHeldQ = 2.0;   // x q: the fp32 dQ accumulator
+constexpr double kBackwardHeldKv = 6.0;  // x kv: fp32 dK, dV accumulators, the concatenation sent, the one arriving
 
 // The elements of a rank's attention output (or its queries): tokens x heads x head_dim.
 double query_elements(const model::Kernel& attention, const Batch& b) {
@@ -73,16 +85,29 @@ std::vector<int> FsdpStepBuilder::ring_kv(const fsdp::Segment& cp, std::string_v
   return arrive;
 }
 
+// The bytes of the rank's K and V (bf16, as wide as its queries) and what the rotation holds of them.
+FsdpStepBuilder::RingBuffers FsdpStepBuilder::ring_buffers(const fsdp::Segment& cp) const {
+  const int n = cfg_.parallelism.cp;
+  const double kv = tp_bytes(cp, OpKind::all_gather) / n;
+  return {kv, kv / 2, cfg_.parallelism.cp_alltoall ? 3 * kv : (n + 1) * kv};
+}
+
 void FsdpStepBuilder::ring_forward(const model::Kernel& attention, const fsdp::Segment& cp, OpKind kind, const std::string& name, int u) {
   const int n = cfg_.parallelism.cp;
   const auto arrive = ring_kv(cp, kind == OpKind::forward ? "" : " (recompute)", u);
   const double elements = query_elements(attention, batch_);
+  const RingBuffers b = ring_buffers(cp);
+  const double held = b.rotation + kForwardHeld * b.q;
   for (int i = 0; i < n; ++i) {
     Op op = make(kind, Stream::compute, fmt::format("{} ring step {}/{}", name, i + 1, n), u);
     op.work.attention.push_back(AttentionCall{batch_.sequences, batch_.seq_len, attention.heads, attention.kv_heads, attention.head_dim,
                                               attention.causal, false, batch_.cp, n});
     op.work.launches = 1 + kMergeLaunches;
     op.work.memory_bytes = (i == 0 ? kToFp32 : kMergeStep) * elements + (i == n - 1 ? kToFp32 : 0.0) * elements;
+    if (i == 0) op.memory.push_back({MemCategory::activations, held, false, Pool::compute});
+    op.memory.push_back({MemCategory::activations, kForwardStep * b.q, false, Pool::compute});
+    op.memory.push_back({MemCategory::activations, -kForwardStep * b.q, true, Pool::compute});
+    if (i == n - 1) op.memory.push_back({MemCategory::activations, -held, true, Pool::compute});
     const int id = compute(std::move(op), u);
     g_.add_edge(arrive[static_cast<std::size_t>(i)], id, EdgeKind::data);
   }
@@ -93,6 +118,8 @@ void FsdpStepBuilder::ring_backward(const model::Kernel& attention, const fsdp::
   const auto arrive = ring_kv(cp, " (backward)", u);
   const double elements = query_elements(attention, batch_);
   const double gradients = 2.0 * tp_bytes(cp, OpKind::all_gather) / n;  // one rank's dK and dV in fp32
+  const RingBuffers b = ring_buffers(cp);
+  const double held = b.rotation + kBackwardHeldQ * b.q + kBackwardHeldKv * b.kv;
   int sent = -1;
   for (int i = 0; i < n; ++i) {
     Op step = make(OpKind::backward, Stream::compute, fmt::format("{} ring step {}/{}", name, i + 1, n), u);
@@ -100,6 +127,10 @@ void FsdpStepBuilder::ring_backward(const model::Kernel& attention, const fsdp::
                                                 attention.causal, true, batch_.cp, n});
     step.work.launches = 2;
     step.work.memory_bytes = kQueryGradStep * elements;
+    if (i == 0) step.memory.push_back({MemCategory::activations, held, false, Pool::compute});
+    step.memory.push_back({MemCategory::activations, b.q + b.kv, false, Pool::compute});
+    step.memory.push_back({MemCategory::activations, -(b.q + b.kv), true, Pool::compute});
+    if (i == n - 1) step.memory.push_back({MemCategory::activations, -held, true, Pool::compute});
     const int id = compute(std::move(step), u);
     g_.add_edge(arrive[static_cast<std::size_t>(i)], id, EdgeKind::data);
     Op add = make(OpKind::backward, Stream::compute, fmt::format("{} dK dV {}/{}", name, i + 1, n), u);

@@ -102,6 +102,12 @@ class FsdpStepBuilder {
   void forward_ring(const fsdp::Segment& s, int segment, int u);
   void backward_ring(const fsdp::Segment& s, int segment, int u);
   std::vector<int> ring_kv(const fsdp::Segment& cp, std::string_view note, int u);
+  struct RingBuffers {
+    double kv = 0;        // the rank's K and V, bytes
+    double q = 0;         // its queries (and its attention output), bytes
+    double rotation = 0;  // what passing K and V around holds: the gathered buffer or the sends'
+  };
+  [[nodiscard]] RingBuffers ring_buffers(const fsdp::Segment& cp) const;
   void ring_forward(const model::Kernel& attention, const fsdp::Segment& cp, OpKind kind, const std::string& name, int u);
   void ring_backward(const model::Kernel& attention, const fsdp::Segment& cp, const std::string& name, int u);
 

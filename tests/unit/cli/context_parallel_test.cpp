@@ -125,14 +125,14 @@ TEST_CASE("context parallel: the groups and the tokens per GPU") {
 
 TEST_CASE("context parallel: a longer sequence over more ranks keeps a rank's tokens and its activation memory") {
   // seq 512 at cp 1 and seq 1024 at cp 2: each rank holds 512 tokens, so the activations it
-  // saves are the same (the gathered K and V are transient and not counted here).
+  // saves are the same (the ring's buffers are freed within the forward: net, they are none).
   const auto saved = [](const graph::Prepared& p) {
     double bytes = 0;
     for (std::size_t o = 0; o < p.graph.size(); ++o) {
       const auto& op = p.graph.op(static_cast<int>(o));
       if (op.kind != OpKind::forward) continue;
       for (const auto& m : op.memory) {
-        if (m.category == graph::MemCategory::activations && m.bytes > 0) bytes += m.bytes;
+        if (m.category == graph::MemCategory::activations) bytes += m.bytes;
       }
     }
     return bytes;
@@ -141,4 +141,47 @@ TEST_CASE("context parallel: a longer sequence over more ranks keeps a rank's to
   const double two = saved(prepare({"fsdp.version=2", "training.seq_len=1024", "parallelism.cp=2"}));
   REQUIRE(one > 0);
   CHECK(two == doctest::Approx(one));
+}
+
+TEST_CASE("context parallel: the memory the ring holds while it runs") {
+  // The tiny Llama (hidden 512, no GQA), one layer, 512-token sequences at cp 4: a rank holds 128
+  // tokens, its queries (and attention output) q = 128 x 512 x 2 B = 131,072 B, its K and V
+  // kv = 2q = 262,144 B. torch's _templated_ring_attention and its backward
+  // (torch/distributed/tensor/experimental/_attention.py) hold, from the first step to the last:
+  //   forward, allgather: the gathered K/V (4 kv) and the concatenation it gathered (kv), and the
+  //   merger's fp32 output (2q): 5 x 262,144 + 262,144 = 1,572,864 B; alltoall: the copy sent, the
+  //   one arriving and the one in use (3 kv) + 2q = 1,048,576 B;
+  //   backward: the same K/V buffers, fp32 dQ (2q) and dK, dV (2 kv) accumulators, the dK / dV
+  //   concatenation sent (2 kv) and the one arriving (2 kv): allgather 5 kv + 2q + 6 kv =
+  //   3,145,728 B;
+  // and during each step: forward its output, that in fp32 and the merge's two fp32 temporaries
+  // (7q = 917,504 B); backward the step's dQ, dK, dV (q + kv = 393,216 B).
+  const auto ring = [](const std::string& rotate, OpKind kind) {
+    const auto p = prepare({"fsdp.version=2", "training.activation_checkpointing=none", "parallelism.cp=4", "model.layers=1",
+                            "parallelism.cp_rotate=" + rotate});
+    std::vector<std::vector<graph::MemEffect>> steps;
+    for (std::size_t o = 0; o < p.graph.size(); ++o) {
+      const auto& op = p.graph.op(static_cast<int>(o));
+      if (op.kind == kind && op.name.find(" ring step ") != std::string::npos) steps.push_back(op.memory);
+    }
+    return steps;
+  };
+  const auto check = [](const std::vector<std::vector<graph::MemEffect>>& steps, double held, double step) {
+    REQUIRE(steps.size() == 4);
+    double net = 0;
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      double at_start = 0;  // what the step allocates as it starts
+      for (const auto& m : steps[i]) {
+        CHECK(m.category == graph::MemCategory::activations);
+        net += m.bytes;
+        if (!m.at_end) at_start += m.bytes;
+      }
+      CHECK(at_start == (i == 0 ? held + step : step));
+    }
+    CHECK(net == 0);  // all freed by the last step's end
+  };
+  check(ring("allgather", OpKind::forward), 1572864, 917504);
+  check(ring("alltoall", OpKind::forward), 1048576, 917504);
+  check(ring("allgather", OpKind::backward), 3145728, 393216);
+  check(ring("alltoall", OpKind::backward), 3 * 262144.0 + 2 * 131072 + 6 * 262144, 393216);
 }
