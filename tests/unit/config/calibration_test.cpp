@@ -43,12 +43,12 @@ TEST_CASE("a calibration file loads its rates in base units, what it leaves out 
   CHECK(c.gemm->rate == doctest::Approx(800e12));
   CHECK(c.gemm->half_rate_flops == doctest::Approx(2e9));
   CHECK(*c.memory_bandwidth == doctest::Approx(4e12));
-  CHECK(*c.kernel_launch == doctest::Approx(3e-6));
+  CHECK(*c.kernel_launch == doctest::Approx(3e-6).scale(0));
   CHECK_FALSE(c.attention_forward_rate);
   const auto& ag = c.collectives[0][0];
   REQUIRE(ag);
-  CHECK(ag->base_latency == doctest::Approx(8e-6));
-  CHECK(ag->hop_latency == doctest::Approx(1.5e-6));
+  CHECK(ag->base_latency == doctest::Approx(8e-6).scale(0));
+  CHECK(ag->hop_latency == doctest::Approx(1.5e-6).scale(0));
   CHECK(ag->bus_bandwidth == doctest::Approx(360e9));
   CHECK_FALSE(c.collectives[0][1]);
   const auto& ar = c.collectives[1][2];
@@ -106,7 +106,7 @@ TEST_CASE("a size-aware collective entry: pieces by size, the piece at or below 
   REQUIRE(e);
   REQUIRE(e->sizes.size() == 2);
   CHECK_FALSE(e->at(8.0 * 1048576 - 1));  // below the first piece: the topology's model
-  CHECK(e->at(8.0 * 1048576)->base_latency == doctest::Approx(300e-6));
+  CHECK(e->at(8.0 * 1048576)->base_latency == doctest::Approx(300e-6).scale(0));
   CHECK(e->at(63.0 * 1048576)->bus_bandwidth == doctest::Approx(180e9));
   CHECK(e->at(64.0 * 1048576)->bus_bandwidth == doctest::Approx(90e9));
   CHECK(e->at(1e12)->base_latency == 0.0);  // the last piece's, every size above

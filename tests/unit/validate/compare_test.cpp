@@ -44,21 +44,21 @@ TEST_CASE("compare by op id: step time, busy, exposed communication, overlap and
   const auto meas = validate::trace_from_timeline(timeline({{{0, 2}, {2, 4}, {4, 8}, {7, 8}}}, "measured"), "meas.json");
   const auto c = validate::compare(sim, meas, 0);
   CHECK(c.by_op_id);
-  CHECK(c.simulated.step_time == doctest::Approx(7e-3));
-  CHECK(c.measured.step_time == doctest::Approx(8e-3));
-  CHECK(c.simulated.compute_busy == doctest::Approx(5e-3));  // [1, 6]
-  CHECK(c.measured.compute_busy == doctest::Approx(6e-3));   // [2, 8]
-  CHECK(c.simulated.comm_busy == doctest::Approx(3e-3));
-  CHECK(c.measured.comm_busy == doctest::Approx(3e-3));
+  CHECK(c.simulated.step_time == doctest::Approx(7e-3).scale(0));
+  CHECK(c.measured.step_time == doctest::Approx(8e-3).scale(0));
+  CHECK(c.simulated.compute_busy == doctest::Approx(5e-3).scale(0));  // [1, 6]
+  CHECK(c.measured.compute_busy == doctest::Approx(6e-3).scale(0));   // [2, 8]
+  CHECK(c.simulated.comm_busy == doctest::Approx(3e-3).scale(0));
+  CHECK(c.measured.comm_busy == doctest::Approx(3e-3).scale(0));
   // simulated: AG [0,1] and RS's tail [6,7] are exposed; measured: AG [0,2], RS under BWD.
-  CHECK(c.simulated.exposed_comm == doctest::Approx(2e-3));
-  CHECK(c.measured.exposed_comm == doctest::Approx(2e-3));
+  CHECK(c.simulated.exposed_comm == doctest::Approx(2e-3).scale(0));
+  CHECK(c.measured.exposed_comm == doctest::Approx(2e-3).scale(0));
   CHECK(c.simulated.overlap == doctest::Approx(1.0 / 3));
   CHECK(c.measured.overlap == doctest::Approx(1.0 / 3));
   // |1-2| + |2-2| + |3-4| + |2-1| = 3 ms over 9 ms measured; start offsets 0, 1, 1, 2 ms.
   CHECK(c.ops_compared == 4);
   CHECK(c.op_time_error == doctest::Approx(3.0 / 9));
-  CHECK(c.mean_start_offset == doctest::Approx(1e-3));
+  CHECK(c.mean_start_offset == doctest::Approx(1e-3).scale(0));
   REQUIRE(c.largest.size() == 4);
   CHECK(c.largest.back().name == "FWD");
   const auto j = validate::comparison_json(c);
@@ -118,40 +118,40 @@ TEST_CASE("a Kineto trace: CPU ProfilerSteps place each step from its first GPU 
   // first GPU op starts at 900. Step 2 launched memcpy, two GEMMs, AR: first at 2100. Step 2 is
   // the last: it lasts its CPU span (1100 us), longer than its GPU ops (2100..2900).
   REQUIRE(t.ranks[0].steps.size() == 2);
-  CHECK(t.ranks[0].steps[0].start == doctest::Approx(900e-6));
-  CHECK(t.ranks[0].steps[0].end == doctest::Approx(2100e-6));
-  CHECK(t.ranks[0].steps[1].end == doctest::Approx(3200e-6));
+  CHECK(t.ranks[0].steps[0].start == doctest::Approx(900e-6).scale(0));
+  CHECK(t.ranks[0].steps[0].end == doctest::Approx(2100e-6).scale(0));
+  CHECK(t.ranks[0].steps[1].end == doctest::Approx(3200e-6).scale(0));
   const auto steps = validate::rank_step_metrics(t, 0);
   // Step 1, [900, 2100]: compute GEMM [1000,1300] flash [1300,1500] add [1500,1600] = 600 us;
   // comm AG [900,1200] + RS [1600,2100] = 800 us, exposed [900,1000] + [1600,2100] = 600 us; no idle.
-  CHECK(steps[0].step_time == doctest::Approx(1200e-6));
-  CHECK(steps[0].compute_busy == doctest::Approx(600e-6));
-  CHECK(steps[0].comm_busy == doctest::Approx(800e-6));
-  CHECK(steps[0].exposed_comm == doctest::Approx(600e-6));
+  CHECK(steps[0].step_time == doctest::Approx(1200e-6).scale(0));
+  CHECK(steps[0].compute_busy == doctest::Approx(600e-6).scale(0));
+  CHECK(steps[0].comm_busy == doctest::Approx(800e-6).scale(0));
+  CHECK(steps[0].exposed_comm == doctest::Approx(600e-6).scale(0));
   CHECK(steps[0].idle == doctest::Approx(0.0));
   // Step 2, [2100, 3200]: memcpy [2100,2150], GEMMs [2200,2800] = 650 us; AR [2700,2900] = 200
   // us, exposed [2800,2900] = 100 us; idle [2150,2200] + [2900,3200] = 350 us.
-  CHECK(steps[1].step_time == doctest::Approx(1100e-6));
-  CHECK(steps[1].compute_busy == doctest::Approx(650e-6));
-  CHECK(steps[1].exposed_comm == doctest::Approx(100e-6));
-  CHECK(steps[1].idle == doctest::Approx(350e-6));
+  CHECK(steps[1].step_time == doctest::Approx(1100e-6).scale(0));
+  CHECK(steps[1].compute_busy == doctest::Approx(650e-6).scale(0));
+  CHECK(steps[1].exposed_comm == doctest::Approx(100e-6).scale(0));
+  CHECK(steps[1].idle == doctest::Approx(350e-6).scale(0));
   REQUIRE(steps[1].longest_gaps.size() == 2);
-  CHECK(steps[1].longest_gaps[0].start == doctest::Approx(800e-6));  // 2900 - 2100
-  CHECK(steps[1].longest_gaps[0].length == doctest::Approx(300e-6));
+  CHECK(steps[1].longest_gaps[0].start == doctest::Approx(800e-6).scale(0));  // 2900 - 2100
+  CHECK(steps[1].longest_gaps[0].length == doctest::Approx(300e-6).scale(0));
   CHECK(steps[0].count_by_kind.at("gemm") == 1);
   CHECK(steps[0].count_by_kind.at("attention") == 1);
   CHECK(steps[0].count_by_kind.at("other") == 1);
   CHECK(steps[1].count_by_kind.at("gemm") == 2);  // xmma and s16816gemm
   CHECK(steps[1].count_by_kind.at("memcpy") == 1);
   const auto m = validate::mean_metrics(steps);
-  CHECK(m.step_time == doctest::Approx(1150e-6));
-  CHECK(m.comm_busy == doctest::Approx(500e-6));
-  CHECK(m.exposed_comm == doctest::Approx(350e-6));
+  CHECK(m.step_time == doctest::Approx(1150e-6).scale(0));
+  CHECK(m.comm_busy == doctest::Approx(500e-6).scale(0));
+  CHECK(m.exposed_comm == doctest::Approx(350e-6).scale(0));
   CHECK(m.overlap == doctest::Approx(0.3));  // 1 - 350 / 500
-  CHECK(m.busy_by_class.at("all_gather") == doctest::Approx(150e-6));
-  CHECK(m.busy_by_class.at("reduce_scatter") == doctest::Approx(250e-6));
-  CHECK(m.busy_by_class.at("all_reduce") == doctest::Approx(100e-6));
-  CHECK(m.busy_by_kind.at("gemm") == doctest::Approx(450e-6));  // (300 + 400 + 200) / 2
+  CHECK(m.busy_by_class.at("all_gather") == doctest::Approx(150e-6).scale(0));
+  CHECK(m.busy_by_class.at("reduce_scatter") == doctest::Approx(250e-6).scale(0));
+  CHECK(m.busy_by_class.at("all_reduce") == doctest::Approx(100e-6).scale(0));
+  CHECK(m.busy_by_kind.at("gemm") == doctest::Approx(450e-6).scale(0));  // (300 + 400 + 200) / 2
 }
 
 TEST_CASE("collective kernel arguments come before names: kind, bytes, group and bandwidth") {
@@ -169,28 +169,28 @@ TEST_CASE("collective kernel arguments come before names: kind, bytes, group and
   const auto sizes = validate::size_rows(t, 0, {});
   REQUIRE(sizes.size() == 1);  // the RS and AR kernels carry no arguments: no size
   CHECK(sizes[0].count == 1);
-  CHECK(sizes[0].mean_time == doctest::Approx(300e-6));
-  CHECK(sizes[0].algbw == doctest::Approx(4194304.0 / 300e-6));        // 13.98 GB/s
-  CHECK(sizes[0].busbw == doctest::Approx(4194304.0 / 300e-6 / 2.0));  // x (n-1)/n, n = 2
+  CHECK(sizes[0].mean_time == doctest::Approx(300e-6).scale(0));
+  CHECK(sizes[0].algbw == doctest::Approx(4194304.0 / 300e-6).scale(0));        // 13.98 GB/s
+  CHECK(sizes[0].busbw == doctest::Approx(4194304.0 / 300e-6 / 2.0).scale(0));  // x (n-1)/n, n = 2
   const auto groups = validate::group_rows(t, 0);
   REQUIRE(groups.size() == 3);
   CHECK(groups[0].group == "(not recorded)");  // RS: 500 us over 2 steps, the most time
-  CHECK(groups[0].time_per_step == doctest::Approx(250e-6));
+  CHECK(groups[0].time_per_step == doctest::Approx(250e-6).scale(0));
 }
 
 TEST_CASE("a simulated timeline against a Kineto trace is compared by class") {
   const auto sim = validate::trace_from_timeline(timeline({{{0, 0.1}, {0.1, 0.5}, {0.5, 1.0}, {0.9, 1.1}}}, "simulated"), "sim.json");
   const auto c = validate::compare(sim, kineto_fixture(), 0);
   CHECK_FALSE(c.by_op_id);
-  CHECK(c.simulated.step_time == doctest::Approx(1.1e-3));
-  CHECK(c.measured.step_time == doctest::Approx(1.15e-3));  // the mean of 1.2 and 1.1 ms
+  CHECK(c.simulated.step_time == doctest::Approx(1.1e-3).scale(0));
+  CHECK(c.measured.step_time == doctest::Approx(1.15e-3).scale(0));  // the mean of 1.2 and 1.1 ms
   // Classes on both sides: forward + backward = compute 0.9 ms against the trace's 0.625 ms.
   bool found = false;
   for (const auto& k : c.kinds) {
     if (k.kind != "compute") continue;
     found = true;
-    CHECK(k.simulated == doctest::Approx(0.9e-3));
-    CHECK(k.measured == doctest::Approx(0.625e-3));
+    CHECK(k.simulated == doctest::Approx(0.9e-3).scale(0));
+    CHECK(k.measured == doctest::Approx(0.625e-3).scale(0));
   }
   CHECK(found);
 }

@@ -91,7 +91,7 @@ TEST_CASE("trace kernels: each GEMM and attention operator's kernels, with its s
   CHECK(g.k == 1024);
   CHECK(g.n == 4096);
   CHECK(g.batch == 1);
-  CHECK(g.seconds == doctest::Approx(35e-6));  // 30 + 5 us
+  CHECK(g.seconds == doctest::Approx(35e-6).scale(0));  // 30 + 5 us
   REQUIRE(s.bench.attention.size() == 2);
   const auto& f = s.bench.attention[0].call;
   CHECK_FALSE(f.backward);
@@ -101,14 +101,14 @@ TEST_CASE("trace kernels: each GEMM and attention operator's kernels, with its s
   CHECK(f.kv_heads == 4);
   CHECK(f.head_dim == 128);
   CHECK(f.causal);
-  CHECK(s.bench.attention[0].seconds == doctest::Approx(60e-6));
+  CHECK(s.bench.attention[0].seconds == doctest::Approx(60e-6).scale(0));
   const auto& b = s.bench.attention[1].call;
   CHECK(b.backward);
   CHECK(b.heads == 16);
   CHECK(b.kv_heads == 4);
   CHECK(b.seq == 1024);
   CHECK(b.causal);
-  CHECK(s.bench.attention[1].seconds == doctest::Approx(160e-6));  // 150 + 10 us
+  CHECK(s.bench.attention[1].seconds == doctest::Approx(160e-6).scale(0));  // 150 + 10 us
   // What was left out, one note per reason; the enclosing flash operator is not one of them.
   std::string notes;
   for (const auto& n : s.notes) notes += n + "\n";
@@ -146,7 +146,7 @@ TEST_CASE("trace kernels: torchao's tensorwise float8 GEMMs (aten::_scaled_mm) a
   CHECK(s.bench.gemms[0].m == 16384);
   CHECK(s.bench.gemms[0].k == 4096);
   CHECK(s.bench.gemms[0].n == 128);
-  CHECK(s.bench.gemms[0].seconds == doctest::Approx(40e-6));
+  CHECK(s.bench.gemms[0].seconds == doctest::Approx(40e-6).scale(0));
   CHECK(s.bench.gemms[0].precision == validate::GemmPrecision::fp8);  // use_fast_accum True: the forward GEMM
   CHECK(s.bench.gemms[1].k == 128);
   CHECK(s.bench.gemms[1].precision == validate::GemmPrecision::fp8_precise);  // use_fast_accum False: a gradient GEMM
@@ -193,9 +193,9 @@ TEST_CASE("real trace: GEMM and attention samples of BERT-small on an H100, and 
     CHECK((g.k == 512 || (g.k == 2048 && g.n == 512)));  // [141, 2048] x [2048, 512] is the MLP's down projection
     total += g.seconds;
   }
-  CHECK(total == doctest::Approx(197.598e-6));
+  CHECK(total == doctest::Approx(197.598e-6).scale(0));
   CHECK(s.bench.gemms.back().n == 30522);
-  CHECK(s.bench.gemms.back().seconds == doctest::Approx(41.28e-6));
+  CHECK(s.bench.gemms.back().seconds == doctest::Approx(41.28e-6).scale(0));
   REQUIRE(s.bench.attention.size() == 4);
   double attention = 0;
   for (const auto& a : s.bench.attention) {
@@ -208,7 +208,7 @@ TEST_CASE("real trace: GEMM and attention samples of BERT-small on an H100, and 
     CHECK_FALSE(a.call.backward);
     attention += a.seconds;
   }
-  CHECK(attention == doctest::Approx(37.408e-6));
+  CHECK(attention == doctest::Approx(37.408e-6).scale(0));
 
   // The fit: one rate and a half-rate size through GEMMs from 74 MFLOP to 4.4 GFLOP. The big GEMM
   // alone bounds the rate from below: 2 x 141 x 512 x 30522 FLOP in 41.28 us is 107 TFLOPS.

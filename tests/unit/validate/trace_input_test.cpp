@@ -112,12 +112,12 @@ TEST_CASE("GPU ProfilerStep annotations on two streams and on the CPU make one s
   REQUIRE(t.ranks[0].steps.size() == 2);
   // #3 runs from its start (1000) to #4's start (2000); #4, the last, ends with its annotation.
   CHECK(t.ranks[0].steps[0].number == 3);
-  CHECK(t.ranks[0].steps[0].length() == doctest::Approx(1000e-6));
-  CHECK(t.ranks[0].steps[1].length() == doctest::Approx(500e-6));
+  CHECK(t.ranks[0].steps[0].length() == doctest::Approx(1000e-6).scale(0));
+  CHECK(t.ranks[0].steps[1].length() == doctest::Approx(500e-6).scale(0));
   const auto steps = validate::rank_step_metrics(t, 0);
-  CHECK(steps[0].compute_busy == doctest::Approx(400e-6));
-  CHECK(steps[0].exposed_comm == doctest::Approx(200e-6));  // [1400, 1600]
-  CHECK(steps[0].idle == doctest::Approx(400e-6));          // [1600, 2000]
+  CHECK(steps[0].compute_busy == doctest::Approx(400e-6).scale(0));
+  CHECK(steps[0].exposed_comm == doctest::Approx(200e-6).scale(0));  // [1400, 1600]
+  CHECK(steps[0].idle == doctest::Approx(400e-6).scale(0));          // [1600, 2000]
 }
 
 TEST_CASE("a gzipped trace reads as the same trace, and a damaged one names the file") {
@@ -187,9 +187,9 @@ TEST_CASE("without ProfilerStep, CPU optimizer steps end each step with their GP
                          kernel("multi_tensor_apply_kernel", 1500, 50, 7, {{"correlation", 2}}), kernel("sm90_xmma_gemm", 1700, 100, 7)});
   const auto t = validate::load_trace(d.file("t.json", trace_text(ev)));
   REQUIRE(t.ranks[0].steps.size() == 2);
-  CHECK(t.ranks[0].steps[0].start == doctest::Approx(100e-6));  // the first GPU op
-  CHECK(t.ranks[0].steps[0].end == doctest::Approx(600e-6));
-  CHECK(t.ranks[0].steps[1].end == doctest::Approx(1550e-6));
+  CHECK(t.ranks[0].steps[0].start == doctest::Approx(100e-6).scale(0));  // the first GPU op
+  CHECK(t.ranks[0].steps[0].end == doctest::Approx(600e-6).scale(0));
+  CHECK(t.ranks[0].steps[1].end == doctest::Approx(1550e-6).scale(0));
   CHECK(t.steps_from.rfind("optimizer steps", 0) == 0);
   // The GEMM at 1700 follows the last optimizer step: in no step, and said so.
   CHECK(std::find(t.notes.begin(), t.notes.end(), "1 GPU ops after the last optimizer step are in no step") != t.notes.end());
@@ -212,10 +212,10 @@ TEST_CASE("a directory of per-rank traces: ranks from distributedInfo, missing o
   const auto s = validate::stragglers(t);
   REQUIRE(s.rows.size() == 2);
   CHECK(s.matched == doctest::Approx(1.0));
-  CHECK(s.rows[1].clock_offset == doctest::Approx(10000e-6));
+  CHECK(s.rows[1].clock_offset == doctest::Approx(10000e-6).scale(0));
   CHECK(s.rows[1].last == doctest::Approx(1.0));       // rank 1 arrived last
-  CHECK(s.rows[1].caused == doctest::Approx(100e-6));  // 100 us after rank 0
-  CHECK(s.rows[0].waited == doctest::Approx(100e-6));
+  CHECK(s.rows[1].caused == doctest::Approx(100e-6).scale(0));  // 100 us after rank 0
+  CHECK(s.rows[0].waited == doctest::Approx(100e-6).scale(0));
   // --rank must be one of the ranks read.
   CHECK(message_of([&] {
           (void)validate::load_trace(validate::TraceRequest{{d.path()}, {}, 4});
