@@ -91,7 +91,7 @@ TEST_CASE("async TP: all-gathers and reduce-scatters fuse with the matmuls next 
     CHECK(op.kind == OpKind::send);
     CHECK(op.group == graph::Group::tp);
     CHECK(op.shift == static_cast<int>(j) + 1);
-    CHECK(op.bytes == doctest::Approx(s / 8));  // 7 x S/8: the ring all-gather's (n-1)/n S per rank
+    CHECK(op.bytes == doctest::Approx(s / 8).scale(0));  // 7 x S/8: the ring all-gather's (n-1)/n S per rank
   }
   // The chunks: this rank's wq (4,096 -> 512), wk and wv (4,096 -> 128) on 1,024 rows each.
   const auto chunks = chunks_after(g, copies);
@@ -100,7 +100,7 @@ TEST_CASE("async TP: all-gathers and reduce-scatters fuse with the matmuls next 
     const auto& w = g.op(c).work;
     REQUIRE(w.gemms.size() == 3);
     CHECK(w.gemms[0].m == 1024);
-    CHECK(w.gemm_flops() == doctest::Approx(2.0 * 1024 * 4096 * (512 + 128 + 128)));
+    CHECK(w.gemm_flops() == doctest::Approx(2.0 * 1024 * 4096 * (512 + 128 + 128)).scale(0));
   }
   // The reduce-scatter after wo and after w2: 7 copies of S/8 each, and the sum of 8 chunks of
   // S/8 into one: 9/8 S of memory traffic.
@@ -108,7 +108,7 @@ TEST_CASE("async TP: all-gathers and reduce-scatters fuse with the matmuls next 
     CHECK(named(g, fmt::format("TP RS {} copy ", tp)).size() == 7);
     const auto sum = named(g, fmt::format("TP RS {} sum", tp));
     REQUIRE(sum.size() == 1);
-    CHECK(g.op(sum[0]).work.memory_bytes == doctest::Approx(9.0 / 8 * s));
+    CHECK(g.op(sum[0]).work.memory_bytes == doctest::Approx(9.0 / 8 * s).scale(0));
   }
   // No NCCL collective is left for what fused: in forward none inside the block; in backward the
   // gradients' all-gathers fuse with wo's and w2's grad_input, while the reduce-scatters after
@@ -127,7 +127,7 @@ TEST_CASE("async TP: all-gathers and reduce-scatters fuse with the matmuls next 
   CHECK(named(g, "TP AG output tp_enter copy ").size() == 7);
   CHECK(named(g, "TP RS tok_embeddings tp_leave").size() == 1);
   // Chunking moves the GEMMs, it does not change them.
-  CHECK(gemm_flops(g) == doctest::Approx(gemm_flops(vanilla.graph)).epsilon(1e-9));
+  CHECK(gemm_flops(g) == doctest::Approx(gemm_flops(vanilla.graph)).epsilon(1e-9).scale(0));
 }
 
 TEST_CASE("async TP: the copies and chunks pipeline as the schedule lets them") {
@@ -163,13 +163,13 @@ TEST_CASE("async TP: the copies and chunks pipeline as the schedule lets them") 
   // Bandwidth-bound: each chunk waits for its copy, so the first chunk runs during the first
   // copy and the last ends one chunk after the 7th copy.
   CHECK(attention[1] == doctest::Approx((6.454e-6 + 2 * 3.406e-6 + 12e-6) * 1.02158).epsilon(0.002).scale(0));
-  CHECK(attention[2] == doctest::Approx(7 * attention[0] + attention[1]).epsilon(0.01));
+  CHECK(attention[2] == doctest::Approx(7 * attention[0] + attention[1]).epsilon(0.01).scale(0));
   // The MLP's chunk: w1 and w3 (4,096 -> 1,792 each), 30.06 GFLOP: 44.70 us x 1.0105 = 45.17 us
   // plus 2 launches, 53.17 us, x 1.02158: 54.32 us, longer than a copy. Compute-bound: each copy
   // lands while the chunk before runs, and the 8 chunks run back to back, where NCCL's all-gather
   // would come first.
   CHECK(mlp[1] == doctest::Approx((45.17e-6 + 8e-6) * 1.02158).epsilon(0.002).scale(0));
-  CHECK(mlp[2] == doctest::Approx(8 * mlp[1]).epsilon(0.01));
+  CHECK(mlp[2] == doctest::Approx(8 * mlp[1]).epsilon(0.01).scale(0));
 }
 
 TEST_CASE("async TP: the step overlaps TP communication with the matmuls") {
@@ -214,11 +214,11 @@ TEST_CASE("async TP with Transformer Engine's userbuffers: the gradient reduce-s
       if (g.op(o).name == g.op(grads).name + " (weight gradients)") wgrad = o;
     }
     REQUIRE(wgrad >= 0);
-    CHECK(g.op(wgrad).work.gemm_flops() == doctest::Approx(flops));
+    CHECK(g.op(wgrad).work.gemm_flops() == doctest::Approx(flops).scale(0));
     for (const auto& [pred, kind] : g.predecessors(wgrad)) CHECK(pred != scatter[0]);
   }
   // Splitting the backward moves the GEMMs, it does not change them.
-  CHECK(gemm_flops(g) == doctest::Approx(gemm_flops(prepare(block(true)).graph)).epsilon(1e-9));
+  CHECK(gemm_flops(g) == doctest::Approx(gemm_flops(prepare(block(true)).graph)).epsilon(1e-9).scale(0));
   // The reduce-scatters hide behind the weight gradients: less TP time exposed than with
   // Inductor's collective matmuls, which leave them on the critical path.
   const auto exposed = [](const std::vector<std::string>& more) {
@@ -247,7 +247,7 @@ TEST_CASE("Megatron's sequence-parallel linears all-gather their input again in 
     REQUIRE(regather.size() == 1);
     // The block's input, S = 8,192 tokens x 4,096 x 2 B, gathered over the TP group as in forward.
     CHECK(g.op(regather[0]).kind == OpKind::all_gather);
-    CHECK(g.op(regather[0]).bytes == doctest::Approx(8192.0 * 4096 * 2));
+    CHECK(g.op(regather[0]).bytes == doctest::Approx(8192.0 * 4096 * 2).scale(0));
     // Nothing but the weight gradients waits for it: the next op (the input-gradient GEMMs) does not.
     int waiting = 0;
     for (int o = regather[0] + 1; o < static_cast<int>(g.size()); ++o) {

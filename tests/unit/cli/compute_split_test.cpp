@@ -43,11 +43,11 @@ TEST_CASE("the step's compute splits into GEMM, attention, memory-bound and laun
     launches += op.work.launches;
   }
   // Roofline (engine/compute_model.hpp): bf16 peak x the topology's efficiency per kind of work.
-  CHECK(s.compute_split.gemm == doctest::Approx(gemm).epsilon(1e-5));
-  CHECK(s.compute_split.attention == doctest::Approx(attention));
+  CHECK(s.compute_split.gemm == doctest::Approx(gemm).epsilon(1e-5).scale(0));
+  CHECK(s.compute_split.attention == doctest::Approx(attention).scale(0));
   CHECK(gpu.attention_half_keys == 240);
-  CHECK(s.compute_split.memory == doctest::Approx(memory_bytes / (gpu.hbm_bandwidth.value() * gpu.efficiency.memory)));
-  CHECK(s.compute_split.launch == doctest::Approx(launches * gpu.kernel_launch.value()));
+  CHECK(s.compute_split.memory == doctest::Approx(memory_bytes / (gpu.hbm_bandwidth.value() * gpu.efficiency.memory)).scale(0));
+  CHECK(s.compute_split.launch == doctest::Approx(launches * gpu.kernel_launch.value()).scale(0));
   CHECK(s.compute_split.other == 0);
   // Alone on the GPU the split is at most what the compute stream was busy (collectives slow it).
   CHECK(s.compute_split.total() <= s.compute_s * (1 + 1e-9));

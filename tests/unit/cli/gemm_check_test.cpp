@@ -35,17 +35,17 @@ TEST_CASE("measured GEMMs beside the topology's model: times, ratios and the flo
   // 2 x 8192^3 = 1.0995e12 FLOPs at 989 x 0.68 = 672.52 TFLOPS (bf16): 1.6349 ms; at 1,979 x 0.68 =
   // 1,345.72 TFLOPS (float8): 0.81704 ms; precise at 1,979 x 0.612 = 1,211.15 TFLOPS: 0.90783 ms;
   // their bytes (0.4 GB at 2.85 TB/s, 0.14 ms) do not bind.
-  CHECK(c.rows[0].modelled == doctest::Approx(1.0995116e12 / 672.52e12).epsilon(1e-4));
-  CHECK(c.rows[1].modelled == doctest::Approx(1.0995116e12 / 1345.72e12).epsilon(1e-4));
-  CHECK(c.rows[2].modelled == doctest::Approx(1.0995116e12 / 1211.148e12).epsilon(1e-4));
+  CHECK(c.rows[0].modelled == doctest::Approx(1.0995116e12 / 672.52e12).epsilon(1e-4).scale(0));
+  CHECK(c.rows[1].modelled == doctest::Approx(1.0995116e12 / 1345.72e12).epsilon(1e-4).scale(0));
+  CHECK(c.rows[2].modelled == doctest::Approx(1.0995116e12 / 1211.148e12).epsilon(1e-4).scale(0));
   REQUIRE(c.speedups.size() == 2);
   CHECK(c.speedups[0].m == 8192);
   CHECK(c.speedups[0].precision == validate::GemmPrecision::fp8);
-  CHECK(c.speedups[0].measured == doctest::Approx(1.6));             // 2.0 / 1.25 ms
-  CHECK(c.speedups[0].modelled == doctest::Approx(1979.0 / 989.0));  // the peaks' ratio, efficiencies alike
+  CHECK(c.speedups[0].measured == doctest::Approx(1.6).scale(0));             // 2.0 / 1.25 ms
+  CHECK(c.speedups[0].modelled == doctest::Approx(1979.0 / 989.0).scale(0));  // the peaks' ratio, efficiencies alike
   CHECK(c.speedups[1].precision == validate::GemmPrecision::fp8_precise);
-  CHECK(c.speedups[1].measured == doctest::Approx(1.25));  // 2.0 / 1.6 ms
-  CHECK(c.speedups[1].modelled == doctest::Approx(1979.0 * 0.9 / 989.0));
+  CHECK(c.speedups[1].measured == doctest::Approx(1.25).scale(0));  // 2.0 / 1.6 ms
+  CHECK(c.speedups[1].modelled == doctest::Approx(1979.0 * 0.9 / 989.0).scale(0));
   CHECK_FALSE(c.reference);  // the reference block was not timed
   const std::string text = cli::gemm_check_text(c, topo);
   CHECK(text.find("fp8         8192 x 8192 x 8192  measured x1.600, modelled x2.001") != std::string::npos);
@@ -71,11 +71,11 @@ TEST_CASE("the reference block timed in bf16 and float8 gives the topology's flo
   }
   const auto c = cli::check_gemms(b, topo);
   REQUIRE(c.reference);
-  CHECK(c.reference->bf16 == doctest::Approx(800e12));
-  CHECK(c.reference->fp8 == doctest::Approx(1500e12));
-  CHECK(c.reference->fp8_share == doctest::Approx((1500.0 / 1979.0) / (800.0 / 989.0)));
-  CHECK(c.reference->fp8_share == doctest::Approx(0.9370).epsilon(1e-4));
-  CHECK(c.reference->precise_share == doctest::Approx(0.9));
+  CHECK(c.reference->bf16 == doctest::Approx(800e12).scale(0));
+  CHECK(c.reference->fp8 == doctest::Approx(1500e12).scale(0));
+  CHECK(c.reference->fp8_share == doctest::Approx((1500.0 / 1979.0) / (800.0 / 989.0)).scale(0));
+  CHECK(c.reference->fp8_share == doctest::Approx(0.9370).epsilon(1e-4).scale(0));
+  CHECK(c.reference->precise_share == doctest::Approx(0.9).scale(0));
   const std::string text = cli::gemm_check_text(c, topo);
   CHECK(text.find("gpu.efficiency.matmul_fp8 = matmul x 0.937") != std::string::npos);
   CHECK(text.find("gpu.efficiency.matmul_fp8_precise = matmul_fp8 x 0.900") != std::string::npos);

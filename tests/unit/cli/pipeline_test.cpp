@@ -216,11 +216,11 @@ TEST_CASE("pipeline: the 1F1B bubble emerges as (pp-1)/(m+pp-1) and GPipe's is t
     const PpRun gpipe = run(uniform(8, m, "gpipe"));
     CHECK(std::abs(one.bubble - expected) < 0.025);
     CHECK(std::abs(gpipe.bubble - expected) < 0.025);
-    CHECK(one.step == doctest::Approx(gpipe.step).epsilon(0.01));
+    CHECK(one.step == doctest::Approx(gpipe.step).epsilon(0.01).scale(0));
     steps.push_back(one.step);
   }
   // The step takes m + pp - 1 micro-batch times: 23 / 15 from 8 to 16 micro-batches.
-  CHECK(steps[1] / steps[0] == doctest::Approx(23.0 / 15.0).epsilon(0.01));
+  CHECK(steps[1] / steps[0] == doctest::Approx(23.0 / 15.0).epsilon(0.01).scale(0));
 }
 
 TEST_CASE("pipeline: interleaved 1F1B cuts the bubble to (pp-1)/(v m + pp - 1)") {
@@ -305,10 +305,14 @@ TEST_CASE("pipeline: 1F1B's first stage holds pp micro-batches of activations, G
   // activations alive on stage 0, GPipe 8; a micro-batch's activations are the same in both.
   const PpRun one = run(uniform(4, 8, "1f1b"));
   const PpRun gpipe = run(uniform(4, 8, "gpipe"));
+  // Each peak also holds the transients of the backward running at it (a tenth of a micro-batch's
+  // activations here), so the ratio is (4 + t) / (8 + t): just above a half.
   REQUIRE(gpipe.stage0_activations > 0);
-  CHECK(one.stage0_activations / gpipe.stage0_activations == doctest::Approx(4.0 / 8.0).epsilon(0.01));
+  const double ratio = one.stage0_activations / gpipe.stage0_activations;
+  CHECK(ratio > 4.0 / 8.0);
+  CHECK(ratio < 4.2 / 8.2);
   // Tokens per GPU: 8 sequences of 4,096 tokens per pipeline of 4 ranks.
-  CHECK(one.tokens_per_s_per_gpu * one.step == doctest::Approx(8.0 * 4096 / 4));
+  CHECK(one.tokens_per_s_per_gpu * one.step == doctest::Approx(8.0 * 4096 / 4).scale(0));
 }
 
 TEST_CASE("pipeline: the degrees tune --pp auto searches") {
@@ -360,8 +364,8 @@ TEST_CASE("pipeline: DDP's gradients accumulate in one buffer over the micro-bat
       return most;
     });
   };
-  CHECK(grads(1) == doctest::Approx(27'353'088.0));
-  CHECK(grads(8) == doctest::Approx(27'353'088.0));
+  CHECK(grads(1) == doctest::Approx(27'353'088.0).scale(0));
+  CHECK(grads(8) == doctest::Approx(27'353'088.0).scale(0));
 }
 
 TEST_CASE("pipeline: tokens per GPU where the pipeline does not divide a micro-batch's tokens") {
@@ -371,5 +375,5 @@ TEST_CASE("pipeline: tokens per GPU where the pipeline does not divide a micro-b
     const auto p = prepare({"fsdp.version=2", "parallelism.pp=4", "training.micro_batch=4", "training.seq_len=510"});
     return cli::simulate(p).summary.tokens_per_step_per_gpu;
   });
-  CHECK(tokens == doctest::Approx(510.0));
+  CHECK(tokens == doctest::Approx(510.0).scale(0));
 }

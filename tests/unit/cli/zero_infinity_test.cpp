@@ -77,11 +77,11 @@ TEST_CASE("ZeRO-Infinity's optimizer step: state swapped from NVMe per sub-group
   REQUIRE(step != nullptr);
   REQUIRE(write != nullptr);
   REQUIRE(back != nullptr);
-  CHECK(read->work.nvme_read_bytes == doctest::Approx(12 * shard));
+  CHECK(read->work.nvme_read_bytes == doctest::Approx(12 * shard).scale(0));
   CHECK(step->stream == graph::Stream::cpu);
-  CHECK(step->work.host_bytes == doctest::Approx(30 * shard));
-  CHECK(write->work.nvme_write_bytes == doctest::Approx(12 * shard));
-  CHECK(back->work.pcie_bytes == doctest::Approx(2 * shard));  // the updated bf16 partition
+  CHECK(step->work.host_bytes == doctest::Approx(30 * shard).scale(0));
+  CHECK(write->work.nvme_write_bytes == doctest::Approx(12 * shard).scale(0));
+  CHECK(back->work.pcie_bytes == doctest::Approx(2 * shard).scale(0));  // the updated bf16 partition
   // Sub-groups: the next one's read is issued before this one's write, so that it overlaps the step.
   auto sets = zero3("nvme", "none");
   sets.push_back(fmt::format("fsdp.zero3.sub_group_size={}", static_cast<std::int64_t>(kShard / 3) + 1));
@@ -106,7 +106,7 @@ TEST_CASE("ZeRO-Infinity's parameters: each fetch reads the partition from NVMe 
   CHECK(has_edge(p.graph, h2d->id, ag->id));
   // The updated parameters go back to NVMe after the CPU step.
   REQUIRE(op_named(p.graph, "NVMe write parameters 0") != nullptr);
-  CHECK(op_named(p.graph, "NVMe write parameters 0")->work.nvme_write_bytes == doctest::Approx(2 * kShard));
+  CHECK(op_named(p.graph, "NVMe write parameters 0")->work.nvme_write_bytes == doctest::Approx(2 * kShard).scale(0));
 }
 
 TEST_CASE("a step bound by the NVMe drives takes the bytes over each GPU's share of their bandwidth") {
@@ -114,12 +114,12 @@ TEST_CASE("a step bound by the NVMe drives takes the bytes over each GPU's share
   // 12 bytes per parameter read at 10 MB/s and written at 5 MB/s per GPU; compute, PCIe and the
   // CPU step take milliseconds.
   const double drives = 12 * kShard / 10e6 + 12 * kShard / 5e6;
-  CHECK(r.step == doctest::Approx(drives).epsilon(0.02));
-  CHECK(r.nvme_s == doctest::Approx(drives).epsilon(0.02));
-  CHECK(r.nvme_per_node == doctest::Approx(8 * 12 * kShard));
+  CHECK(r.step == doctest::Approx(drives).epsilon(0.02).scale(0));
+  CHECK(r.nvme_s == doctest::Approx(drives).epsilon(0.02).scale(0));
+  CHECK(r.nvme_per_node == doctest::Approx(8 * 12 * kShard).scale(0));
   // The rest of the step the GPU waits for the host: what neither compute nor a collective covers.
   CHECK(r.offload_exposed > 0.9 * drives);
-  CHECK(r.offload_exposed == doctest::Approx(r.step - r.compute - r.exposed_comm).epsilon(0.01));
+  CHECK(r.offload_exposed == doctest::Approx(r.step - r.compute - r.exposed_comm).epsilon(0.01).scale(0));
 }
 
 TEST_CASE("offloading moves the optimizer state and the partition from GPU to host memory") {
@@ -128,9 +128,9 @@ TEST_CASE("offloading moves the optimizer state and the partition from GPU to ho
   const Run both = run(zero3("cpu", "cpu"));
   // Off the GPU: fp32 master weights and two moments (12 bytes per parameter); on the host the
   // same plus the fp32 gradient buffer (16), plus the bf16 partition with parameters offloaded (18).
-  CHECK(gpu.gpu_peak - cpu.gpu_peak == doctest::Approx(12 * kShard).epsilon(0.01));
-  CHECK(cpu.host_peak == doctest::Approx(16 * kShard).epsilon(1e-3));  // allocations round up to 512 bytes
-  CHECK(both.host_peak == doctest::Approx(18 * kShard).epsilon(1e-3));
+  CHECK(gpu.gpu_peak - cpu.gpu_peak == doctest::Approx(12 * kShard).epsilon(0.01).scale(0));
+  CHECK(cpu.host_peak == doctest::Approx(16 * kShard).epsilon(1e-3).scale(0));  // allocations round up to 512 bytes
+  CHECK(both.host_peak == doctest::Approx(18 * kShard).epsilon(1e-3).scale(0));
   CHECK(gpu.host_peak == 0);
 }
 
@@ -184,7 +184,7 @@ TEST_CASE("cpu_checkpointing: each checkpointed block's input to CPU memory afte
   offloaded.emplace_back("fsdp.zero3.cpu_checkpointing=true");
   const Run kept = run(full);
   const Run moved = run(offloaded);
-  CHECK(moved.host_peak - kept.host_peak == doctest::Approx(3 * kInput));
+  CHECK(moved.host_peak - kept.host_peak == doctest::Approx(3 * kInput).scale(0));
   CHECK(moved.gpu_peak <= kept.gpu_peak);
   // Without full checkpointing there is nothing to move: the setting is refused (bad-input corpus).
 }
@@ -238,10 +238,10 @@ TEST_CASE("ZeRO-3 fetches no further ahead of the GPU than its memory allows") {
 TEST_CASE("ZeRO-Infinity at the paper's scale: where the step goes and whether CPU memory and the drives hold it") {
   const Scale s = run_paper_scale();
   CHECK(s.world_size == 512);
-  CHECK(s.params == doctest::Approx(1.008e12).epsilon(0.001));  // 12 L h^2 + embeddings
-  CHECK(s.nvme_s > 0);                                          // optimizer state and parameters to and from the drives
-  CHECK(s.pcie_s > 0);                                          // partitions to the GPU, gradients back
-  CHECK(s.cpu_s > 0);                                           // DeepSpeedCPUAdam
+  CHECK(s.params == doctest::Approx(1.008e12).epsilon(0.001).scale(0));  // 12 L h^2 + embeddings
+  CHECK(s.nvme_s > 0);                                                   // optimizer state and parameters to and from the drives
+  CHECK(s.pcie_s > 0);                                                   // partitions to the GPU, gradients back
+  CHECK(s.cpu_s > 0);                                                    // DeepSpeedCPUAdam
   CHECK(s.comm_s > 0);
   CHECK(s.host_per_node <= s.host_capacity);
   CHECK(s.nvme_per_node <= s.nvme_capacity);

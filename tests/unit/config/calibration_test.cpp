@@ -40,21 +40,21 @@ TEST_CASE("a calibration file loads its rates in base units, what it leaves out 
   const auto c = config::load_calibration(f.path());
   CHECK(c.name == "test GPU");
   REQUIRE(c.gemm);
-  CHECK(c.gemm->rate == doctest::Approx(800e12));
-  CHECK(c.gemm->half_rate_flops == doctest::Approx(2e9));
-  CHECK(*c.memory_bandwidth == doctest::Approx(4e12));
+  CHECK(c.gemm->rate == doctest::Approx(800e12).scale(0));
+  CHECK(c.gemm->half_rate_flops == doctest::Approx(2e9).scale(0));
+  CHECK(*c.memory_bandwidth == doctest::Approx(4e12).scale(0));
   CHECK(*c.kernel_launch == doctest::Approx(3e-6).scale(0));
   CHECK_FALSE(c.attention_forward_rate);
   const auto& ag = c.collectives[0][0];
   REQUIRE(ag);
   CHECK(ag->base_latency == doctest::Approx(8e-6).scale(0));
   CHECK(ag->hop_latency == doctest::Approx(1.5e-6).scale(0));
-  CHECK(ag->bus_bandwidth == doctest::Approx(360e9));
+  CHECK(ag->bus_bandwidth == doctest::Approx(360e9).scale(0));
   CHECK_FALSE(c.collectives[0][1]);
   const auto& ar = c.collectives[1][2];
   REQUIRE(ar);
-  CHECK(ar->hop_latency == 0);                        // default
-  CHECK(ar->bus_bandwidth == doctest::Approx(50e9));  // 400 Gb/s
+  CHECK(ar->hop_latency == 0);                                 // default
+  CHECK(ar->bus_bandwidth == doctest::Approx(50e9).scale(0));  // 400 Gb/s
   CHECK(c.has_collectives());
 }
 
@@ -82,7 +82,7 @@ calibration: cal.yaml
 )");
   const auto s = config::load_scenario(scen.path());
   REQUIRE(s.calibration);
-  CHECK(s.calibration->gemm->rate == doctest::Approx(800e12));
+  CHECK(s.calibration->gemm->rate == doctest::Approx(800e12).scale(0));
   TempFile missing("missing.yaml",
                    "cluster: {topology: topo.yaml}\nmodel: {preset: llama3.1-8b}\ntraining: {seq_len: 128}\ncalibration: nope.yaml\n");
   try {
@@ -107,8 +107,8 @@ TEST_CASE("a size-aware collective entry: pieces by size, the piece at or below 
   REQUIRE(e->sizes.size() == 2);
   CHECK_FALSE(e->at(8.0 * 1048576 - 1));  // below the first piece: the topology's model
   CHECK(e->at(8.0 * 1048576)->base_latency == doctest::Approx(300e-6).scale(0));
-  CHECK(e->at(63.0 * 1048576)->bus_bandwidth == doctest::Approx(180e9));
-  CHECK(e->at(64.0 * 1048576)->bus_bandwidth == doctest::Approx(90e9));
+  CHECK(e->at(63.0 * 1048576)->bus_bandwidth == doctest::Approx(180e9).scale(0));
+  CHECK(e->at(64.0 * 1048576)->bus_bandwidth == doctest::Approx(90e9).scale(0));
   CHECK(e->at(1e12)->base_latency == 0.0);  // the last piece's, every size above
   CHECK(config::calibration_coverage(c) == "all_reduce over nic (from 8 MiB)");
 }
@@ -122,12 +122,14 @@ TEST_CASE("size-aware entries: pieces out of order, or beside the three figures,
         - {from: 8MiB, bus_bandwidth: 180GB/s}
 )");
   CHECK(message_of(order.str()) ==
-        order.str() + ":6:18: error: collectives.nvlink.all_gather.sizes[1].from: expected pieces by increasing size; the previous piece "
-                      "starts at 64 MiB");
+        order.str() +
+            ":6:18: error: collectives.nvlink.all_gather.sizes[1].from: expected pieces by increasing size; the previous piece "
+            "starts at 64 MiB");
   TempFile both("both.yaml", R"(collectives:
   nvlink:
     all_gather: {bus_bandwidth: 300GB/s, sizes: [{from: 1MiB, bus_bandwidth: 90GB/s}]}
 )");
-  CHECK(message_of(both.str()).find("collectives.nvlink.all_gather.bus_bandwidth: expected either sizes or base_latency / hop_latency / "
-                                    "bus_bandwidth, not both") != std::string::npos);
+  CHECK(message_of(both.str())
+            .find("collectives.nvlink.all_gather.bus_bandwidth: expected either sizes or base_latency / hop_latency / "
+                  "bus_bandwidth, not both") != std::string::npos);
 }

@@ -48,8 +48,8 @@ TEST_CASE("a scenario loads with its topology, relative to the scenario file") {
   CHECK(s.name == "test");
   CHECK(s.cluster.nodes == 2);
   CHECK(s.world_size() == 16);
-  CHECK(s.cluster.topology.gpu.memory.value() == doctest::Approx(80.0 * (1 << 30)));
-  CHECK(s.cluster.topology.node.nic.bandwidth.value() == doctest::Approx(50e9));
+  CHECK(s.cluster.topology.gpu.memory.value() == doctest::Approx(80.0 * (1 << 30)).scale(0));
+  CHECK(s.cluster.topology.node.nic.bandwidth.value() == doctest::Approx(50e9).scale(0));
   CHECK(s.training.seq_len == 4096);
   CHECK(s.fsdp.version == 2);  // default
   CHECK(s.fsdp.wrap.name == "module");
@@ -64,7 +64,7 @@ TEST_CASE("--set overrides any key, including topology keys through cluster.over
   const auto s = config::load_scenario(scen.path(), sets);
   CHECK(s.fsdp.backward_prefetch == config::BackwardPrefetch::post);
   CHECK(s.cluster.nodes == 4);
-  CHECK(s.cluster.topology.gpu.memory.value() == doctest::Approx(96.0 * (1 << 30)));
+  CHECK(s.cluster.topology.gpu.memory.value() == doctest::Approx(96.0 * (1 << 30)).scale(0));
   CHECK(s.fsdp.mixed_precision.enabled);
   CHECK(s.fsdp.mixed_precision.reduce == config::DType::fp32);
 }

@@ -10,9 +10,9 @@ using namespace shardsim;
 TEST_CASE("the shipped DGX H100 topology reads as documented") {
   const auto t = config::load_topology(test::source_dir() / "topologies/h100_sxm_8x_ib400.yaml", ConfigNode{}, "");
   CHECK(t.node.gpus == 8);
-  CHECK(t.gpu.peak_bf16.value() == doctest::Approx(989e12));
-  CHECK(t.node.nvlink.bandwidth.value() == doctest::Approx(450e9));
-  CHECK(t.node.nic.bandwidth.value() == doctest::Approx(50e9));  // 400 Gb/s
+  CHECK(t.gpu.peak_bf16.value() == doctest::Approx(989e12).scale(0));
+  CHECK(t.node.nvlink.bandwidth.value() == doctest::Approx(450e9).scale(0));
+  CHECK(t.node.nic.bandwidth.value() == doctest::Approx(50e9).scale(0));  // 400 Gb/s
   CHECK(t.fabric.kind.name == "rail_optimized_fat_tree");
 }
 
@@ -56,21 +56,21 @@ node:
   const auto t = config::load_topology("topologies/child.yaml", ConfigNode{}, "", files, std::nullopt);
   CHECK(t.name == "H200 nodes");
   CHECK(t.gpu.model == "H200-SXM");
-  CHECK(t.gpu.memory.value() == doctest::Approx(141e9));
-  CHECK(t.gpu.peak_bf16.value() == doctest::Approx(989e12));         // inherited
-  CHECK(t.gpu.efficiency.matmul == doctest::Approx(0.68));           // inherited, nested
-  CHECK(t.node.nic.bandwidth.value() == doctest::Approx(25e9));      // replaced
-  CHECK(t.node.nic.latency.value() == 0);                            // the NIC mapping merges: latency inherited (0 us)
-  CHECK(t.node.nic.efficiency == doctest::Approx(0.95));             // ... and efficiency inherited
-  CHECK(t.node.nvlink.bandwidth.value() == doctest::Approx(450e9));  // inherited
-  CHECK(t.fabric.kind.name == "rail_optimized_fat_tree");            // inherited
+  CHECK(t.gpu.memory.value() == doctest::Approx(141e9).scale(0));
+  CHECK(t.gpu.peak_bf16.value() == doctest::Approx(989e12).scale(0));         // inherited
+  CHECK(t.gpu.efficiency.matmul == doctest::Approx(0.68).scale(0));           // inherited, nested
+  CHECK(t.node.nic.bandwidth.value() == doctest::Approx(25e9).scale(0));      // replaced
+  CHECK(t.node.nic.latency.value() == 0);                                     // the NIC mapping merges: latency inherited (0 us)
+  CHECK(t.node.nic.efficiency == doctest::Approx(0.95).scale(0));             // ... and efficiency inherited
+  CHECK(t.node.nvlink.bandwidth.value() == doctest::Approx(450e9).scale(0));  // inherited
+  CHECK(t.fabric.kind.name == "rail_optimized_fat_tree");                     // inherited
 }
 
 TEST_CASE("the shipped H200 topology extends the H100 one") {
   const auto h200 = config::load_topology(test::source_dir() / "topologies/h200_sxm_8x_ib400.yaml", ConfigNode{}, "");
   const auto h100 = config::load_topology(test::source_dir() / "topologies/h100_sxm_8x_ib400.yaml", ConfigNode{}, "");
-  CHECK(h200.gpu.memory.value() == doctest::Approx(141e9));
-  CHECK(h200.gpu.hbm_bandwidth.value() == doctest::Approx(4.8e12));
+  CHECK(h200.gpu.memory.value() == doctest::Approx(141e9).scale(0));
+  CHECK(h200.gpu.hbm_bandwidth.value() == doctest::Approx(4.8e12).scale(0));
   CHECK(h200.gpu.peak_bf16 == h100.gpu.peak_bf16);
   CHECK(h200.node.nic.bandwidth == h100.node.nic.bandwidth);
 }

@@ -68,7 +68,7 @@ TEST_CASE("calibrated all-gather on one node: base + 7 hops + (n-1)/n S / bus ba
   g.add_op(collective(graph::OpKind::all_gather, 1e9));
   const auto r = run(g, 1);
   const double expected = 20e-6 + 7 * 3e-6 + 7.0 / 8.0 * 1e9 / 100e9;  // 8.791 ms
-  for (int rank = 0; rank < 8; ++rank) CHECK(r.timeline.at(0, rank).end == doctest::Approx(expected).epsilon(1e-6));
+  for (int rank = 0; rank < 8; ++rank) CHECK(r.timeline.at(0, rank).end == doctest::Approx(expected).epsilon(1e-6).scale(0));
 }
 
 TEST_CASE("calibrated reduce-scatter over two nodes: the NIC ring at its measured bus bandwidth") {
@@ -82,7 +82,7 @@ TEST_CASE("calibrated reduce-scatter over two nodes: the NIC ring at its measure
   // bandwidth (15/16 S / 200 GB/s = 4.6875 ms) against the NVLink share at the topology's
   // 360 GB/s (15/16 x 7/8 S / 360 GB/s = 2.28 ms): the NICs bound it.
   const double expected = 30e-6 + 14 * 1e-6 + 6e-6 + 15.0 / 16.0 * 1e9 / 200e9;
-  CHECK(r.timeline.at(0, 0).end == doctest::Approx(expected).epsilon(1e-6));
+  CHECK(r.timeline.at(0, 0).end == doctest::Approx(expected).epsilon(1e-6).scale(0));
 }
 
 TEST_CASE("a collective kind the calibration lacks keeps the topology's ring cost") {
@@ -93,7 +93,7 @@ TEST_CASE("a collective kind the calibration lacks keeps the topology's ring cos
   const auto r = run(g, 1);
   // NCCL's ring, Simple: 8.4 us + 14 NVLink steps of 3.4 us (collective_test.cpp).
   const double expected = 8.4e-6 + 14 * 3.4e-6 + 2 * 7.0 / 8.0 * 1e9 / 360e9;
-  CHECK(r.timeline.at(0, 0).end == doctest::Approx(expected).epsilon(1e-6));
+  CHECK(r.timeline.at(0, 0).end == doctest::Approx(expected).epsilon(1e-6).scale(0));
 }
 
 TEST_CASE("calibrated compute: GEMM curve, memory bandwidth and launch cost add up") {
@@ -107,7 +107,7 @@ TEST_CASE("calibrated compute: GEMM curve, memory bandwidth and launch cost add 
   const double big = 2.0 * 4096 * 4096 * 4096;
   const double small = 2.0 * 64 * 64 * 64;
   const double expected = (big + 4e9) / 500e12 + (small + 4e9) / 500e12 + 1e9 / 2e12 + 15e-6;
-  CHECK(r.timeline.at(0, 0).end == doctest::Approx(expected).epsilon(1e-9));
+  CHECK(r.timeline.at(0, 0).end == doctest::Approx(expected).epsilon(1e-9).scale(0));
   CHECK(expected == doctest::Approx(0.000806).epsilon(0.001).scale(0));  // 0.806 ms by hand
 }
 
@@ -128,7 +128,7 @@ TEST_CASE("calibrated float8 GEMMs: tensorwise on the measured float8 curve, row
   // out at 2 TB/s, 33.6 us) do not bind.
   const double big = 2.0 * 4096 * 4096 * 4096;
   const double expected = (big + 8e9) / 1200e12 + big / (1979e12 * 0.668);
-  CHECK(r.timeline.at(0, 0).end == doctest::Approx(expected).epsilon(1e-9));
+  CHECK(r.timeline.at(0, 0).end == doctest::Approx(expected).epsilon(1e-9).scale(0));
   CHECK(expected == doctest::Approx(225.2e-6).epsilon(0.001).scale(0));
 }
 
@@ -147,12 +147,12 @@ TEST_CASE("float8 GEMMs with precise accumulation: their own measured curve, els
   // Only the fast curve measured: precise at 1,200 x 0.56 / 0.64 = 1,050 TFLOPS, the same size
   // term: 2 x (2 x 4096^3 + 8 GFLOP) / 1,050 TFLOPS = 277.0 us.
   const engine::RooflineModel fast_only(engine::calibrated_rates(engine::ComputeRates::nominal(topo, true), cal));
-  CHECK(fast_only.duration(op) == doctest::Approx(2 * (big + 8e9) / 1050e12).epsilon(1e-9));
+  CHECK(fast_only.duration(op) == doctest::Approx(2 * (big + 8e9) / 1050e12).epsilon(1e-9).scale(0));
   CHECK(fast_only.duration(op) == doctest::Approx(277.0e-6).epsilon(0.001).scale(0));
   // Both measured: the precise curve, 2 x (2 x 4096^3 + 10 GFLOP) / 1,000 TFLOPS = 294.9 us.
   cal.gemm_fp8_precise = config::GemmCalibration{1000e12, 10e9};
   const engine::RooflineModel both(engine::calibrated_rates(engine::ComputeRates::nominal(topo, true), cal));
-  CHECK(both.duration(op) == doctest::Approx(2 * (big + 10e9) / 1000e12).epsilon(1e-9));
+  CHECK(both.duration(op) == doctest::Approx(2 * (big + 10e9) / 1000e12).epsilon(1e-9).scale(0));
   // Nominal: 1,979 x 0.56 = 1,108.2 TFLOPS, with the exposed output write of the topology
   // (gemm_output_exposed 0.45 at 2.8475 TB/s, normalized by K_ref): its FLOPs at the rate
   // / (1 - k0 / K_ref), k0 = 0.45 x 1,108.2e12 x 2 / (2 x 2.8475e12) = 175.1.
@@ -160,5 +160,5 @@ TEST_CASE("float8 GEMMs with precise accumulation: their own measured curve, els
   const double rate = 1979e12 * 0.56;
   const double k0 = 0.45 * rate * 2 / (2 * 2.8475e12);
   const double one = big / (rate / (1 - k0 / engine::RooflineModel::reference_k())) + 0.45 * 2.0 * 4096 * 4096 / 2.8475e12;
-  CHECK(nominal.duration(op) == doctest::Approx(2 * one).epsilon(1e-6));
+  CHECK(nominal.duration(op) == doctest::Approx(2 * one).epsilon(1e-6).scale(0));
 }

@@ -49,7 +49,7 @@ Run run_one(OpKind kind, const config::TopologyConfig& topo, int nodes, const co
   const auto s = c.select(kind, ranks, kS);
   Run out{};
   out.time = r.timeline.at(0, 0).end;
-  for (int rank = 0; rank < n; ++rank) CHECK(r.timeline.at(0, rank).end == doctest::Approx(out.time));
+  for (int rank = 0; rank < n; ++rank) CHECK(r.timeline.at(0, rank).end == doctest::Approx(out.time).scale(0));
   std::snprintf(out.algorithm, sizeof out.algorithm, "%s", std::string(s.algorithm->name()).c_str());
   std::snprintf(out.protocol, sizeof out.protocol, "%s", std::string(engine::collectives::to_string(s.protocol)).c_str());
   return out;
@@ -68,8 +68,8 @@ TEST_CASE("busbw: all-gather on 8 x H100 is the ring's 360 GB/s") {
   CHECK(std::string(r.protocol) == "simple");
   // 7 steps over NVLink; each rank sends 7/8 S to its neighbour.
   const double expected = (8.4 + 7 * 3.4) * kUs + 7.0 / 8.0 * kS / kNvlH100;
-  CHECK(r.time == doctest::Approx(expected).epsilon(1e-6));
-  CHECK(test::busbw(OpKind::all_gather, 8, kS, r.time) / 1e9 == doctest::Approx(360).epsilon(0.01));
+  CHECK(r.time == doctest::Approx(expected).epsilon(1e-6).scale(0));
+  CHECK(test::busbw(OpKind::all_gather, 8, kS, r.time) / 1e9 == doctest::Approx(360).epsilon(0.01).scale(0));
   report("all-gather 8 x H100", OpKind::all_gather, 8, r, "~360-370 GB/s, nccl-tests#212, #326");
 }
 
@@ -77,8 +77,8 @@ TEST_CASE("busbw: reduce-scatter on 8 x H100 is the ring's 360 GB/s") {
   const Run r = run_one(OpKind::reduce_scatter, test::topology("h100_sxm_8x_ib400.yaml"), 1, test::collectives_settings());
   CHECK(std::string(r.algorithm) == "ring");
   const double expected = (8.4 + 7 * 3.4) * kUs + 7.0 / 8.0 * kS / kNvlH100;
-  CHECK(r.time == doctest::Approx(expected).epsilon(1e-6));
-  CHECK(test::busbw(OpKind::reduce_scatter, 8, kS, r.time) / 1e9 == doctest::Approx(360).epsilon(0.01));
+  CHECK(r.time == doctest::Approx(expected).epsilon(1e-6).scale(0));
+  CHECK(test::busbw(OpKind::reduce_scatter, 8, kS, r.time) / 1e9 == doctest::Approx(360).epsilon(0.01).scale(0));
   report("reduce-scatter 8 x H100", OpKind::reduce_scatter, 8, r, "~360-370 GB/s, nccl-tests#212, #326");
 }
 
@@ -89,8 +89,8 @@ TEST_CASE("busbw: all-reduce on 8 x H100 without NVLink SHARP is the ring's 360 
   // Ring: 14 steps, 2 x 7/8 S per rank. (The tree would take 8.4 + 2 x 7 x 4.0 us and
   // 2 x 7/8 S at 0.92 of NVLink: slower.)
   const double expected = (8.4 + 14 * 3.4) * kUs + 2 * 7.0 / 8.0 * kS / kNvlH100;
-  CHECK(r.time == doctest::Approx(expected).epsilon(1e-6));
-  CHECK(test::busbw(OpKind::all_reduce, 8, kS, r.time) / 1e9 == doctest::Approx(360).epsilon(0.01));
+  CHECK(r.time == doctest::Approx(expected).epsilon(1e-6).scale(0));
+  CHECK(test::busbw(OpKind::all_reduce, 8, kS, r.time) / 1e9 == doctest::Approx(360).epsilon(0.01).scale(0));
   report("all-reduce 8 x H100, no NVLS", OpKind::all_reduce, 8, r, "~360-370 GB/s (ring), nccl-tests#212");
 }
 
@@ -99,16 +99,16 @@ TEST_CASE("busbw: all-reduce on 8 x H100 with NVLink SHARP reaches ~480 GB/s") {
   CHECK(std::string(r.algorithm) == "nvls");
   // Each GPU port moves (n+1)/n S each way, NVLink at 0.85 of the ring's rate; 25 us.
   const double expected = 25 * kUs + 9.0 / 8.0 * kS / (0.85 * kNvlH100);
-  CHECK(r.time == doctest::Approx(expected).epsilon(1e-6));
+  CHECK(r.time == doctest::Approx(expected).epsilon(1e-6).scale(0));
   const double busbw = test::busbw(OpKind::all_reduce, 8, kS, r.time) / 1e9;
-  CHECK(busbw == doctest::Approx(478).epsilon(0.02));  // ~480, 476 observed
+  CHECK(busbw == doctest::Approx(478).epsilon(0.02).scale(0));  // ~480, 476 observed
   report("all-reduce 8 x H100, NVLS", OpKind::all_reduce, 8, r, "~480, 476 observed, nccl-tests#212, #290");
 }
 
 TEST_CASE("busbw: all-gather on 8 x H100 forced to NVLS moves S per port and is slower than the ring") {
   const Run r = run_one(OpKind::all_gather, test::topology("h100_sxm_8x_ib400.yaml"), 1, test::collectives_settings("nvls"));
   const double expected = 25 * kUs + kS / (0.85 * kNvlH100);
-  CHECK(r.time == doctest::Approx(expected).epsilon(1e-6));
+  CHECK(r.time == doctest::Approx(expected).epsilon(1e-6).scale(0));
   CHECK(r.time > (8.4 + 7 * 3.4) * kUs + 7.0 / 8.0 * kS / kNvlH100);
   report("all-gather 8 x H100, NVLS forced", OpKind::all_gather, 8, r, "-");
 }
@@ -122,9 +122,9 @@ TEST_CASE("busbw: all-gather on 2 x 8 H100 is bounded by the NICs, 8 x 47.5 GB/s
   const double nvlink = 15.0 / 16.0 * kS * 7.0 / 8.0 / kNvlH100;
   CHECK(nic > nvlink);
   const double expected = (8.4 + 14 * 3.4 + 14) * kUs + nic;
-  CHECK(r.time == doctest::Approx(expected).epsilon(1e-6));
+  CHECK(r.time == doctest::Approx(expected).epsilon(1e-6).scale(0));
   const double busbw = test::busbw(OpKind::all_gather, 16, kS, r.time) / 1e9;
-  CHECK(busbw == doctest::Approx(8 * 47.5).epsilon(0.01));
+  CHECK(busbw == doctest::Approx(8 * 47.5).epsilon(0.01).scale(0));
   CHECK(busbw >= 8 * 46 * 0.99);  // NDR measured 46-49 GB/s per NIC
   CHECK(busbw <= 8 * 49);
   report("all-gather 2 x 8 H100", OpKind::all_gather, 16, r, "8 NICs x 46-49 GB/s, nccl-tests#290, #267");
@@ -133,7 +133,7 @@ TEST_CASE("busbw: all-gather on 2 x 8 H100 is bounded by the NICs, 8 x 47.5 GB/s
 TEST_CASE("busbw: reduce-scatter on 2 x 8 H100 is bounded by the NICs, 8 x 47.5 GB/s") {
   const Run r = run_one(OpKind::reduce_scatter, test::topology("h100_sxm_8x_ib400.yaml"), 2, test::collectives_settings());
   const double expected = (8.4 + 14 * 3.4 + 14) * kUs + 15.0 / 16.0 * kS / 8 / kNicH100;
-  CHECK(r.time == doctest::Approx(expected).epsilon(1e-6));
+  CHECK(r.time == doctest::Approx(expected).epsilon(1e-6).scale(0));
   report("reduce-scatter 2 x 8 H100", OpKind::reduce_scatter, 16, r, "8 NICs x 46-49 GB/s, nccl-tests#290, #267");
 }
 
@@ -147,7 +147,7 @@ TEST_CASE("busbw: all-reduce on 2 x 8 H100 runs NVLS_TREE past the NICs' ring bo
   const double nic = kS / 8 / kNicH100;
   CHECK(nvlink > nic);
   const double expected = (25 + 2 * 14) * kUs + nvlink;
-  CHECK(r.time == doctest::Approx(expected).epsilon(1e-6));
+  CHECK(r.time == doctest::Approx(expected).epsilon(1e-6).scale(0));
   const double busbw = test::busbw(OpKind::all_reduce, 16, kS, r.time) / 1e9;
   CHECK(busbw > 8 * 47.5);  // the ring's NIC bound
   report("all-reduce 2 x 8 H100", OpKind::all_reduce, 16, r, "above the NICs with NVLSTree, nccl-tests#196");
@@ -163,15 +163,15 @@ TEST_CASE("busbw: all-reduce on 2 DGX A100 runs the tree past the NIC-bound ring
   // on DGX A100 (NVIDIA/nccl#812). 30 steps, 2 across nodes; the 28 within nodes cost the AMD
   // proxy overhead, 3 x 2 us, more than NVLink's 3.4 us.
   const double ring_expected = (8.4 + 28 * 6.0 + 2 * 14) * kUs + 2 * 15.0 / 16.0 * kS / 8 / kNicA100;
-  CHECK(ring.time == doctest::Approx(ring_expected).epsilon(1e-6));
-  CHECK(test::busbw(OpKind::all_reduce, 16, kS, ring.time) / 1e9 == doctest::Approx(192).epsilon(0.015));
+  CHECK(ring.time == doctest::Approx(ring_expected).epsilon(1e-6).scale(0));
+  CHECK(test::busbw(OpKind::all_reduce, 16, kS, ring.time) / 1e9 == doctest::Approx(192).epsilon(0.015).scale(0));
   // Tree: the chain in each node moves 2 x 7/8 S per port, each NIC S/8 each way (two trees, one
   // edge, S/2 each over 8 rails), all at 0.92; NVLink is the slower. 8.4 + 2 x (7 x 4.0 + 14) us.
   const double nvlink = 2 * 7.0 / 8.0 * kS / (0.92 * kNvlA100);
   const double nic = kS / 8 / (0.92 * kNicA100);
   CHECK(nvlink > nic);
   const double tree_expected = (8.4 + 2 * (7 * 4.0 + 14)) * kUs + nvlink;
-  CHECK(tree.time == doctest::Approx(tree_expected).epsilon(1e-6));
+  CHECK(tree.time == doctest::Approx(tree_expected).epsilon(1e-6).scale(0));
   CHECK(test::busbw(OpKind::all_reduce, 16, kS, tree.time) > test::busbw(OpKind::all_reduce, 16, kS, ring.time) * 1.15);
   report("all-reduce 2 x 8 A100, ring forced", OpKind::all_reduce, 16, ring, "192 GB/s, NVIDIA/nccl#812");
   report("all-reduce 2 x 8 A100", OpKind::all_reduce, 16, tree, "above the NIC bound, nccl-tests#196");
@@ -181,8 +181,8 @@ TEST_CASE("busbw: all-reduce on 8 x A100 is the ring's ~231 GB/s") {
   const Run r = run_one(OpKind::all_reduce, test::topology("a100_80gb_8x_ib200.yaml"), 1, test::collectives_settings());
   CHECK(std::string(r.algorithm) == "ring");
   const double expected = (8.4 + 14 * 3.4) * kUs + 2 * 7.0 / 8.0 * kS / kNvlA100;
-  CHECK(r.time == doctest::Approx(expected).epsilon(1e-6));
-  CHECK(test::busbw(OpKind::all_reduce, 8, kS, r.time) / 1e9 == doctest::Approx(230).epsilon(0.01));
+  CHECK(r.time == doctest::Approx(expected).epsilon(1e-6).scale(0));
+  CHECK(test::busbw(OpKind::all_reduce, 8, kS, r.time) / 1e9 == doctest::Approx(230).epsilon(0.01).scale(0));
   report("all-reduce 8 x A100", OpKind::all_reduce, 8, r, "~230, 232.5 GB/s, nccl-tests#149, #175");
 }
 
@@ -194,6 +194,6 @@ TEST_CASE("two collectives at once share NVLink: each takes twice as long") {
   const auto r = test::simulate(g, topo, 1, c);
   // Both rings cross every GPU's NVLink ports: 2 x 7/8 S through 360 GB/s.
   const double shared = (8.4 + 7 * 3.4) * kUs + 2 * 7.0 / 8.0 * kS / kNvlH100;
-  CHECK(r.timeline.at(0, 0).end == doctest::Approx(shared).epsilon(1e-6));
-  CHECK(r.timeline.at(1, 0).end == doctest::Approx(shared).epsilon(1e-6));
+  CHECK(r.timeline.at(0, 0).end == doctest::Approx(shared).epsilon(1e-6).scale(0));
+  CHECK(r.timeline.at(1, 0).end == doctest::Approx(shared).epsilon(1e-6).scale(0));
 }

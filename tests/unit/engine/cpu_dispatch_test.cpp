@@ -69,15 +69,15 @@ TEST_CASE("a CPU-bound step: dispatch exceeds GPU time and paces the GPU") {
   // spends 5 x 20 = 100 us issuing each. Op i's first kernel is issued at 100 i + 20 us, its last
   // at 100 (i + 1): the GPU runs it from then on and ends it at 100 (i + 1) us, idle in between.
   const auto gpu = chain(10, 10, 5, 0);
-  CHECK(gpu[9].end == doctest::Approx(300));  // without the CPU: 10 x 30 us back to back
+  CHECK(gpu[9].end == doctest::Approx(300).scale(0));  // without the CPU: 10 x 30 us back to back
   const auto cpu = chain(10, 10, 5, 20);
   for (int i = 0; i < 10; ++i) {
     CAPTURE(i);
-    CHECK(cpu[static_cast<std::size_t>(i)].start == doctest::Approx(100 * i + 20));
-    CHECK(cpu[static_cast<std::size_t>(i)].end == doctest::Approx(100 * (i + 1)));
+    CHECK(cpu[static_cast<std::size_t>(i)].start == doctest::Approx(100 * i + 20).scale(0));
+    CHECK(cpu[static_cast<std::size_t>(i)].end == doctest::Approx(100 * (i + 1)).scale(0));
   }
   // Idle for the CPU: 20 us before each op's first kernel, and 50 of each op's 100 us on the GPU.
-  CHECK(cpu.for_cpu == doctest::Approx(10 * (20 + 50)));
+  CHECK(cpu.for_cpu == doctest::Approx(10 * (20 + 50)).scale(0));
   CHECK(gpu.for_cpu == 0);
 }
 
@@ -86,9 +86,9 @@ TEST_CASE("a GPU-bound step: the CPU runs ahead and costs only the first kernel'
   // after the first kernel (20 us), so the step ends 20 us later than without the CPU.
   const auto gpu = chain(10, 1000, 5, 0);
   const auto cpu = chain(10, 1000, 5, 20);
-  CHECK(gpu[9].end == doctest::Approx(10 * 1020));
-  CHECK(cpu[9].end == doctest::Approx(10 * 1020 + 20));
-  CHECK(cpu.for_cpu == doctest::Approx(20));
+  CHECK(gpu[9].end == doctest::Approx(10 * 1020).scale(0));
+  CHECK(cpu[9].end == doctest::Approx(10 * 1020 + 20).scale(0));
+  CHECK(cpu.for_cpu == doctest::Approx(20).scale(0));
 }
 
 TEST_CASE("after a CPU wait the CPU issues again from when it was released") {
@@ -97,10 +97,10 @@ TEST_CASE("after a CPU wait the CPU issues again from when it was released") {
   // where without the CPU it would start as the wait passes, at 1,004.
   const auto gpu = chain(1, 1000, 1, 0, true);
   const auto cpu = chain(1, 1000, 1, 20, true);
-  CHECK(gpu[2].start == doctest::Approx(1004));
-  CHECK(cpu[0].end == doctest::Approx(1024));
-  CHECK(cpu[1].start == doctest::Approx(1024));  // the wait passes as op 0 ends
-  CHECK(cpu[2].start == doctest::Approx(1044));
-  CHECK(cpu[2].end == doctest::Approx(1044 + 1004));
-  CHECK(cpu.for_cpu == doctest::Approx(20 + 20));  // before op 0, and after the wait
+  CHECK(gpu[2].start == doctest::Approx(1004).scale(0));
+  CHECK(cpu[0].end == doctest::Approx(1024).scale(0));
+  CHECK(cpu[1].start == doctest::Approx(1024).scale(0));  // the wait passes as op 0 ends
+  CHECK(cpu[2].start == doctest::Approx(1044).scale(0));
+  CHECK(cpu[2].end == doctest::Approx(1044 + 1004).scale(0));
+  CHECK(cpu.for_cpu == doctest::Approx(20 + 20).scale(0));  // before op 0, and after the wait
 }

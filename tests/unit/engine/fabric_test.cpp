@@ -36,9 +36,9 @@ TEST_CASE("busbw: two 400 GbE NICs for 8 GPUs bound an all-gather across two nod
   // Each rank sends 15/16 S, 1/8 of it over its NIC; four ranks share each NIC of 400 Gb/s x
   // 0.92 = 46 GB/s: 4 x 15/16 S / 8 through 46 GB/s.
   const double expected = (8.4 + 14 * 3.4 + 14) * kUs + 4 * 15.0 / 16.0 * kS / 8 / 46e9;
-  CHECK(t == doctest::Approx(expected).epsilon(1e-6));
+  CHECK(t == doctest::Approx(expected).epsilon(1e-6).scale(0));
   const double busbw = test::busbw(OpKind::all_gather, 16, kS, t);
-  CHECK(busbw / 1e9 == doctest::Approx(2 * 46).epsilon(0.01));
+  CHECK(busbw / 1e9 == doctest::Approx(2 * 46).epsilon(0.01).scale(0));
   std::printf("busbw all-gather 2 x 8 H100, 2 NICs per node: %.1f GB/s (2 x 46 GB/s)\n", busbw / 1e9);
 }
 
@@ -48,9 +48,9 @@ TEST_CASE("busbw: a 2:1 oversubscribed fat tree bounds an all-gather across two 
   // A node's 8 ranks each send 15/16 S / 8 to the other node: 15/16 S through its uplink of
   // 8 x 47.5 GB/s / 2 = 190 GB/s (the NICs alone would allow 380).
   const double expected = (8.4 + 14 * 3.4 + 14) * kUs + 15.0 / 16.0 * kS / 190e9;
-  CHECK(t == doctest::Approx(expected).epsilon(1e-6));
+  CHECK(t == doctest::Approx(expected).epsilon(1e-6).scale(0));
   const double busbw = test::busbw(OpKind::all_gather, 16, kS, t);
-  CHECK(busbw / 1e9 == doctest::Approx(190).epsilon(0.01));
+  CHECK(busbw / 1e9 == doctest::Approx(190).epsilon(0.01).scale(0));
   std::printf("busbw all-gather 2 x 8 H100, 2:1 fat tree: %.1f GB/s (uplink 190 GB/s)\n", busbw / 1e9);
 }
 
@@ -68,7 +68,7 @@ TEST_CASE("path and edge flows agree where GPUs share NICs and behind oversubscr
     const auto topo = test::topology(c.topology);
     const double path = test::in_child([&] { return one_collective(c.kind, topo, 3, FlowGranularity::path); });
     const double edge = test::in_child([&] { return one_collective(c.kind, topo, 3, FlowGranularity::edge); });
-    CHECK(path == doctest::Approx(edge).epsilon(1e-6));
+    CHECK(path == doctest::Approx(edge).epsilon(1e-6).scale(0));
   }
 }
 
@@ -94,7 +94,7 @@ TEST_CASE("symmetric mode counts shared NICs, uplinks and the trees' busiest nod
     const double full = test::in_child([&] { return one_collective(c.kind, topo, c.nodes, FlowGranularity::path, settings); });
     const double sym =
         test::in_child([&] { return one_collective(c.kind, topo, c.nodes, FlowGranularity::path, settings, SimulationMode::symmetric); });
-    CHECK(sym == doctest::Approx(full).epsilon(1e-6));
+    CHECK(sym == doctest::Approx(full).epsilon(1e-6).scale(0));
   }
 }
 
@@ -108,7 +108,7 @@ TEST_CASE("contention: replicate-group all-reduces of 4 GPUs sharing a NIC each 
   const auto r = test::simulate(g, topo, 2, c);
   // 2 steps, both across nodes; with one rank per node NCCL uses the tree's network step (14 us).
   const double expected = (8.4 + 2 * 14) * kUs + 4 * kS / 46e9;
-  for (int rank = 0; rank < 16; ++rank) CHECK(r.timeline.at(0, rank).end == doctest::Approx(expected).epsilon(1e-6));
+  for (int rank = 0; rank < 16; ++rank) CHECK(r.timeline.at(0, rank).end == doctest::Approx(expected).epsilon(1e-6).scale(0));
 }
 
 TEST_CASE("an NVLink mesh: a pair of GPUs gets its pair link, a whole node every pair") {
@@ -126,8 +126,8 @@ TEST_CASE("an NVLink mesh: a pair of GPUs gets its pair link, a whole node every
       return test::simulate(g, topo, 1, test::collectives(topo, ring)).timeline.at(0, 0).end;
     });
   };
-  CHECK(time(mesh, 4) == doctest::Approx(time(switched, 4)).epsilon(1e-9));
-  CHECK(time(mesh, 2) - time(switched, 2) == doctest::Approx(kS / 2 * (1 / 120e9 - 1 / 360e9)).epsilon(1e-6));
+  CHECK(time(mesh, 4) == doctest::Approx(time(switched, 4)).epsilon(1e-9).scale(0));
+  CHECK(time(mesh, 2) - time(switched, 2) == doctest::Approx(kS / 2 * (1 / 120e9 - 1 / 360e9)).epsilon(1e-6).scale(0));
 }
 
 TEST_CASE("an NVLink mesh refuses NVLink SHARP") {
@@ -148,8 +148,8 @@ TEST_CASE("an MI300X node: RCCL's rings over the Infinity Fabric mesh, 48 GB/s a
       return test::simulate(g, mi300x, 1, test::collectives(mi300x, ring)).timeline.at(0, 0).end;
     });
   };
-  CHECK(time(8) == doctest::Approx((8.4 + 7 * 3.4) * kUs + 7.0 / 8 * kS / 336e9).epsilon(1e-6));
-  CHECK(time(2) == doctest::Approx((8.4 + 3.4) * kUs + kS / 2 / 48e9).epsilon(1e-6));
+  CHECK(time(8) == doctest::Approx((8.4 + 7 * 3.4) * kUs + 7.0 / 8 * kS / 336e9).epsilon(1e-6).scale(0));
+  CHECK(time(2) == doctest::Approx((8.4 + 3.4) * kUs + kS / 2 / 48e9).epsilon(1e-6).scale(0));
 }
 
 namespace {
@@ -219,7 +219,7 @@ TEST_CASE("ECMP: two flows a hop on two spines collide at random, and the ring w
   // Binomial(128, 1/4): 32 expected, standard deviation 4.9; the hash must not be far off.
   CHECK(spread >= 17);
   CHECK(spread <= 47);
-  CHECK(expected_ecmp_slowdown(2) == doctest::Approx(1.75));
+  CHECK(expected_ecmp_slowdown(2) == doctest::Approx(1.75).scale(0));
   std::printf("ECMP, 2 flows a hop on 2 spines: ring %.3f x its NIC time over %d seeds (1.75 expected)\n", sum / kSeeds, kSeeds);
   std::fflush(stdout);  // before another test's children inherit the buffer
 }
@@ -240,8 +240,8 @@ TEST_CASE("ECMP: more queue pairs a connection spread the flows, as Meta's QP sc
   const double expected8 = expected_ecmp_slowdown(16);
   // Sample means within 3 standard errors of the balls-into-bins expectations (per-seed standard
   // deviations 0.43 and 0.15).
-  CHECK(one == doctest::Approx(1.75).epsilon(3 * 0.43 / std::sqrt(kSeeds) / 1.75));
-  CHECK(eight == doctest::Approx(expected8).epsilon(3 * 0.15 / std::sqrt(kSeeds) / expected8));
+  CHECK(one == doctest::Approx(1.75).epsilon(3 * 0.43 / std::sqrt(kSeeds) / 1.75).scale(0));
+  CHECK(eight == doctest::Approx(expected8).epsilon(3 * 0.15 / std::sqrt(kSeeds) / expected8).scale(0));
   CHECK(eight < one);
   std::printf("ECMP, 1 vs 8 queue pairs: %.3f vs %.3f x the NIC time (expected 1.75 vs %.3f): %.0f %% faster\n", one, eight, expected8,
               100 * (one / eight - 1));
@@ -257,5 +257,5 @@ TEST_CASE("ECMP with one flow a hop per spine and adaptive routing differ only b
   const auto adaptive = test::topology("h100_sxm_8x_ib400.yaml", {{"node.gpus", "1"}, {"node.nvls", "false"}, {"fabric.kind", "fat_tree"}});
   const double a = test::in_child([&] { return one_collective(OpKind::all_gather, topo, 4, engine::FlowGranularity::path); });
   const double b = test::in_child([&] { return one_collective(OpKind::all_gather, adaptive, 4, engine::FlowGranularity::path); });
-  CHECK(a == doctest::Approx(b).epsilon(1e-9));
+  CHECK(a == doctest::Approx(b).epsilon(1e-9).scale(0));
 }

@@ -31,7 +31,7 @@ TEST_CASE("the reference reduction length is the FLOP-weighted harmonic mean K o
   // = 218,103,808. Sum of out x in / K: forward 159,383,552 / 4096 + 58,720,256 / 14336 = 43,008;
   // grad_input 92,274,688 / 4096 + 8,388,608 / 1024 + 117,440,512 / 14336 = 38,912; grad_weight
   // 218,103,808 / 16384 = 13,312. K_ref = 3 x 218,103,808 / 95,232 = 6,870.71.
-  CHECK(engine::RooflineModel::reference_k() == doctest::Approx(6870.71).epsilon(1e-5));
+  CHECK(engine::RooflineModel::reference_k() == doctest::Approx(6870.71).epsilon(1e-5).scale(0));
 }
 
 TEST_CASE("a GEMM's output write costs k0 / K more than its FLOPs, relative to the reference block") {
@@ -46,13 +46,13 @@ TEST_CASE("a GEMM's output write costs k0 / K more than its FLOPs, relative to t
   // Llama 3 8B's wo under TP 8 at 8,192 tokens: K = 512. 2 x 8192 x 4096 x 512 = 3.436e10 FLOPs,
   // 50.30 us, and 0.45 of its 8192 x 4096 x 2 B = 67.1 MB output at 2.8475 TB/s, 10.61 us:
   // 60.91 us, 19 % over its FLOPs at the rate (51.09 us).
-  CHECK(m.gemm_seconds(gemm(8192, 4096, 512)) == doctest::Approx(3.436e10 / flop_rate + 0.45 * 67.109e6 / mem).epsilon(1e-3));
+  CHECK(m.gemm_seconds(gemm(8192, 4096, 512)) == doctest::Approx(3.436e10 / flop_rate + 0.45 * 67.109e6 / mem).epsilon(1e-3).scale(0));
   CHECK(m.gemm_seconds(gemm(8192, 4096, 512)) == doctest::Approx(60.91e-6).epsilon(2e-3).scale(0));
   // At K = K_ref a GEMM runs at exactly the rate; at 70B's K = 28,672 a little faster.
   const auto at_ref = gemm(8192, 4096, 6871);
-  CHECK(m.gemm_seconds(at_ref) == doctest::Approx(at_ref.flops() / rate).epsilon(1e-4));
+  CHECK(m.gemm_seconds(at_ref) == doctest::Approx(at_ref.flops() / rate).epsilon(1e-4).scale(0));
   const auto long_k = gemm(8192, 8192, 28672);
-  CHECK(m.gemm_seconds(long_k) == doctest::Approx(long_k.flops() / flop_rate + 0.45 * 2.0 * 8192 * 8192 / mem).epsilon(1e-3));
+  CHECK(m.gemm_seconds(long_k) == doctest::Approx(long_k.flops() / flop_rate + 0.45 * 2.0 * 8192 * 8192 / mem).epsilon(1e-3).scale(0));
   CHECK(m.gemm_seconds(long_k) < long_k.flops() / rate);
   // A Llama 3 8B block's GEMMs at 16,384 tokens cost their FLOPs at the rate, all together.
   constexpr std::array<std::array<std::int64_t, 2>, 7> kLinears{
@@ -65,12 +65,12 @@ TEST_CASE("a GEMM's output write costs k0 / K more than its FLOPs, relative to t
       flops += g.flops();
     }
   }
-  CHECK(seconds == doctest::Approx(flops / rate).epsilon(1e-9));
+  CHECK(seconds == doctest::Approx(flops / rate).epsilon(1e-9).scale(0));
   // Without the term (gemm_output_exposed 0) every GEMM is its FLOPs.
   auto flat = topo;
   flat.gpu.gemm_output_exposed = 0;
   const engine::RooflineModel f(engine::ComputeRates::nominal(flat, true));
-  CHECK(f.gemm_seconds(gemm(8192, 4096, 512)) == doctest::Approx(3.436e10 / rate).epsilon(1e-3));
+  CHECK(f.gemm_seconds(gemm(8192, 4096, 512)) == doctest::Approx(3.436e10 / rate).epsilon(1e-3).scale(0));
 }
 
 TEST_CASE("at the rates of the H100 XLA measured, the GEMM model gives XLA's measured table") {
@@ -111,6 +111,6 @@ TEST_CASE("at the rates of the H100 XLA measured, the GEMM model gives XLA's mea
     CAPTURE(e.m);
     CAPTURE(e.n);
     CAPTURE(e.k);
-    CHECK(predicted == doctest::Approx(e.tflops).epsilon(0.04));
+    CHECK(predicted == doctest::Approx(e.tflops).epsilon(0.04).scale(0));
   }
 }

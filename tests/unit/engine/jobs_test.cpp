@@ -52,18 +52,18 @@ TEST_CASE("jobs: packed under their own leaves, two jobs run as fast as one alon
   // ring stays below its leaf: each of a node's 8 NICs carries 15/16 S / 8 at 47.5 GB/s.
   const double alone = kLatency + 15.0 / 16.0 * kS / 8 / 47.5e9;
   const auto one = test::in_child([&] { return all_gather_per_job(1, Placement::packed, FlowGranularity::path); });
-  CHECK(one.end[0] == doctest::Approx(alone).epsilon(1e-6));
+  CHECK(one.end[0] == doctest::Approx(alone).epsilon(1e-6).scale(0));
   const auto packed = test::in_child([&] { return all_gather_per_job(2, Placement::packed, FlowGranularity::path); });
   CHECK(packed.timeline_ranks == 16);  // job 0's
-  for (int j = 0; j < 2; ++j) CHECK(packed.end.at(j) == doctest::Approx(alone).epsilon(1e-6));
+  for (int j = 0; j < 2; ++j) CHECK(packed.end.at(j) == doctest::Approx(alone).epsilon(1e-6).scale(0));
   // Interleaved (job 0 on nodes 0 and 2, job 1 on nodes 1 and 3), each job's ring crosses from
   // leaf 0 to leaf 1 and back: two nodes' 15/16 S leave each leaf through its 380 GB/s uplink.
   const double shared = kLatency + 2 * 15.0 / 16.0 * kS / 380e9;
   const auto interleaved = test::in_child([&] { return all_gather_per_job(2, Placement::interleaved, FlowGranularity::path); });
-  for (int j = 0; j < 2; ++j) CHECK(interleaved.end.at(j) == doctest::Approx(shared).epsilon(1e-6));
+  for (int j = 0; j < 2; ++j) CHECK(interleaved.end.at(j) == doctest::Approx(shared).epsilon(1e-6).scale(0));
   // One job interleaved with nobody is the job alone.
   const auto solo = test::in_child([&] { return all_gather_per_job(1, Placement::interleaved, FlowGranularity::path); });
-  CHECK(solo.end[0] == doctest::Approx(alone).epsilon(1e-6));
+  CHECK(solo.end[0] == doctest::Approx(alone).epsilon(1e-6).scale(0));
 }
 
 TEST_CASE("jobs: path and edge flows agree for interleaved jobs whose rings stay within a leaf for some hops and cross it for others") {
@@ -75,7 +75,7 @@ TEST_CASE("jobs: path and edge flows agree for interleaved jobs whose rings stay
     CAPTURE(jobs);
     const auto path = test::in_child([&] { return all_gather_per_job(jobs, Placement::interleaved, FlowGranularity::path, nodes); });
     const auto edge = test::in_child([&] { return all_gather_per_job(jobs, Placement::interleaved, FlowGranularity::edge, nodes); });
-    for (int j = 0; j < jobs; ++j) CHECK(path.end.at(j) == doctest::Approx(edge.end.at(j)).epsilon(1e-6));
+    for (int j = 0; j < jobs; ++j) CHECK(path.end.at(j) == doctest::Approx(edge.end.at(j)).epsilon(1e-6).scale(0));
   }
 }
 
@@ -89,6 +89,6 @@ TEST_CASE("jobs: a leaf of 2 nodes keeps a 2-node ring off its uplinks and the s
     const auto c = test::collectives(topo);
     return test::simulate(g, topo, 2, c).timeline.at(0, 0).end;
   };
-  CHECK(test::in_child([&] { return run(topo1); }) == doctest::Approx(kLatency + 15.0 / 16.0 * kS / 190e9).epsilon(1e-6));
-  CHECK(test::in_child([&] { return run(topo2); }) == doctest::Approx(kLatency + 15.0 / 16.0 * kS / 8 / 47.5e9).epsilon(1e-6));
+  CHECK(test::in_child([&] { return run(topo1); }) == doctest::Approx(kLatency + 15.0 / 16.0 * kS / 190e9).epsilon(1e-6).scale(0));
+  CHECK(test::in_child([&] { return run(topo2); }) == doctest::Approx(kLatency + 15.0 / 16.0 * kS / 8 / 47.5e9).epsilon(1e-6).scale(0));
 }

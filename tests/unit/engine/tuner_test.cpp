@@ -50,7 +50,7 @@ void check_choice(const engine::collectives::Collectives& c, OpKind kind, int n,
   const auto s = c.select(kind, iota(n), bytes);
   CHECK(std::string(s.algorithm->name()) == expected.algorithm);
   CHECK(std::string(engine::collectives::to_string(s.protocol)) == expected.protocol);
-  CHECK(s.time() == doctest::Approx(expected.time).epsilon(1e-9));
+  CHECK(s.time() == doctest::Approx(expected.time).epsilon(1e-9).scale(0));
 }
 
 // treeCorrectionFactor (tuning.cc), by protocol and log2(S / 64).
@@ -85,7 +85,7 @@ TEST_CASE("8 x H100 all-gather: LL for small messages, LL128 for medium, Simple 
     check_choice(c, OpKind::all_gather, 8, s, fastest(by_hand(s)));
   // The LL -> LL128 crossover: 10.8 + 7/8 S / 141 GB/s = 27.3 + 7/8 S / 331.2 GB/s, S = 4.63 MB.
   const double crossover = (27.3 - 10.8) * kUs / (7.0 / 8.0 * (1 / 141e9 - 1 / (0.92 * nvl)));
-  CHECK(crossover == doctest::Approx(4.63e6).epsilon(0.01));
+  CHECK(crossover == doctest::Approx(4.63e6).epsilon(0.01).scale(0));
   CHECK(c.select(OpKind::all_gather, iota(8), 0.95 * crossover).protocol == engine::collectives::Protocol::ll);
   CHECK(c.select(OpKind::all_gather, iota(8), 1.05 * crossover).protocol == engine::collectives::Protocol::ll128);
 }
@@ -155,7 +155,7 @@ TEST_CASE("hierarchical is never picked by auto, and forced it costs its phases'
   // NVLink and 2 x 3 network steps.
   const double s = kGiB;
   const double expected = (8.4 + 14 * 3.4 + 6 * 14) * kUs + std::max(2 * 7.0 / 8.0 * s / 360e9, 2 * 3.0 / 4.0 * s / 8 / 47.5e9);
-  CHECK(forced.select(OpKind::all_reduce, iota(32), s).time() == doctest::Approx(expected).epsilon(1e-9));
+  CHECK(forced.select(OpKind::all_reduce, iota(32), s).time() == doctest::Approx(expected).epsilon(1e-9).scale(0));
 }
 
 TEST_CASE("forced choices the cluster cannot run are input errors naming the setting") {
@@ -224,13 +224,13 @@ TEST_CASE("a group spread unevenly over nodes runs a flat ring whose node crossi
   CHECK(sel.algorithm->name() == "ring");
   const double share = 2 * 11.0 / 12.0 * s;
   const double expected = (8.4 + (22 - 2) * 3.4 + 2 * 14) * kUs + std::max(share / 360e9, share / 47.5e9);
-  CHECK(sel.time() == doctest::Approx(expected).epsilon(1e-9));
+  CHECK(sel.time() == doctest::Approx(expected).epsilon(1e-9).scale(0));
   const auto plan = c.plan(OpKind::all_reduce, iota(12), s, engine::cluster_view(topo));
   REQUIRE(plan.paths.size() == 1);
   int crossings = 0;
   for (const auto& h : plan.paths[0].hops) crossings += h.via == engine::Via::nic ? 1 : 0;
   CHECK(crossings == 2);
-  CHECK(plan.paths[0].bytes == doctest::Approx(share));
+  CHECK(plan.paths[0].bytes == doctest::Approx(share).scale(0));
 }
 
 TEST_CASE("symmetric mode's plans keep only the hops leaving each path's busiest node") {

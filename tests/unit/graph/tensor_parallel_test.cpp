@@ -84,7 +84,7 @@ TEST_CASE("tensor parallel: each rank holds and all-gathers 1/tp of a block's sp
   for (std::size_t i = 0; i < p.graph.size(); ++i) {
     const auto& op = p.graph.op(static_cast<int>(i));
     if (op.kind == OpKind::all_gather && op.group == Group::shard && op.name == "AG layers.1" && op.step == 0) {
-      CHECK(op.bytes == doctest::Approx(2.0 * block));  // bf16, FSDP2 pads dim 0 to the 4 ranks: no padding here
+      CHECK(op.bytes == doctest::Approx(2.0 * block).scale(0));  // bf16, FSDP2 pads dim 0 to the 4 ranks: no padding here
     }
   }
 }
@@ -101,8 +101,8 @@ TEST_CASE("tensor parallel: per block and step, 8 S (t-1)/t bytes per rank with 
   CHECK(ar.count[OpKind::all_reduce] == 4);
   CHECK(ar.count[OpKind::all_gather] + ar.count[OpKind::reduce_scatter] == 0);
   // 2 x 2 x b s h x 2 (t-1)/t  =  (4 AG + 4 RS) x b s h (t-1)/t  =  4 S with t = 2.
-  CHECK(sp.wire_bytes == doctest::Approx(4 * kS));
-  CHECK(ar.wire_bytes == doctest::Approx(4 * kS));
+  CHECK(sp.wire_bytes == doctest::Approx(4 * kS).scale(0));
+  CHECK(ar.wire_bytes == doctest::Approx(4 * kS).scale(0));
 }
 
 TEST_CASE("tensor parallel: checkpointing reruns forward collectives in backward") {
@@ -131,14 +131,14 @@ TEST_CASE("tensor parallel: a block's saved activations, by hand") {
   // Sequence parallel, no checkpointing (sim/model/blocks.cpp): q, f and heads are per rank
   // (q = 256, f = 688, 4 heads): a (2h/t + 2h + 5q + 4f) + 4 x heads
   // = 2 (512 + 1024 + 1280 + 2752) + 16 = 11,152 bytes per token, x 512 tokens.
-  CHECK(block_saved(tiny({})) == doctest::Approx(11'152.0 * 512));
+  CHECK(block_saved(tiny({})) == doctest::Approx(11'152.0 * 512).scale(0));
   // Without sequence parallelism the four h-wide tensors are whole: 2 (2048 + 1280 + 2752) + 16.
-  CHECK(block_saved(tiny({"parallelism.tp_sequence_parallel=false"})) == doctest::Approx(12'176.0 * 512));
+  CHECK(block_saved(tiny({"parallelism.tp_sequence_parallel=false"})) == doctest::Approx(12'176.0 * 512).scale(0));
   // Megatron's linears keep their input's sequence shard (tp_save_gathered_input: false, with TE's
   // overlap): the two gathered norm outputs are kept as 2h/t, 2 (512 + 512 + 1280 + 2752) + 16 =
   // 10,128 bytes per token, 2 x 512 x (1 - 1/2) x 2 = 1,024 fewer.
   CHECK(block_saved(tiny({"parallelism.tp_save_gathered_input=false", "parallelism.tp_async=true",
-                          "parallelism.tp_async_impl=userbuffers"})) == doctest::Approx(10'128.0 * 512));
+                          "parallelism.tp_async_impl=userbuffers"})) == doctest::Approx(10'128.0 * 512).scale(0));
 }
 
 TEST_CASE("tensor parallel: a block's GEMMs and attention are 1/tp per rank") {
@@ -152,7 +152,7 @@ TEST_CASE("tensor parallel: a block's GEMMs and attention are 1/tp per rank") {
     }
     return f;
   };
-  CHECK(block_flops(p) == doctest::Approx(block_flops(one) / 2));
+  CHECK(block_flops(p) == doctest::Approx(block_flops(one) / 2).scale(0));
 }
 
 TEST_CASE("tensor parallel: the degrees tune searches are the node's divisors the model allows") {
@@ -188,8 +188,8 @@ TEST_CASE("tensor parallel GPT: a rank's block weights and activations by hand")
   // Saved per token, no checkpointing, w = h/t = 256, f = 688, 4 heads (lse 16 bytes):
   // sequence parallel a (2h/t + 2h + 5w + 2f) + 16 = 2 (512 + 1024 + 1280 + 1376) + 16 = 8,400;
   // without it a (4h + 5w + 2f) + 16 = 2 (2048 + 1280 + 1376) + 16 = 9,424.
-  CHECK(block_saved(p, "FWD h.1") == doctest::Approx(8'400.0 * 512));
-  CHECK(block_saved(tiny_gpt({"parallelism.tp_sequence_parallel=false"}), "FWD h.1") == doctest::Approx(9'424.0 * 512));
+  CHECK(block_saved(p, "FWD h.1") == doctest::Approx(8'400.0 * 512).scale(0));
+  CHECK(block_saved(tiny_gpt({"parallelism.tp_sequence_parallel=false"}), "FWD h.1") == doctest::Approx(9'424.0 * 512).scale(0));
 }
 
 TEST_CASE("tensor parallel GPT: the same collectives per block as llama and half the GEMM FLOPs") {
@@ -210,7 +210,7 @@ TEST_CASE("tensor parallel GPT: the same collectives per block as llama and half
   CHECK(ag == 4);
   CHECK(rs == 4);
   // 2 x 512 tokens x (512 x 1536 + 512 x 512 + 2 x 512 x 1376) / 2.
-  CHECK(flops == doctest::Approx(2.0 * 512 * (512.0 * 1536 + 512.0 * 512 + 2 * 512.0 * 1376) / 2));
+  CHECK(flops == doctest::Approx(2.0 * 512 * (512.0 * 1536 + 512.0 * 512 + 2 * 512.0 * 1376) / 2).scale(0));
 }
 
 namespace {
@@ -255,12 +255,12 @@ TEST_CASE("tensor parallel: the loss on all of the vocabulary, a whole embedding
   CHECK(ag.at({OpKind::all_gather, 512.0 * 1000 * 2}) == 1);
   CHECK(lp.count({OpKind::all_gather, 512.0 * 1000 * 2}) == 0);
   // The fp32 log-softmax output (4 bytes an element) the loss keeps now spans 1000, not 500 rows.
-  CHECK(root_saved(gathered) - root_saved(base) == doctest::Approx(4.0 * 500 * 512));
+  CHECK(root_saved(gathered) - root_saved(base) == doctest::Approx(4.0 * 500 * 512).scale(0));
   // Without the upcast it is bf16; held logits add the bf16 logits themselves.
   const auto bf16 = tiny({"parallelism.tp_loss_parallel=false", "training.loss_upcast=false"});
-  CHECK(root_saved(gathered) - root_saved(bf16) == doctest::Approx(2.0 * 1000 * 512));
+  CHECK(root_saved(gathered) - root_saved(bf16) == doctest::Approx(2.0 * 1000 * 512).scale(0));
   const auto held = tiny({"parallelism.tp_loss_parallel=false", "training.loss_upcast=false", "training.keep_logits=true"});
-  CHECK(root_saved(held) - root_saved(bf16) == doctest::Approx(2.0 * 1000 * 512));
+  CHECK(root_saved(held) - root_saved(bf16) == doctest::Approx(2.0 * 1000 * 512).scale(0));
   // A whole embedding: 1000 x 512 on every TP rank instead of 500 x 512, and instead of the
   // reduce-scatter of its partial rows to sequence shards, the shards' gradients all-gathered back.
   const auto whole = tiny({"parallelism.tp_shard_embedding=false"});
@@ -293,6 +293,6 @@ TEST_CASE("tensor parallel: loss_parallel's backward holds three vocabulary-wide
   // on its 500 columns: the one-hot, the sum and the product beside the kept x (exp(x) is freed
   // by then), 3 x 4 x 500 bytes a token; without loss_parallel aten's nll_loss and log_softmax
   // backward kernels hold the one-hot and the result over all 1,000, 2 x 4 x 1,000.
-  CHECK(loss_backward_held(tiny({})) == doctest::Approx(3.0 * 4 * 500 * 512));
-  CHECK(loss_backward_held(tiny({"parallelism.tp_loss_parallel=false"})) == doctest::Approx(2.0 * 4 * 1000 * 512));
+  CHECK(loss_backward_held(tiny({})) == doctest::Approx(3.0 * 4 * 500 * 512).scale(0));
+  CHECK(loss_backward_held(tiny({"parallelism.tp_loss_parallel=false"})) == doctest::Approx(2.0 * 4 * 1000 * 512).scale(0));
 }

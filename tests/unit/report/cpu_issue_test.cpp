@@ -37,8 +37,8 @@ TEST_CASE("cpu issue: the CPU runs ahead until the launch queue is full, then wa
   const auto issued = report::cpu_issue_times(g, t, 0, 25);
   CHECK(issued[0] == 0.0);
   CHECK(issued[1] == 0.0);
-  CHECK(issued[2] == doctest::Approx(1.0));
-  CHECK(issued[3] == doctest::Approx(2.0));
+  CHECK(issued[2] == doctest::Approx(1.0).scale(0));
+  CHECK(issued[3] == doctest::Approx(2.0).scale(0));
   // A deep queue: everything at t = 0.
   for (double x : report::cpu_issue_times(g, t, 0, 1024)) CHECK(x == 0.0);
 }
@@ -58,9 +58,9 @@ TEST_CASE("cpu issue: a CPU wait blocks everything issued after it until its eve
   t.at(2, 0) = {0.5, 1.5};
   t.at(3, 0) = {2.5, 3};
   const auto issued = report::cpu_issue_times(g, t, 0, 1024);
-  CHECK(issued[1] == doctest::Approx(2.0));
-  CHECK(issued[2] == doctest::Approx(0.5));
-  CHECK(issued[3] == doctest::Approx(2.0));
+  CHECK(issued[1] == doctest::Approx(2.0).scale(0));
+  CHECK(issued[2] == doctest::Approx(0.5).scale(0));
+  CHECK(issued[3] == doctest::Approx(2.0).scale(0));
 }
 
 TEST_CASE("memory: allocations marked at_issue happen when the CPU issues the op, so unlimited all-gathers pile up") {
@@ -85,19 +85,19 @@ TEST_CASE("memory: allocations marked at_issue happen when the CPU issues the op
     t.at(2 * u + 1, 0) = {u + 0.5, u + 1.0};
   }
   const auto ahead = report::memory_timeline(g, t, 0, 1024);
-  CHECK(ahead.peak == doctest::Approx(90 * MiB));
-  CHECK(ahead.peak_reserved == doctest::Approx(90 * MiB));
+  CHECK(ahead.peak == doctest::Approx(90 * MiB).scale(0));
+  CHECK(ahead.peak_reserved == doctest::Approx(90 * MiB).scale(0));
   // A queue of 40 launches holds the CPU back: AG 1 (kernel 32) goes out at 0; unit 1's compute
   // (kernels 33-62) needs kernels 1-22 done, so unit 0's compute (kernels 2-31) must end, at
   // 1 s; AG 2 follows it in program order. By then unit 0's buffer is free and AG 2 reuses its
   // block: 60 MiB.
   const auto held = report::memory_timeline(g, t, 0, 40);
-  CHECK(held.peak == doctest::Approx(60 * MiB));
-  CHECK(held.peak_reserved == doctest::Approx(60 * MiB));
+  CHECK(held.peak == doctest::Approx(60 * MiB).scale(0));
+  CHECK(held.peak_reserved == doctest::Approx(60 * MiB).scale(0));
   // Without the at_issue mark, allocations at GPU start: one buffer at a time.
   for (std::size_t o = 0; o < g.size(); o += 2) g.op(static_cast<int>(o)).memory[0].at_issue = false;
   const auto gpu = report::memory_timeline(g, t, 0, 1024);
-  CHECK(gpu.peak == doctest::Approx(30 * MiB));
+  CHECK(gpu.peak == doctest::Approx(30 * MiB).scale(0));
 }
 
 TEST_CASE("cpu issue: each kernel costs the CPU its dispatch") {
@@ -115,8 +115,8 @@ TEST_CASE("cpu issue: each kernel costs the CPU its dispatch") {
   t.at(3, 0) = {0.9, 1.0};
   const report::IssueRules rules(1024, 0.1);
   const auto issued = report::cpu_issue_times(g, t, 0, rules);  // the last kernel, never later than the GPU start
-  CHECK(issued[0] == doctest::Approx(0.1));
-  CHECK(issued[1] == doctest::Approx(0.5));
-  CHECK(issued[2] == doctest::Approx(0.6));
-  CHECK(issued[3] == doctest::Approx(0.9));
+  CHECK(issued[0] == doctest::Approx(0.1).scale(0));
+  CHECK(issued[1] == doctest::Approx(0.5).scale(0));
+  CHECK(issued[2] == doctest::Approx(0.6).scale(0));
+  CHECK(issued[3] == doctest::Approx(0.9).scale(0));
 }

@@ -11,8 +11,8 @@ TEST_CASE("a 90% error band is the t prediction interval of the regime's errors,
   // mean 0.1, s = sqrt(0.1 / 4) = 0.15811; t(0.95, 4) = 2.132; half = 2.132 x 0.15811 x sqrt(1.2) = 0.36927.
   auto b = report::error_band(r, {"hopper", "none", "compute"});
   CHECK(b.runs == 5);
-  CHECK(b.error_low == doctest::Approx(0.1 - 0.36927).epsilon(1e-4));
-  CHECK(b.error_high == doctest::Approx(0.1 + 0.36927).epsilon(1e-4));
+  CHECK(b.error_low == doctest::Approx(0.1 - 0.36927).epsilon(1e-4).scale(0));
+  CHECK(b.error_high == doctest::Approx(0.1 + 0.36927).epsilon(1e-4).scale(0));
   CHECK(b.basis == "hopper GPUs without float8, compute-bound");
   // A communication-bound Hopper run: fewer than five of its kind, so every Hopper run without float8.
   r.push_back({"C", "tokens/s", {"hopper", "none", "communication"}, 0.4});
@@ -23,7 +23,7 @@ TEST_CASE("a 90% error band is the t prediction interval of the regime's errors,
   for (double e : {0.3, 0.5, 0.4, 0.4}) r.push_back({"C", "tokens/s", {"hopper", "none", "communication"}, e});
   b = report::error_band(r, {"hopper", "none", "communication"});
   CHECK(b.runs == 5);
-  CHECK((b.error_low + b.error_high) / 2 == doctest::Approx(0.4));
+  CHECK((b.error_low + b.error_high) / 2 == doctest::Approx(0.4).scale(0));
   CHECK(b.basis == "hopper GPUs without float8, communication-bound");
   // Ampere has no runs of its own: fewer than five, so the band is that of every run without float8.
   r.push_back({"Y", "tokens/s", {"ampere", "none", "compute"}, 0.5});
@@ -58,8 +58,8 @@ TEST_CASE("a context-parallel run takes the band of the context-parallel runs, a
   b = report::error_band(r, {"hopper", "none", "compute", "cp"});
   CHECK(b.runs == 5);
   CHECK(b.basis == "runs with context parallelism");
-  CHECK(b.error_low == doctest::Approx(0.3 - 0.082573).epsilon(1e-4));
-  CHECK(b.error_high == doctest::Approx(0.3 + 0.082573).epsilon(1e-4));
+  CHECK(b.error_low == doctest::Approx(0.3 - 0.082573).epsilon(1e-4).scale(0));
+  CHECK(b.error_high == doctest::Approx(0.3 + 0.082573).epsilon(1e-4).scale(0));
   // The CSV keeps the context; a file without the column reads as none.
   const auto back = report::parse_residuals(report::residuals_csv(r));
   CHECK(back.back().regime.context == "cp");
@@ -83,7 +83,7 @@ TEST_CASE("the residuals file round-trips and the built-in one covers the publis
   CHECK(back[1].id == "D4");
   CHECK(back[1].regime.arch == "ampere");
   CHECK(back[1].regime.bound == "communication");
-  CHECK(back[1].error == doctest::Approx(0.0123));
+  CHECK(back[1].error == doctest::Approx(0.0123).scale(0));
   // validation/residuals.csv: every case make validate scores (the validation CTest keeps it current).
   CHECK(report::builtin_residuals().size() >= 20);
 }

@@ -35,11 +35,11 @@ TEST_CASE("exposed communication is collective time not covered by compute") {
   s.cluster.topology = test::minimal_topology();
   model::Model m;
   const auto sum = report::summarize({s, m, g, t});
-  CHECK(sum.step_time == doctest::Approx(3.0));
-  CHECK(sum.compute_s == doctest::Approx(2.0));
-  CHECK(sum.comm_s == doctest::Approx(2.0));
-  CHECK(sum.exposed_comm_s == doctest::Approx(1.0));
-  CHECK(sum.tokens_per_s_per_gpu == doctest::Approx(1000.0 / 3.0));
+  CHECK(sum.step_time == doctest::Approx(3.0).scale(0));
+  CHECK(sum.compute_s == doctest::Approx(2.0).scale(0));
+  CHECK(sum.comm_s == doctest::Approx(2.0).scale(0));
+  CHECK(sum.exposed_comm_s == doctest::Approx(1.0).scale(0));
+  CHECK(sum.tokens_per_s_per_gpu == doctest::Approx(1000.0 / 3.0).scale(0));
 }
 
 TEST_CASE("the memory timeline adds allocations and frees in time order, frees first on ties") {
@@ -61,13 +61,13 @@ TEST_CASE("the memory timeline adds allocations and frees in time order, frees f
   t.at(1, 0) = {0.5, 2};  // B holds 5 MiB over [0.5, 2]
   t.at(2, 0) = {1, 3};    // C starts as A ends: A's 10 MiB is freed before C's 7 MiB arrives
   const auto m = report::memory_timeline(g, t, 0);
-  CHECK(m.peak == doctest::Approx(115 * MiB));
-  CHECK(m.peak_time == doctest::Approx(0.5));
+  CHECK(m.peak == doctest::Approx(115 * MiB).scale(0));
+  CHECK(m.peak_time == doctest::Approx(0.5).scale(0));
   CHECK(m.peak_op == "B");
-  CHECK(m.points.back().total() == doctest::Approx(100 * MiB));
+  CHECK(m.points.back().total() == doctest::Approx(100 * MiB).scale(0));
   // c10's segment sizes: 100 MiB and 10 MiB requests get segments of their size rounded to 2 MiB;
   // a 5 MiB request (1-10 MiB) gets a 20 MiB segment; C's 7 MiB then fits in A's freed 10 MiB.
-  CHECK(m.peak_reserved == doctest::Approx((100 + 10 + 20) * MiB));
+  CHECK(m.peak_reserved == doctest::Approx((100 + 10 + 20) * MiB).scale(0));
 }
 
 TEST_CASE("each stream's pool keeps its own high-water mark, sizes round up to 512-byte blocks") {
@@ -93,12 +93,12 @@ TEST_CASE("each stream's pool keeps its own high-water mark, sizes round up to 5
   t.at(1, 0) = {2, 3};
   t.at(2, 0) = {4, 5};
   const auto m = report::memory_timeline(g, t, 0);
-  CHECK(m.peak == doctest::Approx(10 * MiB));
+  CHECK(m.peak == doctest::Approx(10 * MiB).scale(0));
   // 10 MiB gets its own 10 MiB segment; the 4 MiB request on the other stream cannot use it and
   // gets a 20 MiB segment (1-10 MiB requests); C's 100 bytes need a 2 MiB small-pool segment.
-  CHECK(m.peak_reserved == doctest::Approx((10 + 20 + 2) * MiB));
-  CHECK(m.reserved_by_pool[static_cast<std::size_t>(graph::Pool::reduce_scatter)] == doctest::Approx(20 * MiB));
-  CHECK(m.points.back().total() == doctest::Approx(512));  // 100 bytes take a 512-byte block
+  CHECK(m.peak_reserved == doctest::Approx((10 + 20 + 2) * MiB).scale(0));
+  CHECK(m.reserved_by_pool[static_cast<std::size_t>(graph::Pool::reduce_scatter)] == doctest::Approx(20 * MiB).scale(0));
+  CHECK(m.points.back().total() == doctest::Approx(512).scale(0));  // 100 bytes take a 512-byte block
 }
 
 TEST_CASE("with the GPU's capacity, the allocator releases its cache before it fails, and counts both") {
@@ -129,13 +129,13 @@ TEST_CASE("with the GPU's capacity, the allocator releases its cache before it f
   CHECK(m.alloc_retries == 2);
   CHECK(m.alloc_failures == 1);
   // The high-water mark is C's failed allocation on top of B: 70 MiB; before it, 40 MiB.
-  CHECK(m.peak_reserved == doctest::Approx(70 * MiB));
+  CHECK(m.peak_reserved == doctest::Approx(70 * MiB).scale(0));
   // Without a capacity nothing is released, and C reuses A's cached segment on the compute
   // stream: 40 + 30 = 70 MiB, no retry. (Releasing the cache for B is what left C without it, as
   // in PyTorch.) With 70 MiB of room, the same.
   const auto unlimited = report::memory_timeline(g, t, 0);
   CHECK(unlimited.alloc_retries == 0);
-  CHECK(unlimited.peak_reserved == doctest::Approx(70 * MiB));
+  CHECK(unlimited.peak_reserved == doctest::Approx(70 * MiB).scale(0));
   const auto roomy = report::memory_timeline(g, t, 0, 1024, 70 * MiB);
   CHECK(roomy.alloc_retries == 0);
   CHECK(roomy.alloc_failures == 0);
@@ -153,15 +153,15 @@ TEST_CASE("who waits for whom: lengths of time within the step, never sums of co
   auto w = report::rank_waits(graph::Timeline(0, 3), waiting, holding, 0.0, 3.0);
   REQUIRE(w.size() == 1);
   CHECK(w[0].rank == 2);
-  CHECK(w[0].caused_s == doctest::Approx(1.0));
+  CHECK(w[0].caused_s == doctest::Approx(1.0).scale(0));
   CHECK(w[0].waited_s == doctest::Approx(0.0));
-  CHECK(w[0].others_waited_mean_s == doctest::Approx(0.9));
-  CHECK(w[0].others_waited_max_s == doctest::Approx(1.0));
+  CHECK(w[0].others_waited_mean_s == doctest::Approx(0.9).scale(0));
+  CHECK(w[0].others_waited_max_s == doctest::Approx(1.0).scale(0));
   // Only what falls in the reported step counts: [0, 1.5] keeps 0.5 s of holding, rank 0's
   // 0.5 s and rank 1's 0.3 s of waiting.
   w = report::rank_waits(graph::Timeline(0, 3), waiting, holding, 0.0, 1.5);
   REQUIRE(w.size() == 1);
-  CHECK(w[0].caused_s == doctest::Approx(0.5));
-  CHECK(w[0].others_waited_mean_s == doctest::Approx(0.4));
-  CHECK(w[0].others_waited_max_s == doctest::Approx(0.5));
+  CHECK(w[0].caused_s == doctest::Approx(0.5).scale(0));
+  CHECK(w[0].others_waited_mean_s == doctest::Approx(0.4).scale(0));
+  CHECK(w[0].others_waited_max_s == doctest::Approx(0.5).scale(0));
 }

@@ -99,8 +99,8 @@ TEST_CASE("weighted least squares solves an exact system") {
   const std::vector<std::vector<double>> rows{{1, 1}, {1, 2}, {1, 10}};
   const std::vector<double> y{5, 7, 23};
   const auto c = validate::weighted_least_squares(rows, y, validate::relative_weights(y));
-  CHECK(c[0] == doctest::Approx(3));
-  CHECK(c[1] == doctest::Approx(2));
+  CHECK(c[0] == doctest::Approx(3).scale(0));
+  CHECK(c[1] == doctest::Approx(2).scale(0));
 }
 
 TEST_CASE("non-negative least squares drops a coefficient that would be negative") {
@@ -112,26 +112,26 @@ TEST_CASE("non-negative least squares drops a coefficient that would be negative
   const auto c = validate::nonnegative_least_squares(rows, y, std::vector<double>(3, 1.0));
   CHECK(c[0] == 0);
   // Least squares through the origin: slope = sum(x y) / sum(x^2) = (1.9 + 8 + 32) / 21.
-  CHECK(c[1] == doctest::Approx(41.9 / 21));
+  CHECK(c[1] == doctest::Approx(41.9 / 21).scale(0));
 }
 
 TEST_CASE("calibrate recovers planted parameters from noisy synthetic measurements within 2%") {
   const auto fit = validate::fit_calibration(synthetic(0.01));
   const auto& c = fit.calibration;
   const double tol = 0.02;
-  CHECK(*c.kernel_launch == doctest::Approx(kLaunch).epsilon(tol));
-  CHECK(*c.memory_bandwidth == doctest::Approx(kMemoryBandwidth).epsilon(tol));
+  CHECK(*c.kernel_launch == doctest::Approx(kLaunch).epsilon(tol).scale(0));
+  CHECK(*c.memory_bandwidth == doctest::Approx(kMemoryBandwidth).epsilon(tol).scale(0));
   REQUIRE(c.gemm);
-  CHECK(c.gemm->rate == doctest::Approx(kGemmRate).epsilon(tol));
-  CHECK(c.gemm->half_rate_flops == doctest::Approx(kGemmHalf).epsilon(tol));
+  CHECK(c.gemm->rate == doctest::Approx(kGemmRate).epsilon(tol).scale(0));
+  CHECK(c.gemm->half_rate_flops == doctest::Approx(kGemmHalf).epsilon(tol).scale(0));
   REQUIRE(c.gemm_fp8);
-  CHECK(c.gemm_fp8->rate == doctest::Approx(kGemmFp8Rate).epsilon(tol));
-  CHECK(c.gemm_fp8->half_rate_flops == doctest::Approx(kGemmFp8Half).epsilon(tol));
+  CHECK(c.gemm_fp8->rate == doctest::Approx(kGemmFp8Rate).epsilon(tol).scale(0));
+  CHECK(c.gemm_fp8->half_rate_flops == doctest::Approx(kGemmFp8Half).epsilon(tol).scale(0));
   REQUIRE(c.gemm_fp8_precise);
-  CHECK(c.gemm_fp8_precise->rate == doctest::Approx(kGemmFp8PreciseRate).epsilon(tol));
-  CHECK(c.gemm_fp8_precise->half_rate_flops == doctest::Approx(kGemmFp8PreciseHalf).epsilon(tol));
-  CHECK(*c.attention_forward_rate == doctest::Approx(kAttnFwd).epsilon(tol));
-  CHECK(*c.attention_backward_rate == doctest::Approx(kAttnBwd).epsilon(tol));
+  CHECK(c.gemm_fp8_precise->rate == doctest::Approx(kGemmFp8PreciseRate).epsilon(tol).scale(0));
+  CHECK(c.gemm_fp8_precise->half_rate_flops == doctest::Approx(kGemmFp8PreciseHalf).epsilon(tol).scale(0));
+  CHECK(*c.attention_forward_rate == doctest::Approx(kAttnFwd).epsilon(tol).scale(0));
+  CHECK(*c.attention_backward_rate == doctest::Approx(kAttnBwd).epsilon(tol).scale(0));
   // One alpha-beta line planted: one piece, from the smallest size measured (1 KiB). Latencies
   // are compared relatively (scale 0: doctest's default scale makes microseconds equal to 0).
   for (int k = 0; k < 3; ++k) {
@@ -143,14 +143,14 @@ TEST_CASE("calibrate recovers planted parameters from noisy synthetic measuremen
     CHECK(p.from_bytes == 1024.0);
     CHECK(p.base_latency == doctest::Approx(kBase).epsilon(0.05).scale(0));
     CHECK(p.hop_latency == doctest::Approx(kHop).epsilon(0.05).scale(0));
-    CHECK(p.bus_bandwidth == doctest::Approx(k == 2 ? kBusAr : kBusAgRs).epsilon(tol));
+    CHECK(p.bus_bandwidth == doctest::Approx(k == 2 ? kBusAr : kBusAgRs).epsilon(tol).scale(0));
   }
   const auto& nic = c.collectives[1][0];
   REQUIRE(nic);
   REQUIRE(nic->sizes.size() == 1);
   CHECK(nic->sizes[0].base_latency == doctest::Approx(kNicBase).epsilon(0.05).scale(0));
   CHECK(nic->sizes[0].hop_latency == doctest::Approx(kNicHop).epsilon(0.05).scale(0));
-  CHECK(nic->sizes[0].bus_bandwidth == doctest::Approx(kNicBus).epsilon(tol));
+  CHECK(nic->sizes[0].bus_bandwidth == doctest::Approx(kNicBus).epsilon(tol).scale(0));
   // The residuals are the noise: mean about 0.5%, worst about 1%.
   for (const auto& r : fit.residuals) {
     CAPTURE(r.what);
@@ -162,7 +162,7 @@ TEST_CASE("calibrate recovers planted parameters from noisy synthetic measuremen
 TEST_CASE("without noise the fits are exact") {
   const auto fit = validate::fit_calibration(synthetic(0.0));
   const auto& c = fit.calibration;
-  CHECK(c.gemm->half_rate_flops == doctest::Approx(kGemmHalf).epsilon(1e-6));
+  CHECK(c.gemm->half_rate_flops == doctest::Approx(kGemmHalf).epsilon(1e-6).scale(0));
   CHECK(c.collectives[0][2]->sizes.at(0).hop_latency == doctest::Approx(kHop).epsilon(1e-6).scale(0));
   CHECK(c.collectives[1][0]->sizes.at(0).base_latency == doctest::Approx(kNicBase).epsilon(1e-6).scale(0));
 }
@@ -174,17 +174,17 @@ TEST_CASE("the calibration YAML loads back with the fitted numbers") {
   const auto back = config::load_calibration(f.path());
   const auto& c = fit.calibration;
   CHECK(back.name == "planted \"H200\"");
-  CHECK(back.gemm->rate == doctest::Approx(c.gemm->rate).epsilon(1e-5));
-  CHECK(back.gemm->half_rate_flops == doctest::Approx(c.gemm->half_rate_flops).epsilon(1e-5));
+  CHECK(back.gemm->rate == doctest::Approx(c.gemm->rate).epsilon(1e-5).scale(0));
+  CHECK(back.gemm->half_rate_flops == doctest::Approx(c.gemm->half_rate_flops).epsilon(1e-5).scale(0));
   REQUIRE(back.gemm_fp8);
-  CHECK(back.gemm_fp8->rate == doctest::Approx(c.gemm_fp8->rate).epsilon(1e-5));
-  CHECK(back.gemm_fp8->half_rate_flops == doctest::Approx(c.gemm_fp8->half_rate_flops).epsilon(1e-5));
+  CHECK(back.gemm_fp8->rate == doctest::Approx(c.gemm_fp8->rate).epsilon(1e-5).scale(0));
+  CHECK(back.gemm_fp8->half_rate_flops == doctest::Approx(c.gemm_fp8->half_rate_flops).epsilon(1e-5).scale(0));
   REQUIRE(back.gemm_fp8_precise);
-  CHECK(back.gemm_fp8_precise->rate == doctest::Approx(c.gemm_fp8_precise->rate).epsilon(1e-5));
-  CHECK(back.gemm_fp8_precise->half_rate_flops == doctest::Approx(c.gemm_fp8_precise->half_rate_flops).epsilon(1e-5));
-  CHECK(*back.memory_bandwidth == doctest::Approx(*c.memory_bandwidth).epsilon(1e-5));
-  CHECK(*back.kernel_launch == doctest::Approx(*c.kernel_launch).epsilon(1e-5));
-  CHECK(*back.attention_backward_rate == doctest::Approx(*c.attention_backward_rate).epsilon(1e-5));
+  CHECK(back.gemm_fp8_precise->rate == doctest::Approx(c.gemm_fp8_precise->rate).epsilon(1e-5).scale(0));
+  CHECK(back.gemm_fp8_precise->half_rate_flops == doctest::Approx(c.gemm_fp8_precise->half_rate_flops).epsilon(1e-5).scale(0));
+  CHECK(*back.memory_bandwidth == doctest::Approx(*c.memory_bandwidth).epsilon(1e-5).scale(0));
+  CHECK(*back.kernel_launch == doctest::Approx(*c.kernel_launch).epsilon(1e-5).scale(0));
+  CHECK(*back.attention_backward_rate == doctest::Approx(*c.attention_backward_rate).epsilon(1e-5).scale(0));
   for (int l = 0; l < 2; ++l) {
     for (int k = 0; k < 3; ++k) {
       const auto& a = c.collectives[static_cast<std::size_t>(l)][static_cast<std::size_t>(k)];
@@ -193,10 +193,10 @@ TEST_CASE("the calibration YAML loads back with the fitted numbers") {
       if (!a) continue;
       REQUIRE(b->sizes.size() == a->sizes.size());
       for (std::size_t p = 0; p < a->sizes.size(); ++p) {
-        CHECK(b->sizes[p].from_bytes == doctest::Approx(a->sizes[p].from_bytes).epsilon(1e-5));
+        CHECK(b->sizes[p].from_bytes == doctest::Approx(a->sizes[p].from_bytes).epsilon(1e-5).scale(0));
         CHECK(b->sizes[p].base_latency == doctest::Approx(a->sizes[p].base_latency).epsilon(1e-5).scale(0));
         CHECK(b->sizes[p].hop_latency == doctest::Approx(a->sizes[p].hop_latency).epsilon(1e-5).scale(0));
-        CHECK(b->sizes[p].bus_bandwidth == doctest::Approx(a->sizes[p].bus_bandwidth).epsilon(1e-5));
+        CHECK(b->sizes[p].bus_bandwidth == doctest::Approx(a->sizes[p].bus_bandwidth).epsilon(1e-5).scale(0));
       }
     }
   }
@@ -275,7 +275,7 @@ TEST_CASE("GEMMs of one size (a small model's classifier, as in the MI300X ResNe
   }
   const auto fit = validate::fit_calibration(b);
   REQUIRE(fit.calibration.gemm.has_value());
-  CHECK(fit.calibration.gemm->rate == doctest::Approx(den / num).epsilon(1e-6));
+  CHECK(fit.calibration.gemm->rate == doctest::Approx(den / num).epsilon(1e-6).scale(0));
   CHECK(fit.calibration.gemm->half_rate_flops == 0);
   CHECK(std::ranges::count(fit.notes,
                            std::string("gemm: every sample has one size: fitted as the launch cost plus one rate, no fixed cost")) == 1);
