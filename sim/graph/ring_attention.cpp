@@ -48,6 +48,15 @@ double query_elements(const model::Kernel& attention, const Batch& b) {
   return static_cast<double>(b.tokens()) * attention.heads * attention.head_dim;
 }
 
+// Step i of n's memory: `held` from the first step's start to the last one's end, `transient`
+// during each step.
+void ring_step_memory(Op& op, int i, int n, double held, double transient) {
+  if (i == 0) op.memory.push_back({MemCategory::activations, held, false, Pool::compute});
+  op.memory.push_back({MemCategory::activations, transient, false, Pool::compute});
+  op.memory.push_back({MemCategory::activations, -transient, true, Pool::compute});
+  if (i == n - 1) op.memory.push_back({MemCategory::activations, -held, true, Pool::compute});
+}
+
 // The segment without its first kernel (the attention the ring runs).
 fsdp::Segment after_attention(const fsdp::Segment& s) {
   fsdp::Segment rest = s;
@@ -104,10 +113,7 @@ void FsdpStepBuilder::ring_forward(const model::Kernel& attention, const fsdp::S
                                               attention.causal, false, batch_.cp, n});
     op.work.launches = 1 + kMergeLaunches;
     op.work.memory_bytes = (i == 0 ? kToFp32 : kMergeStep) * elements + (i == n - 1 ? kToFp32 : 0.0) * elements;
-    if (i == 0) op.memory.push_back({MemCategory::activations, held, false, Pool::compute});
-    op.memory.push_back({MemCategory::activations, kForwardStep * b.q, false, Pool::compute});
-    op.memory.push_back({MemCategory::activations, -kForwardStep * b.q, true, Pool::compute});
-    if (i == n - 1) op.memory.push_back({MemCategory::activations, -held, true, Pool::compute});
+    ring_step_memory(op, i, n, held, kForwardStep * b.q);
     const int id = compute(std::move(op), u);
     g_.add_edge(arrive[static_cast<std::size_t>(i)], id, EdgeKind::data);
   }
@@ -117,8 +123,8 @@ void FsdpStepBuilder::ring_backward(const model::Kernel& attention, const fsdp::
   const int n = cfg_.parallelism.cp;
   const auto arrive = ring_kv(cp, " (backward)", u);
   const double elements = query_elements(attention, batch_);
-  const double gradients = 2.0 * tp_bytes(cp, OpKind::all_gather) / n;  // one rank's dK and dV in fp32
   const RingBuffers b = ring_buffers(cp);
+  const double gradients = 2.0 * b.kv;  // one rank's dK and dV in fp32
   const double held = b.rotation + kBackwardHeldQ * b.q + kBackwardHeldKv * b.kv;
   int sent = -1;
   for (int i = 0; i < n; ++i) {
@@ -127,10 +133,7 @@ void FsdpStepBuilder::ring_backward(const model::Kernel& attention, const fsdp::
                                                 attention.causal, true, batch_.cp, n});
     step.work.launches = 2;
     step.work.memory_bytes = kQueryGradStep * elements;
-    if (i == 0) step.memory.push_back({MemCategory::activations, held, false, Pool::compute});
-    step.memory.push_back({MemCategory::activations, b.q + b.kv, false, Pool::compute});
-    step.memory.push_back({MemCategory::activations, -(b.q + b.kv), true, Pool::compute});
-    if (i == n - 1) step.memory.push_back({MemCategory::activations, -held, true, Pool::compute});
+    ring_step_memory(step, i, n, held, b.q + b.kv);
     const int id = compute(std::move(step), u);
     g_.add_edge(arrive[static_cast<std::size_t>(i)], id, EdgeKind::data);
     Op add = make(OpKind::backward, Stream::compute, fmt::format("{} dK dV {}/{}", name, i + 1, n), u);
