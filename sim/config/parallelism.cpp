@@ -13,6 +13,7 @@ namespace shardsim::config {
 namespace {
 
 constexpr std::array<std::string_view, 2> kRotateNames{"allgather", "alltoall"};
+constexpr std::array<std::string_view, 2> kInputGatherNames{"module", "linear"};
 constexpr std::array<std::string_view, 5> kScheduleNames{"gpipe", "1f1b", "interleaved_1f1b", "zbv", "interleaved_zb"};
 
 constexpr std::array kParallelismParams{
@@ -29,6 +30,16 @@ constexpr std::array kParallelismParams{
     ParamSpec{"tp_shard_embedding", "bool", "true",
               "with tp: the token embedding split over the vocabulary (RowwiseParallel, torchtitan); false: every TP rank holds "
               "the whole embedding (sharded by FSDP alone) and looks tokens up itself"},
+    ParamSpec{"tp_input_gather",
+              "choice",
+              "module",
+              "with tp: how the column-parallel linears reading one input get it whole: module, one all-gather (or, "
+              "without sequence parallelism, one gradient all-reduce) for all of them (torchtitan's PrepareModuleInput "
+              "on attention and feed_forward); linear, each its own (ColwiseParallel(input_layouts=Shard(1)) on every "
+              "projection, as KempnerForge's plan): in forward once per linear eager, once compiled (AOTAutograd's CSE "
+              "merges the identical gathers), in backward once per linear (their input gradients are reduced apart)",
+              {},
+              kInputGatherNames},
     ParamSpec{"tp_async", "bool", "false",
               "with tp and sequence parallelism: async TP (torch's micro-pipelined collective matmul, symmetric memory): "
               "sequence all-gathers fused with the matmuls reading them, reduce-scatters with the matmul producing them, "
@@ -116,6 +127,12 @@ ParallelismConfig read_parallelism(const Reader& top, std::vector<ConfigWarning>
     if (p.tp == 1 && r.has(key)) {
       warnings.push_back({r.where(key), fmt::format("parallelism.{}", key), "applies with tensor parallelism (tp > 1); it is ignored"});
     }
+  }
+  p.tp_gather_per_linear = r.choice("tp_input_gather") == "linear";
+  p.tp_input_gather_where = r.where("tp_input_gather");
+  if (p.tp == 1 && r.has("tp_input_gather")) {
+    warnings.push_back(
+        {r.where("tp_input_gather"), "parallelism.tp_input_gather", "applies with tensor parallelism (tp > 1); it is ignored"});
   }
   p.tp_async = r.boolean("tp_async");
   p.tp_async_where = r.where("tp_async");
@@ -293,6 +310,11 @@ static void check_async_tp(const ScenarioConfig& s) {
     fail(
         "async TP is Inductor's micro_pipeline_tp pass: torchtitan requires torch.compile for it; expected training.compile: true "
         "(or tp_async_impl: userbuffers for Transformer Engine's overlap, as Megatron-LM runs it)");
+  }
+  if (p.tp_gather_per_linear) {
+    throw ConfigError(p.tp_input_gather_where, "parallelism.tp_input_gather",
+                      "async TP fuses one gather of a module's input with the matmuls reading it (torchtitan's plan); a gather per "
+                      "linear under async TP is not modelled; expected tp_input_gather: module or tp_async: false");
   }
   if (s.cluster.topology.node.gpus % p.tp != 0) {
     fail(fmt::format("async TP copies chunks between GPUs over symmetric memory, within a node; tp {} does not fit the node's {} GPUs",

@@ -218,6 +218,10 @@ struct ParallelismConfig {
   bool loss_parallel = true;    // logits left sharded over the vocabulary for the loss
   bool shard_embedding = true;  // token embedding split over the vocabulary
   Location shard_embedding_where;
+  // The column-parallel linears that read one input each gather it (or reduce its gradient)
+  // themselves, rather than the module once for all of them (tp_input_gather: linear).
+  bool tp_gather_per_linear = false;
+  Location tp_input_gather_where;
   bool tp_async = false;  // micro-pipelined collective matmuls (needs sequence parallelism)
   Location tp_async_where;
   // Whose collective matmuls: Inductor's micro_pipeline_tp pass (torchtitan, under compile), or

@@ -19,8 +19,10 @@ namespace shardsim::model {
 // Megatron's conjugate pair around a column-parallel ... row-parallel region, over an activation
 // of `bytes_per_token`: entering it all-gathers the sequence shards (sequence parallel; its
 // backward reduce-scatters) or does nothing (its backward all-reduces); leaving it reduce-scatters
-// (its backward all-gathers) or all-reduces (nothing in backward).
-[[nodiscard]] Kernel tp_enter(std::string name, const TensorParallel& tp, double bytes_per_token);
+// (its backward all-gathers) or all-reduces (nothing in backward). `readers`: the column-parallel
+// linears that read the entered activation, each with its own collective when the plan gathers
+// per linear (TensorParallel::gather_per_linear).
+[[nodiscard]] Kernel tp_enter(std::string name, const TensorParallel& tp, double bytes_per_token, int readers = 1);
 [[nodiscard]] Kernel tp_leave(std::string name, const TensorParallel& tp, double bytes_per_token);
 // Scales the HBM traffic of a module's own memory kernels (a norm on 1/tp of the sequence).
 void scale_memory_kernels(Module& m, double factor);

@@ -36,9 +36,10 @@ enum class TpComm : std::uint8_t { none, all_gather, reduce_scatter, all_reduce 
 struct TensorParallel {
   int degree = 1;
   bool sequence_parallel = true;
-  bool loss_parallel = true;    // logits left sharded over the vocabulary for the loss; false: all-gathered
-  bool shard_embedding = true;  // token embedding split over the vocabulary; false: whole on every rank
-  bool save_gathered = true;    // sp: column-parallel linears keep their gathered input; false: their shard
+  bool loss_parallel = true;       // logits left sharded over the vocabulary for the loss; false: all-gathered
+  bool shard_embedding = true;     // token embedding split over the vocabulary; false: whole on every rank
+  bool save_gathered = true;       // sp: column-parallel linears keep their gathered input; false: their shard
+  bool gather_per_linear = false;  // each column-parallel linear gathers its input (its gradient reduced) itself
   [[nodiscard]] bool sp() const { return degree > 1 && sequence_parallel; }
   // Sequence parallelism without checkpointing: the elements a token keeps of the two
   // column-parallel linears' inputs (the norms' outputs, h each), whole or as sequence shards
@@ -79,10 +80,13 @@ struct Kernel {
   int kv_heads = 0;
   int head_dim = 0;
   bool causal = true;
-  double bytes_per_token = 0;          // memory kernels: HBM traffic of the forward, per token;
-                                       // tp_comm: the whole (unsharded) activation, per token
-  TpComm tp_forward = TpComm::none;    // tp_comm: the collective in forward
-  TpComm tp_backward = TpComm::none;   // tp_comm: the collective in backward
+  double bytes_per_token = 0;         // memory kernels: HBM traffic of the forward, per token;
+                                      // tp_comm: the whole (unsharded) activation, per token
+  TpComm tp_forward = TpComm::none;   // tp_comm: the collective in forward
+  TpComm tp_backward = TpComm::none;  // tp_comm: the collective in backward
+  // tp_comm entering a module whose column-parallel linears each gather its input themselves
+  // (TensorParallel::gather_per_linear): how many do, each with its own collective.
+  int tp_readers = 1;
   double backward_bytes_factor = 2.0;  // memory kernels: backward traffic / forward traffic
   int launches = 1;                    // kernels launched in the forward (eager PyTorch)
   // matmul of a Float8Linear (training.float8): its recipe, whether torch.compile fuses the

@@ -116,6 +116,32 @@ TEST_CASE("tensor parallel: checkpointing reruns forward collectives in backward
   CHECK(selective.count[OpKind::reduce_scatter] == 4);
 }
 
+TEST_CASE("tensor parallel: a gather per column-parallel linear (tp_input_gather: linear), eager and compiled") {
+  // KempnerForge's plan: ColwiseParallel(input_layouts=Shard(1)) on wq, wk, wv and on w1, w3, no
+  // PrepareModuleInput. Eager, each gathers the norm's output itself: 3 + 2 all-gathers forward
+  // and, in backward, 3 + 2 reduce-scatters of their input gradients, beside the 2 reduce-scatters
+  // after wo and w2 (forward) and their 2 all-gathers (backward): 7 and 7. Compiled, AOTAutograd's
+  // CSE merges the identical forward gathers (2), the backward's stay apart: 4 and 7.
+  auto eager = block_tp_ops(tiny({"parallelism.tp_input_gather=linear"}));
+  CHECK(eager.count[OpKind::all_gather] == 7);
+  CHECK(eager.count[OpKind::reduce_scatter] == 7);
+  auto compiled = block_tp_ops(tiny({"parallelism.tp_input_gather=linear", "training.compile=true"}));
+  CHECK(compiled.count[OpKind::all_gather] == 4);
+  CHECK(compiled.count[OpKind::reduce_scatter] == 7);
+  // Full checkpointing reruns the forward's: eager 5 all-gathers and 2 reduce-scatters more.
+  auto full = block_tp_ops(tiny({"parallelism.tp_input_gather=linear", "training.activation_checkpointing=full"}));
+  CHECK(full.count[OpKind::all_gather] == 12);
+  CHECK(full.count[OpKind::reduce_scatter] == 9);
+  // Without sequence parallelism there is nothing to gather; each linear's input gradient is
+  // all-reduced apart: 3 + 2 in backward beside the 2 after wo and w2 in forward.
+  auto ar = block_tp_ops(tiny({"parallelism.tp_input_gather=linear", "parallelism.tp_sequence_parallel=false"}));
+  CHECK(ar.count[OpKind::all_reduce] == 7);
+  // The default, one gather per module (torchtitan's PrepareModuleInput), is the test above's.
+  auto module = block_tp_ops(tiny({"parallelism.tp_input_gather=module"}));
+  CHECK(module.count[OpKind::all_gather] == 4);
+  CHECK(module.count[OpKind::reduce_scatter] == 4);
+}
+
 // Activations block 1's forward (op `forward`) saves for backward in the first micro-step.
 double block_saved(const graph::Prepared& p, const std::string& forward = "FWD layers.1") {
   double saved = 0;
