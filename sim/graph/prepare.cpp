@@ -150,6 +150,7 @@ static void apply_float8(Prepared& p, int act_bytes) {
   o.act_bytes = act_bytes;
   o.tp = p.scenario.parallelism.tp;
   o.sequence_parallel = p.scenario.parallelism.sequence_parallel;
+  o.gather_per_linear = p.scenario.parallelism.tp_gather_per_linear;
   p.float8 = model::convert_to_float8(p.model.root, o);
   for (std::size_t i = 0; i < f.skip.size(); ++i) {
     if (p.float8.skip_matches[i] == 0) {

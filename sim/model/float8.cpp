@@ -98,18 +98,21 @@ struct Walker {
 
   // The converted linears that read the module's whole input (the activation its entering TP
   // collective carries, k x activation bytes per token): column-parallel ones, whose input the
-  // module casts once.
+  // module casts once. A plan that gathers per linear (Float8ColwiseParallel on each) has each
+  // cast it before its own gather, eager; compiled, CSE merges the identical casts into one.
   void prepare_module_input(Module& m) const {
     const auto enter = std::find_if(m.program.begin(), m.program.end(), is_tp_collective);
     if (enter == m.program.end()) return;
-    double share = o.sequence_parallel ? 1.0 / o.tp : 1.0;  // the first reader carries the one cast
+    const bool each_casts = o.gather_per_linear && !o.compiled;
+    const double cast = o.sequence_parallel ? 1.0 / o.tp : 1.0;
+    double share = cast;  // the first reader carries the one cast
     for (const auto& item : m.program) {
       if (item.child < 0) continue;
       Kernel* k = matmul_of(m.children[static_cast<std::size_t>(item.child)]);
       if (k == nullptr || k->float8 != Float8Recipe::tensorwise) continue;
       if (static_cast<double>(k->k) * o.act_bytes != enter->kernel.bytes_per_token) continue;  // row-parallel: a local input
       k->float8_prepared_input = share;
-      share = 0;
+      share = each_casts ? cast : 0;
     }
   }
 };

@@ -62,6 +62,7 @@ struct Float8Options {
   int act_bytes = 2;                        // bytes of an activation element (TP all-gathers)
   int tp = 1;                               // tensor-parallel degree
   bool sequence_parallel = false;           // the column-parallel linears' input is all-gathered from sequence shards
+  bool gather_per_linear = false;           // each column-parallel linear gathers (and so casts) its input itself
 };
 
 struct Float8Conversion {

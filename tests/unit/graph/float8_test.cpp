@@ -276,6 +276,19 @@ TEST_CASE("tensorwise float8 under tensor parallelism casts a module's input onc
   CHECK(prepared_share(p, "feed_forward", "w1") == 0.5);
   CHECK(prepared_share(p, "feed_forward", "w3") == 0.0);
   CHECK(prepared_share(p, "feed_forward", "w2") == -1.0);
+  // A plan that gathers per linear (Float8ColwiseParallel on each, tp_input_gather: linear): each
+  // casts its own shard before its own gather, eager; compiled, CSE leaves the first's cast alone.
+  const auto each =
+      test::prepared("tests/data/tiny_llama.yaml",
+                     {"fsdp.version=2", "parallelism.tp=2", "training.float8={recipe: tensorwise}", "parallelism.tp_input_gather=linear"});
+  for (const char* linear : {"wq", "wk", "wv"}) CHECK(prepared_share(each, "attention", linear) == 0.5);
+  for (const char* linear : {"w1", "w3"}) CHECK(prepared_share(each, "feed_forward", linear) == 0.5);
+  const auto merged =
+      test::prepared("tests/data/tiny_llama.yaml", {"fsdp.version=2", "parallelism.tp=2", "training.float8={recipe: tensorwise}",
+                                                    "parallelism.tp_input_gather=linear", "training.compile=true"});
+  CHECK(prepared_share(merged, "attention", "wq") == 0.5);
+  CHECK(prepared_share(merged, "attention", "wk") == 0.0);
+  CHECK(prepared_share(merged, "feed_forward", "w3") == 0.0);
   // rowwise keeps torchtitan's plain TP plan: every linear casts its own input.
   const auto r = test::prepared("tests/data/tiny_llama.yaml", {"fsdp.version=2", "parallelism.tp=2", "training.float8={recipe: rowwise}"});
   CHECK(prepared_share(r, "attention", "wq") == -1.0);
