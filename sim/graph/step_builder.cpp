@@ -224,23 +224,21 @@ int FsdpStepBuilder::compute(Op op, int u) {
 // A tensor-parallel collective of activations between two compute segments (model/kernels.hpp
 // tp_enter / tp_leave): on the critical path, after the compute before it and before the compute
 // after it. In backward, checkpointing reruns forward collectives (work.hpp collective_recomputed).
-// A module input its column-parallel linears gather each for themselves (tp_input_gather:
-// linear) is gathered once per linear in eager forward, once under torch.compile (AOTAutograd's
-// CSE merges the identical gathers), and its gradient reduced once per linear in backward.
+// A collective the model runs more than once (a module input its column-parallel linears gather
+// each for themselves, model/kernels.hpp tp_enter) is issued that many times, one after another.
 void FsdpStepBuilder::tp_collective(const fsdp::Segment& s, int u, Phase phase) {
   const model::Kernel& k = s.kernels.front();
-  const int forward_copies = cfg_.training.compile.value ? 1 : k.tp_readers;
   const auto repeat = [&](model::TpComm c, int copies, std::string_view note) {
     for (int i = 0; i < copies; ++i) {
       tp_op(s, c, copies > 1 ? std::string(note) + fmt::format(" {}/{}", i + 1, copies) : std::string(note), u);
     }
   };
   if (phase == Phase::forward) {
-    repeat(k.tp_forward, forward_copies, "");
+    repeat(k.tp_forward, k.tp_forward_copies, "");
     return;
   }
-  if (collective_recomputed(k, checkpoint_mode(s, cfg_.training))) repeat(k.tp_forward, forward_copies, " (recompute)");
-  repeat(k.tp_backward, k.tp_readers, "");
+  if (collective_recomputed(k, checkpoint_mode(s, cfg_.training))) repeat(k.tp_forward, k.tp_forward_copies, " (recompute)");
+  repeat(k.tp_backward, k.tp_backward_copies, "");
 }
 
 // Context parallelism's K/V gathers (and their gradients' reduce-scatters) take the same place

@@ -89,7 +89,7 @@ Module llama_block(const TransformerSpec& s, std::int64_t index, int act, const 
   Module attn;
   attn.name = "attention";
   attn.type = "Attention";
-  if (t > 1) add_kernel(attn, tp_enter("tp_enter", tp, a * h, 3));  // wq, wk, wv read it
+  if (t > 1) add_kernel(attn, tp_enter("tp_enter", tp, a * h, 3, fused));  // wq, wk, wv read it
   add_child(attn, sharded_linear("wq", s.hidden, q_dim, false, s.hidden, q_dim * t));
   add_child(attn, sharded_linear("wk", s.hidden, kv_dim, false, s.hidden, kv_dim * t));
   add_child(attn, sharded_linear("wv", s.hidden, kv_dim, false, s.hidden, kv_dim * t));
@@ -117,7 +117,7 @@ Module llama_block(const TransformerSpec& s, std::int64_t index, int act, const 
   Module mlp;
   mlp.name = "feed_forward";
   mlp.type = "FeedForward";
-  if (t > 1) add_kernel(mlp, tp_enter("tp_enter", tp, a * h, 2));  // w1, w3 read it
+  if (t > 1) add_kernel(mlp, tp_enter("tp_enter", tp, a * h, 2, fused));  // w1, w3 read it
   add_child(mlp, sharded_linear("w1", s.hidden, ffn, false, s.hidden, ffn * t));
   if (!fused) add_kernel(mlp, memory_kernel("silu", 2 * a * f, 1));
   add_child(mlp, sharded_linear("w3", s.hidden, ffn, false, s.hidden, ffn * t));

@@ -43,10 +43,13 @@ Kernel tp_comm_kernel(std::string name, TpComm forward, TpComm backward, double 
   return x;
 }
 
-Kernel tp_enter(std::string name, const TensorParallel& tp, double bytes_per_token, int readers) {
+Kernel tp_enter(std::string name, const TensorParallel& tp, double bytes_per_token, int readers, bool compiled) {
   Kernel k = tp_comm_kernel(std::move(name), tp.sp() ? TpComm::all_gather : TpComm::none,
                             tp.sp() ? TpComm::reduce_scatter : TpComm::all_reduce, bytes_per_token);
-  k.tp_readers = tp.gather_per_linear ? readers : 1;
+  if (tp.gather_per_linear) {
+    k.tp_backward_copies = readers;
+    k.tp_forward_copies = compiled ? 1 : readers;
+  }
   return k;
 }
 

@@ -20,9 +20,11 @@ namespace shardsim::model {
 // of `bytes_per_token`: entering it all-gathers the sequence shards (sequence parallel; its
 // backward reduce-scatters) or does nothing (its backward all-reduces); leaving it reduce-scatters
 // (its backward all-gathers) or all-reduces (nothing in backward). `readers`: the column-parallel
-// linears that read the entered activation, each with its own collective when the plan gathers
-// per linear (TensorParallel::gather_per_linear).
-[[nodiscard]] Kernel tp_enter(std::string name, const TensorParallel& tp, double bytes_per_token, int readers = 1);
+// linears that read the entered activation. When the plan gathers per linear
+// (TensorParallel::gather_per_linear) each reduces its input gradient itself in backward, and
+// gathers the input itself in an eager forward; under torch.compile (`compiled`) AOTAutograd's
+// CSE merges the identical forward gathers into one.
+[[nodiscard]] Kernel tp_enter(std::string name, const TensorParallel& tp, double bytes_per_token, int readers = 1, bool compiled = false);
 [[nodiscard]] Kernel tp_leave(std::string name, const TensorParallel& tp, double bytes_per_token);
 // Scales the HBM traffic of a module's own memory kernels (a norm on 1/tp of the sequence).
 void scale_memory_kernels(Module& m, double factor);

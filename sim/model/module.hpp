@@ -84,9 +84,11 @@ struct Kernel {
                                       // tp_comm: the whole (unsharded) activation, per token
   TpComm tp_forward = TpComm::none;   // tp_comm: the collective in forward
   TpComm tp_backward = TpComm::none;  // tp_comm: the collective in backward
-  // tp_comm entering a module whose column-parallel linears each gather its input themselves
-  // (TensorParallel::gather_per_linear): how many do, each with its own collective.
-  int tp_readers = 1;
+  // tp_comm: how many times its forward and backward collectives run, more than once entering a
+  // module whose column-parallel linears each gather the input themselves
+  // (TensorParallel::gather_per_linear; kernels.hpp tp_enter).
+  int tp_forward_copies = 1;
+  int tp_backward_copies = 1;
   double backward_bytes_factor = 2.0;  // memory kernels: backward traffic / forward traffic
   int launches = 1;                    // kernels launched in the forward (eager PyTorch)
   // matmul of a Float8Linear (training.float8): its recipe, whether torch.compile fuses the

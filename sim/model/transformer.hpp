@@ -23,8 +23,8 @@ struct Model {
   // The whole model's parameters (every tensor-parallel rank's together), as a model card counts.
   [[nodiscard]] std::int64_t total_params() const { return total_params_; }
   [[nodiscard]] std::int64_t embedding_params() const { return embedding_params_; }  // token and position embeddings
-  [[nodiscard]] std::int64_t rank_params() const { return root.numel(); }  // what one rank holds
-  [[nodiscard]] std::int64_t block_params() const;  // one transformer block, as one rank holds it
+  [[nodiscard]] std::int64_t rank_params() const { return root.numel(); }            // what one rank holds
+  [[nodiscard]] std::int64_t block_params() const;                                   // one transformer block, as one rank holds it
 
   // Model FLOPs per token for MFU, in the convention of PaLM (appendix B) and torchtitan:
   // 6 x non-embedding parameters + 12 x layers x heads x head_dim x seq_len. Recompute is not
