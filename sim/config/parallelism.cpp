@@ -14,6 +14,7 @@ namespace {
 
 constexpr std::array<std::string_view, 2> kRotateNames{"allgather", "alltoall"};
 constexpr std::array<std::string_view, 2> kInputGatherNames{"module", "linear"};
+constexpr std::array<std::string_view, 2> kLayoutNames{"bsh", "sbh"};
 constexpr std::array<std::string_view, 5> kScheduleNames{"gpipe", "1f1b", "interleaved_1f1b", "zbv", "interleaved_zb"};
 
 constexpr std::array kParallelismParams{
@@ -40,6 +41,17 @@ constexpr std::array kParallelismParams{
               "merges the identical gathers), in backward once per linear (their input gradients are reduced apart)",
               {},
               kInputGatherNames},
+    ParamSpec{"tp_activation_layout",
+              "choice",
+              "bsh",  // sbh with tp_async_impl: userbuffers (parallelism.cpp)
+              "with tp and sequence parallelism: the activations' dimension order. bsh = [batch, sequence, hidden] "
+              "(torchtitan, DTensor's SequenceParallel on Shard(1)): PyTorch's functional collectives gather and scatter "
+              "along dimension 0, so a copy kernel on the compute stream reorders each all-gather's output and each "
+              "reduce-scatter's input (chunk + cat: read and write the gathered tensor once); sbh = [sequence, batch, "
+              "hidden] (Megatron-LM; the default with tp_async_impl: userbuffers): the sequence shards are contiguous, "
+              "gathered and scattered in place",
+              {},
+              kLayoutNames},
     ParamSpec{"tp_async", "bool", "false",
               "with tp and sequence parallelism: async TP (torch's micro-pipelined collective matmul, symmetric memory): "
               "sequence all-gathers fused with the matmuls reading them, reduce-scatters with the matmul producing them, "
@@ -137,6 +149,17 @@ ParallelismConfig read_parallelism(const Reader& top, std::vector<ConfigWarning>
   p.tp_async = r.boolean("tp_async");
   p.tp_async_where = r.where("tp_async");
   p.tp_userbuffers = r.choice("tp_async_impl") == "userbuffers";
+  // Transformer Engine's userbuffers run over Megatron's [s, b, h] activations.
+  p.tp_sequence_leading = r.has("tp_activation_layout") ? r.choice("tp_activation_layout") == "sbh" : p.tp_userbuffers;
+  if ((p.tp == 1 || !p.sequence_parallel) && r.has("tp_activation_layout")) {
+    warnings.push_back({r.where("tp_activation_layout"), "parallelism.tp_activation_layout",
+                        "applies with tensor and sequence parallelism (tp > 1, tp_sequence_parallel: true); it is ignored"});
+  }
+  if (p.tp_userbuffers && !p.tp_sequence_leading) {
+    throw ConfigError(r.where("tp_activation_layout"), "parallelism.tp_activation_layout",
+                      "tp_async_impl: userbuffers is Transformer Engine's, whose sequence-parallel activations are "
+                      "Megatron's [s, b, h]; expected tp_activation_layout: sbh");
+  }
   p.tp_save_gathered = r.boolean("tp_save_gathered_input");
   p.tp_save_gathered_where = r.where("tp_save_gathered_input");
   if (!p.tp_async && r.has("tp_async_impl")) {

@@ -222,6 +222,10 @@ struct ParallelismConfig {
   // themselves, rather than the module once for all of them (tp_input_gather: linear).
   bool tp_gather_per_linear = false;
   Location tp_input_gather_where;
+  // Sequence parallelism over activations laid out [sequence, batch, hidden] (Megatron-LM), whose
+  // shards are contiguous; false: [batch, sequence, hidden] (DTensor's Shard(1)), reordered by a
+  // copy around each all-gather and reduce-scatter (tp_activation_layout).
+  bool tp_sequence_leading = false;
   bool tp_async = false;  // micro-pipelined collective matmuls (needs sequence parallelism)
   Location tp_async_where;
   // Whose collective matmuls: Inductor's micro_pipeline_tp pass (torchtitan, under compile), or

@@ -223,7 +223,7 @@ void FsdpStepBuilder::backward_fused(const fsdp::Segment& s, int segment, int u)
   for (std::size_t i = 0; rerun_gather && i < lead; ++i) {
     if (recomputed_in_backward(s.kernels[i], mode)) rerun_lead.push_back(forward_gemm(s.kernels[i], batch_));
   }
-  if (rerun_gather && rerun_lead.empty()) tp_op(*before, before->kernels.front().tp_forward, " (recompute)", u);
+  if (rerun_gather && rerun_lead.empty()) tp_op(*before, before->kernels.front().tp_forward, Phase::backward, " (recompute)", u);
   if (!rerun_lead.empty())
     gathered_chunks(OpKind::backward, name + " (recompute)", rerun_lead, gather_copies(*before, " (recompute)", u), u);
 
@@ -244,7 +244,7 @@ void FsdpStepBuilder::backward_fused(const fsdp::Segment& s, int segment, int u)
   if (scatter_fuses) {
     scattered_chunks(OpKind::backward, name + " (recompute)", {forward_gemm(s.kernels.back(), batch_)}, *after, " (recompute)", u);
   } else if (rerun_scatter) {
-    tp_op(*after, after->kernels.front().tp_forward, " (recompute)", u);
+    tp_op(*after, after->kernels.front().tp_forward, Phase::backward, " (recompute)", u);
   }
 
   if (after != nullptr)
@@ -270,7 +270,7 @@ void FsdpStepBuilder::backward_fused(const fsdp::Segment& s, int segment, int u)
   // (TE's bulk qkv_dgrad / fc1_dgrad), on the TP stream ahead of the reduce-scatter.
   int regather = -1;
   if (bulk && !cfg_.parallelism.tp_save_gathered) {
-    regather = tp_op(*before, model::TpComm::all_gather, " (re-gather)", u, TpWait::overlapped);
+    regather = tp_op(*before, model::TpComm::all_gather, Phase::backward, " (re-gather)", u, TpWait::overlapped);
   }
   Op op = make(OpKind::backward, Stream::compute, name, u);
   op.work = std::move(grads);
@@ -283,14 +283,14 @@ void FsdpStepBuilder::backward_fused(const fsdp::Segment& s, int segment, int u)
     // linear does the same): the gradient's reduce-scatter starts as soon as the grad_input GEMMs
     // are done and the weight-gradient GEMMs, which do not need it, run meanwhile; the next
     // segment waits for the reduce-scatter.
-    const int grad_scatter = tp_op(*before, before->kernels.front().tp_backward, "", u, TpWait::overlapped);
+    const int grad_scatter = tp_op(*before, before->kernels.front().tp_backward, Phase::backward, "", u, TpWait::overlapped);
     Op wgrad = make(OpKind::backward, Stream::compute, name + " (weight gradients)", u);
     wgrad.work = std::move(weight_grads);
     const int id = compute(std::move(wgrad), u);
     g_.add_edge(regather, id, EdgeKind::data);
     tp_wait_ = grad_scatter;
   } else if (before != nullptr) {
-    tp_op(*before, before->kernels.front().tp_backward, "", u);
+    tp_op(*before, before->kernels.front().tp_backward, Phase::backward, "", u);
   }
 }
 

@@ -23,7 +23,8 @@ std::string model_label(const model::TransformerSpec& spec) {
 // parallelism.tp as the model allows it: every split dimension divisible by the degree.
 model::TensorParallel tensor_parallel(const config::ScenarioConfig& s, const model::TransformerSpec& spec) {
   const auto& p = s.parallelism;
-  model::TensorParallel tp{p.tp, p.sequence_parallel, p.loss_parallel, p.shard_embedding, p.tp_save_gathered, p.tp_gather_per_linear};
+  model::TensorParallel tp{
+      p.tp, p.sequence_parallel, p.loss_parallel, p.shard_embedding, p.tp_save_gathered, p.tp_gather_per_linear, p.tp_sequence_leading};
   if (p.tp == 1) return tp;
   const std::string model = model_label(spec);
   const auto fail = [&](const std::string& what) { throw ConfigError(p.where, "parallelism.tp", what); };

@@ -230,7 +230,7 @@ void FsdpStepBuilder::tp_collective(const fsdp::Segment& s, int u, Phase phase) 
   const model::Kernel& k = s.kernels.front();
   const auto repeat = [&](model::TpComm c, int copies, std::string_view note) {
     for (int i = 0; i < copies; ++i) {
-      tp_op(s, c, copies > 1 ? std::string(note) + fmt::format(" {}/{}", i + 1, copies) : std::string(note), u);
+      tp_op(s, c, phase, copies > 1 ? std::string(note) + fmt::format(" {}/{}", i + 1, copies) : std::string(note), u);
     }
   };
   if (phase == Phase::forward) {
@@ -243,7 +243,7 @@ void FsdpStepBuilder::tp_collective(const fsdp::Segment& s, int u, Phase phase) 
 
 // Context parallelism's K/V gathers (and their gradients' reduce-scatters) take the same place
 // on the critical path, over the cp group on its own process group.
-int FsdpStepBuilder::tp_op(const fsdp::Segment& s, model::TpComm c, std::string_view note, int u, TpWait wait) {
+int FsdpStepBuilder::tp_op(const fsdp::Segment& s, model::TpComm c, Phase phase, std::string_view note, int u, TpWait wait) {
   if (c == model::TpComm::none) return -1;
   const model::Kernel& k = s.kernels.front();
   const OpKind kind = c == model::TpComm::all_gather       ? OpKind::all_gather
@@ -251,14 +251,36 @@ int FsdpStepBuilder::tp_op(const fsdp::Segment& s, model::TpComm c, std::string_
                                                            : OpKind::all_reduce;
   const std::string_view tag = kind == OpKind::all_gather ? "AG" : kind == OpKind::reduce_scatter ? "RS" : "AR";
   const bool cp = k.context_parallel;
-  Op op = make(kind, cp ? Stream::cp : Stream::tp, fmt::format("{} {} {}{}", cp ? "CP" : "TP", tag, s.name, note), u);
+  const std::string name = fmt::format("{} {} {}{}", cp ? "CP" : "TP", tag, s.name, note);
+  const double bytes = tp_bytes(s, kind);
+  const bool reorders = kind != OpKind::all_reduce && (c == k.tp_forward ? k.tp_forward_reorders : k.tp_backward_reorders);
+  if (reorders && kind == OpKind::reduce_scatter) tp_reorder(bytes, phase, name, u);
+  Op op = make(kind, cp ? Stream::cp : Stream::tp, name, u);
   op.group = cp ? Group::cp : Group::tp;
-  op.bytes = tp_bytes(s, kind);
+  op.bytes = bytes;
   const int id = issue(std::move(op));
   g_.add_edge(io_.last(Stream::compute), id, EdgeKind::data);
   g_.add_edge(tp_wait_, id, EdgeKind::data);
   if (wait == TpWait::next_compute) tp_wait_ = id;
+  if (reorders && kind == OpKind::all_gather) {
+    const int wait_before = tp_wait_;
+    tp_wait_ = id;
+    tp_reorder(bytes, phase, name, u);
+    tp_wait_ = wait == TpWait::next_compute ? -1 : wait_before;
+  }
   return id;
+}
+
+// The copy that puts a collective's tensor of `bytes` in the layout it needs (Kernel::
+// tp_forward_reorders): a memory-bound kernel on the compute stream reading and writing it once,
+// holding both copies while it runs.
+void FsdpStepBuilder::tp_reorder(double bytes, Phase phase, std::string_view collective, int u) {
+  const bool forward = phase == Phase::forward;
+  Op op = make(forward ? OpKind::forward : OpKind::backward, Stream::compute, fmt::format("{} {} (reorder)", forward ? "FWD" : "BWD", collective), u);
+  op.work = memory_work(2 * bytes, 1);
+  op.memory.push_back({MemCategory::activations, bytes, false, Pool::compute});
+  op.memory.push_back({MemCategory::activations, -bytes, true, Pool::compute});
+  compute(std::move(op), u);
 }
 
 double FsdpStepBuilder::tp_bytes(const fsdp::Segment& tp, OpKind kind) const {

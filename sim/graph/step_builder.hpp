@@ -80,7 +80,8 @@ class FsdpStepBuilder {
   // One of tp_collective's collectives (TP or CP), chained after the one pending; `wait`: whether
   // the next compute op waits for it (tp_wait_), or it overlaps compute and only the ops given an
   // edge to it wait.
-  int tp_op(const fsdp::Segment& s, model::TpComm c, std::string_view note, int u, TpWait wait = TpWait::next_compute);
+  int tp_op(const fsdp::Segment& s, model::TpComm c, Phase phase, std::string_view note, int u, TpWait wait = TpWait::next_compute);
+  void tp_reorder(double bytes, Phase phase, std::string_view collective, int u);
 
   // ---- async tensor parallelism (async_tp.cpp) ----
   void find_fused_regions();

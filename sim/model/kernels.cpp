@@ -43,6 +43,10 @@ Kernel tp_comm_kernel(std::string name, TpComm forward, TpComm backward, double 
   return x;
 }
 
+bool reorders(const TensorParallel& tp) {
+  return tp.sp() && !tp.sequence_leading;
+}
+
 Kernel tp_enter(std::string name, const TensorParallel& tp, double bytes_per_token, int readers, bool compiled) {
   Kernel k = tp_comm_kernel(std::move(name), tp.sp() ? TpComm::all_gather : TpComm::none,
                             tp.sp() ? TpComm::reduce_scatter : TpComm::all_reduce, bytes_per_token);
@@ -50,12 +54,20 @@ Kernel tp_enter(std::string name, const TensorParallel& tp, double bytes_per_tok
     k.tp_backward_copies = readers;
     k.tp_forward_copies = compiled ? 1 : readers;
   }
+  k.tp_forward_reorders = reorders(tp);
+  // The gradients of the linears reading the input are summed before their reduce-scatter;
+  // compiled, Inductor writes that sum straight into the reordered layout (a pointwise cat).
+  const bool summed = readers > 1 && !tp.gather_per_linear;
+  k.tp_backward_reorders = reorders(tp) && !(compiled && summed);
   return k;
 }
 
 Kernel tp_leave(std::string name, const TensorParallel& tp, double bytes_per_token) {
-  return tp_comm_kernel(std::move(name), tp.sp() ? TpComm::reduce_scatter : TpComm::all_reduce, tp.sp() ? TpComm::all_gather : TpComm::none,
-                        bytes_per_token);
+  Kernel k = tp_comm_kernel(std::move(name), tp.sp() ? TpComm::reduce_scatter : TpComm::all_reduce,
+                            tp.sp() ? TpComm::all_gather : TpComm::none, bytes_per_token);
+  k.tp_forward_reorders = reorders(tp);
+  k.tp_backward_reorders = reorders(tp);
+  return k;
 }
 
 void scale_memory_kernels(Module& m, double factor) {

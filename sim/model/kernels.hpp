@@ -24,6 +24,10 @@ namespace shardsim::model {
 // (TensorParallel::gather_per_linear) each reduces its input gradient itself in backward, and
 // gathers the input itself in an eager forward; under torch.compile (`compiled`) AOTAutograd's
 // CSE merges the identical forward gathers into one.
+// Whether sequence parallelism's collectives reorder their tensor by a copy (DTensor's [b, s, h]
+// activations; Kernel::tp_forward_reorders): compiled, the gradient reduce-scatter of a module
+// input read by several linears does not, its cat fused with the sum of their input gradients.
+[[nodiscard]] bool reorders(const TensorParallel& tp);
 [[nodiscard]] Kernel tp_enter(std::string name, const TensorParallel& tp, double bytes_per_token, int readers = 1, bool compiled = false);
 [[nodiscard]] Kernel tp_leave(std::string name, const TensorParallel& tp, double bytes_per_token);
 // Scales the HBM traffic of a module's own memory kernels (a norm on 1/tp of the sequence).

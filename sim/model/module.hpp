@@ -40,6 +40,7 @@ struct TensorParallel {
   bool shard_embedding = true;     // token embedding split over the vocabulary; false: whole on every rank
   bool save_gathered = true;       // sp: column-parallel linears keep their gathered input; false: their shard
   bool gather_per_linear = false;  // each column-parallel linear gathers its input (its gradient reduced) itself
+  bool sequence_leading = false;   // activations [s, b, h] (Megatron); false: [b, s, h], sp reorders by a copy
   [[nodiscard]] bool sp() const { return degree > 1 && sequence_parallel; }
   // Sequence parallelism without checkpointing: the elements a token keeps of the two
   // column-parallel linears' inputs (the norms' outputs, h each), whole or as sequence shards
@@ -89,6 +90,12 @@ struct Kernel {
   // (TensorParallel::gather_per_linear; kernels.hpp tp_enter).
   int tp_forward_copies = 1;
   int tp_backward_copies = 1;
+  // tp_comm: whether a copy kernel on the compute stream reorders the forward / backward
+  // collective's tensor, after an all-gather and before a reduce-scatter: PyTorch's functional
+  // collectives gather and scatter along dimension 0 (chunk + cat when the split dimension is
+  // another), DTensor's sequence shards of [b, s, h] activations being on dimension 1.
+  bool tp_forward_reorders = false;
+  bool tp_backward_reorders = false;
   double backward_bytes_factor = 2.0;  // memory kernels: backward traffic / forward traffic
   int launches = 1;                    // kernels launched in the forward (eager PyTorch)
   // matmul of a Float8Linear (training.float8): its recipe, whether torch.compile fuses the

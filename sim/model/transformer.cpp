@@ -90,7 +90,11 @@ Module output_layer(const TransformerSpec& s, std::string name, int act, const T
     out.program = std::move(program);
   }
   const double logits = static_cast<double>(act) * static_cast<double>(loss_vocab(s, tp));
-  if (tp.degree > 1 && !tp.loss_parallel) add_kernel(out, tp_comm_kernel("logits_all_gather", TpComm::all_gather, TpComm::none, logits));
+  if (tp.degree > 1 && !tp.loss_parallel) {
+    Kernel gather = tp_comm_kernel("logits_all_gather", TpComm::all_gather, TpComm::none, logits);
+    gather.tp_forward_reorders = true;  // gathered on the vocabulary, the last dimension
+    add_kernel(out, std::move(gather));
+  }
   // Keeps its input; its backward holds the bf16 gradient of the logits.
   keep_input(out, keep_logits ? ah + logits : ah, logits);
   return out;
@@ -112,7 +116,11 @@ Module token_embedding(const TransformerSpec& s, std::string name, int act, cons
   const double ah = static_cast<double>(act) * static_cast<double>(s.hidden);
   if (tp.degree > 1 && !tp.shard_embedding) {
     Module e = embedding(std::move(name), s.vocab, s.hidden, act);
-    if (tp.sp()) add_kernel(e, tp_comm_kernel("tp_leave", TpComm::none, TpComm::all_gather, ah));
+    if (tp.sp()) {
+      Kernel gather = tp_comm_kernel("tp_leave", TpComm::none, TpComm::all_gather, ah);
+      gather.tp_backward_reorders = reorders(tp);
+      add_kernel(e, std::move(gather));
+    }
     return e;
   }
   Module e = embedding(std::move(name), vocab_share(s, tp), s.hidden, act);

@@ -142,6 +142,55 @@ TEST_CASE("tensor parallel: a gather per column-parallel linear (tp_input_gather
   CHECK(module.count[OpKind::reduce_scatter] == 4);
 }
 
+namespace {
+
+// The copies that reorder block 1's TP collectives in the first micro-step (tp_activation_layout),
+// forward and backward, each checked to read and write one activation, on the compute stream.
+std::map<OpKind, int> block_reorders(const graph::Prepared& p) {
+  std::map<OpKind, int> out;
+  for (std::size_t i = 0; i < p.graph.size(); ++i) {
+    const auto& op = p.graph.op(static_cast<int>(i));
+    if (op.step != 0 || op.micro != 0 || op.name.find("layers.1.") == std::string::npos) continue;
+    if (op.name.find("(reorder)") == std::string::npos) continue;
+    ++out[op.kind];
+    CHECK(op.stream == graph::Stream::compute);
+    CHECK(op.work.memory_bytes == doctest::Approx(2 * kS).scale(2 * kS));
+    CHECK(op.work.launches == 1);
+    CHECK(op.work.gemms.empty());
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("tensor parallel: [b, s, h] activations reorder each sequence-parallel collective by a copy") {
+  // PyTorch's functional collectives gather and scatter along dimension 0; DTensor's sequence
+  // shards of [b, s, h] are on dimension 1, so all_gather_tensor copies its output (chunk + cat)
+  // and reduce_scatter_tensor its input, S read and S written each. A block eager: forward the 2
+  // all-gathers entering attention and the MLP and the 2 reduce-scatters leaving them; backward
+  // their mirrors, 2 + 2: 4 copies each way.
+  auto eager = block_reorders(tiny({}));
+  CHECK(eager[OpKind::forward] == 4);
+  CHECK(eager[OpKind::backward] == 4);
+  // Compiled, Inductor writes the sum of wq, wk, wv's (w1, w3's) input gradients straight into
+  // the reordered layout: the 2 gradient reduce-scatters need no copy of their own.
+  auto compiled = block_reorders(tiny({"training.compile=true"}));
+  CHECK(compiled[OpKind::forward] == 4);
+  CHECK(compiled[OpKind::backward] == 2);
+  // Full checkpointing reruns the forward's collectives, each with its copy.
+  auto full = block_reorders(tiny({"training.activation_checkpointing=full"}));
+  CHECK(full[OpKind::forward] == 4);
+  CHECK(full[OpKind::backward] == 8);
+  // Gathered per linear (3 + 2 reduce-scatters of unsummed gradients), compiled: no sum to fuse into.
+  auto per_linear = block_reorders(tiny({"parallelism.tp_input_gather=linear", "training.compile=true"}));
+  CHECK(per_linear[OpKind::forward] == 4);
+  CHECK(per_linear[OpKind::backward] == 7);
+  // Megatron's [s, b, h]: the sequence shards are contiguous; without sequence parallelism the
+  // all-reduces reduce in place.
+  CHECK(block_reorders(tiny({"parallelism.tp_activation_layout=sbh"})).empty());
+  CHECK(block_reorders(tiny({"parallelism.tp_sequence_parallel=false"})).empty());
+}
+
 // Activations block 1's forward (op `forward`) saves for backward in the first micro-step.
 double block_saved(const graph::Prepared& p, const std::string& forward = "FWD layers.1") {
   double saved = 0;
@@ -247,6 +296,7 @@ double root_saved(const graph::Prepared& p) {
   for (std::size_t i = 0; i < p.graph.size(); ++i) {
     const auto& op = p.graph.op(static_cast<int>(i));
     if (op.kind != OpKind::forward || op.step != 0 || op.micro != 0 || op.name.find("layers.") != std::string::npos) continue;
+    if (op.name.find("(reorder)") != std::string::npos) continue;  // held while the copy runs, not kept
     for (const auto& m : op.memory) {
       if ((m.category == graph::MemCategory::activations || m.category == graph::MemCategory::loss) && m.bytes > 0 && !m.at_end)
         saved += m.bytes;
