@@ -11,7 +11,8 @@
 //    one written).
 // Which collectives fuse follows the pass's patterns: an all-gather with the matmuls that take its
 // output as their left operand (the column-parallel linears after it: wq wk wv, w1 w3, output; in
-// backward the row-parallel linear's grad_input dY W after the gradient's all-gather), a
+// backward the row-parallel linear's grad_input dY W after the gradient's all-gather; not a float8
+// GEMM that casts the gathered tensor first: rowwise's inputs, every recipe's grad_output), a
 // reduce-scatter with the one matmul that produces it (the row-parallel linear, wo or w2, in
 // forward; in backward the grad_input of a lone column-parallel linear, the output layer; Llama's
 // wq wk wv and w1 w3 add their grad_inputs first, which the pattern does not match, so those
@@ -27,6 +28,8 @@
 // qkv_wgrad, fc1_wgrad), whether one matmul or several produce it.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "graph/step_builder.hpp"
 
 namespace shardsim::graph {
@@ -37,6 +40,34 @@ std::size_t leading_matmuls(const fsdp::Segment& s) {
   std::size_t n = 0;
   while (n < s.kernels.size() && s.kernels[n].kind == model::KernelKind::matmul) ++n;
   return n;
+}
+
+// Which of a segment's leading matmuls the pass fuses with the all-gather before them: those
+// whose left operand is the gathered tensor itself (_find_consumer_matmuls: the all-gather
+// result's mm and _scaled_mm users), bf16 GEMMs or float8 ones whose input was cast before the
+// gather (Float8ColwiseParallel, tensorwise); a float8 linear that casts the gathered tensor
+// itself (rowwise) reads the cast instead, and stays apart (pytorch/pytorch#149990). When both
+// kinds read it, none fuse: the pass fuses one kind of matmul at a time.
+std::vector<char> gather_readers(const fsdp::Segment& s) {
+  std::vector<char> reads(leading_matmuls(s), 0);
+  bool plain = false;
+  bool scaled = false;
+  for (std::size_t i = 0; i < reads.size(); ++i) {
+    const model::Kernel& k = s.kernels[i];
+    if (k.float8 == model::Float8Recipe::none) {
+      reads[i] = 1;
+      plain = true;
+    } else if (k.float8_prepared_input >= 0) {
+      reads[i] = 1;
+      scaled = true;
+    }
+  }
+  if (plain && scaled) std::fill(reads.begin(), reads.end(), 0);
+  return reads;
+}
+
+bool any(const std::vector<char>& v) {
+  return std::find(v.begin(), v.end(), 1) != v.end();
 }
 
 bool ends_with_matmul(const fsdp::Segment& s) {
@@ -95,7 +126,7 @@ void FsdpStepBuilder::find_fused_regions() {
     const model::TpComm c = tp.kernels.front().tp_forward;
     if (c == model::TpComm::all_gather && i + 1 < trace.size()) {
       const int x = compute_at(i + 1, tp);
-      if (x >= 0 && leading_matmuls(plan_.segments[static_cast<std::size_t>(x)]) > 0) {
+      if (x >= 0 && any(gather_readers(plan_.segments[static_cast<std::size_t>(x)]))) {
         at(fused_gather_, x) = trace[i].segment;
         at(fused_tp_, trace[i].segment) = 1;
       }
@@ -170,16 +201,21 @@ void FsdpStepBuilder::scattered_chunks(OpKind kind, const std::string& name, con
 void FsdpStepBuilder::forward_fused(const fsdp::Segment& s, int segment, int u) {
   const int gather = at(fused_gather_, segment);
   const int scatter = at(fused_scatter_, segment);
-  const std::size_t lead = gather >= 0 ? leading_matmuls(s) : 0;
+  const std::vector<char> reads = gather >= 0 ? gather_readers(s) : std::vector<char>{};
+  const std::size_t lead = reads.size();
   const std::size_t end = s.kernels.size() - (scatter >= 0 ? 1 : 0);
   const std::string name = "FWD " + s.name;
   Work rest;  // the segment's other kernels, and the fused matmuls' casts
   if (gather >= 0) {
     std::vector<Gemm> gemms;
     for (std::size_t i = 0; i < lead; ++i) {
-      gemms.push_back(forward_gemm(s.kernels[i], batch_));
       Work w;
       add_forward_work(w, s.kernels[i], batch_);
+      if (reads[i] == 0) {  // reads the gathered tensor through its casts, after the fused op
+        rest += w;
+        continue;
+      }
+      gemms.push_back(forward_gemm(s.kernels[i], batch_));
       rest += without_gemms(std::move(w));
     }
     const fsdp::Segment& tp = plan_.segments[static_cast<std::size_t>(gather)];
@@ -210,7 +246,8 @@ void FsdpStepBuilder::backward_fused(const fsdp::Segment& s, int segment, int u)
   const int gather = at(fused_gather_, segment);
   const int scatter = at(fused_scatter_, segment);
   const model::AcMode mode = checkpoint_mode(s, cfg_.training);
-  const std::size_t lead = gather >= 0 ? leading_matmuls(s) : 0;
+  const std::vector<char> reads = gather >= 0 ? gather_readers(s) : std::vector<char>{};
+  const std::size_t lead = reads.size();
   const std::size_t last = s.kernels.size() - 1;
   const std::string name = "BWD " + s.name;
   const fsdp::Segment* before = gather >= 0 ? &plan_.segments[static_cast<std::size_t>(gather)] : nullptr;
@@ -220,9 +257,15 @@ void FsdpStepBuilder::backward_fused(const fsdp::Segment& s, int segment, int u)
   const bool scatter_fuses = rerun_scatter && recomputed_in_backward(s.kernels.back(), mode);
 
   std::vector<Gemm> rerun_lead;
+  std::vector<char> rerun_chunked(lead, 0);
   for (std::size_t i = 0; rerun_gather && i < lead; ++i) {
-    if (recomputed_in_backward(s.kernels[i], mode)) rerun_lead.push_back(forward_gemm(s.kernels[i], batch_));
+    if (reads[i] == 0 || !recomputed_in_backward(s.kernels[i], mode)) continue;
+    rerun_lead.push_back(forward_gemm(s.kernels[i], batch_));
+    rerun_chunked[i] = 1;
   }
+  // The gradient's all-gather fuses with the row-parallel linear's grad_input when that GEMM reads
+  // it as it is (bf16); a float8 linear casts grad_output first (torchao's Float8Linear).
+  const bool grad_gather_fuses = after != nullptr && s.kernels.back().float8 == model::Float8Recipe::none;
   if (rerun_gather && rerun_lead.empty()) tp_op(*before, before->kernels.front().tp_forward, Phase::backward, " (recompute)", u);
   if (!rerun_lead.empty())
     gathered_chunks(OpKind::backward, name + " (recompute)", rerun_lead, gather_copies(*before, " (recompute)", u), u);
@@ -233,7 +276,7 @@ void FsdpStepBuilder::backward_fused(const fsdp::Segment& s, int segment, int u)
     if (!recomputed_in_backward(k, mode)) continue;
     Work w;
     add_forward_work(w, k, batch_, recomputes_casts(k, mode));
-    const bool chunked = (i < lead && !rerun_lead.empty()) || (i == last && scatter_fuses);
+    const bool chunked = (i < lead && rerun_chunked[i] != 0) || (i == last && scatter_fuses);
     recompute += chunked ? without_gemms(std::move(w)) : w;
   }
   if (recompute.launches > 0) {
@@ -247,8 +290,11 @@ void FsdpStepBuilder::backward_fused(const fsdp::Segment& s, int segment, int u)
     tp_op(*after, after->kernels.front().tp_forward, Phase::backward, " (recompute)", u);
   }
 
-  if (after != nullptr)
+  if (grad_gather_fuses) {
     gathered_chunks(OpKind::backward, name, {grad_input_gemm(s.kernels.back(), batch_)}, gather_copies(*after, "", u), u);
+  } else if (after != nullptr) {
+    tp_op(*after, after->kernels.front().tp_backward, Phase::backward, "", u);
+  }
   const bool scatters = before != nullptr && before->kernels.front().tp_backward == model::TpComm::reduce_scatter;
   const bool bulk = scatters && cfg_.parallelism.tp_userbuffers;
   const bool lone = scatters && !bulk && lead == 1;
@@ -262,7 +308,7 @@ void FsdpStepBuilder::backward_fused(const fsdp::Segment& s, int segment, int u)
       add_backward_work(weight_grads, s.kernels[i], batch_, false, true, false);
       continue;
     }
-    const bool chunked = (i == last && after != nullptr) || (i == 0 && lone);
+    const bool chunked = (i == last && grad_gather_fuses) || (i == 0 && lone);
     add_backward_work(grads, s.kernels[i], batch_, !chunked, true, true);
   }
   // Megatron's sequence-parallel linears keep only their input's shard (tp_save_gathered_input:

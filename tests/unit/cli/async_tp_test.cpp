@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -128,6 +129,50 @@ TEST_CASE("async TP: all-gathers and reduce-scatters fuse with the matmuls next 
   CHECK(named(g, "TP RS tok_embeddings tp_leave").size() == 1);
   // Chunking moves the GEMMs, it does not change them.
   CHECK(gemm_flops(g) == doctest::Approx(gemm_flops(vanilla.graph)).epsilon(1e-9).scale(0));
+}
+
+namespace {
+
+// The block's TP collectives left to NCCL (not fused), by kind.
+std::map<OpKind, int> nccl_tp_ops(const graph::StepGraph& g) {
+  std::map<OpKind, int> out;
+  for (std::size_t o = 0; o < g.size(); ++o) {
+    const auto& op = g.op(static_cast<int>(o));
+    if (op.group == graph::Group::tp && op.kind != OpKind::send && op.name.find("layers.0") != std::string::npos) ++out[op.kind];
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("async TP under float8: an all-gather fuses only with GEMMs that read it as it is") {
+  // Inductor's pass fuses an all-gather with the mm / _scaled_mm nodes whose left operand is its
+  // result (micro_pipeline_tp.py _find_consumer_matmuls). Tensorwise, Float8ColwiseParallel casts
+  // the input on its shard before the gather: wq wk wv and w1 w3 read the float8 gather itself
+  // and fuse (7 copies of S / 8 in float8, 1 byte an element). In backward each float8 linear
+  // casts grad_output after the gradient's all-gather: those before wo and w2 stay NCCL's, beside
+  // the 2 reduce-scatters of summed grad_inputs.
+  const double s = 8192.0 * 4096 * 2;
+  const auto tensorwise = prepare(block(true, {"training.float8={recipe: tensorwise}"}));
+  const auto copies = named(tensorwise.graph, "TP AG layers.0.attention tp_enter copy ");
+  REQUIRE(copies.size() == 7);
+  CHECK(tensorwise.graph.op(copies[0]).bytes == doctest::Approx(s / 8 / 2).scale(s / 16));
+  auto t = nccl_tp_ops(tensorwise.graph);
+  CHECK(t[OpKind::all_gather] == 2);
+  CHECK(t[OpKind::reduce_scatter] == 2);
+  // Rowwise, the gather is bf16 and each linear casts it: no matmul reads it, nothing fuses with
+  // it (pytorch/pytorch#149990), in forward or backward: 2 + 2 all-gathers NCCL's. The
+  // reduce-scatters after wo and w2 still fuse with the GEMM that produces them.
+  const auto rowwise = prepare(block(true, {"training.float8={recipe: rowwise}"}));
+  CHECK(named(rowwise.graph, "TP AG layers.0.attention tp_enter copy ").empty());
+  CHECK(named(rowwise.graph, "TP RS layers.0.attention tp_leave copy ").size() == 7);
+  auto r = nccl_tp_ops(rowwise.graph);
+  CHECK(r[OpKind::all_gather] == 4);
+  CHECK(r[OpKind::reduce_scatter] == 2);
+  // bf16, the test above: only the 2 gradient reduce-scatters.
+  auto b = nccl_tp_ops(prepare(block(true)).graph);
+  CHECK(b[OpKind::all_gather] == 0);
+  CHECK(b[OpKind::reduce_scatter] == 2);
 }
 
 TEST_CASE("async TP: the copies and chunks pipeline as the schedule lets them") {
