@@ -165,6 +165,16 @@ std::vector<int> FsdpStepBuilder::gather_copies(const fsdp::Segment& tp, std::st
   return out;
 }
 
+// The gathered tensor a fused all-gather returns is a strided view: the op gathers and multiplies
+// the sequence-major rows (A_shard.movedim(gather_dim, 0)) and hands back A.movedim(0, gather_dim).
+// Of DTensor's [b, s, h] activations (`reorders`) with more than one sequence, the weight-gradient
+// GEMMs that read it again as rows (a reshape to [b s, h]), and the saved activation's expected
+// strides, need a contiguous copy; one sequence a rank, the view is contiguous already.
+void FsdpStepBuilder::strided_gather_copy(const fsdp::Segment& tp, bool reorders, Phase phase, std::string_view note, int u) {
+  if (!reorders || batch_.sequences < 2) return;
+  tp_reorder(tp_bytes(tp, OpKind::all_gather), phase, fmt::format("TP AG {}{}", tp.name, note), u);
+}
+
 // The consuming GEMMs chunk by chunk: the own shard's rows need no copy, chunk j its copy j.
 void FsdpStepBuilder::gathered_chunks(OpKind kind, const std::string& name, const std::vector<Gemm>& gemms, const std::vector<int>& copies,
                                       int u) {
@@ -220,6 +230,9 @@ void FsdpStepBuilder::forward_fused(const fsdp::Segment& s, int segment, int u) 
     }
     const fsdp::Segment& tp = plan_.segments[static_cast<std::size_t>(gather)];
     gathered_chunks(OpKind::forward, name, gemms, gather_copies(tp, "", u), u);
+    // Saved for the weight gradients unless backward gathers it again.
+    const model::Kernel& k = tp.kernels.front();
+    if (!collective_recomputed(k, checkpoint_mode(s, cfg_.training))) strided_gather_copy(tp, k.tp_forward_reorders, Phase::forward, "", u);
   }
   for (std::size_t i = lead; i < end; ++i) add_forward_work(rest, s.kernels[i], batch_);
   if (scatter >= 0) {
@@ -267,8 +280,10 @@ void FsdpStepBuilder::backward_fused(const fsdp::Segment& s, int segment, int u)
   // it as it is (bf16); a float8 linear casts grad_output first (torchao's Float8Linear).
   const bool grad_gather_fuses = after != nullptr && s.kernels.back().float8 == model::Float8Recipe::none;
   if (rerun_gather && rerun_lead.empty()) tp_op(*before, before->kernels.front().tp_forward, Phase::backward, " (recompute)", u);
-  if (!rerun_lead.empty())
+  if (!rerun_lead.empty()) {
     gathered_chunks(OpKind::backward, name + " (recompute)", rerun_lead, gather_copies(*before, " (recompute)", u), u);
+    strided_gather_copy(*before, before->kernels.front().tp_forward_reorders, Phase::backward, " (recompute)", u);
+  }
 
   Work recompute;
   for (std::size_t i = 0; i < s.kernels.size(); ++i) {
@@ -292,6 +307,7 @@ void FsdpStepBuilder::backward_fused(const fsdp::Segment& s, int segment, int u)
 
   if (grad_gather_fuses) {
     gathered_chunks(OpKind::backward, name, {grad_input_gemm(s.kernels.back(), batch_)}, gather_copies(*after, "", u), u);
+    strided_gather_copy(*after, after->kernels.front().tp_backward_reorders, Phase::backward, "", u);
   } else if (after != nullptr) {
     tp_op(*after, after->kernels.front().tp_backward, Phase::backward, "", u);
   }

@@ -91,6 +91,7 @@ class FsdpStepBuilder {
   [[nodiscard]] double tp_bytes(const fsdp::Segment& tp, OpKind kind) const;  // what its collective of `kind` moves
   std::vector<int> gather_copies(const fsdp::Segment& tp, std::string_view note, int u);
   void gathered_chunks(OpKind kind, const std::string& name, const std::vector<Gemm>& gemms, const std::vector<int>& copies, int u);
+  void strided_gather_copy(const fsdp::Segment& tp, bool reorders, Phase phase, std::string_view note, int u);
   void scattered_chunks(OpKind kind, const std::string& name, const std::vector<Gemm>& gemms, const fsdp::Segment& tp,
                         std::string_view note, int u);
   void backward_memory(Op& op, const fsdp::Segment& s, int u, model::AcMode mode, BackwardPart part);

@@ -175,6 +175,33 @@ TEST_CASE("async TP under float8: an all-gather fuses only with GEMMs that read 
   CHECK(b[OpKind::reduce_scatter] == 2);
 }
 
+TEST_CASE("async TP: the gathered tensor it returns is copied where it is read again as rows") {
+  // fused_all_gather_matmul multiplies the sequence-major rows and returns A.movedim(0, 1): with
+  // two sequences a rank, a strided view, which the weight-gradient GEMMs read again as [b s, h]
+  // rows and which is saved for them: one copy of S each. Without checkpointing the block's two
+  // gathers are saved (forward, 2 copies), and in backward the gradients' gathers before wo and w2
+  // are read by their weight gradients (2). Vanilla TP copies around every collective instead:
+  // 4 forward, 2 backward (compiled: the gradient reduce-scatters' copies fuse with the sums).
+  const auto count = [](const graph::Prepared& p) {
+    std::map<OpKind, int> out;
+    for (std::size_t o = 0; o < p.graph.size(); ++o) {
+      const auto& op = p.graph.op(static_cast<int>(o));
+      if (op.name.find("layers.0") == std::string::npos || op.name.find("(reorder)") == std::string::npos) continue;
+      ++out[op.kind];
+      CHECK(op.work.memory_bytes == doctest::Approx(2 * 2 * 8192.0 * 4096 * 2).scale(1e9));
+    }
+    return out;
+  };
+  auto fused = count(prepare(block(true, {"training.micro_batch=2"})));
+  CHECK(fused[OpKind::forward] == 2);
+  CHECK(fused[OpKind::backward] == 2);
+  auto vanilla = count(prepare(block(false, {"training.micro_batch=2"})));
+  CHECK(vanilla[OpKind::forward] == 4);
+  CHECK(vanilla[OpKind::backward] == 2);
+  // One sequence a rank: the view is contiguous, no copy.
+  CHECK(count(prepare(block(true))).empty());
+}
+
 TEST_CASE("async TP: the copies and chunks pipeline as the schedule lets them") {
   // Without compute slowed by communication, so that chunk and copy times are the model's alone.
   const auto region = [](const graph::Prepared& p, const cli::Outcome& out, const std::string& tp) {
