@@ -170,9 +170,9 @@ std::vector<int> FsdpStepBuilder::gather_copies(const fsdp::Segment& tp, std::st
 // Of DTensor's [b, s, h] activations (`reorders`) with more than one sequence, the weight-gradient
 // GEMMs that read it again as rows (a reshape to [b s, h]), and the saved activation's expected
 // strides, need a contiguous copy; one sequence a rank, the view is contiguous already.
-void FsdpStepBuilder::strided_gather_copy(const fsdp::Segment& tp, bool reorders, Phase phase, std::string_view note, int u) {
+void FsdpStepBuilder::strided_gather_copy(const fsdp::Segment& tp, bool reorders) {
   if (!reorders || batch_.sequences < 2) return;
-  tp_reorder(tp_bytes(tp, OpKind::all_gather), phase, fmt::format("TP AG {}{}", tp.name, note), u);
+  pending_reorder_ += tp_bytes(tp, OpKind::all_gather);  // with the next compute op
 }
 
 // The consuming GEMMs chunk by chunk: the own shard's rows need no copy, chunk j its copy j.
@@ -232,7 +232,7 @@ void FsdpStepBuilder::forward_fused(const fsdp::Segment& s, int segment, int u) 
     gathered_chunks(OpKind::forward, name, gemms, gather_copies(tp, "", u), u);
     // Saved for the weight gradients unless backward gathers it again.
     const model::Kernel& k = tp.kernels.front();
-    if (!collective_recomputed(k, checkpoint_mode(s, cfg_.training))) strided_gather_copy(tp, k.tp_forward_reorders, Phase::forward, "", u);
+    if (!collective_recomputed(k, checkpoint_mode(s, cfg_.training))) strided_gather_copy(tp, k.tp_forward_reorders);
   }
   for (std::size_t i = lead; i < end; ++i) add_forward_work(rest, s.kernels[i], batch_);
   if (scatter >= 0) {
@@ -282,7 +282,7 @@ void FsdpStepBuilder::backward_fused(const fsdp::Segment& s, int segment, int u)
   if (rerun_gather && rerun_lead.empty()) tp_op(*before, before->kernels.front().tp_forward, Phase::backward, " (recompute)", u);
   if (!rerun_lead.empty()) {
     gathered_chunks(OpKind::backward, name + " (recompute)", rerun_lead, gather_copies(*before, " (recompute)", u), u);
-    strided_gather_copy(*before, before->kernels.front().tp_forward_reorders, Phase::backward, " (recompute)", u);
+    strided_gather_copy(*before, before->kernels.front().tp_forward_reorders);
   }
 
   Work recompute;
@@ -307,7 +307,7 @@ void FsdpStepBuilder::backward_fused(const fsdp::Segment& s, int segment, int u)
 
   if (grad_gather_fuses) {
     gathered_chunks(OpKind::backward, name, {grad_input_gemm(s.kernels.back(), batch_)}, gather_copies(*after, "", u), u);
-    strided_gather_copy(*after, after->kernels.front().tp_backward_reorders, Phase::backward, "", u);
+    strided_gather_copy(*after, after->kernels.front().tp_backward_reorders);
   } else if (after != nullptr) {
     tp_op(*after, after->kernels.front().tp_backward, Phase::backward, "", u);
   }

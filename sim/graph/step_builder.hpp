@@ -81,7 +81,9 @@ class FsdpStepBuilder {
   // the next compute op waits for it (tp_wait_), or it overlaps compute and only the ops given an
   // edge to it wait.
   int tp_op(const fsdp::Segment& s, model::TpComm c, Phase phase, std::string_view note, int u, TpWait wait = TpWait::next_compute);
-  void tp_reorder(double bytes, Phase phase, std::string_view collective, int u);
+  static void add_reorder(Op& op, double bytes);
+  void reorder_before(double bytes, Phase phase, std::string_view collective, int u);
+  void reorder_after(double bytes, TpWait wait);
 
   // ---- async tensor parallelism (async_tp.cpp) ----
   void find_fused_regions();
@@ -91,7 +93,7 @@ class FsdpStepBuilder {
   [[nodiscard]] double tp_bytes(const fsdp::Segment& tp, OpKind kind) const;  // what its collective of `kind` moves
   std::vector<int> gather_copies(const fsdp::Segment& tp, std::string_view note, int u);
   void gathered_chunks(OpKind kind, const std::string& name, const std::vector<Gemm>& gemms, const std::vector<int>& copies, int u);
-  void strided_gather_copy(const fsdp::Segment& tp, bool reorders, Phase phase, std::string_view note, int u);
+  void strided_gather_copy(const fsdp::Segment& tp, bool reorders);
   void scattered_chunks(OpKind kind, const std::string& name, const std::vector<Gemm>& gemms, const fsdp::Segment& tp,
                         std::string_view note, int u);
   void backward_memory(Op& op, const fsdp::Segment& s, int u, model::AcMode mode, BackwardPart part);
@@ -185,6 +187,7 @@ class FsdpStepBuilder {
   int last_d2h_ = -1;
   int last_optimizer_ = -1;
   int tp_wait_ = -1;                 // the tensor-parallel collective the next compute op waits for
+  double pending_reorder_ = 0;       // bytes of an all-gather's layout copy the next compute op runs first
   double bucket_numel_ = 0;          // no_shard: gradients waiting in the current DDP bucket
   std::deque<int> limiter_;          // FSDP1: reshard events, oldest first
   std::vector<int> available_;       // op after which unit u's parameters are usable, -1 if not

@@ -144,21 +144,36 @@ TEST_CASE("tensor parallel: a gather per column-parallel linear (tp_input_gather
 
 namespace {
 
-// The copies that reorder block 1's TP collectives in the first micro-step (tp_activation_layout),
-// forward and backward, each checked to read and write one activation, on the compute stream.
-std::map<OpKind, int> block_reorders(const graph::Prepared& p) {
-  std::map<OpKind, int> out;
+// Block 1's compute ops' memory-bound traffic and kernel launches in the first micro-step, forward
+// and backward.
+struct BlockTraffic {
+  double forward_bytes = 0;
+  double backward_bytes = 0;
+  int launches = 0;
+};
+
+BlockTraffic block_traffic(const graph::Prepared& p) {
+  BlockTraffic out;
   for (std::size_t i = 0; i < p.graph.size(); ++i) {
     const auto& op = p.graph.op(static_cast<int>(i));
-    if (op.step != 0 || op.micro != 0 || op.name.find("layers.1.") == std::string::npos) continue;
-    if (op.name.find("(reorder)") == std::string::npos) continue;
-    ++out[op.kind];
-    CHECK(op.stream == graph::Stream::compute);
-    CHECK(op.work.memory_bytes == doctest::Approx(2 * kS).scale(2 * kS));
-    CHECK(op.work.launches == 1);
-    CHECK(op.work.gemms.empty());
+    if (op.step != 0 || op.micro != 0 || (op.name != "FWD layers.1" && op.name != "BWD layers.1")) continue;
+    (op.kind == OpKind::forward ? out.forward_bytes : out.backward_bytes) += op.work.memory_bytes;
+    out.launches += op.work.launches;
   }
   return out;
+}
+
+// The layout copies of block 1 (tp_activation_layout: bsh against sbh), in units of one copy
+// (S read and S written), forward and backward; each adds one launch.
+std::pair<double, double> block_reorders(const std::vector<std::string>& sets) {
+  std::vector<std::string> megatron = sets;
+  megatron.emplace_back("parallelism.tp_activation_layout=sbh");
+  const BlockTraffic b = block_traffic(tiny(sets));
+  const BlockTraffic m = block_traffic(tiny(megatron));
+  const double forward = (b.forward_bytes - m.forward_bytes) / (2 * kS);
+  const double backward = (b.backward_bytes - m.backward_bytes) / (2 * kS);
+  CHECK(b.launches - m.launches == doctest::Approx(forward + backward).scale(1));
+  return {forward, backward};
 }
 
 }  // namespace
@@ -166,39 +181,27 @@ std::map<OpKind, int> block_reorders(const graph::Prepared& p) {
 TEST_CASE("tensor parallel: [b, s, h] activations reorder each sequence-parallel collective by a copy") {
   // PyTorch's functional collectives gather and scatter along dimension 0; DTensor's sequence
   // shards of [b, s, h] are on dimension 1, so all_gather_tensor copies its output (chunk + cat)
-  // and reduce_scatter_tensor its input, S read and S written each. A block eager: forward the 2
-  // all-gathers entering attention and the MLP and the 2 reduce-scatters leaving them; backward
-  // their mirrors, 2 + 2: 4 copies each way.
-  auto eager = block_reorders(tiny({}));
-  CHECK(eager[OpKind::forward] == 4);
-  CHECK(eager[OpKind::backward] == 4);
+  // and reduce_scatter_tensor its input, S read and S written each, on the compute stream beside
+  // the op next to the collective. A block eager: forward the 2 all-gathers entering attention
+  // and the MLP and the 2 reduce-scatters leaving them; backward their mirrors, 2 + 2: 4 copies
+  // each way, against Megatron's [s, b, h] (none).
+  using Copies = std::pair<double, double>;
+  CHECK(block_reorders({}) == Copies{4, 4});
   // Compiled, Inductor writes the sum of wq, wk, wv's (w1, w3's) input gradients straight into
   // the reordered layout: the 2 gradient reduce-scatters need no copy of their own.
-  auto compiled = block_reorders(tiny({"training.compile=true"}));
-  CHECK(compiled[OpKind::forward] == 4);
-  CHECK(compiled[OpKind::backward] == 2);
+  CHECK(block_reorders({"training.compile=true"}) == Copies{4, 2});
   // Full checkpointing reruns the forward's collectives, each with its copy.
-  auto full = block_reorders(tiny({"training.activation_checkpointing=full"}));
-  CHECK(full[OpKind::forward] == 4);
-  CHECK(full[OpKind::backward] == 8);
+  CHECK(block_reorders({"training.activation_checkpointing=full"}) == Copies{4, 8});
   // Gathered per linear (3 + 2 reduce-scatters of unsummed gradients), compiled: no sum to fuse into.
-  auto per_linear = block_reorders(tiny({"parallelism.tp_input_gather=linear", "training.compile=true"}));
-  CHECK(per_linear[OpKind::forward] == 4);
-  CHECK(per_linear[OpKind::backward] == 7);
-  // Megatron's [s, b, h]: the sequence shards are contiguous; without sequence parallelism the
-  // all-reduces reduce in place.
-  CHECK(block_reorders(tiny({"parallelism.tp_activation_layout=sbh"})).empty());
-  CHECK(block_reorders(tiny({"parallelism.tp_sequence_parallel=false"})).empty());
+  CHECK(block_reorders({"parallelism.tp_input_gather=linear", "training.compile=true"}) == Copies{4, 7});
+  // Without sequence parallelism the all-reduces reduce in place.
+  CHECK(block_reorders({"parallelism.tp_sequence_parallel=false"}) == Copies{0, 0});
 }
 
 // Activations block 1's forward (op `forward`) saves for backward in the first micro-step.
 double block_saved(const graph::Prepared& p, const std::string& forward = "FWD layers.1") {
   double saved = 0;
-  for (const graph::Op* op : test::first_ops_named(p, forward)) {
-    for (const auto& m : op->memory) {
-      if (m.category == graph::MemCategory::activations && m.bytes > 0) saved += m.bytes;
-    }
-  }
+  for (const graph::Op* op : test::first_ops_named(p, forward)) saved += test::kept_bytes(*op, {graph::MemCategory::activations});
   return saved;
 }
 
@@ -296,11 +299,7 @@ double root_saved(const graph::Prepared& p) {
   for (std::size_t i = 0; i < p.graph.size(); ++i) {
     const auto& op = p.graph.op(static_cast<int>(i));
     if (op.kind != OpKind::forward || op.step != 0 || op.micro != 0 || op.name.find("layers.") != std::string::npos) continue;
-    if (op.name.find("(reorder)") != std::string::npos) continue;  // held while the copy runs, not kept
-    for (const auto& m : op.memory) {
-      if ((m.category == graph::MemCategory::activations || m.category == graph::MemCategory::loss) && m.bytes > 0 && !m.at_end)
-        saved += m.bytes;
-    }
+    saved += test::kept_bytes(op, {graph::MemCategory::activations, graph::MemCategory::loss});
   }
   return saved;
 }
