@@ -12,7 +12,7 @@
 // Which collectives fuse follows the pass's patterns: an all-gather with the matmuls that take its
 // output as their left operand (the column-parallel linears after it: wq wk wv, w1 w3, output; in
 // backward the row-parallel linear's grad_input dY W after the gradient's all-gather; not a float8
-// GEMM that casts the gathered tensor first: rowwise's inputs, every recipe's grad_output), a
+// GEMM that casts the gathered tensor itself, as rowwise does its input and grad_output), a
 // reduce-scatter with the one matmul that produces it (the row-parallel linear, wo or w2, in
 // forward; in backward the grad_input of a lone column-parallel linear, the output layer; Llama's
 // wq wk wv and w1 w3 add their grad_inputs first, which the pattern does not match, so those
@@ -277,8 +277,11 @@ void FsdpStepBuilder::backward_fused(const fsdp::Segment& s, int segment, int u)
     rerun_chunked[i] = 1;
   }
   // The gradient's all-gather fuses with the row-parallel linear's grad_input when that GEMM reads
-  // it as it is (bf16); a float8 linear casts grad_output first (torchao's Float8Linear).
-  const bool grad_gather_fuses = after != nullptr && s.kernels.back().float8 == model::Float8Recipe::none;
+  // it as it is: bf16, or float8 cast before the gather (torchao's Float8RowwiseParallel casts
+  // grad_output on its shard, so the gather moves float8: all_gather_share); a float8 linear
+  // that casts the gathered gradient itself (rowwise, on torchtitan's bf16 plan) does not fuse.
+  const bool grad_gather_fuses =
+      after != nullptr && (s.kernels.back().float8 == model::Float8Recipe::none || after->kernels.front().all_gather_share < 1.0);
   if (rerun_gather && rerun_lead.empty()) tp_op(*before, before->kernels.front().tp_forward, Phase::backward, " (recompute)", u);
   if (!rerun_lead.empty()) {
     gathered_chunks(OpKind::backward, name + " (recompute)", rerun_lead, gather_copies(*before, " (recompute)", u), u);

@@ -147,22 +147,24 @@ std::map<OpKind, int> nccl_tp_ops(const graph::StepGraph& g) {
 
 TEST_CASE("async TP under float8: an all-gather fuses only with GEMMs that read it as it is") {
   // Inductor's pass fuses an all-gather with the mm / _scaled_mm nodes whose left operand is its
-  // result (micro_pipeline_tp.py _find_consumer_matmuls). Tensorwise, Float8ColwiseParallel casts
-  // the input on its shard before the gather: wq wk wv and w1 w3 read the float8 gather itself
-  // and fuse (7 copies of S / 8 in float8, 1 byte an element). In backward each float8 linear
-  // casts grad_output after the gradient's all-gather: those before wo and w2 stay NCCL's, beside
-  // the 2 reduce-scatters of summed grad_inputs.
+  // result (micro_pipeline_tp.py _find_consumer_matmuls). Tensorwise, torchao's float8 TP plan
+  // casts before every gather: Float8ColwiseParallel the input on its shard, so wq wk wv and
+  // w1 w3 read the float8 gather and fuse (7 copies of S / 8 in float8, 1 byte an element), and
+  // Float8RowwiseParallel grad_output on its shard in backward (NoopFwToFloat8BwDynamic after the
+  // output's redistribute), so the gradients' gathers before wo and w2 fuse too: only the 2
+  // reduce-scatters of summed grad_inputs stay NCCL's, as in bf16.
   const double s = 8192.0 * 4096 * 2;
   const auto tensorwise = prepare(block(true, {"training.float8={recipe: tensorwise}"}));
   const auto copies = named(tensorwise.graph, "TP AG layers.0.attention tp_enter copy ");
   REQUIRE(copies.size() == 7);
   CHECK(tensorwise.graph.op(copies[0]).bytes == doctest::Approx(s / 8 / 2).scale(s / 16));
   auto t = nccl_tp_ops(tensorwise.graph);
-  CHECK(t[OpKind::all_gather] == 2);
+  CHECK(t[OpKind::all_gather] == 0);
   CHECK(t[OpKind::reduce_scatter] == 2);
-  // Rowwise, the gather is bf16 and each linear casts it: no matmul reads it, nothing fuses with
-  // it (pytorch/pytorch#149990), in forward or backward: 2 + 2 all-gathers NCCL's. The
-  // reduce-scatters after wo and w2 still fuse with the GEMM that produces them.
+  // Rowwise (torchtitan's bf16 TP plan), the gathers are bf16 and each linear casts what they
+  // gather: no matmul reads it, nothing fuses with it (pytorch/pytorch#149990), in forward or
+  // backward: 2 + 2 all-gathers NCCL's. The reduce-scatters after wo and w2 still fuse with the
+  // GEMM that produces them.
   const auto rowwise = prepare(block(true, {"training.float8={recipe: rowwise}"}));
   CHECK(named(rowwise.graph, "TP AG layers.0.attention tp_enter copy ").empty());
   CHECK(named(rowwise.graph, "TP RS layers.0.attention tp_leave copy ").size() == 7);
