@@ -71,6 +71,7 @@ struct Walker {
         if (is_tp_collective(item)) item.kernel.all_gather_share = 1.0 / o.act_bytes;
       }
       if (o.tp > 1) prepare_module_input(m);
+      if (o.tp > 1 && o.sequence_parallel) prepare_module_grad(m);
     }
     if (beside_converted && o.compiled) share_input_casts(m);
     return converted;
@@ -93,6 +94,22 @@ struct Walker {
       } else {
         first = k;
       }
+    }
+  }
+
+  // The converted row-parallel linears whose output leaves the module through its closing TP
+  // collective (the activation it carries, n x activation bytes per token: wo, w2): with sequence
+  // parallelism their grad_output comes back through that collective's all-gather, cast on the
+  // shard before it.
+  void prepare_module_grad(Module& m) const {
+    const auto leave = std::find_if(m.program.rbegin(), m.program.rend(), is_tp_collective);
+    if (leave == m.program.rend()) return;
+    for (const auto& item : m.program) {
+      if (item.child < 0) continue;
+      Kernel* k = matmul_of(m.children[static_cast<std::size_t>(item.child)]);
+      if (k == nullptr || k->float8 != Float8Recipe::tensorwise) continue;
+      if (static_cast<double>(k->n) * o.act_bytes != leave->kernel.bytes_per_token) continue;  // column-parallel: a local output
+      k->float8_prepared_grad = 1.0 / o.tp;
     }
   }
 
@@ -166,8 +183,15 @@ Float8Casts float8_casts(const Kernel& k, std::int64_t tokens) {
         c.forward_bytes = (fused_read + 4.0) * x * share;
         c.forward_launches = (fused_launch + 2) * shared_launch;
       }
-      c.backward_bytes += (fused_read + 4.0) * g;
-      c.backward_launches += fused_launch + 2;
+      if (k.float8_prepared_grad >= 0) {
+        // grad_output cast on the sequence shard before its gather, and the transposed copy of
+        // the gathered float8 gradient for the weight gradient.
+        c.backward_bytes += (fused_read + 3.0) * g * k.float8_prepared_grad + 2.0 * g;
+        c.backward_launches += fused_launch + 3;
+      } else {
+        c.backward_bytes += (fused_read + 4.0) * g;
+        c.backward_launches += fused_launch + 2;
+      }
       if (k.float8_weight_gathered) {
         c.backward_bytes += 2.0 * w;  // transpose of the gathered float8 weight
         c.backward_launches += 1;

@@ -110,6 +110,11 @@ struct Kernel {
   // the whole input, tokens x k) charged to this linear (the first reader: 1 / tp with sequence
   // parallelism, 1 without; the others 0). Below 0: the linear casts its own input.
   double float8_prepared_input = -1;
+  // Likewise a row-parallel linear's grad_output under sequence parallelism: torchao's
+  // Float8RowwiseParallel casts it on the rank's sequence shard before the gradient's all-gather
+  // (NoopFwToFloat8BwDynamic after the output's redistribute): the share of the gathered gradient
+  // that cast reads (1 / tp). Below 0: the linear casts the gradient itself.
+  double float8_prepared_grad = -1;
   // Under torch.compile the converted linears that read the same tensor (wq, wk, wv; w1, w3)
   // share one cast of it: AOTAutograd eliminates common subexpressions in the joint graph before
   // partitioning it (torch/_functorch/partitioners.py, functorch config `cse`, on by default),

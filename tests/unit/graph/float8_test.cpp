@@ -295,6 +295,38 @@ TEST_CASE("tensorwise float8 under tensor parallelism casts a module's input onc
   CHECK(prepared_share(r, "feed_forward", "w1") == -1.0);
 }
 
+TEST_CASE("tensorwise float8 under sequence parallelism casts a row-parallel linear's grad_output on its shard") {
+  // torchao's Float8RowwiseParallel applies NoopFwToFloat8BwDynamic after the output's
+  // redistribute, so in backward grad_output is cast on the rank's sequence shard before the
+  // gradient's all-gather (which moves float8). wo of Llama 3 8B under TP 8 (N = 4,096,
+  // K = 4,096 / 8 = 512) at 8,192 tokens, compiled: X = 4,194,304, W = 2,097,152,
+  // G = 33,554,432 elements.
+  model::Kernel wo = model::matmul_kernel("wo", 4'096, 512);
+  wo.float8 = model::Float8Recipe::tensorwise;
+  wo.float8_fused_casts = true;
+  const auto own = model::float8_casts(wo, 8'192);
+  CHECK(own.backward_bytes == 140'509'184.0);  // 4G + 3W: its own cast of the gathered gradient
+  CHECK(own.backward_launches == 3);
+  wo.float8_prepared_grad = 1.0 / 8;
+  const auto prepared = model::float8_casts(wo, 8'192);
+  CHECK(prepared.backward_bytes == 85'983'232.0);  // 3G / 8 (amax read fused, read 2 + write 1) + 2G (transpose) + 3W
+  CHECK(prepared.backward_launches == 4);          // amax and cast on the shard, the transpose, the weight's
+  CHECK(prepared.forward_bytes == own.forward_bytes);
+  // Which linears: the row-parallel ones (wo, w2) with sequence parallelism, tensorwise only.
+  const auto p =
+      test::prepared("tests/data/tiny_llama.yaml", {"fsdp.version=2", "parallelism.tp=2", "training.float8={recipe: tensorwise}"});
+  CHECK(matmul_in(p, "attention", "wo").float8_prepared_grad == 0.5);
+  CHECK(matmul_in(p, "feed_forward", "w2").float8_prepared_grad == 0.5);
+  CHECK(matmul_in(p, "attention", "wq").float8_prepared_grad == -1.0);
+  CHECK(matmul_in(p, "feed_forward", "w1").float8_prepared_grad == -1.0);
+  const auto no_sp = test::prepared(
+      "tests/data/tiny_llama.yaml",
+      {"fsdp.version=2", "parallelism.tp=2", "training.float8={recipe: tensorwise}", "parallelism.tp_sequence_parallel=false"});
+  CHECK(matmul_in(no_sp, "attention", "wo").float8_prepared_grad == -1.0);  // the gradient arrives whole
+  const auto r = test::prepared("tests/data/tiny_llama.yaml", {"fsdp.version=2", "parallelism.tp=2", "training.float8={recipe: rowwise}"});
+  CHECK(matmul_in(r, "attention", "wo").float8_prepared_grad == -1.0);
+}
+
 TEST_CASE("compiled, the linears that read one tensor cast it once (AOTAutograd's CSE)") {
   // Which linears share: wq, wk, wv read the attention norm's output, w1 and w3 the feed-forward
   // norm's (called back to back in the compiled block); wo and w2 read their own inputs. Eager,
