@@ -150,12 +150,13 @@ ParallelismConfig read_parallelism(const Reader& top, std::vector<ConfigWarning>
   p.tp_async_where = r.where("tp_async");
   p.tp_userbuffers = r.choice("tp_async_impl") == "userbuffers";
   // Transformer Engine's userbuffers run over Megatron's [s, b, h] activations.
-  p.tp_sequence_leading = r.has("tp_activation_layout") ? r.choice("tp_activation_layout") == "sbh" : p.tp_userbuffers;
+  const bool userbuffers = p.tp_async && p.tp_userbuffers;
+  p.tp_sequence_leading = r.has("tp_activation_layout") ? r.choice("tp_activation_layout") == "sbh" : userbuffers;
   if ((p.tp == 1 || !p.sequence_parallel) && r.has("tp_activation_layout")) {
     warnings.push_back({r.where("tp_activation_layout"), "parallelism.tp_activation_layout",
                         "applies with tensor and sequence parallelism (tp > 1, tp_sequence_parallel: true); it is ignored"});
   }
-  if (p.tp_userbuffers && !p.tp_sequence_leading) {
+  if (userbuffers && !p.tp_sequence_leading) {
     throw ConfigError(r.where("tp_activation_layout"), "parallelism.tp_activation_layout",
                       "tp_async_impl: userbuffers is Transformer Engine's, whose sequence-parallel activations are "
                       "Megatron's [s, b, h]; expected tp_activation_layout: sbh");

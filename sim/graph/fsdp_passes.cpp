@@ -33,6 +33,7 @@ void FsdpStepBuilder::build() {
     }
     optimizer();
   }
+  if (pending_reorder_ > 0) throw std::logic_error("a TP all-gather's layout copy no compute op took up");
   (void)g_.topological_order();  // asserts the schedule is a DAG
 }
 

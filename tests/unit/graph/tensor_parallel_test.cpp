@@ -196,6 +196,12 @@ TEST_CASE("tensor parallel: [b, s, h] activations reorder each sequence-parallel
   CHECK(block_reorders({"parallelism.tp_input_gather=linear", "training.compile=true"}) == Copies{4, 7});
   // Without sequence parallelism the all-reduces reduce in place.
   CHECK(block_reorders({"parallelism.tp_sequence_parallel=false"}) == Copies{0, 0});
+  // Transformer Engine's userbuffers default to Megatron's layout only when async TP uses them;
+  // named without tp_async they are ignored (a warning), and so is their layout.
+  CHECK(block_reorders({"parallelism.tp_async_impl=userbuffers"}) == Copies{4, 4});
+  CHECK(test::prepared("tests/data/tiny_llama.yaml",
+                       {"fsdp.version=2", "parallelism.tp=2", "parallelism.tp_async=true", "parallelism.tp_async_impl=userbuffers"})
+            .scenario.parallelism.tp_sequence_leading);
 }
 
 // Activations block 1's forward (op `forward`) saves for backward in the first micro-step.
