@@ -71,6 +71,8 @@ inline constexpr const char* kFsdp1 = "fsdp.version=1";
 inline constexpr const char* kReshardLast = "fsdp.keep_last_unit_unsharded=false";
 inline constexpr const char* kFullAc = "training.activation_checkpointing=full";
 inline constexpr const char* kCompile = "training.compile=true";
+// torchtitan compiles the loss with training.compile only from bbb1b616 (2025-04-02).
+inline constexpr const char* kEagerLoss = "training.compile_loss=false";
 // P4's 3D job and the settings of torchtitan's 2024-12 table 5 on it.
 inline constexpr const char* kP4 = "validation/published/p4_llama3.1-405b_512xh100_tp8_pp8.yaml";
 inline constexpr const char* kSeq8k = "training.seq_len=8192";

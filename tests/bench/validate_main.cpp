@@ -261,6 +261,15 @@ int main(int argc, char** argv) {
       // leaves them: ~660 tokens/s, ~695 with async TP (with them converted ~600 / ~625, P1's rows).
       {"V12", kP1Rowwise, "tokens/s", 660, "torchtitan#1319, P1 rowwise with wk, wv in bf16 (held out)", 0.12, {kAutoFilter}},
       {"V12", kP1Rowwise, "tokens/s", 695, "same, + async TP (held out)", 0.10, {kAutoFilter, kAsync}},
+      // pytorch/pytorch#149990 (2025-03-25): P1's job on half the GPUs (Llama 3 70B, FSDP 16 x TP 8,
+      // 128 H100, full AC, compiled; local batch not stated, P1's 16 assumed), before torchtitan
+      // compiled the loss. Its rowwise row (540) is left out: the issue itself calls that vanilla-TP
+      // figure "unexpectedly low", torchtitan#1207's bug, fixed before P1's runs; its memory too
+      // (bf16 71.51, tensorwise 55.26 "GB": 16 apart where the model has them equal).
+      {"V14", "validation/published/p1_llama3-70b_256xh100_tp8.yaml", "tokens/s", 598, "pytorch#149990, P1 on 128 H100, vanilla TP (held out)", 0.14, {k16Hosts, kEagerLoss}},
+      {"V14", "validation/published/p1_llama3-70b_256xh100_tp8.yaml", "tokens/s", 673, "same, async TP (held out)", 0.12, {k16Hosts, kEagerLoss, kAsync}},
+      {"V14", "validation/published/p1_llama3-70b_256xh100_tp8_float8_tensorwise.yaml", "tokens/s", 820, "same, Float8 tensorwise (held out)", 0.07, {k16Hosts, kEagerLoss}},
+      {"V14", "validation/published/p1_llama3-70b_256xh100_tp8_float8_tensorwise.yaml", "tokens/s", 950, "same, Float8 tensorwise + async TP (held out)", 0.09, {k16Hosts, kEagerLoss, kAsync}},
       // clang-format on
   };
   std::printf("Published runs: predicted vs measured\n");
