@@ -282,7 +282,7 @@ void FsdpStepBuilder::backward_fused(const fsdp::Segment& s, int segment, int u)
   // that casts the gathered gradient itself (rowwise, on torchtitan's bf16 plan) does not fuse.
   const bool grad_gather_fuses =
       after != nullptr && (s.kernels.back().float8 == model::Float8Recipe::none || after->kernels.front().all_gather_share < 1.0);
-  if (rerun_gather && rerun_lead.empty()) tp_op(*before, before->kernels.front().tp_forward, Phase::backward, " (recompute)", u);
+  if (rerun_gather && rerun_lead.empty()) tp_op(*before, before->kernels.front().tp_forward, " (recompute)", u);
   if (!rerun_lead.empty()) {
     gathered_chunks(OpKind::backward, name + " (recompute)", rerun_lead, gather_copies(*before, " (recompute)", u), u);
     strided_gather_copy(*before, before->kernels.front().tp_forward_reorders);
@@ -305,14 +305,14 @@ void FsdpStepBuilder::backward_fused(const fsdp::Segment& s, int segment, int u)
   if (scatter_fuses) {
     scattered_chunks(OpKind::backward, name + " (recompute)", {forward_gemm(s.kernels.back(), batch_)}, *after, " (recompute)", u);
   } else if (rerun_scatter) {
-    tp_op(*after, after->kernels.front().tp_forward, Phase::backward, " (recompute)", u);
+    tp_op(*after, after->kernels.front().tp_forward, " (recompute)", u);
   }
 
   if (grad_gather_fuses) {
     gathered_chunks(OpKind::backward, name, {grad_input_gemm(s.kernels.back(), batch_)}, gather_copies(*after, "", u), u);
     strided_gather_copy(*after, after->kernels.front().tp_backward_reorders);
   } else if (after != nullptr) {
-    tp_op(*after, after->kernels.front().tp_backward, Phase::backward, "", u);
+    tp_op(*after, after->kernels.front().tp_backward, "", u);
   }
   const bool scatters = before != nullptr && before->kernels.front().tp_backward == model::TpComm::reduce_scatter;
   const bool bulk = scatters && cfg_.parallelism.tp_userbuffers;
@@ -335,7 +335,7 @@ void FsdpStepBuilder::backward_fused(const fsdp::Segment& s, int segment, int u)
   // (TE's bulk qkv_dgrad / fc1_dgrad), on the TP stream ahead of the reduce-scatter.
   int regather = -1;
   if (bulk && !cfg_.parallelism.tp_save_gathered) {
-    regather = tp_op(*before, model::TpComm::all_gather, Phase::backward, " (re-gather)", u, TpWait::overlapped);
+    regather = tp_op(*before, model::TpComm::all_gather, " (re-gather)", u, TpWait::overlapped);
   }
   Op op = make(OpKind::backward, Stream::compute, name, u);
   op.work = std::move(grads);
@@ -348,14 +348,14 @@ void FsdpStepBuilder::backward_fused(const fsdp::Segment& s, int segment, int u)
     // linear does the same): the gradient's reduce-scatter starts as soon as the grad_input GEMMs
     // are done and the weight-gradient GEMMs, which do not need it, run meanwhile; the next
     // segment waits for the reduce-scatter.
-    const int grad_scatter = tp_op(*before, before->kernels.front().tp_backward, Phase::backward, "", u, TpWait::overlapped);
+    const int grad_scatter = tp_op(*before, before->kernels.front().tp_backward, "", u, TpWait::overlapped);
     Op wgrad = make(OpKind::backward, Stream::compute, name + " (weight gradients)", u);
     wgrad.work = std::move(weight_grads);
     const int id = compute(std::move(wgrad), u);
     g_.add_edge(regather, id, EdgeKind::data);
     tp_wait_ = grad_scatter;
   } else if (before != nullptr) {
-    tp_op(*before, before->kernels.front().tp_backward, Phase::backward, "", u);
+    tp_op(*before, before->kernels.front().tp_backward, "", u);
   }
 }
 

@@ -33,7 +33,7 @@ void FsdpStepBuilder::build() {
     }
     optimizer();
   }
-  if (pending_reorder_ > 0) throw std::logic_error("a TP all-gather's layout copy no compute op took up");
+  check_no_pending_reorder();
   (void)g_.topological_order();  // asserts the schedule is a DAG
 }
 
@@ -76,15 +76,7 @@ void FsdpStepBuilder::pipeline_backward_weight(int step, int micro) {
 // What produced the stage's output: its last compute op, or a tensor-parallel collective after
 // it (sequence parallelism's reduce-scatter at a block's end).
 int FsdpStepBuilder::stage_output() {
-  if (pending_reorder_ > 0) {  // a gather's layout copy no compute op of the stage took up
-    Op op = make(OpKind::backward, Stream::compute, "stage output (reorder)", -1);
-    add_reorder(op, pending_reorder_);
-    pending_reorder_ = 0;
-    const int id = issue(std::move(op));
-    g_.add_edge(tp_wait_, id, EdgeKind::data);
-    tp_wait_ = -1;
-    last_compute_op_ = id;
-  }
+  check_no_pending_reorder();
   const int out = tp_wait_ >= 0 ? tp_wait_ : last_compute_op_;
   tp_wait_ = -1;
   return out;

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <stdexcept>
+
 #include "fsdp/model_state.hpp"
 
 namespace shardsim::graph {
@@ -234,7 +236,7 @@ void FsdpStepBuilder::tp_collective(const fsdp::Segment& s, int u, Phase phase) 
   const model::Kernel& k = s.kernels.front();
   const auto repeat = [&](model::TpComm c, int copies, std::string_view note) {
     for (int i = 0; i < copies; ++i) {
-      tp_op(s, c, phase, copies > 1 ? std::string(note) + fmt::format(" {}/{}", i + 1, copies) : std::string(note), u);
+      tp_op(s, c, copies > 1 ? std::string(note) + fmt::format(" {}/{}", i + 1, copies) : std::string(note), u);
     }
   };
   if (phase == Phase::forward) {
@@ -247,7 +249,7 @@ void FsdpStepBuilder::tp_collective(const fsdp::Segment& s, int u, Phase phase) 
 
 // Context parallelism's K/V gathers (and their gradients' reduce-scatters) take the same place
 // on the critical path, over the cp group on its own process group.
-int FsdpStepBuilder::tp_op(const fsdp::Segment& s, model::TpComm c, Phase phase, std::string_view note, int u, TpWait wait) {
+int FsdpStepBuilder::tp_op(const fsdp::Segment& s, model::TpComm c, std::string_view note, int u, TpWait wait) {
   if (c == model::TpComm::none) return -1;
   const model::Kernel& k = s.kernels.front();
   const OpKind kind = c == model::TpComm::all_gather       ? OpKind::all_gather
@@ -255,11 +257,10 @@ int FsdpStepBuilder::tp_op(const fsdp::Segment& s, model::TpComm c, Phase phase,
                                                            : OpKind::all_reduce;
   const std::string_view tag = kind == OpKind::all_gather ? "AG" : kind == OpKind::reduce_scatter ? "RS" : "AR";
   const bool cp = k.context_parallel;
-  const std::string name = fmt::format("{} {} {}{}", cp ? "CP" : "TP", tag, s.name, note);
   const double bytes = tp_bytes(s, kind);
   const bool reorders = kind != OpKind::all_reduce && (c == k.tp_forward ? k.tp_forward_reorders : k.tp_backward_reorders);
-  if (reorders && kind == OpKind::reduce_scatter) reorder_before(bytes, phase, name, u);
-  Op op = make(kind, cp ? Stream::cp : Stream::tp, name, u);
+  if (reorders && kind == OpKind::reduce_scatter) reorder_before(bytes);
+  Op op = make(kind, cp ? Stream::cp : Stream::tp, fmt::format("{} {} {}{}", cp ? "CP" : "TP", tag, s.name, note), u);
   op.group = cp ? Group::cp : Group::tp;
   op.bytes = bytes;
   const int id = issue(std::move(op));
@@ -282,32 +283,19 @@ void FsdpStepBuilder::add_reorder(Op& op, double bytes) {
   op.memory.push_back({MemCategory::activations, -bytes, true, Pool::compute});
 }
 
-void FsdpStepBuilder::reorder_before(double bytes, Phase phase, std::string_view collective, int u) {
-  const int producer = io_.last(Stream::compute);
-  if (producer >= 0) {
-    add_reorder(g_.op(producer), bytes);
-    return;
-  }
-  const bool forward = phase == Phase::forward;
-  Op op = make(forward ? OpKind::forward : OpKind::backward, Stream::compute,
-               fmt::format("{} {} (reorder)", forward ? "FWD" : "BWD", collective), u);
-  add_reorder(op, bytes);
-  compute(std::move(op), u);
+void FsdpStepBuilder::reorder_before(double bytes) {
+  add_reorder(g_.op(io_.last(Stream::compute)), bytes);  // the op that produced the input
 }
 
-// An all-gather's copy goes with the next compute op, which waits for the gather; where it
-// overlaps compute (TpWait::overlapped) the op that waits for it is not the next one, and the copy
-// is its own op after the gather.
+// An all-gather's copy goes with the next compute op, which waits for the gather. A gather that
+// overlaps compute (TpWait::overlapped: Megatron's re-gather) never reorders ([s, b, h]).
 void FsdpStepBuilder::reorder_after(double bytes, TpWait wait) {
-  if (wait == TpWait::next_compute) {
-    pending_reorder_ += bytes;
-    return;
-  }
-  const int gather = io_.last(Stream::tp);
-  Op op = make(OpKind::backward, Stream::compute, fmt::format("{} (reorder)", g_.op(gather).name), g_.op(gather).unit);
-  add_reorder(op, bytes);
-  const int id = issue(std::move(op));
-  g_.add_edge(gather, id, EdgeKind::data);
+  if (wait != TpWait::next_compute) throw std::logic_error("a layout copy after a TP all-gather that overlaps compute");
+  pending_reorder_ += bytes;
+}
+
+void FsdpStepBuilder::check_no_pending_reorder() const {
+  if (pending_reorder_ > 0) throw std::logic_error("a TP all-gather's layout copy no compute op took up");
 }
 
 double FsdpStepBuilder::tp_bytes(const fsdp::Segment& tp, OpKind kind) const {

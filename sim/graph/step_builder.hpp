@@ -80,10 +80,11 @@ class FsdpStepBuilder {
   // One of tp_collective's collectives (TP or CP), chained after the one pending; `wait`: whether
   // the next compute op waits for it (tp_wait_), or it overlaps compute and only the ops given an
   // edge to it wait.
-  int tp_op(const fsdp::Segment& s, model::TpComm c, Phase phase, std::string_view note, int u, TpWait wait = TpWait::next_compute);
+  int tp_op(const fsdp::Segment& s, model::TpComm c, std::string_view note, int u, TpWait wait = TpWait::next_compute);
   static void add_reorder(Op& op, double bytes);
-  void reorder_before(double bytes, Phase phase, std::string_view collective, int u);
+  void reorder_before(double bytes);
   void reorder_after(double bytes, TpWait wait);
+  void check_no_pending_reorder() const;
 
   // ---- async tensor parallelism (async_tp.cpp) ----
   void find_fused_regions();

@@ -154,11 +154,13 @@ struct BlockTraffic {
 
 BlockTraffic block_traffic(const graph::Prepared& p) {
   BlockTraffic out;
-  for (std::size_t i = 0; i < p.graph.size(); ++i) {
-    const auto& op = p.graph.op(static_cast<int>(i));
-    if (op.step != 0 || op.micro != 0 || (op.name != "FWD layers.1" && op.name != "BWD layers.1")) continue;
-    (op.kind == OpKind::forward ? out.forward_bytes : out.backward_bytes) += op.work.memory_bytes;
-    out.launches += op.work.launches;
+  for (const graph::Op* op : test::first_ops_named(p, "FWD layers.1")) {
+    out.forward_bytes += op->work.memory_bytes;
+    out.launches += op->work.launches;
+  }
+  for (const graph::Op* op : test::first_ops_named(p, "BWD layers.1")) {
+    out.backward_bytes += op->work.memory_bytes;
+    out.launches += op->work.launches;
   }
   return out;
 }
