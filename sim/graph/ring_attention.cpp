@@ -10,14 +10,24 @@
 // the K/V gradients around the ring in fp32 in both modes (the dK/dV rotater is always an
 // all-to-all): after each step, the gradient arriving from the previous rank is added to this
 // step's and sent on, while the next step runs; after the cp-th send each rank holds its own.
-// Memory traffic of the eager merges and accumulations, per element of the rank's queries
-// (tokens x heads x head_dim), from the ops they run (upper bounds where a step touches only half
-// the queries, load balancing's partial steps, which here count as three quarters on average):
-//   forward, first step: the output to fp32 (2 read + 4 written); each later step: block to fp32
-//   (6), out - block (12), x sigmoid(lse difference) (12), out - that (12), at 3/4: 31.5; last: back
-//   to bf16 (6);
-//   backward, each step: dQ accumulated in fp32 (2 + 4 read, 4 written: 10); dK, dV added to the
-//   arriving fp32 gradient (20) and concatenated for the send (16).
+// Memory traffic of the eager copies, merges and accumulations, per element of the rank's queries
+// (tokens x heads x head_dim; K and V, after repeat_kv, are each as wide), priced for the last
+// rank of the CP group: load balancing gives it, at every step after its own, all its queries
+// against the first half of the keys (where rank 0 takes the second half of its queries against
+// all keys), so its merges and gradient updates touch whole tensors where the others touch
+// halves; ranks pace each other at the ring's collectives, so the step is its. From the source:
+//   forward (and its rerun under full checkpointing): K and V made contiguous on entry (their
+//   [b, h, s, d] view of the [b, s, h, d] projection: 2 read + 2 written each, 8); K and V
+//   concatenated for the rotation before every step but the last (8; the all-gather uses only the
+//   first, the code makes it every time); the first step's output to fp32 (2 read + 4 written: 6);
+//   each later step's merge: block to fp32 (6), out - block (12), x sigmoid(lse difference) (8:
+//   the lse factor is 1/head_dim of the tensor), out - that (12): 38; the result back to bf16 (6);
+//   backward: K and V made contiguous again (8), the fp32 accumulators of dQ, dK, dV zeroed (12),
+//   the K/V concatenation before every step but the last (8); each step dQ added to its fp32
+//   accumulator (2 + 4 read, 4 written: 10); dK, dV: the first step adds whole (20), each later
+//   one adds its first halves (10: half the keys) and concatenates the halves back (16:
+//   _partial_update's torch.cat), then concatenates dK and dV for the send (16); after the cp-th
+//   send, the compute stream waits for the own gradient and casts it and dQ to bf16 (12 + 6).
 // Memory the ring holds beyond the saved activations, in q (the rank's queries in bf16, what its
 // attention output takes) and kv (the rank's K and V in bf16, as wide as the queries):
 //   K and V: allgather, the gathered buffer (cp kv) and the concatenated copy each step sends or
@@ -33,10 +43,16 @@
 namespace shardsim::graph {
 namespace {
 
-constexpr double kToFp32 = 6.0;
-constexpr double kMergeStep = 31.5;
-constexpr double kQueryGradStep = 10.0;
-constexpr double kKvGradStep = 36.0;
+constexpr double kKvContiguous = 8.0;   // K and V made contiguous on entry
+constexpr double kKvConcat = 8.0;       // K and V concatenated for the rotation
+constexpr double kToFp32 = 6.0;         // the output to fp32 (and back to bf16)
+constexpr double kMerge = 38.0;         // a later step's merge into the fp32 running output
+constexpr double kZeroGrads = 12.0;     // the fp32 dQ, dK, dV accumulators zeroed
+constexpr double kQueryGradAdd = 10.0;  // a step's dQ added to the accumulator
+constexpr double kKvGradFirst = 20.0;   // the first step's dK, dV added whole
+constexpr double kKvGradLater = 26.0;   // a later step's: first halves added, halves concatenated back
+constexpr double kKvGradSend = 16.0;    // dK, dV concatenated for the send
+constexpr double kFinalCasts = 18.0;    // the own dK, dV (12) and dQ (6) back to bf16
 constexpr int kMergeLaunches = 5;
 constexpr double kForwardHeld = 2.0;     // x q: the fp32 running output
 constexpr double kForwardStep = 7.0;     // x q: a step's output, its fp32 copy, the merge's temporaries
@@ -111,8 +127,10 @@ void FsdpStepBuilder::ring_forward(const model::Kernel& attention, const fsdp::S
     Op op = make(kind, Stream::compute, fmt::format("{} ring step {}/{}", name, i + 1, n), u);
     op.work.attention.push_back(AttentionCall{batch_.sequences, batch_.seq_len, attention.heads, attention.kv_heads, attention.head_dim,
                                               attention.causal, false, batch_.cp, n});
-    op.work.launches = 1 + kMergeLaunches;
-    op.work.memory_bytes = (i == 0 ? kToFp32 : kMergeStep) * elements + (i == n - 1 ? kToFp32 : 0.0) * elements;
+    const bool first = i == 0;
+    const bool last = i == n - 1;
+    op.work.launches = 1 + (first ? 3 : kMergeLaunches) + 1;  // attention, copies or merge, the cat or the cast
+    op.work.memory_bytes = ((first ? kKvContiguous + kToFp32 : kMerge) + (last ? kToFp32 : kKvConcat)) * elements;
     ring_step_memory(op, i, n, held, kForwardStep * b.q);
     const int id = compute(std::move(op), u);
     g_.add_edge(arrive[static_cast<std::size_t>(i)], id, EdgeKind::data);
@@ -131,19 +149,24 @@ void FsdpStepBuilder::ring_backward(const model::Kernel& attention, const fsdp::
     Op step = make(OpKind::backward, Stream::compute, fmt::format("{} ring step {}/{}", name, i + 1, n), u);
     step.work.attention.push_back(AttentionCall{batch_.sequences, batch_.seq_len, attention.heads, attention.kv_heads, attention.head_dim,
                                                 attention.causal, true, batch_.cp, n});
-    step.work.launches = 2;
-    step.work.memory_bytes = kQueryGradStep * elements;
+    const bool first = i == 0;
+    const bool last = i == n - 1;
+    step.work.launches = 2 + (first ? 5 : 0) + (last ? 0 : 1);
+    step.work.memory_bytes = ((first ? kKvContiguous + kZeroGrads : 0.0) + (last ? 0.0 : kKvConcat) + kQueryGradAdd) * elements;
     ring_step_memory(step, i, n, held, b.q + b.kv);
     const int id = compute(std::move(step), u);
     g_.add_edge(arrive[static_cast<std::size_t>(i)], id, EdgeKind::data);
     Op add = make(OpKind::backward, Stream::compute, fmt::format("{} dK dV {}/{}", name, i + 1, n), u);
-    add.work = memory_work(kKvGradStep * elements, 4);
+    add.work = memory_work(((first ? kKvGradFirst : kKvGradLater) + kKvGradSend) * elements, first ? 3 : 5);
     const int added = compute(std::move(add), u);
     g_.add_edge(sent, added, EdgeKind::data);  // the gradient from the previous rank
     sent = issue(shift_send(Group::cp, 1, gradients, Stream::cp, fmt::format("CP send dK dV {} {}/{}", cp.name, i + 1, n), u));
     g_.add_edge(added, sent, EdgeKind::data);
   }
-  tp_wait_ = sent;  // the own K/V gradient, back after the cp-th send
+  tp_wait_ = sent;  // the own K/V gradient, back after the cp-th send: the compute stream waits for it
+  Op cast = make(OpKind::backward, Stream::compute, fmt::format("{} dK dV dQ to bf16", name), u);
+  cast.work = memory_work(kFinalCasts * elements, 2);
+  (void)compute(std::move(cast), u);
 }
 
 void FsdpStepBuilder::forward_ring(const fsdp::Segment& s, int segment, int u) {

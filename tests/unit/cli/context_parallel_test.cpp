@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -184,4 +185,40 @@ TEST_CASE("context parallel: the memory the ring holds while it runs") {
   check(ring("alltoall", OpKind::forward), 1048576, 917504);
   check(ring("allgather", OpKind::backward), 3145728, 393216);
   check(ring("alltoall", OpKind::backward), 3 * 262144.0 + 2 * 131072 + 6 * 262144, 393216);
+}
+
+TEST_CASE("context parallel: the ring's eager copies and merges, in bytes by hand") {
+  // The tiny Llama (hidden 512, 8 heads of 64, no GQA), one layer, 512-token sequences, no
+  // checkpointing. Per element of a rank's queries (E = tokens x 512), priced for the CP group's
+  // last rank, as read in torch's _templated_ring_attention and its backward
+  // (torch/distributed/tensor/experimental/_attention.py): forward, K and V made contiguous (8),
+  // the first output to fp32 (6), K and V concatenated before every step but the last (8), each
+  // later step's merge (block to fp32 6, out - block 12, x sigmoid 8, out - that 12: 38), the
+  // result back to bf16 (6); backward, K and V contiguous again (8), fp32 dQ, dK, dV zeroed (12),
+  // the K/V concatenation before every step but the last (8), dQ added each step (10), dK and dV
+  // added whole at the first step (20) and by halves then concatenated back at the later ones
+  // (10 + 16), concatenated for each send (16), and the own gradient and dQ cast back (18).
+  //   cp 2 (E = 256 x 512): forward 22 + 44 = 66 E; backward 38 + 36 + 10 + 42 + 18 = 144 E;
+  //   cp 4 (E = 128 x 512): forward 22 + 46 + 46 + 44 = 158 E; backward 38 + 36 + 2 x (18 + 42)
+  //   + 10 + 42 + 18 = 264 E.
+  const auto traffic = [](int cp) {
+    const auto p =
+        prepare({"fsdp.version=2", "training.activation_checkpointing=none", "model.layers=1", fmt::format("parallelism.cp={}", cp)});
+    std::array<double, 2> bytes{0, 0};  // forward, backward
+    for (std::size_t o = 0; o < p.graph.size(); ++o) {
+      const auto& op = p.graph.op(static_cast<int>(o));
+      const bool ring = op.name.find(" ring step ") != std::string::npos || op.name.find(" dK dV") != std::string::npos;
+      if (!ring || op.stream != graph::Stream::compute) continue;
+      bytes[op.kind == OpKind::forward ? 0 : 1] += op.work.memory_bytes;
+    }
+    return bytes;
+  };
+  const double e2 = 256.0 * 512;
+  const double e4 = 128.0 * 512;
+  const auto two = traffic(2);
+  const auto four = traffic(4);
+  CHECK(two[0] == doctest::Approx(66 * e2).scale(0));
+  CHECK(two[1] == doctest::Approx(144 * e2).scale(0));
+  CHECK(four[0] == doctest::Approx(158 * e4).scale(0));
+  CHECK(four[1] == doctest::Approx(264 * e4).scale(0));
 }
