@@ -93,6 +93,14 @@ void print_qualitative_effects() {
       {"P1 tensorwise (70B, TP 8)", "p1_llama3-70b_256xh100_tp8.yaml", "p1_llama3-70b_256xh100_tp8_float8_tensorwise.yaml", 35.6, {}, {}},
       {"P2 tensorwise (8B, TP 8)", "p2_llama3-8b_64xh100_tp8.yaml", "p2_llama3-8b_64xh100_tp8_float8_tensorwise.yaml", 16.0, {}, {}},
       {"P3 tensorwise (405B, TP 8)", "p3_llama3.1-405b_128xh100_tp8.yaml", "p3_llama3.1-405b_128xh100_tp8_float8.yaml", 62.4, {}, {}},
+      // V14 (held out, pytorch/pytorch#149990): P1's job on 128 GPUs, the loss not compiled;
+      // 598 -> 820 tokens/s vanilla TP.
+      {"V14 tensorwise (70B on 128 H100)",
+       "p1_llama3-70b_256xh100_tp8.yaml",
+       "p1_llama3-70b_256xh100_tp8_float8_tensorwise.yaml",
+       100 * (820.0 / 598 - 1),
+       {k16Hosts, kEagerLoss},
+       {}},
       // F1 on 8 power-limited B200 (b200_8x_ib400: assumed efficiencies, absolute figures not comparable).
       {"F1 B200 tensorwise + float8 all-gather",
        "f1_llama3-8b_8xh100_bf16.yaml",
@@ -157,6 +165,19 @@ void print_qualitative_effects() {
        4.5,
        {},
        {kAsync}},
+      // V14 (held out, pytorch/pytorch#149990): 598 -> 673 bf16, 820 -> 950 tensorwise.
+      {"V14 bf16 (70B on 128 H100)",
+       "p1_llama3-70b_256xh100_tp8.yaml",
+       "p1_llama3-70b_256xh100_tp8.yaml",
+       100 * (673.0 / 598 - 1),
+       {k16Hosts, kEagerLoss},
+       {k16Hosts, kEagerLoss, kAsync}},
+      {"V14 Float8 tensorwise",
+       "p1_llama3-70b_256xh100_tp8_float8_tensorwise.yaml",
+       "p1_llama3-70b_256xh100_tp8_float8_tensorwise.yaml",
+       100 * (950.0 / 820 - 1),
+       {k16Hosts, kEagerLoss},
+       {k16Hosts, kEagerLoss, kAsync}},
   };
   for (const auto& sp : async_tp) {
     const std::string dir = "validation/published/";
