@@ -67,7 +67,7 @@ constexpr std::array kGpuParams{
               "table (matmul_interpolator_data.h, sm_90): t = 6 us + F / 847 TFLOPS + 0.53 x output bytes / 3.35 TB/s "
               "fits 28 shapes of 4,096-16,384 rows within 3.3 % (FLOPs and a fixed cost: 23 %); 0.53 of peak HBM is 0.45 of "
               "the 0.85 memory-bound rate. Other GPUs [assumed]; 0: GEMMs by FLOPs alone",
-              kFractionRange},
+              Range{0, 1}},
     ParamSpec{"launch_queue", "integer", "1024",
               "kernel launches the CPU can have pending before a launch blocks: how far the CPU runs ahead of the GPU "
               "(undocumented by CUDA; 1024 is the depth commonly observed)",

@@ -69,6 +69,16 @@ TEST_CASE("--set overrides any key, including topology keys through cluster.over
   CHECK(s.fsdp.mixed_precision.reduce == config::DType::fp32);
 }
 
+TEST_CASE("a topology setting whose description offers 0 takes 0") {
+  // gpu.gemm_output_exposed: "0: GEMMs by FLOPs alone"; gpu.variation: "0: every GPU alike".
+  TempFile topo("topo.yaml", kTopology);
+  TempFile scen("scenario.yaml", scenario_text());
+  const std::vector<std::string> sets{"cluster.overrides.gpu.gemm_output_exposed=0", "cluster.overrides.gpu.variation=0"};
+  const auto s = config::load_scenario(scen.path(), sets);
+  CHECK(s.cluster.topology.gpu.gemm_output_exposed == 0);
+  CHECK(s.cluster.topology.gpu.variation == 0);
+}
+
 TEST_CASE("errors name the file, line, column and key, and suggest the intended word") {
   TempFile topo("topo.yaml", kTopology);
   TempFile scen("scenario.yaml", scenario_text("  sharding: ful_shard\n"));
