@@ -76,6 +76,15 @@ constexpr std::array kTrainingParams{
               "the cast and the log-softmax fused into reductions over the logits, no fp32 copy kept (sim/model/transformer.cpp)"},
     ParamSpec{"no_sync", "bool", "false", "with grad_accum: keep unsharded gradients and reduce only on the last micro-step"},
     ParamSpec{"optimizer", "", "adamw", "optimizer (state bytes per parameter, step cost)", {}, kOptimizerNames},
+    ParamSpec{"optimizer_impl",
+              "",
+              "auto",
+              "how the step runs: foreach = torch.optim's default on CUDA (a kernel per operation over all tensors, "
+              "80 bytes a parameter for AdamW in fp32 and a temporary of the state's size); fused = one kernel "
+              "(torch's fused=True, torchtitan's default since 2025-02, DeepSpeed's and Megatron's FusedAdam: 28 bytes); "
+              "auto = foreach, fused under zero3 and shard_optimizer (fsdp/model_state.hpp)",
+              {},
+              kOptimizerImplNames},
     ParamSpec{"activation_checkpointing",
               "",
               "none",
@@ -266,6 +275,7 @@ TrainingConfig read_training(const Reader& top, std::vector<ConfigWarning>& warn
   }
   t.no_sync = r.boolean("no_sync");
   t.optimizer = pick<Optimizer>(r, "optimizer");
+  t.optimizer_impl = {pick<OptimizerImpl>(r, "optimizer_impl", kOptimizerImplNames), r.where("optimizer_impl")};
   t.activation_checkpointing = pick<ActivationCheckpointing>(r, "activation_checkpointing");
   t.checkpoint_every = static_cast<int>(r.integer("checkpoint_every"));
   t.dtype = pick<DType>(r, "dtype");
@@ -390,6 +400,12 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
   s.simulation = read_simulation(top);
   s.collectives = read_collectives(top);
   s.stragglers = read_stragglers(top, s.world_size());
+  if (s.training.optimizer_impl.value != OptimizerImpl::automatic &&
+      (s.fsdp.cpu_offload || s.fsdp.zero3.offload_optimizer.value != OffloadDevice::none)) {
+    s.warnings.push_back({s.training.optimizer_impl.where, "training.optimizer_impl",
+                          "the optimizer steps on the CPU here (fsdp.cpu_offload or fsdp.zero3.offload_optimizer), priced by its "
+                          "host memory traffic alone; the GPU kernels' implementation does not apply and is ignored"});
+  }
   if (s.simulation.mode == SimulationMode::symmetric && s.cluster.jobs > 1) {
     throw ConfigError(c.where("jobs"), "simulation.mode",
                       "symmetric simulates one representative rank of one job, but cluster.jobs puts several on the fabric; expected "

@@ -19,6 +19,10 @@ namespace shardsim::config {
 
 enum class DType { fp32, bf16, fp16 };
 enum class Optimizer { adamw, adam, sgd };
+// How the optimizer step runs: torch.optim's foreach kernels (a kernel per operation over all
+// tensors, with a temporary for Adam's denominator) or one fused kernel per tensor list
+// (torch's fused=True, DeepSpeed's and Megatron's FusedAdam); automatic: the framework's default.
+enum class OptimizerImpl { automatic, foreach, fused };
 // selective: torchtitan's per-op SAC; blocks: full checkpointing of every k-th block only
 // (torchtitan selective_ac_option "k", fms-fsdp selective_checkpointing).
 enum class ActivationCheckpointing { none, selective, full, blocks };
@@ -91,6 +95,7 @@ struct TrainingConfig {
   bool compile_loss = false;  // torch.compile of the loss function (torchtitan since 2025-04 with compile)
   bool no_sync = false;       // accumulate unsharded gradients without reducing until the last micro-step
   Optimizer optimizer = Optimizer::adamw;
+  Located<OptimizerImpl> optimizer_impl{OptimizerImpl::automatic, {}};
   ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::none;
   int checkpoint_every = 2;            // with blocks: checkpoint blocks 0, k, 2k, ...
   DType dtype = DType::fp32;           // how parameters, gradients and optimizer state are stored

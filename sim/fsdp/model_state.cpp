@@ -13,16 +13,34 @@ int optimizer_states(config::Optimizer o) {
   return 2;
 }
 
-double optimizer_bytes_per_param(config::Optimizer o, int storage_bytes) {
+bool fused_optimizer(const config::ScenarioConfig& s) {
+  switch (s.training.optimizer_impl.value) {
+    case config::OptimizerImpl::foreach:
+      return false;
+    case config::OptimizerImpl::fused:
+      return true;
+    case config::OptimizerImpl::automatic:
+      break;
+  }
+  return s.fsdp.sharding == config::Sharding::zero3 || s.fsdp.sharding == config::Sharding::shard_optimizer;
+}
+
+double optimizer_bytes_per_param(config::Optimizer o, bool fused, int storage_bytes) {
   const double scale = storage_bytes / 4.0;
+  constexpr double clipping = 12.0;
   switch (o) {
     case config::Optimizer::adam:
     case config::Optimizer::adamw:
-      return (80.0 + 12.0) * scale;
+      return ((fused ? 28.0 : 80.0) + clipping) * scale;
     case config::Optimizer::sgd:
-      return (12.0 + 12.0) * scale;  // p -= lr * g, plus clipping
+      return (12.0 + clipping) * scale;  // p -= lr * g, fused or not
   }
-  return 92.0 * scale;
+  return (80.0 + clipping) * scale;
+}
+
+double optimizer_temporary_bytes_per_param(config::Optimizer o, bool fused, int storage_bytes) {
+  if (fused || o == config::Optimizer::sgd) return 0;
+  return storage_bytes;
 }
 
 ModelStateBytes model_state_bytes(double params, int shard_ranks, int storage_bytes, config::Optimizer o) {

@@ -18,11 +18,23 @@ struct ModelStateBytes {
 // Optimizer state tensors per parameter: Adam and AdamW keep two moments; plain SGD none.
 [[nodiscard]] int optimizer_states(config::Optimizer o);
 
-// HBM traffic of one optimizer step per parameter, with gradient-norm clipping: torch's foreach
-// AdamW does lerp (12 B), mul + addcmul on exp_avg_sq (20 B), weight decay (8 B), sqrt, div, add
-// eps (24 B), addcdiv into the parameter (16 B): 80 B in fp32; clipping reads and scales the
-// gradient (12 B). Scaled by storage bytes / 4 for bf16 state.
-[[nodiscard]] double optimizer_bytes_per_param(config::Optimizer o, int storage_bytes);
+// Whether the optimizer step runs fused (training.optimizer_impl; auto: torch.optim's foreach
+// default, fused under zero3 and shard_optimizer, whose frameworks step with DeepSpeed's or
+// Megatron-LM's FusedAdam).
+[[nodiscard]] bool fused_optimizer(const config::ScenarioConfig& s);
+
+// HBM traffic of one optimizer step per parameter, with gradient-norm clipping (foreach norm and
+// scale: read the gradient, then read and write it, 12 B). torch's foreach AdamW does lerp
+// (12 B), mul + addcmul on exp_avg_sq (20 B), weight decay (8 B), sqrt, div, add eps (24 B),
+// addcdiv into the parameter (16 B): 80 B in fp32. Fused (torch's _fused_adamw_, apex's and
+// DeepSpeed's multi_tensor_adam) reads the parameter, gradient and both moments and writes the
+// parameter and moments once: 28 B. Scaled by storage bytes / 4 for bf16 state.
+[[nodiscard]] double optimizer_bytes_per_param(config::Optimizer o, bool fused, int storage_bytes);
+
+// Bytes per parameter the step allocates and frees again: foreach Adam(W)'s out-of-place sqrt of
+// exp_avg_sq (torch/optim/adam.py _multi_tensor_adam, exp_avg_sq_sqrt), one tensor of the state's
+// size per parameter; none fused or for SGD.
+[[nodiscard]] double optimizer_temporary_bytes_per_param(config::Optimizer o, bool fused, int storage_bytes);
 
 [[nodiscard]] ModelStateBytes model_state_bytes(double params, int shard_ranks, int storage_bytes, config::Optimizer o);
 

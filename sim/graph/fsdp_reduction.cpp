@@ -227,21 +227,22 @@ void FsdpStepBuilder::upcast_accumulation(int u) {
 void FsdpStepBuilder::optimizer() {
   std::int64_t shard = 0;
   for (const auto& u : plan_.units) shard += plan_.traits.shards_optimizer ? u.shard_numel : u.numel;
-  double bytes = static_cast<double>(shard) * fsdp::optimizer_bytes_per_param(cfg_.training.optimizer, plan_.master_bytes);
   // The distributed optimizer then copies its updated master shard into the model's parameters
   // where their dtypes differ (Megatron's _copy_main_params_to_model_params: read fp32, write
   // bf16), the shard the all-gather sends. FSDP casts in its all-gather copy-in instead.
+  double copy_bytes = 0;
   if (shards_optimizer_only() && plan_.param_bytes != plan_.master_bytes) {
-    bytes += static_cast<double>(shard) * (plan_.master_bytes + plan_.param_bytes);
+    copy_bytes = static_cast<double>(shard) * (plan_.master_bytes + plan_.param_bytes);
   }
   grad_norm_all_reduces();
   // With offload the step runs on the CPU thread over host memory, after the final callback's
   // synchronize (fsdp-semantics.md section 5).
   Op op = make(OpKind::optimizer, offload_ ? Stream::cpu : Stream::compute, fmt::format("optimizer step {}", step_), -1);
   if (offload_) {
-    op.work.host_bytes = bytes;
+    op.work.host_bytes =
+        static_cast<double>(shard) * fsdp::optimizer_bytes_per_param(cfg_.training.optimizer, false, plan_.master_bytes) + copy_bytes;
   } else {
-    op.work = memory_work(bytes, 8 * static_cast<int>(plan_.units.size()));
+    add_optimizer_step(op, cfg_, static_cast<double>(shard), plan_.master_bytes, static_cast<int>(plan_.units.size()), copy_bytes);
   }
   // zero_grad(set_to_none=True) frees the gradients after the step.
   op.memory.insert(op.memory.end(), grad_shard_frees_.begin(), grad_shard_frees_.end());

@@ -1,5 +1,6 @@
 #include "graph/work.hpp"
 
+#include "fsdp/model_state.hpp"
 #include "model/float8.hpp"
 
 namespace shardsim::graph {
@@ -196,6 +197,17 @@ Work memory_work(double bytes, int launches) {
   w.memory_bytes = bytes;
   w.launches = launches;
   return w;
+}
+
+void add_optimizer_step(Op& op, const config::ScenarioConfig& s, double params, int storage_bytes, int units, double extra_bytes) {
+  const bool fused = fsdp::fused_optimizer(s);
+  const config::Optimizer o = s.training.optimizer;
+  op.work = memory_work(params * fsdp::optimizer_bytes_per_param(o, fused, storage_bytes) + extra_bytes, (fused ? 1 : 8) * units);
+  const double temporary = params * fsdp::optimizer_temporary_bytes_per_param(o, fused, storage_bytes);
+  if (temporary > 0) {
+    op.memory.push_back({MemCategory::optimizer_state, temporary, false});
+    op.memory.push_back({MemCategory::optimizer_state, -temporary, true});
+  }
 }
 
 }  // namespace shardsim::graph

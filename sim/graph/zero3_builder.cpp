@@ -282,12 +282,11 @@ class Zero3Builder {
     if (offload_.optimizer_offloaded()) {
       last_optimizer_ = offload_.optimizer_step(step, shard, io_.last(Stream::d2h), io_.last(Stream::reduce_scatter));
     } else {
-      // fp32 Adam on the partition, then the 16-bit partition is refreshed from it (read 4, write 2).
-      const double bytes = static_cast<double>(shard) *
-                           (fsdp::optimizer_bytes_per_param(cfg_.training.optimizer, plan_.master_bytes) + 4.0 + plan_.param_bytes);
+      // Adam on the fp32 partition, then the 16-bit partition is refreshed from it (read 4, write 2).
       Op op = make_op(OpKind::optimizer, Stream::compute, fmt::format("optimizer step {}", step), -1);
-      op.work = memory_work(bytes, 8 * static_cast<int>(plan_.units.size()));
       op.memory = shard_frees_;
+      add_optimizer_step(op, cfg_, static_cast<double>(shard), plan_.master_bytes, static_cast<int>(plan_.units.size()),
+                         static_cast<double>(shard) * (4.0 + plan_.param_bytes));
       shard_frees_.clear();
       const int id = issue(std::move(op));
       g_.add_edge(io_.last(Stream::reduce_scatter), id, EdgeKind::data);

@@ -53,3 +53,40 @@ TEST_CASE("allocated memory as the backward pass starts, by hand") {
   CHECK(at_t == doctest::Approx(fp32_shards + adam + root + three_blocks + blocks + norm_and_output_inputs + loss).scale(0));
   CHECK(m.unpaired_frees == 0);
 }
+
+TEST_CASE("foreach AdamW's temporary is live while the optimizer steps, by hand") {
+  // torch.optim's foreach AdamW takes sqrt(exp_avg_sq) out of place: one fp32 tensor the size of
+  // the rank's shards, 4 x 1,709,632 B (the shards above) in 512-byte blocks, from the step's start to its end;
+  // fused AdamW allocates nothing. Same run otherwise, so the same memory at the step's start
+  // but for it, and the same once it is over. Each run in a child (one SimGrid per process).
+  struct DuringAfter {
+    double during = 0;
+    double after = 0;
+  };
+  const auto at_optimizer = [](const char* impl) {
+    return test::in_child([impl] {
+      const std::vector<std::string> sets{std::string("training.optimizer_impl=") + impl};
+      const auto p = cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", sets);
+      const auto out = cli::simulate(p);
+      int step = -1;
+      for (std::size_t i = 0; i < p.graph.size(); ++i) {
+        if (p.graph.op(static_cast<int>(i)).kind == graph::OpKind::optimizer) step = static_cast<int>(i);
+      }
+      DuringAfter m{-1, -1};
+      if (step < 0) return m;
+      const auto& when = out.result.timeline.at(step, 0);
+      for (const auto& point : report::memory_timeline(p.graph, out.result.timeline, 0).points) {
+        if (point.time <= when.start) m.during = point.total();
+        if (point.time <= when.end) m.after = point.total();
+      }
+      return m;
+    });
+  };
+  const DuringAfter foreach = at_optimizer("foreach");
+  const DuringAfter fused = at_optimizer("fused");
+  REQUIRE(fused.during > 0);
+  const double shard = 4 * 395'392.0 + 128'064;
+  const double allocator_blocks = std::ceil(4 * shard / 512) * 512;  // 6,838,528 -> 6,838,784 B
+  CHECK(foreach.during - fused.during == doctest::Approx(allocator_blocks).scale(0));
+  CHECK(foreach.after == doctest::Approx(fused.after).scale(0));
+}

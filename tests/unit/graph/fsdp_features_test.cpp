@@ -393,3 +393,38 @@ TEST_CASE("FSDP2 divides only an fp16 reduction, and casts the reduced shard to 
   CHECK(fp16.memory_bytes == doctest::Approx(29'259'008.0).scale(0));
   CHECK(fp16.launches == 4);
 }
+
+TEST_CASE("foreach AdamW moves 92 bytes a parameter and allocates a temporary, fused AdamW 40 and none") {
+  // torch.optim's foreach AdamW over fp32 shards: lerp 12, mul + addcmul 20, weight decay 8, sqrt /
+  // div / add eps 24, addcdiv 16 = 80 B, and clipping's norm and scale 12 B; its out-of-place sqrt
+  // of exp_avg_sq is one fp32 tensor per parameter, live for the step. Fused (_fused_adamw_):
+  // read parameter, gradient, both moments (16 B), write parameter and moments (12 B), plus the
+  // same 12 B of clipping, and no temporary. 8 ranks: each steps 1/8 of the parameters.
+  struct Step {
+    double bytes_per_param = 0;
+    double temporary_per_param = 0;
+  };
+  const auto step = [](const char* impl) {
+    const auto p = tiny({"fsdp.version=2", std::string("training.optimizer_impl=") + impl});
+    double shard = 0;
+    for (const auto& u : p.plan.units) shard += static_cast<double>(u.shard_numel);
+    Step s;
+    for (std::size_t o = 0; o < p.graph.size(); ++o) {
+      const auto& op = p.graph.op(static_cast<int>(o));
+      if (op.kind != graph::OpKind::optimizer) continue;
+      s.bytes_per_param = op.work.memory_bytes / shard;
+      for (const auto& m : op.memory) {
+        if (m.category == graph::MemCategory::optimizer_state && m.bytes > 0 && !m.at_end) s.temporary_per_param += m.bytes / shard;
+      }
+    }
+    return s;
+  };
+  const Step foreach = step("foreach");
+  CHECK(foreach.bytes_per_param == doctest::Approx(92).scale(0));
+  CHECK(foreach.temporary_per_param == doctest::Approx(4).scale(0));
+  const Step fused = step("fused");
+  CHECK(fused.bytes_per_param == doctest::Approx(40).scale(0));
+  CHECK(fused.temporary_per_param == 0);
+  // auto: torch.optim's default under FSDP.
+  CHECK(step("auto").bytes_per_param == doctest::Approx(92).scale(0));
+}
