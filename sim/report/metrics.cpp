@@ -8,6 +8,7 @@
 #include <numeric>
 #include <utility>
 
+#include "fsdp/model_state.hpp"
 #include "report/blas_workspace.hpp"
 #include "report/caching_allocator.hpp"
 #include "report/cpu_issue.hpp"
@@ -302,7 +303,10 @@ Summary summarize(const SummaryInput& in) {
     for (int st = 0; st < s.pp_stages; ++st) {
       if (!op.runs_on_stage(st)) continue;
       Summary& x = per_stage[static_cast<std::size_t>(st)];
-      if (with_split && !op.is_collective() && on_compute_stream(op)) x.compute_split += (*in.compute_split)[o];
+      if (with_split && !op.is_collective() && on_compute_stream(op)) {
+        x.compute_split += (*in.compute_split)[o];
+        if (op.kind == OpKind::optimizer) x.optimizer_s += (*in.compute_split)[o].total();
+      }
       if (op.kind == OpKind::all_gather && op.group != graph::Group::tp) x.all_gather_bytes += op.bytes;
       for (const auto& gemm : op.work.gemms) {
         x.gemm_flops += gemm.flops();
@@ -317,6 +321,8 @@ Summary summarize(const SummaryInput& in) {
   s.busiest_stage = static_cast<int>(std::max_element(per_stage.begin(), per_stage.end(), busier) - per_stage.begin());
   const Summary& busiest = per_stage[static_cast<std::size_t>(s.busiest_stage)];
   s.compute_split = busiest.compute_split;
+  s.optimizer_s = busiest.optimizer_s;
+  s.optimizer_impl = fsdp::fused_optimizer(in.scenario) ? "fused" : "foreach";
   s.all_gather_bytes = busiest.all_gather_bytes;
   s.gemm_flops = busiest.gemm_flops;
   s.gemm_flops_float8 = busiest.gemm_flops_float8;

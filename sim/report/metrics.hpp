@@ -104,6 +104,10 @@ struct Summary {
   // The reported step's compute-stream work of one rank by kind, as the compute model prices it
   // alone (without the slow-down collectives cause or stragglers); zero without the engine's split.
   graph::ComputeSplit compute_split;
+  // Of compute_split: the optimizer step on the GPU (0 where it runs on the CPU), and how it runs
+  // (training.optimizer_impl as resolved: "foreach" or "fused").
+  double optimizer_s = 0;
+  std::string optimizer_impl;
   // What float8 training changes, in the reported step on one rank: the bytes of the parameter
   // all-gathers (FSDP / ZeRO-3, not tensor parallel) and the GEMM FLOPs, all and in float8.
   double all_gather_bytes = 0;

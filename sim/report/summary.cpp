@@ -118,6 +118,10 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
     row("  memory-bound / launches",
         fmt::format("{:.4f} s / {:.4f} s{}", c.memory, c.launch,
                     c.other > 0 ? fmt::format("  (and {:.4f} s of PCIe and host work)", c.other) : std::string()));
+    if (s.optimizer_s > 0) {
+      row("  of which optimizer step", fmt::format("{:.4f} s  ({} {}: training.optimizer_impl)", s.optimizer_s,
+                                                   config::to_string(scenario.training.optimizer), s.optimizer_impl));
+    }
   }
   if (scenario.cluster.topology.host.kernel_dispatch.value() > 0) {
     row("compute waiting for the CPU",
@@ -262,6 +266,8 @@ nlohmann::json summary_json(const Summary& s) {
         {"memory_bound", s.compute_split.memory},
         {"launch", s.compute_split.launch},
         {"other", s.compute_split.other}}},
+      {"optimizer_s", s.optimizer_s},
+      {"optimizer_impl", s.optimizer_impl},
       {"tp_exposed_comm_s", s.tp_exposed_comm_s},
       {"comm_s_by_dimension", {{"dp", s.dp_comm_s}, {"tp", s.tp_comm_s}, {"pp", s.pp_comm_s}, {"cp", s.cp_comm_s}}},
       {"exposed_comm_s_by_dimension",

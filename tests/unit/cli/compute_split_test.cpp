@@ -53,3 +53,19 @@ TEST_CASE("the step's compute splits into GEMM, attention, memory-bound and laun
   CHECK(s.compute_split.total() <= s.compute_s * (1 + 1e-9));
   CHECK(s.compute_split.total() > 0.8 * s.compute_s);
 }
+
+TEST_CASE("the optimizer step's share of the compute split is its bytes and launches at the topology's rates") {
+  // foreach AdamW over fp32 shards: 92 bytes a parameter of the rank's shard (fsdp/model_state.hpp)
+  // at the memory rate, 8 launches per wrapped unit (tiny Llama: 4 blocks and the root).
+  const auto p = cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml",
+                              std::vector<std::string>{"fsdp.version=2", "training.optimizer_impl=foreach"});
+  const auto s = cli::simulate(p).summary;
+  const auto& gpu = p.scenario.cluster.topology.gpu;
+  double shard = 0;
+  for (const auto& u : p.plan.units) shard += static_cast<double>(u.shard_numel);
+  const double expected = 92 * shard / (gpu.hbm_bandwidth.value() * gpu.efficiency.memory) + 8 * 5 * gpu.kernel_launch.value();
+  CHECK(p.plan.units.size() == 5);
+  CHECK(s.optimizer_impl == "foreach");
+  CHECK(s.optimizer_s == doctest::Approx(expected).scale(0));
+  CHECK(s.optimizer_s < s.compute_split.memory + s.compute_split.launch);
+}
