@@ -155,6 +155,15 @@ void FsdpStepBuilder::save_activations(Op& op, const fsdp::Segment& s) const {
 // before unit k's post-backward (the autograd engine may order them either way; FSDP1 only).
 std::vector<TraceEvent> FsdpStepBuilder::backward_events() const {
   std::vector<TraceEvent> out(plan_.forward.rbegin(), plan_.forward.rend());
+  // The loss is computed outside the model (the training loop's loss_fn(pred, labels)), so the
+  // root's pre-backward hook, registered on the model's output, fires only once the loss's
+  // backward has made the output's gradient: that backward comes first.
+  if (out.size() > 1 && out.front().kind == TraceEvent::Kind::exit) {
+    std::size_t k = 1;
+    while (k < out.size() && out[k].kind == TraceEvent::Kind::compute && plan_.segments[static_cast<std::size_t>(out[k].segment)].is_loss)
+      ++k;
+    std::rotate(out.begin(), out.begin() + 1, out.begin() + static_cast<std::ptrdiff_t>(k));
+  }
   if (v2_ || fsdp_.backward_hook_order != config::HookOrder::pre_first) return out;
   for (std::size_t i = 0; i + 1 < out.size(); ++i) {
     if (out[i].kind == TraceEvent::Kind::enter && out[i + 1].kind == TraceEvent::Kind::exit) {

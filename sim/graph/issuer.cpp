@@ -62,6 +62,17 @@ int Issuer::issue(Op op) {
     started_[s] = true;
   }
   last_[s] = id;
+  if (g_.op(id).stream == Stream::compute && !in_program_order_.empty()) {
+    const int stage = g_.op(id).stage;
+    std::erase_if(in_program_order_, [&](int waiting) {
+      Op& w = g_.op(waiting);
+      if (w.stage != stage) return false;
+      for (auto& m : w.memory) {
+        if (m.bytes > 0) m.not_before = id;
+      }
+      return true;
+    });
+  }
   return id;
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "config/scenario.hpp"
 #include "core/deadline.hpp"
@@ -31,6 +32,9 @@ class Issuer {
   // Starts a micro-step: its ops carry (step, micro) and each stream's first op waits for `barrier`.
   void begin_micro_step(int step, int micro, int barrier);
   int issue(Op op);
+  // Op `id`'s allocations are made in the CPU's program order: each is accounted from the start
+  // of the next op the CPU issues on the compute stream (of its pipeline stage), MemEffect::not_before.
+  void allocate_in_program_order(int id) { in_program_order_.push_back(id); }
   // The CPU blocks until `event` ends; returns the wait op, which later ops on any stream follow.
   int cpu_wait(int event, std::string name);
   [[nodiscard]] int last(Stream s) const { return last_[static_cast<std::size_t>(s)]; }
@@ -45,6 +49,7 @@ class Issuer {
   std::int64_t max_ops_ = -1;
   std::function<void()> exceeded_;
   const Deadline* deadline_ = nullptr;
+  std::vector<int> in_program_order_;  // ops whose allocations wait for the next compute-stream op
   int barrier_ = -1;
   int cpu_gate_ = -1;
   int step_ = 0;

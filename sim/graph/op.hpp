@@ -164,6 +164,10 @@ struct MemEffect {
   // that is later freed with record_stream, so that how far the CPU runs ahead decides how many
   // such blocks are live at once (report/cpu_issue.hpp).
   bool at_issue = false;
+  // An allocation the CPU makes in program order where the GPU runs the op ahead of that point
+  // (FSDP2's all-gather outputs, allocated when their hook runs): accounted no earlier than the
+  // GPU start of `not_before`, the next compute-stream op the CPU issued after it (-1: none).
+  int not_before = -1;
 };
 
 struct Op {

@@ -115,12 +115,14 @@ json effects_json(const std::vector<MemEffect>& effects) {
               {"at_end", m.at_end},
               {"pool", std::string(to_string(m.pool))}};
     if (m.at_issue) e["at_issue"] = true;
+    if (m.not_before >= 0) e["not_before"] = m.not_before;
     mem.push_back(std::move(e));
   }
   return mem;
 }
 
-std::vector<MemEffect> effects_from(const JsonFields& in, const json& j, const std::string& path) {
+// `ops`: how many ops the graph has, which an effect's not_before names (0: none may be named).
+std::vector<MemEffect> effects_from(const JsonFields& in, const json& j, const std::string& path, std::int64_t ops = 0) {
   std::vector<MemEffect> out;
   const json& list = in.array(j, path);
   for (std::size_t i = 0; i < list.size(); ++i) {
@@ -130,6 +132,10 @@ std::vector<MemEffect> effects_from(const JsonFields& in, const json& j, const s
     out.push_back(MemEffect{enum_from<MemCategory, kMemCategories>(in, in.field(m, "category", p), json_path(p, "category")),
                             in.number(in.field(m, "bytes", p), json_path(p, "bytes"), -kMaxBytes, kMaxBytes), flag("at_end"),
                             enum_from<Pool, kPools>(in, in.field(m, "pool", p), json_path(p, "pool")), flag("at_issue")});
+    if (m.contains("not_before")) {
+      if (ops == 0) in.fail(json_path(p, "not_before"), "an op id, which the initial memory has none of; expected no not_before here");
+      out.back().not_before = static_cast<int>(in.integer(m["not_before"], json_path(p, "not_before"), 0, ops - 1));
+    }
   }
   return out;
 }
@@ -242,7 +248,7 @@ StepGraph from_json(const json& j, const std::string& source) {
     op.micro = integer("micro", 0, g.info.micro_steps - 1);
     op.group = enum_from<Group, kGroups>(in, in.field(o, "group", p), json_path(p, "group"));
     op.bytes = in.number(in.field(o, "bytes", p), json_path(p, "bytes"), 0, kMaxBytes);
-    op.memory = effects_from(in, in.field(o, "memory", p), json_path(p, "memory"));
+    op.memory = effects_from(in, in.field(o, "memory", p), json_path(p, "memory"), static_cast<std::int64_t>(ops.size()));
     if (o.contains("work")) op.work = work_from(in, o["work"], json_path(p, "work"));
     if (o.contains("stage")) op.stage = integer("stage", 0, g.info.pp_group - 1);
     if (o.contains("peer_stage")) op.peer_stage = integer("peer_stage", 0, g.info.pp_group - 1);

@@ -118,6 +118,9 @@ void FsdpStepBuilder::unshard(int u, Phase phase, int prefetch_trigger) {
   ag.memory.push_back({MemCategory::unsharded_params, unsharded_bytes(u), false, Pool::all_gather, !v2_});
   if (h2d >= 0) ag.memory.push_back({MemCategory::sharded_params, -shard_master_bytes(u), true, Pool::all_gather});
   const int id = issue(std::move(ag));
+  // FSDP2's all-gather output is allocated when the hook issuing it runs on the CPU: in program
+  // order, after everything issued before it, though its stream may run it on the GPU earlier.
+  if (v2_) io_.allocate_in_program_order(id);
   g_.add_edge(h2d, id, EdgeKind::data);
   at(gather_of_, u) = id;
   // FSDP2: the all-gather streams wait for the previous group's copy-out before reusing buffers.

@@ -96,7 +96,8 @@ MemoryTimeline memory_timeline(const graph::StepGraph& g, const graph::Timeline&
     if (!g.op(id).runs_on_stage(stage)) continue;  // another pipeline stage's
     const graph::Interval& i = t.at(id, rank);
     for (const auto& m : g.op(id).memory) {
-      const double time = m.at_end ? i.end : m.at_issue && issued[o] >= 0 ? issued[o] : i.start;
+      double time = m.at_end ? i.end : m.at_issue && issued[o] >= 0 ? issued[o] : i.start;
+      if (m.not_before >= 0 && g.op(m.not_before).runs_on_stage(stage)) time = std::max(time, t.at(m.not_before, rank).start);
       events.push_back(Event{time, m.bytes < 0 ? 0 : 1, id, m});
     }
   }

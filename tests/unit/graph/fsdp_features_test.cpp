@@ -195,16 +195,48 @@ TEST_CASE("FSDP1 with backward_hook_order pre_first and no prefetch still issues
 }
 
 TEST_CASE("FSDP2 backward_prefetch_depth = 2 issues two all-gathers at the root's pre-backward") {
+  // The root's pre-backward hook is on the model's output, so it fires after the loss's backward
+  // (the loss is the training loop's, outside the model) and before the output layer's.
   const auto p = tiny({"fsdp.version=2", "fsdp.backward_prefetch_depth=2"});
-  std::vector<std::string> before_backward;
+  std::vector<std::string> issued;  // from the forward's loss to the first block's backward
   bool forward_done = false;
   for (std::size_t i = 0; i < p.graph.size(); ++i) {
     const auto& op = p.graph.op(static_cast<int>(i));
-    if (op.kind == graph::OpKind::backward) break;
+    if (op.name.starts_with("BWD layers")) break;
     if (op.name == "FWD loss") forward_done = true;
-    if (forward_done && op.kind == graph::OpKind::all_gather) before_backward.push_back(op.name);
+    if (forward_done && (op.kind == graph::OpKind::all_gather || op.kind == graph::OpKind::backward)) issued.push_back(op.name);
   }
-  CHECK(before_backward == std::vector<std::string>{"AG layers.3", "AG layers.2"});
+  REQUIRE(issued.size() >= 4);
+  CHECK(issued[0] == "BWD loss");
+  CHECK(issued[1] == "AG layers.3");
+  CHECK(issued[2] == "AG layers.2");
+  CHECK(issued[3] == "BWD output");
+}
+
+TEST_CASE("FSDP2's all-gather output is counted from where the CPU allocated it, in program order") {
+  // The root's pre-backward prefetch of the last block runs after the loss's backward was issued:
+  // its buffer is counted from the next compute-stream op the CPU issues (the output layer's
+  // backward), not at the loss's peak, though the all-gather stream may run it during the
+  // forward's tail. Every other FSDP2 all-gather likewise from the compute op issued after it.
+  const auto p = tiny({"fsdp.version=2", "fsdp.keep_last_unit_unsharded=false"});
+  int prefetch = -1;
+  bool loss_backward = false;
+  for (std::size_t i = 0; i < p.graph.size() && prefetch < 0; ++i) {
+    const auto& op = p.graph.op(static_cast<int>(i));
+    loss_backward |= op.name == "BWD loss";
+    if (loss_backward && op.kind == graph::OpKind::all_gather) prefetch = static_cast<int>(i);
+  }
+  REQUIRE(prefetch >= 0);
+  const auto& ag = p.graph.op(prefetch);
+  CHECK(ag.name == "AG layers.3");
+  REQUIRE(!ag.memory.empty());
+  REQUIRE(ag.memory.front().not_before >= 0);
+  CHECK(p.graph.op(ag.memory.front().not_before).name == "BWD output");
+  // FSDP1 allocates when the CPU issues the all-gather (at_issue), not this way.
+  const auto v1 = tiny({"fsdp.version=1"});
+  for (std::size_t i = 0; i < v1.graph.size(); ++i) {
+    for (const auto& m : v1.graph.op(static_cast<int>(i)).memory) CHECK(m.not_before == -1);
+  }
 }
 
 TEST_CASE("ZeRO-3 fetches each module's own partitioned parameters, small ones stay whole") {

@@ -95,3 +95,29 @@ TEST_CASE("rowwise float8's column-wise cast bytes survive export") {
   CHECK(built > 0);
   CHECK(exported == built);
 }
+
+TEST_CASE("an FSDP2 all-gather's program-order allocation survives export and names an op of the graph") {
+  const auto p = test::prepared("tests/data/tiny_llama.yaml", {"fsdp.version=2"});
+  auto j = graph::to_json(p.graph);
+  const auto g = graph::from_json(j, "graph.json");
+  int named = 0;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const auto& a = g.op(static_cast<int>(i)).memory;
+    const auto& b = p.graph.op(static_cast<int>(i)).memory;
+    REQUIRE(a.size() == b.size());
+    for (std::size_t k = 0; k < a.size(); ++k) {
+      CHECK(a[k].not_before == b[k].not_before);
+      named += a[k].not_before >= 0 ? 1 : 0;
+    }
+  }
+  CHECK(named > 0);
+  nlohmann::json* effect = nullptr;
+  for (auto& op : j["ops"]) {
+    for (auto& m : op["memory"]) {
+      if (m.contains("not_before") && effect == nullptr) effect = &m;
+    }
+  }
+  REQUIRE(effect != nullptr);
+  (*effect)["not_before"] = static_cast<int>(g.size());  // one past the last op
+  CHECK_THROWS_WITH_AS((void)graph::from_json(j, "graph.json"), doctest::Contains("not_before"), ConfigError);
+}
