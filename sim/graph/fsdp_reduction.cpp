@@ -226,7 +226,12 @@ void FsdpStepBuilder::upcast_accumulation(int u) {
 
 void FsdpStepBuilder::optimizer() {
   std::int64_t shard = 0;
-  for (const auto& u : plan_.units) shard += plan_.traits.shards_optimizer ? u.shard_numel : u.numel;
+  std::vector<double> unit_params;
+  for (const auto& u : plan_.units) {
+    const std::int64_t n = plan_.traits.shards_optimizer ? u.shard_numel : u.numel;
+    shard += n;
+    unit_params.push_back(static_cast<double>(n));
+  }
   // The distributed optimizer then copies its updated master shard into the model's parameters
   // where their dtypes differ (Megatron's _copy_main_params_to_model_params: read fp32, write
   // bf16), the shard the all-gather sends. FSDP casts in its all-gather copy-in instead.
@@ -242,7 +247,7 @@ void FsdpStepBuilder::optimizer() {
     op.work.host_bytes =
         static_cast<double>(shard) * fsdp::optimizer_bytes_per_param(cfg_.training.optimizer, false, plan_.master_bytes) + copy_bytes;
   } else {
-    add_optimizer_step(op, cfg_, static_cast<double>(shard), plan_.master_bytes, static_cast<int>(plan_.units.size()), copy_bytes);
+    add_optimizer_step(op, cfg_, unit_params, plan_.master_bytes, copy_bytes);
   }
   // zero_grad(set_to_none=True) frees the gradients after the step.
   op.memory.insert(op.memory.end(), grad_shard_frees_.begin(), grad_shard_frees_.end());

@@ -199,14 +199,21 @@ Work memory_work(double bytes, int launches) {
   return w;
 }
 
-void add_optimizer_step(Op& op, const config::ScenarioConfig& s, double params, int storage_bytes, int units, double extra_bytes) {
+void add_optimizer_step(Op& op, const config::ScenarioConfig& s, const std::vector<double>& unit_params, int storage_bytes,
+                        double extra_bytes) {
   const bool fused = fsdp::fused_optimizer(s);
   const config::Optimizer o = s.training.optimizer;
-  op.work = memory_work(params * fsdp::optimizer_bytes_per_param(o, fused, storage_bytes) + extra_bytes, (fused ? 1 : 8) * units);
-  const double temporary = params * fsdp::optimizer_temporary_bytes_per_param(o, fused, storage_bytes);
-  if (temporary > 0) {
-    op.memory.push_back({MemCategory::optimizer_state, temporary, false});
-    op.memory.push_back({MemCategory::optimizer_state, -temporary, true});
+  double params = 0;
+  for (double p : unit_params) params += p;
+  const int launches = (fused ? 1 : 8) * static_cast<int>(unit_params.size());
+  op.work = memory_work(params * fsdp::optimizer_bytes_per_param(o, fused, storage_bytes) + extra_bytes, launches);
+  const double per_param = fsdp::optimizer_temporary_bytes_per_param(o, fused, storage_bytes);
+  if (per_param <= 0) return;
+  for (double p : unit_params) {
+    if (p > 0) op.memory.push_back({MemCategory::optimizer_state, p * per_param, false});
+  }
+  for (double p : unit_params) {
+    if (p > 0) op.memory.push_back({MemCategory::optimizer_state, -p * per_param, true});
   }
 }
 

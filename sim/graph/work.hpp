@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "config/scenario.hpp"
 #include "fsdp/plan.hpp"
@@ -51,10 +52,12 @@ void add_backward_work(Work& w, const model::Kernel& k, const Batch& b, bool gra
 // A bandwidth-bound kernel of `bytes` traffic (copies, casts, the optimizer).
 [[nodiscard]] Work memory_work(double bytes, int launches);
 
-// The GPU's optimizer step over `params` parameters whose state is `storage_bytes` a number
-// (fsdp/model_state.hpp, foreach or fused by training.optimizer_impl), plus `extra_bytes` of
-// traffic the framework adds to it: its work, with launches per wrapped unit, and foreach Adam's
-// temporary on `op`, allocated at its start and freed at its end.
-void add_optimizer_step(Op& op, const config::ScenarioConfig& s, double params, int storage_bytes, int units, double extra_bytes = 0);
+// The GPU's optimizer step over the parameters each wrapped unit has on this rank (`unit_params`),
+// whose state is `storage_bytes` a number (fsdp/model_state.hpp, foreach or fused by
+// training.optimizer_impl), plus `extra_bytes` of traffic the framework adds to it: its work,
+// with launches per unit, and foreach Adam's temporaries on `op`, one per unit (torch allocates
+// one per parameter tensor), allocated at its start and freed at its end.
+void add_optimizer_step(Op& op, const config::ScenarioConfig& s, const std::vector<double>& unit_params, int storage_bytes,
+                        double extra_bytes = 0);
 
 }  // namespace shardsim::graph

@@ -285,8 +285,9 @@ class Zero3Builder {
       // Adam on the fp32 partition, then the 16-bit partition is refreshed from it (read 4, write 2).
       Op op = make_op(OpKind::optimizer, Stream::compute, fmt::format("optimizer step {}", step), -1);
       op.memory = shard_frees_;
-      add_optimizer_step(op, cfg_, static_cast<double>(shard), plan_.master_bytes, static_cast<int>(plan_.units.size()),
-                         static_cast<double>(shard) * (4.0 + plan_.param_bytes));
+      std::vector<double> unit_params;
+      for (const auto& u : plan_.units) unit_params.push_back(static_cast<double>(u.shard_numel));
+      add_optimizer_step(op, cfg_, unit_params, plan_.master_bytes, static_cast<double>(shard) * (4.0 + plan_.param_bytes));
       shard_frees_.clear();
       const int id = issue(std::move(op));
       g_.add_edge(io_.last(Stream::reduce_scatter), id, EdgeKind::data);

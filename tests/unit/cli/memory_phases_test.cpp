@@ -55,8 +55,9 @@ TEST_CASE("allocated memory as the backward pass starts, by hand") {
 }
 
 TEST_CASE("foreach AdamW's temporary is live while the optimizer steps, by hand") {
-  // torch.optim's foreach AdamW takes sqrt(exp_avg_sq) out of place: one fp32 tensor the size of
-  // the rank's shards, 4 x 1,709,632 B (the shards above) in 512-byte blocks, from the step's start to its end;
+  // torch.optim's foreach AdamW takes sqrt(exp_avg_sq) out of place: fp32 tensors the size of
+  // the rank's shards, one per unit (FSDP1's flat parameters), 4 x 1,709,632 B (the shards above)
+  // in 512-byte blocks, from the step's start to its end;
   // fused AdamW allocates nothing. Same run otherwise, so the same memory at the step's start
   // but for it, and the same once it is over. Each run in a child (one SimGrid per process).
   struct DuringAfter {
@@ -86,7 +87,9 @@ TEST_CASE("foreach AdamW's temporary is live while the optimizer steps, by hand"
   const DuringAfter fused = at_optimizer("fused");
   REQUIRE(fused.during > 0);
   const double shard = 4 * 395'392.0 + 128'064;
-  const double allocator_blocks = std::ceil(4 * shard / 512) * 512;  // 6,838,528 -> 6,838,784 B
+  // Four blocks of 4 x 395,392 B (whole blocks) and the root's 4 x 128,064 B, 512,256 -> 512,512.
+  const double allocator_blocks = 4 * (4 * 395'392.0) + 512'512;  // 6,838,784 B
+  CHECK(allocator_blocks - 4 * shard == 256);  // the root's piece rounded up
   CHECK(foreach.during - fused.during == doctest::Approx(allocator_blocks).scale(0));
   CHECK(foreach.after == doctest::Approx(fused.after).scale(0));
 }
