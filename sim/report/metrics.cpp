@@ -298,9 +298,11 @@ Summary summarize(const SummaryInput& in) {
   s.pp_stages = g.info.pp_group;
   // Per pipeline stage (one without pipelining); the busiest stage's are reported.
   std::vector<Summary> per_stage(static_cast<std::size_t>(s.pp_stages));
+  bool cpu_step = false;  // the optimizer steps on the CPU (CPU offload, ZeRO-Offload)
   for (std::size_t o = 0; o < g.size(); ++o) {
     const graph::Op& op = g.op(static_cast<int>(o));
     if (op.step != s.reported_step) continue;
+    cpu_step |= op.kind == OpKind::optimizer && op.stream == graph::Stream::cpu;
     for (int st = 0; st < s.pp_stages; ++st) {
       if (!op.runs_on_stage(st)) continue;
       Summary& x = per_stage[static_cast<std::size_t>(st)];
@@ -323,7 +325,7 @@ Summary summarize(const SummaryInput& in) {
   const Summary& busiest = per_stage[static_cast<std::size_t>(s.busiest_stage)];
   s.compute_split = busiest.compute_split;
   s.optimizer_s = busiest.optimizer_s;
-  s.optimizer_impl = fsdp::fused_optimizer(in.scenario) ? "fused" : "foreach";
+  s.optimizer_impl = cpu_step ? "cpu" : fsdp::fused_optimizer(in.scenario) ? "fused" : "foreach";
   s.all_gather_bytes = busiest.all_gather_bytes;
   s.gemm_flops = busiest.gemm_flops;
   s.gemm_flops_float8 = busiest.gemm_flops_float8;

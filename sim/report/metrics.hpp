@@ -105,7 +105,7 @@ struct Summary {
   // alone (without the slow-down collectives cause or stragglers); zero without the engine's split.
   graph::ComputeSplit compute_split;
   // Of compute_split: the optimizer step on the GPU (0 where it runs on the CPU), and how it runs
-  // (training.optimizer_impl as resolved: "foreach" or "fused").
+  // (training.optimizer_impl as resolved: "foreach" or "fused"; "cpu" where the CPU steps it).
   double optimizer_s = 0;
   std::string optimizer_impl;
   // What float8 training changes, in the reported step on one rank: the bytes of the parameter

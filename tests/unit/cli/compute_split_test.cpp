@@ -69,3 +69,13 @@ TEST_CASE("the optimizer step's share of the compute split is its bytes and laun
   CHECK(s.optimizer_s == doctest::Approx(expected).scale(0));
   CHECK(s.optimizer_s < s.compute_split.memory + s.compute_split.launch);
 }
+
+TEST_CASE("a CPU-offloaded optimizer step is reported as the CPU's, with no GPU time") {
+  // FSDP's CPU offload steps the optimizer on the CPU thread: no GPU kernels whose
+  // implementation (foreach or fused) would apply.
+  const auto p =
+      cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", std::vector<std::string>{"fsdp.version=2", "fsdp.cpu_offload=true"});
+  const auto s = cli::simulate(p).summary;
+  CHECK(s.optimizer_impl == "cpu");
+  CHECK(s.optimizer_s == 0);
+}

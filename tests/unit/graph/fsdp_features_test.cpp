@@ -429,7 +429,7 @@ TEST_CASE("FSDP2 divides only an fp16 reduction, and casts the reduced shard to 
 TEST_CASE("foreach AdamW moves 92 bytes a parameter and allocates a temporary, fused AdamW 40 and none") {
   // torch.optim's foreach AdamW over fp32 shards: lerp 12, mul + addcmul 20, weight decay 8, sqrt /
   // div / add eps 24, addcdiv 16 = 80 B, and clipping's norm and scale 12 B; its out-of-place sqrt
-  // of exp_avg_sq is one fp32 tensor per parameter, live for the step. Fused (_fused_adamw_):
+  // of exp_avg_sq is one fp32 tensor per parameter (here one per unit), live for the step. Fused (_fused_adamw_):
   // read parameter, gradient, both moments (16 B), write parameter and moments (12 B), plus the
   // same 12 B of clipping, and no temporary. 8 ranks: each steps 1/8 of the parameters.
   struct Step {
