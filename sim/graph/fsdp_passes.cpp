@@ -82,6 +82,26 @@ int FsdpStepBuilder::stage_output() {
   return out;
 }
 
+// torch.distributed.pipelining runs every backward of an FSDP2 stage with gradient sync and
+// resharding off, and its REDUCE_GRAD action, after the stage's last backward, calls each FSDP
+// state's post_backward in module order (the root's first): the unit's parameters freed, its
+// gradients copied in and reduce-scattered, each copy-in after the previous reduce-scatter as
+// always. So none of the stage's reductions overlaps its backward compute (stage.py
+// perform_reduce_grad; before 2025 the same calls ended backward_maybe_with_nosync).
+void FsdpStepBuilder::pipeline_reduce_grad(int step) {
+  if (schedule_reductions_.empty()) return;
+  step_ = step;
+  micro_ = micro_steps_ - 1;
+  io_.begin_micro_step(step, micro_, last_optimizer_);
+  std::ranges::sort(schedule_reductions_);
+  for (const int u : schedule_reductions_) {
+    at(last_compute_, u) = io_.last(Stream::compute);  // freed in the CPU's order: after what it issued last
+    reshard(u, Phase::backward);
+    reduce_scatter(u);
+  }
+  schedule_reductions_.clear();
+}
+
 void FsdpStepBuilder::pipeline_optimizer(int step, int wait) {
   step_ = step;
   optimizer();
@@ -212,8 +232,9 @@ void FsdpStepBuilder::backward() {
         if (inputs) at(backward_done_, e.unit) = true;
         if (!weights) break;
         if (!v2_ && plan_.traits.shards_params) flatten_grads(e.unit);
-        // Parameters are freed unless no_sync keeps them for the next micro-step (SHARD_GRAD_OP).
-        const bool keep = !syncing() && !unit(e.unit).reshard_after_forward;
+        // Parameters are freed unless no_sync keeps them for the next micro-step (SHARD_GRAD_OP),
+        // or the pipeline schedule's REDUCE_GRAD frees them with the reduction (pipeline_reduce_grad).
+        const bool keep = syncing() ? schedule_reduces() : !unit(e.unit).reshard_after_forward;
         if ((plan_.traits.shards_params || casts_params()) && !keep) reshard(e.unit, Phase::backward);
         if (mode == config::BackwardPrefetch::post) prefetch(backward_prefetch_targets(e.unit), Phase::backward, at(gather_of_, e.unit));
         if (plan_.traits.shards_params) {

@@ -47,7 +47,8 @@ void FsdpStepBuilder::gather_updated(int u) {
 }
 
 // Reduce-scatter of unit u's gradients after its backward (and the inter-node all-reduce of
-// hybrid sharding); none under no_sync, where the unsharded gradients stay for the next micro-step.
+// hybrid sharding); none under no_sync, where the unsharded gradients stay for the next micro-step,
+// and in a pipeline stage none until the schedule's REDUCE_GRAD (pipeline_reduce_grad).
 void FsdpStepBuilder::reduce(int u) {
   if (!has_params(u)) return;
   if (v2_ && upcasts_accumulated_grads()) upcast_accumulation(u);
@@ -55,6 +56,14 @@ void FsdpStepBuilder::reduce(int u) {
     at(grads_alive_, u) = true;
     return;
   }
+  if (schedule_reduces()) {
+    schedule_reductions_.push_back(u);
+    return;
+  }
+  reduce_scatter(u);
+}
+
+void FsdpStepBuilder::reduce_scatter(int u) {
   at(grads_alive_, u) = false;
   const int last = at(last_compute_, u);
   const double buffer = reduce_buffer_bytes(u);

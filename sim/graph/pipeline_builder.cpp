@@ -196,6 +196,15 @@ StepGraph build_pipeline_graph(const model::Model& whole, const std::vector<fsdp
   const bool scatter_gather = p.pp_scatter_gather && whole.tp.degree > 1 && !whole.tp.sp();
   std::vector<std::vector<PipelineAction>> actions;
   for (int r = 0; r < ranks; ++r) actions.push_back(pipeline_actions(p.pp_schedule, r, ranks, microbatches, chunks));
+  // Per rank, the position of each chunk's last backward action: the schedule's REDUCE_GRAD for
+  // that stage follows it.
+  std::vector<std::vector<std::size_t>> last_backward(static_cast<std::size_t>(ranks),
+                                                      std::vector<std::size_t>(static_cast<std::size_t>(chunks)));
+  for (std::size_t r = 0; r < actions.size(); ++r) {
+    for (std::size_t i = 0; i < actions[r].size(); ++i) {
+      if (!actions[r][i].forward) last_backward[r][static_cast<std::size_t>(actions[r][i].chunk)] = i;
+    }
+  }
   // Tied embeddings: the first stage's embedding and the last stage's copy of it have their
   // gradients all-reduced between the two after the last backward, before either optimizer step
   // (Megatron-LM's embedding group): as sharded as FSDP holds them, in the reduce dtype.
@@ -274,6 +283,8 @@ StepGraph build_pipeline_graph(const model::Model& whole, const std::vector<fsdp
                                                           : b.pipeline_backward(step, a.micro, received);
             if (c > 0) at(bwd_sent, c, a.micro) = send(c, c - 1, out, a.micro, false);
           }
+          if (!a.forward && i == last_backward[static_cast<std::size_t>(r)][static_cast<std::size_t>(a.chunk)])
+            b.pipeline_reduce_grad(step);
           ++i;
           progress = true;
         }

@@ -48,6 +48,10 @@ class FsdpStepBuilder {
   // last micro-batch, the post-backward reshard and gradient reduction).
   int pipeline_backward_input(int step, int micro, int grad_input);
   void pipeline_backward_weight(int step, int micro);
+  // FSDP2 under torch.distributed.pipelining: the stage's post-backward of every unit (reshard and
+  // gradient reduction), which the schedule runs once, after the stage's last backward (its
+  // REDUCE_GRAD action) rather than as each unit's backward ends. Nothing otherwise.
+  void pipeline_reduce_grad(int step);
   // The optimizer step after the stage's last micro-batch, and after `wait` if given.
   void pipeline_optimizer(int step, int wait = -1);
   // The info of this builder's plan (groups, initial memory); a pipeline's per stage.
@@ -122,6 +126,7 @@ class FsdpStepBuilder {
   void forward_compute(const fsdp::Segment& s, int segment, int u);
   void backward_compute(const fsdp::Segment& s, int segment, int u);
   void reduce(int u);
+  void reduce_scatter(int u);                                           // the synchronizing micro-step's reduction of unit u's gradients
   void flatten_grads(int u);                                            // FSDP1: the parameters' gradients into the flat parameter's
   [[nodiscard]] Work reduction_kernels(int u, bool first_micro) const;  // casts and divisions around the reduce-scatter
   int post_backward_kernels(int u, bool first_micro);                   // FSDP1: those as one op after backward
@@ -155,6 +160,8 @@ class FsdpStepBuilder {
   [[nodiscard]] Stream ag_stream() const { return v2_ ? Stream::all_gather : Stream::nccl; }
   [[nodiscard]] Stream rs_stream() const { return v2_ ? Stream::reduce_scatter : Stream::nccl; }
   [[nodiscard]] bool syncing() const;  // reduce gradients in this micro-step (no_sync)
+  // FSDP2 in a pipeline stage: torch's schedule, not autograd, runs the reducing post-backward.
+  [[nodiscard]] bool schedule_reduces() const { return stage_ >= 0 && v2_ && plan_.traits.shards_params; }
   // FSDP1 reduces a copy of the flat gradient cast to the reduce dtype where that differs.
   [[nodiscard]] bool casts_grads_to_reduce() const { return !v2_ && plan_.reduce_bytes != plan_.grad_bytes; }
   // Gradients accumulate over micro-steps in the reduce dtype, wider than the parameters'.
@@ -205,6 +212,7 @@ class FsdpStepBuilder {
   std::vector<Pool> unsharded_pool_;                // where unit u's usable parameters were allocated
   std::vector<std::vector<double>> grad_pieces_;    // FSDP2: per-parameter gradients of unit u alive
   std::vector<MemEffect> grad_shard_frees_;         // what zero_grad frees after the optimizer step
+  std::vector<int> schedule_reductions_;            // units whose post-backward waits for the schedule's REDUCE_GRAD
   // Async TP, per segment of the plan: the TP all-gather segment whose output its leading matmuls
   // read, fused with them (-1: none); the TP reduce-scatter segment its trailing matmul feeds,
   // fused with it (-1: none).

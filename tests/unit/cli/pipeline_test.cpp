@@ -203,6 +203,62 @@ TEST_CASE("pipeline: FSDP2 under a pipeline all-gathers and reduce-scatters once
   }
 }
 
+TEST_CASE("pipeline: FSDP2's reductions wait for the stage's last backward, in module order (torch's REDUCE_GRAD)") {
+  // torch.distributed.pipelining runs every backward of an FSDP2 stage with gradient sync off and
+  // calls each FSDP state's post_backward after the stage's last backward (stage.py
+  // perform_reduce_grad): no reduce-scatter of the stage is issued, or starts, before its last
+  // backward op has ended, and they go root first, then the blocks in order.
+  const std::vector<std::string> sets{"fsdp.version=2", "parallelism.pp=2", "training.micro_batch=4"};
+  const auto p = prepare(sets);
+  struct Order {
+    int last_backward[2] = {-1, -1};
+    int first_rs[2] = {-1, -1};
+    bool units_ascending = true;
+  };
+  Order o;
+  int previous_unit[2] = {-1, -1};
+  for (std::size_t i = 0; i < p.graph.size(); ++i) {
+    const auto& op = p.graph.op(static_cast<int>(i));
+    if (op.stage < 0 || op.stage > 1) continue;
+    const auto st = static_cast<std::size_t>(op.stage);
+    if (op.kind == OpKind::backward) o.last_backward[st] = static_cast<int>(i);
+    if (op.kind != OpKind::reduce_scatter) continue;
+    if (o.first_rs[st] < 0) o.first_rs[st] = static_cast<int>(i);
+    o.units_ascending = o.units_ascending && op.unit > previous_unit[st];
+    previous_unit[st] = op.unit;
+  }
+  for (std::size_t st = 0; st < 2; ++st) {
+    CAPTURE(st);
+    REQUIRE(o.first_rs[st] >= 0);
+    CHECK(o.first_rs[st] > o.last_backward[st]);
+  }
+  CHECK(o.units_ascending);
+  // On the timeline: each stage's first reduce-scatter starts after its last backward op ends.
+  struct Times {
+    double last_backward_end[2] = {0, 0};
+    double first_rs_start[2] = {0, 0};
+  };
+  const auto t = test::in_child([sets] {
+    const auto q = prepare(sets);
+    const auto out = cli::simulate(q);
+    Times r;
+    r.first_rs_start[0] = r.first_rs_start[1] = 1e30;
+    for (std::size_t i = 0; i < q.graph.size(); ++i) {
+      const auto& op = q.graph.op(static_cast<int>(i));
+      if (op.stage < 0 || op.stage > 1) continue;
+      const auto st = static_cast<std::size_t>(op.stage);
+      const auto& span = out.result.timeline.at(static_cast<int>(i), op.stage == 0 ? 0 : q.graph.info.world_size / 2);
+      if (op.kind == OpKind::backward) r.last_backward_end[st] = std::max(r.last_backward_end[st], span.end);
+      if (op.kind == OpKind::reduce_scatter) r.first_rs_start[st] = std::min(r.first_rs_start[st], span.start);
+    }
+    return r;
+  });
+  for (std::size_t st = 0; st < 2; ++st) {
+    CAPTURE(st);
+    CHECK(t.first_rs_start[st] >= t.last_backward_end[st]);
+  }
+}
+
 TEST_CASE("pipeline: the 1F1B bubble emerges as (pp-1)/(m+pp-1) and GPipe's is the same") {
   // Uniform stages, one rank each: every stage idles (pp-1)(t_f + t_b) of (m+pp-1)(t_f + t_b).
   // What the formula leaves out: the last stage also runs the final norm, the output layer and
