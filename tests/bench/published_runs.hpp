@@ -64,6 +64,11 @@ inline constexpr const char* kTp4 = "parallelism.tp=4";
 // KempnerForge's rows 1 and 2 run local batch 2 with 4 accumulation steps (benchmarks/mfu_scaling/mfu_bench.sh).
 inline constexpr const char* kBatch2 = "training.micro_batch=2";
 inline constexpr const char* kAccum4 = "training.grad_accum=4";
+// KempnerForge's config-validation runs (2026-04-06): configs/train/7b.toml's local batch 8, and
+// 7b_12gpu_tp4.toml's 3 nodes with 8 accumulation steps.
+inline constexpr const char* kBatch8 = "training.micro_batch=8";
+inline constexpr const char* k3Hosts = "cluster.nodes=3";
+inline constexpr const char* kAccum8 = "training.grad_accum=8";
 // torchtitan#165: FSDP1 reshards every block after forward, FSDP2 there kept the last unsharded.
 inline constexpr const char* kV11 = "validation/published/v11_llama2-7b_8xh100_fsdp2_sac.yaml";
 inline constexpr double kV11Gib = 95.0396;  // the GPU memory its log's percentages are of

@@ -235,6 +235,18 @@ int main(int argc, char** argv) {
       {"V10", "validation/published/p8_llama3-8b_tp4_32xh200.yaml", "GiB allocated", 29.4, "same run, peak allocated", 0.06, {k4Hosts}},
       {"V10", "validation/published/p8_llama3-13b_tp4_32xh200.yaml", "tokens/s", 3363.375, "same, row 11, 13B TP 4 x FSDP 4 (held out)", 0.08, {k4Hosts}},
       {"V10", "validation/published/p8_llama3-13b_tp4_32xh200.yaml", "GiB allocated", 39.2, "same run, peak allocated", 0.06, {k4Hosts}},
+      // KempnerForge's config-validation report (benchmarks/config_validation, 2026-04-06, the
+      // configs of 5d3e723, torch 2.11.0+cu128 in its uv.lock; last 5 of 10 steps), held out: 8B
+      // FSDP 4 in one node at local batch 8 x 4 (7b.toml), 8B FSDP 32 on 8 nodes (7b_32gpu_fsdp.toml),
+      // 8B TP 4 x FSDP 3 (7b_12gpu_tp4.toml); its tok/s over the world, mem= as peak allocated GiB.
+      // Its 70B TP 4 x FSDP 8 row is P8's job (555 against P8's 552) and its pipeline rows use
+      // KempnerForge's own pipeline stage (TP without sequence parallelism, eager): not here.
+      {"V15", "validation/published/v10_llama3-8b_fsdp4_4xh200.yaml", "tokens/s", 38858.0 / 4, "KempnerForge config validation (2026-04), 8B FSDP 4, batch 8 x 4 (held out)", 0.09, {kBatch8, kAccum4}},
+      {"V15", "validation/published/v10_llama3-8b_fsdp4_4xh200.yaml", "GiB allocated", 81.0, "same run, peak allocated", 0.05, {kBatch8, kAccum4}},
+      {"V15", "validation/published/v10_llama3-8b_fsdp4_4xh200.yaml", "tokens/s", 297384.0 / 32, "same, 8B FSDP 32 on 8 nodes, batch 4 x 4 (held out)", 0.09, {k8Hosts, kAccum4}},
+      {"V15", "validation/published/v10_llama3-8b_fsdp4_4xh200.yaml", "GiB allocated", 51.3, "same run, peak allocated", 0.07, {k8Hosts, kAccum4}},
+      {"V15", "validation/published/p8_llama3-8b_tp4_32xh200.yaml", "tokens/s", 67045.0 / 12, "same, 8B TP 4 x FSDP 3 on 3 nodes, batch 4 x 8 (held out)", 0.09, {k3Hosts, kAccum8}},
+      {"V15", "validation/published/p8_llama3-8b_tp4_32xh200.yaml", "GiB allocated", 30.4, "same run, peak allocated", 0.06, {k3Hosts, kAccum8}},
       // torchtitan#165's FSDP1 / FSDP2 parity runs (Llama 2 7B, 8 H100 96 GB, eager), held out:
       // tokens/s the midpoint of the log's WPS range, reserved memory its % of 95.0396 GiB.
       {"V11", kV11, "tokens/s", 6700, "torchtitan#165 (2024-03), Llama 2 7B FSDP2, selective AC (held out)", 0.03},
