@@ -233,8 +233,9 @@ void FsdpStepBuilder::backward() {
         if (!weights) break;
         if (!v2_ && plan_.traits.shards_params) flatten_grads(e.unit);
         // Parameters are freed unless no_sync keeps them for the next micro-step (SHARD_GRAD_OP),
-        // or the pipeline schedule's REDUCE_GRAD frees them with the reduction (pipeline_reduce_grad).
-        const bool keep = syncing() ? schedule_reduces() : !unit(e.unit).reshard_after_forward;
+        // or a pipeline schedule holds them: it turns resharding after backward off for every
+        // micro-batch, and its REDUCE_GRAD frees them with the reduction (pipeline_reduce_grad).
+        const bool keep = schedule_reduces() || (!syncing() && !unit(e.unit).reshard_after_forward);
         if ((plan_.traits.shards_params || casts_params()) && !keep) reshard(e.unit, Phase::backward);
         if (mode == config::BackwardPrefetch::post) prefetch(backward_prefetch_targets(e.unit), Phase::backward, at(gather_of_, e.unit));
         if (plan_.traits.shards_params) {

@@ -203,6 +203,29 @@ TEST_CASE("pipeline: FSDP2 under a pipeline all-gathers and reduce-scatters once
   }
 }
 
+TEST_CASE("pipeline: with reshard_after_forward FSDP2 blocks stay unsharded from each backward to the next forward") {
+  // The schedule turns resharding after backward off for every micro-batch (stage.py), so a
+  // forward that follows a backward finds its parameters gathered. 1F1B, 2 stages, 4
+  // micro-batches, by hand: stage 0 runs F0 F1 B0 F2 B1 F3 B2 B3 and gathers a block at F0, F1,
+  // B0, B1, B2 (F2 and F3 follow a backward, B3 follows B2); stage 1 runs F0 B0 F1 B1 F2 B2 F3
+  // B3 and gathers at F0, B0, B1, B2, B3 (each forward after the first follows a backward, and
+  // reshards after itself): 5 gathers a block on each, where resharding after backward made 8.
+  const auto p = prepare({"fsdp.version=2", "parallelism.pp=2", "training.micro_batch=4", "fsdp.reshard_after_forward=true"});
+  for (std::size_t o = 0; o < p.graph.size(); ++o) {
+    const auto& op = p.graph.op(static_cast<int>(o));
+    if (op.kind != OpKind::all_gather || op.unit < 0) continue;
+    const auto& unit = p.stage_plans[static_cast<std::size_t>(op.stage)].units[static_cast<std::size_t>(op.unit)];
+    if (!unit.reshard_after_forward) continue;
+    int gathers = 0;
+    for (std::size_t q = 0; q < p.graph.size(); ++q) {
+      const auto& other = p.graph.op(static_cast<int>(q));
+      gathers += other.kind == OpKind::all_gather && other.stage == op.stage && other.unit == op.unit;
+    }
+    CAPTURE(unit.name);
+    CHECK(gathers == 5);
+  }
+}
+
 TEST_CASE("pipeline: FSDP2's reductions wait for the stage's last backward, in module order (torch's REDUCE_GRAD)") {
   // torch.distributed.pipelining runs every backward of an FSDP2 stage with gradient sync off and
   // calls each FSDP state's post_backward after the stage's last backward (stage.py
