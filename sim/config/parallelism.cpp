@@ -28,6 +28,10 @@ constexpr std::array kParallelismParams{
     ParamSpec{"tp_loss_parallel", "bool", "true",
               "with tp: the output's logits stay sharded over the vocabulary and the cross-entropy runs on the shards "
               "(torchtitan's loss_parallel); false: the logits are all-gathered and every rank computes the loss on all of them"},
+    ParamSpec{"tp_shard_output", "bool", "true",
+              "with tp: the output layer split over the vocabulary (ColwiseParallel); false: left out of the plan, whole on "
+              "every TP rank (sharded by FSDP alone), each computing all the logits from the whole hidden states, as "
+              "KempnerForge's pipeline stages run it; needs tp_sequence_parallel: false, and the loss then runs on whole logits"},
     ParamSpec{"tp_shard_embedding", "bool", "true",
               "with tp: the token embedding split over the vocabulary (RowwiseParallel, torchtitan); false: every TP rank holds "
               "the whole embedding (sharded by FSDP alone) and looks tokens up itself"},
@@ -135,7 +139,22 @@ ParallelismConfig read_parallelism(const Reader& top, std::vector<ConfigWarning>
   p.loss_parallel = r.boolean("tp_loss_parallel");
   p.shard_embedding = r.boolean("tp_shard_embedding");
   p.shard_embedding_where = r.where("tp_shard_embedding");
-  for (const char* key : {"tp_loss_parallel", "tp_shard_embedding"}) {
+  p.shard_output = r.boolean("tp_shard_output");
+  p.shard_output_where = r.where("tp_shard_output");
+  if (p.tp > 1 && !p.shard_output) {
+    if (p.sequence_parallel) {
+      throw ConfigError(p.shard_output_where, "parallelism.tp_shard_output",
+                        "a whole output layer reads whole hidden states, which sequence parallelism leaves sharded; expected "
+                        "tp_sequence_parallel: false with tp_shard_output: false");
+    }
+    if (r.has("tp_loss_parallel") && p.loss_parallel) {
+      throw ConfigError(r.where("tp_loss_parallel"), "parallelism.tp_loss_parallel",
+                        "loss_parallel runs the loss on logits sharded over the vocabulary, which a whole output layer does not "
+                        "make; expected tp_loss_parallel: false with tp_shard_output: false");
+    }
+    p.loss_parallel = false;  // the loss on the whole logits every rank computes
+  }
+  for (const char* key : {"tp_loss_parallel", "tp_shard_embedding", "tp_shard_output"}) {
     if (p.tp == 1 && r.has(key)) {
       warnings.push_back({r.where(key), fmt::format("parallelism.{}", key), "applies with tensor parallelism (tp > 1); it is ignored"});
     }

@@ -223,6 +223,8 @@ struct ParallelismConfig {
   bool loss_parallel = true;    // logits left sharded over the vocabulary for the loss
   bool shard_embedding = true;  // token embedding split over the vocabulary
   Location shard_embedding_where;
+  bool shard_output = true;  // output layer split over the vocabulary; false: whole on every TP rank
+  Location shard_output_where;
   // The column-parallel linears that read one input each gather it (or reduce its gradient)
   // themselves, rather than the module once for all of them (tp_input_gather: linear).
   bool tp_gather_per_linear = false;

@@ -23,8 +23,14 @@ std::string model_label(const model::TransformerSpec& spec) {
 // parallelism.tp as the model allows it: every split dimension divisible by the degree.
 model::TensorParallel tensor_parallel(const config::ScenarioConfig& s, const model::TransformerSpec& spec) {
   const auto& p = s.parallelism;
-  model::TensorParallel tp{
-      p.tp, p.sequence_parallel, p.loss_parallel, p.shard_embedding, p.tp_save_gathered, p.tp_gather_per_linear, p.tp_sequence_leading};
+  model::TensorParallel tp{p.tp,
+                           p.sequence_parallel,
+                           p.loss_parallel,
+                           p.shard_embedding,
+                           p.tp_save_gathered,
+                           p.tp_gather_per_linear,
+                           p.tp_sequence_leading,
+                           p.shard_output};
   if (p.tp == 1) return tp;
   const std::string model = model_label(spec);
   const auto fail = [&](const std::string& what) { throw ConfigError(p.where, "parallelism.tp", what); };
@@ -34,6 +40,10 @@ model::TensorParallel tensor_parallel(const config::ScenarioConfig& s, const mod
   const auto divides = [&](std::int64_t n, const char* what) {
     if (n % p.tp != 0) fail(fmt::format("{} does not divide {}'s {} {}; expected a divisor of {}", p.tp, model, n, what, n));
   };
+  if (spec.tie_embeddings && !p.shard_output) {
+    throw ConfigError(p.shard_output_where, "parallelism.tp_shard_output",
+                      fmt::format("{} ties its output layer to the embedding; expected tp_shard_output: true", model));
+  }
   if (spec.tie_embeddings && !p.shard_embedding) {
     throw ConfigError(p.shard_embedding_where, "parallelism.tp_shard_embedding",
                       fmt::format("{} ties its output layer to the embedding, which ColwiseParallel splits over the vocabulary; "

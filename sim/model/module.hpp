@@ -41,6 +41,7 @@ struct TensorParallel {
   bool save_gathered = true;       // sp: column-parallel linears keep their gathered input; false: their shard
   bool gather_per_linear = false;  // each column-parallel linear gathers its input (its gradient reduced) itself
   bool sequence_leading = false;   // activations [s, b, h] (Megatron); false: [b, s, h], sp reorders by a copy
+  bool shard_output = true;        // output layer split over the vocabulary; false: whole on every rank
   [[nodiscard]] bool sp() const { return degree > 1 && sequence_parallel; }
   // Sequence parallelism without checkpointing: the elements a token keeps of the two
   // column-parallel linears' inputs (the norms' outputs, h each), whole or as sequence shards

@@ -80,6 +80,15 @@ void keep_input(Module& m, double bytes_per_token, double backward_transient = 0
 // as saved by the output layer.
 Module output_layer(const TransformerSpec& s, std::string name, int act, const TensorParallel& tp, bool keep_logits) {
   const double ah = static_cast<double>(act) * static_cast<double>(s.hidden);
+  if (tp.degree > 1 && !tp.shard_output) {
+    // Left out of the TP plan (tp_shard_output: false; KempnerForge's pipeline stages): the whole
+    // layer on every rank, on the whole hidden states (no sequence parallelism), all the logits;
+    // its input gradient is whole on every rank alike, so no collective either way.
+    Module out = linear(std::move(name), s.hidden, s.vocab, s.head_bias);
+    const double logits = static_cast<double>(act) * static_cast<double>(s.vocab);
+    keep_input(out, keep_logits ? ah + logits : ah, logits);
+    return out;
+  }
   Module out = sharded_linear(std::move(name), s.hidden, vocab_share(s, tp), s.head_bias, s.hidden, s.vocab);
   if (s.tie_embeddings) out.params.clear();  // the weight is the embedding's, counted once
   if (tp.degree > 1) {

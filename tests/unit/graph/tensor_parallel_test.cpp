@@ -355,6 +355,30 @@ TEST_CASE("tensor parallel: the loss on all of the vocabulary, a whole embedding
   CHECK(whole_ops.at({OpKind::all_gather, kS}) == sharded_ops.at({OpKind::all_gather, kS}));
 }
 
+TEST_CASE("tensor parallel: an output layer left out of the plan (tp_shard_output: false), whole on every rank, by hand") {
+  // Without sequence parallelism (what a whole output layer needs), 512 tokens, V = 1000.
+  const auto gathered = tiny({"parallelism.tp_sequence_parallel=false", "parallelism.tp_loss_parallel=false"});
+  const auto whole = tiny({"parallelism.tp_sequence_parallel=false", "parallelism.tp_shard_output=false"});
+  // Its weight whole on every TP rank: 1000 x 512 instead of 500 x 512.
+  CHECK(whole.model.rank_params() - gathered.model.rank_params() == 500 * 512);
+  CHECK(whole.model.total_params() == gathered.model.total_params());
+  // Its forward GEMM over all 1000 logits: 2 x 512 x 512 x 1000 FLOPs, twice the shard's.
+  const auto output_flops = [](const graph::Prepared& p) {
+    double f = 0;
+    for (const graph::Op* op : test::first_ops_named(p, "FWD output")) f += op->work.gemm_flops();
+    return f;
+  };
+  CHECK(output_flops(whole) == doctest::Approx(2.0 * 512 * 512 * 1000).scale(0));
+  CHECK(output_flops(gathered) == doctest::Approx(2.0 * 512 * 512 * 500).scale(0));
+  // No collective of its own: neither the logits' all-gather (512 x 1000 x 2 bytes) nor, in
+  // backward, the all-reduce of its input's gradient that ColwiseParallel on a whole input needs.
+  const auto g_ops = root_tp_ops(gathered);
+  const auto w_ops = root_tp_ops(whole);
+  CHECK(g_ops.at({OpKind::all_gather, 512.0 * 1000 * 2}) == 1);
+  CHECK(w_ops.count({OpKind::all_gather, 512.0 * 1000 * 2}) == 0);
+  CHECK(g_ops.at({OpKind::all_reduce, kS}) - w_ops.at({OpKind::all_reduce, kS}) == 1);
+}
+
 namespace {
 
 // What the loss's backward holds beside what its forward kept, in the first micro-step.
