@@ -267,6 +267,7 @@ TrainingConfig read_training(const Reader& top, std::vector<ConfigWarning>& warn
   t.grad_accum = r.integer("grad_accum");
   t.loss_upcast = r.boolean("loss_upcast");
   t.keep_logits = r.boolean("keep_logits");
+  t.keep_logits_where = r.where("keep_logits");
   t.compile_loss = r.boolean("compile_loss");
   if (t.compile_loss && r.has("loss_upcast")) {
     warnings.push_back({r.where("loss_upcast"), "training.loss_upcast",
@@ -405,6 +406,11 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
     s.warnings.push_back({s.training.optimizer_impl.where, "training.optimizer_impl",
                           "the optimizer steps on the CPU here (fsdp.cpu_offload or fsdp.zero3.offload_optimizer), priced by its "
                           "host memory traffic alone; the GPU kernels' implementation does not apply and is ignored"});
+  }
+  if (s.training.keep_logits && s.parallelism.pp > 1) {
+    s.warnings.push_back({s.training.keep_logits_where, "training.keep_logits",
+                          "under pipeline parallelism the schedule itself keeps the last stage's logits of every micro-batch to the "
+                          "step's end (torch.distributed.pipelining's output_chunks), longer than the loop could; it is ignored"});
   }
   if (s.simulation.mode == SimulationMode::symmetric && s.cluster.jobs > 1) {
     throw ConfigError(c.where("jobs"), "simulation.mode",

@@ -102,10 +102,20 @@ void FsdpStepBuilder::pipeline_reduce_grad(int step) {
   schedule_reductions_.clear();
 }
 
+// Held from the end of the micro-batch's forward; freed with the optimizer step (the next step's
+// schedule clears them before its first forward).
+void FsdpStepBuilder::retain_stage_output(double bytes) {
+  if (bytes <= 0 || last_compute_op_ < 0) return;
+  g_.op(last_compute_op_).memory.push_back({MemCategory::loss, bytes, true, Pool::compute});
+  retained_outputs_.push_back(bytes);
+}
+
 void FsdpStepBuilder::pipeline_optimizer(int step, int wait) {
   step_ = step;
   optimizer();
   g_.add_edge(wait, last_optimizer_, EdgeKind::data);
+  for (const double bytes : retained_outputs_) g_.op(last_optimizer_).memory.push_back({MemCategory::loss, -bytes, true, Pool::compute});
+  retained_outputs_.clear();
 }
 
 // ---- forward -------------------------------------------------------------------------------

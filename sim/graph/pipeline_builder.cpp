@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "graph/step_builder.hpp"
+#include "model/transformer.hpp"
 
 namespace shardsim::graph {
 
@@ -192,6 +193,10 @@ StepGraph build_pipeline_graph(const model::Model& whole, const std::vector<fsdp
   const double seq_share = whole.tp.sp() ? 1.0 / whole.tp.degree : 1.0;
   const double bytes =
       static_cast<double>(micro_batch * s.training.seq_len / p.cp) * static_cast<double>(whole.spec.hidden) * whole.act_bytes * seq_share;
+  // The last stage's output, its logits, which the schedule keeps for every micro-batch until the
+  // next step (stage.py forward_one_chunk: output_chunks, for the merged output step() returns).
+  const double logits = static_cast<double>(micro_batch * s.training.seq_len / p.cp) *
+                        static_cast<double>(model::loss_vocab(whole.spec, whole.tp)) * whole.act_bytes;
   // Megatron's scatter/gather of pipeline tensors: whole activations on every TP rank only.
   const bool scatter_gather = p.pp_scatter_gather && whole.tp.degree > 1 && !whole.tp.sp();
   std::vector<std::vector<PipelineAction>> actions;
@@ -273,6 +278,7 @@ StepGraph build_pipeline_graph(const model::Model& whole, const std::vector<fsdp
             if (c > 0 && input < 0) break;
             const int out = b.pipeline_forward(step, a.micro, receive(c, input, a.micro, true));
             if (c + 1 < stages) at(fwd_sent, c, a.micro) = send(c, c + 1, out, a.micro, true);
+            if (c + 1 == stages) b.retain_stage_output(logits);
           } else if (a.part == BackwardPart::weight) {
             b.pipeline_backward_weight(step, a.micro);  // after its input part, earlier on this rank
           } else {

@@ -52,6 +52,9 @@ class FsdpStepBuilder {
   // gradient reduction), which the schedule runs once, after the stage's last backward (its
   // REDUCE_GRAD action) rather than as each unit's backward ends. Nothing otherwise.
   void pipeline_reduce_grad(int step);
+  // The last stage's output of a micro-batch (`bytes` of logits), which the schedule keeps from
+  // its forward to the step's end (pipelining's output_chunks, cleared when the next step starts).
+  void retain_stage_output(double bytes);
   // The optimizer step after the stage's last micro-batch, and after `wait` if given.
   void pipeline_optimizer(int step, int wait = -1);
   // The info of this builder's plan (groups, initial memory); a pipeline's per stage.
@@ -213,6 +216,7 @@ class FsdpStepBuilder {
   std::vector<std::vector<double>> grad_pieces_;    // FSDP2: per-parameter gradients of unit u alive
   std::vector<MemEffect> grad_shard_frees_;         // what zero_grad frees after the optimizer step
   std::vector<int> schedule_reductions_;            // units whose post-backward waits for the schedule's REDUCE_GRAD
+  std::vector<double> retained_outputs_;            // the last stage's logits the schedule holds this step
   // Async TP, per segment of the plan: the TP all-gather segment whose output its leading matmuls
   // read, fused with them (-1: none); the TP reduce-scatter segment its trailing matmul feeds,
   // fused with it (-1: none).

@@ -14,11 +14,6 @@ std::int64_t vocab_share(const TransformerSpec& s, const TensorParallel& tp) {
   return (s.vocab + tp.degree - 1) / tp.degree;
 }
 
-// The vocabulary the loss runs over on one rank: its shard under loss_parallel, else all of it.
-std::int64_t loss_vocab(const TransformerSpec& s, const TensorParallel& tp) {
-  return tp.degree > 1 && !tp.loss_parallel ? s.vocab : vocab_share(s, tp);
-}
-
 // The loss as torchtitan computes it: cross_entropy(logits.float(), labels). Forward traffic per
 // token: upcast (a+4)V, log-softmax (three fp32 passes, 12V), nll (~4V) = about 22V with a = 2;
 // backward about 18V. Autograd keeps the fp32 log-softmax output (4V); its backward holds the
@@ -136,6 +131,14 @@ Module token_embedding(const TransformerSpec& s, std::string name, int act, cons
   if (tp.degree > 1) add_kernel(e, tp_leave("tp_leave", tp, ah));
   return e;
 }
+
+}  // namespace
+
+std::int64_t loss_vocab(const TransformerSpec& s, const TensorParallel& tp) {
+  return tp.degree > 1 && !tp.loss_parallel ? s.vocab : vocab_share(s, tp);
+}
+
+namespace {
 
 Module build_root(const TransformerSpec& spec, int act_bytes, const BlockOptions& options) {
   const TensorParallel& tp = options.tp;

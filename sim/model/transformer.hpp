@@ -41,6 +41,10 @@ struct Model {
 // checks first, with the scenario's location: graph/prepare.cpp).
 [[nodiscard]] Model build_model(const TransformerSpec& spec, std::int64_t seq_len, int act_bytes, const BlockOptions& options = {});
 
+// The logits' columns on one tensor-parallel rank, what the loss runs over: its vocabulary shard
+// under loss_parallel (ceil(V / t)), else all V.
+[[nodiscard]] std::int64_t loss_vocab(const TransformerSpec& s, const TensorParallel& tp);
+
 // Visits modules in PyTorch's named_modules() order (pre-order), with dotted names.
 template <class F>
 void for_each_module(const Module& m, const std::string& prefix, F&& f) {

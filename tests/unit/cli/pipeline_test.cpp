@@ -282,6 +282,45 @@ TEST_CASE("pipeline: FSDP2's reductions wait for the stage's last backward, in m
   }
 }
 
+TEST_CASE("pipeline: the last stage holds every micro-batch's logits until the step's end") {
+  // torch.distributed.pipelining keeps the last stage's output of each micro-batch (output_chunks)
+  // until the next step clears them. The tiny Llama, 2 stages, 4 micro-batches of one 512-token
+  // sequence, vocabulary 1,000, bf16 logits: 512 x 1,000 x 2 = 1,024,000 bytes each, so when the
+  // last stage's optimizer step starts its "logits and loss" memory is 4 x that (the loss's own
+  // tensors are freed by its backward), and none once it has ended.
+  struct Held {
+    double at_optimizer = -1;
+    double after = -1;
+    int unpaired = -1;
+  };
+  const auto h = test::in_child([] {
+    const auto p = prepare({"fsdp.version=2", "parallelism.pp=2", "training.micro_batch=4"});
+    const auto out = cli::simulate(p);
+    const int rank = p.graph.info.world_size / 2;  // the last stage's first rank
+    const auto m = report::memory_timeline(p.graph, out.result.timeline, rank);
+    Held r;
+    r.unpaired = m.unpaired_frees;
+    for (std::size_t i = 0; i < p.graph.size(); ++i) {
+      const auto& op = p.graph.op(static_cast<int>(i));
+      if (op.kind != OpKind::optimizer || op.stage != 1) continue;
+      const auto& span = out.result.timeline.at(static_cast<int>(i), rank);
+      const auto loss_at = [&](double t) {
+        double bytes = 0;
+        for (const auto& point : m.points) {
+          if (point.time <= t) bytes = point.bytes[static_cast<std::size_t>(graph::MemCategory::loss)];
+        }
+        return bytes;
+      };
+      r.at_optimizer = loss_at(span.start);
+      r.after = loss_at(span.end);
+    }
+    return r;
+  });
+  CHECK(h.unpaired == 0);
+  CHECK(h.at_optimizer == doctest::Approx(4.0 * 512 * 1000 * 2).scale(0));
+  CHECK(h.after == doctest::Approx(0.0).scale(1.0));
+}
+
 TEST_CASE("pipeline: the 1F1B bubble emerges as (pp-1)/(m+pp-1) and GPipe's is the same") {
   // Uniform stages, one rank each: every stage idles (pp-1)(t_f + t_b) of (m+pp-1)(t_f + t_b).
   // What the formula leaves out: the last stage also runs the final norm, the output layer and
