@@ -75,18 +75,13 @@ void keep_input(Module& m, double bytes_per_token, double backward_transient = 0
 // as saved by the output layer.
 Module output_layer(const TransformerSpec& s, std::string name, int act, const TensorParallel& tp, bool keep_logits) {
   const double ah = static_cast<double>(act) * static_cast<double>(s.hidden);
-  if (tp.degree > 1 && !tp.shard_output) {
-    // Left out of the TP plan (tp_shard_output: false; KempnerForge's pipeline stages): the whole
-    // layer on every rank, on the whole hidden states (no sequence parallelism), all the logits;
-    // its input gradient is whole on every rank alike, so no collective either way.
-    Module out = linear(std::move(name), s.hidden, s.vocab, s.head_bias);
-    const double logits = static_cast<double>(act) * static_cast<double>(s.vocab);
-    keep_input(out, keep_logits ? ah + logits : ah, logits);
-    return out;
-  }
-  Module out = sharded_linear(std::move(name), s.hidden, vocab_share(s, tp), s.head_bias, s.hidden, s.vocab);
+  // Left out of the TP plan (tp_shard_output: false; KempnerForge's pipeline stages), the whole
+  // layer runs on every rank, on the whole hidden states (no sequence parallelism), to all the
+  // logits; its input gradient is whole on every rank alike, so no collective either way.
+  const bool split = tp.degree > 1 && tp.shard_output;
+  Module out = sharded_linear(std::move(name), s.hidden, split ? vocab_share(s, tp) : s.vocab, s.head_bias, s.hidden, s.vocab);
   if (s.tie_embeddings) out.params.clear();  // the weight is the embedding's, counted once
-  if (tp.degree > 1) {
+  if (split) {
     std::vector<ProgramItem> program;
     program.reserve(out.program.size() + 1);
     program.push_back(ProgramItem{-1, tp_enter("tp_enter", tp, ah)});
@@ -94,7 +89,7 @@ Module output_layer(const TransformerSpec& s, std::string name, int act, const T
     out.program = std::move(program);
   }
   const double logits = static_cast<double>(act) * static_cast<double>(loss_vocab(s, tp));
-  if (tp.degree > 1 && !tp.loss_parallel) {
+  if (split && !tp.loss_parallel) {
     Kernel gather = tp_comm_kernel("logits_all_gather", TpComm::all_gather, TpComm::none, logits);
     gather.tp_forward_reorders = true;  // gathered on the vocabulary, the last dimension
     add_kernel(out, std::move(gather));
@@ -135,7 +130,7 @@ Module token_embedding(const TransformerSpec& s, std::string name, int act, cons
 }  // namespace
 
 std::int64_t loss_vocab(const TransformerSpec& s, const TensorParallel& tp) {
-  return tp.degree > 1 && !tp.loss_parallel ? s.vocab : vocab_share(s, tp);
+  return tp.degree > 1 && tp.loss_parallel && tp.shard_output ? vocab_share(s, tp) : s.vocab;
 }
 
 namespace {

@@ -42,7 +42,7 @@ struct Model {
 [[nodiscard]] Model build_model(const TransformerSpec& spec, std::int64_t seq_len, int act_bytes, const BlockOptions& options = {});
 
 // The logits' columns on one tensor-parallel rank, what the loss runs over: its vocabulary shard
-// under loss_parallel (ceil(V / t)), else all V.
+// under loss_parallel with the output layer split (ceil(V / t)), else all V.
 [[nodiscard]] std::int64_t loss_vocab(const TransformerSpec& s, const TensorParallel& tp);
 
 // Visits modules in PyTorch's named_modules() order (pre-order), with dotted names.
