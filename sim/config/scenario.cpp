@@ -75,6 +75,10 @@ constexpr std::array kTrainingParams{
               "torch.compile of the loss function, as torchtitan applies it with training.compile since 2025-04 (bbb1b616): "
               "the cast and the log-softmax fused into reductions over the logits, no fp32 copy kept (sim/model/transformer.cpp)"},
     ParamSpec{"no_sync", "bool", "false", "with grad_accum: keep unsharded gradients and reduce only on the last micro-step"},
+    ParamSpec{"expandable_segments", "bool", "false",
+              "PyTorch's caching allocator with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, as torchtitan's launch "
+              "scripts set it since 2024-10 (#643): one growing segment per stream instead of a segment per large request, "
+              "so that reserved memory stays near the allocated peak (sim/report/caching_allocator.hpp)"},
     ParamSpec{"optimizer", "", "adamw", "optimizer (state bytes per parameter, step cost)", {}, kOptimizerNames},
     ParamSpec{"optimizer_impl",
               "",
@@ -275,6 +279,7 @@ TrainingConfig read_training(const Reader& top, std::vector<ConfigWarning>& warn
                         "logits, so it costs the same with or without the upcast; it is ignored"});
   }
   t.no_sync = r.boolean("no_sync");
+  t.expandable_segments = r.boolean("expandable_segments");
   t.optimizer = pick<Optimizer>(r, "optimizer");
   t.optimizer_impl = {pick<OptimizerImpl>(r, "optimizer_impl", kOptimizerImplNames), r.where("optimizer_impl")};
   t.activation_checkpointing = pick<ActivationCheckpointing>(r, "activation_checkpointing");

@@ -93,8 +93,9 @@ struct TrainingConfig {
   bool loss_upcast = true;   // cross_entropy(logits.float()) as torchtitan; false: in the logits' dtype
   bool keep_logits = false;  // the loop holds the logits through backward (torchtitan deletes them)
   Location keep_logits_where;
-  bool compile_loss = false;  // torch.compile of the loss function (torchtitan since 2025-04 with compile)
-  bool no_sync = false;       // accumulate unsharded gradients without reducing until the last micro-step
+  bool compile_loss = false;         // torch.compile of the loss function (torchtitan since 2025-04 with compile)
+  bool no_sync = false;              // accumulate unsharded gradients without reducing until the last micro-step
+  bool expandable_segments = false;  // PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (report/caching_allocator.hpp)
   Optimizer optimizer = Optimizer::adamw;
   Located<OptimizerImpl> optimizer_impl{OptimizerImpl::automatic, {}};
   ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::none;

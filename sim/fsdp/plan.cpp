@@ -38,7 +38,10 @@ class Assigner {
     Unit& u = units_[static_cast<std::size_t>(owner)];
     for (const auto& p : m.params) {
       u.numel += p.numel();
-      if (version_ == 2) u.padded_numel += dim0_padded_numel(p.shape, group_);
+      if (version_ == 2) {
+        u.padded_numel += dim0_padded_numel(p.shape, group_);
+        u.optimizer_tensors.push_back(dim0_padded_numel(p.shape, group_) / group_);
+      }
       if (version_ == 2 && p.float8_all_gather) {
         u.float8_padded_numel += dim0_padded_numel(p.shape, group_);
         ++u.float8_weights;
@@ -287,6 +290,8 @@ Plan make_plan(const model::Model& model, const config::ScenarioConfig& scenario
   for (auto& u : plan.units) {
     if (!zero3 && (fsdp.version == 1 || !plan.traits.shards_params)) u.padded_numel = flat_padded_numel(u.numel, plan.shard_group);
     u.shard_numel = u.padded_numel / plan.shard_group;
+    if (zero3 || fsdp.version == 1 || !plan.traits.shards_params)
+      u.optimizer_tensors = {plan.traits.shards_optimizer ? u.shard_numel : u.numel};
   }
   Tracer(plan, unit_of_module).run(model.root);
   apply_reshard_settings(plan, fsdp, plan.pp_group);

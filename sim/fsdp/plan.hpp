@@ -30,6 +30,9 @@ struct Unit {
   // (1 byte each), and how many weights those are (each has its own scale).
   std::int64_t float8_padded_numel = 0;
   int float8_weights = 0;
+  // Elements per rank of each tensor the optimizer keeps state for, in the order it creates that
+  // state: FSDP2's per-parameter shards (dim 0 padded), else the unit's one flat parameter.
+  std::vector<std::int64_t> optimizer_tensors;
 };
 
 // A run of consecutive kernels that belong to one unit, with the activation memory of the

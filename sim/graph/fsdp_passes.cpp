@@ -363,8 +363,8 @@ void FsdpStepBuilder::fill_info() {
         {MemCategory::optimizer_state, static_cast<double>(whole / plan_.shard_group) * distributed_optimizer_bytes(), false, pool}};
     return;
   }
-  info.initial_memory = {{MemCategory::sharded_params, state.params, false, pool},
-                         {MemCategory::optimizer_state, state.optimizer, false, pool}};
+  info.initial_memory = {{MemCategory::sharded_params, state.params, false, pool}};
+  if (!lazy_optimizer_state()) info.initial_memory.push_back({MemCategory::optimizer_state, state.optimizer, false, pool});
 }
 
 }  // namespace shardsim::graph

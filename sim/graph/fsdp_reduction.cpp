@@ -258,6 +258,7 @@ void FsdpStepBuilder::optimizer() {
   } else {
     add_optimizer_step(op, cfg_, unit_params, plan_.master_bytes, copy_bytes);
   }
+  if (step_ == 0 && lazy_optimizer_state()) create_optimizer_state(op);
   // zero_grad(set_to_none=True) frees the gradients after the step.
   op.memory.insert(op.memory.end(), grad_shard_frees_.begin(), grad_shard_frees_.end());
   grad_shard_frees_.clear();
@@ -271,6 +272,23 @@ void FsdpStepBuilder::optimizer() {
     for (std::size_t u = 0; u < plan_.units.size(); ++u) at(available_, static_cast<int>(u)) = -1;
   }
   precompute_float8_scales();
+}
+
+// torch.optim creates its state at the first step() (AdamW's _init_group: zeros_like of each
+// parameter with a gradient, exp_avg then exp_avg_sq, parameter by parameter), so the moments
+// are allocated after the first backward, from the blocks its activations left cached, and not
+// before the step as the model's sharded parameters are.
+void FsdpStepBuilder::create_optimizer_state(Op& op) const {
+  const int states = fsdp::optimizer_states(cfg_.training.optimizer);
+  for (const auto& u : plan_.units) {
+    for (const std::int64_t numel : u.optimizer_tensors) {
+      for (int s = 0; s < states; ++s) {
+        MemEffect m{MemCategory::optimizer_state, static_cast<double>(numel) * plan_.master_bytes, false, Pool::compute};
+        m.first_step_only = true;
+        op.memory.push_back(m);
+      }
+    }
+  }
 }
 
 // The final callback makes the compute stream wait for every reduction stream.

@@ -168,6 +168,9 @@ struct MemEffect {
   // (FSDP2's all-gather outputs, allocated when their hook runs): accounted no earlier than the
   // GPU start of `not_before`, the next compute-stream op the CPU issued after it (-1: none).
   int not_before = -1;
+  // Made in the run's first step only: the optimizer state torch.optim creates lazily at the first
+  // step() (report/metrics.cpp replays a one-step run's memory twice so that later steps find it).
+  bool first_step_only = false;
 };
 
 struct Op {

@@ -116,6 +116,7 @@ json effects_json(const std::vector<MemEffect>& effects) {
               {"pool", std::string(to_string(m.pool))}};
     if (m.at_issue) e["at_issue"] = true;
     if (m.not_before >= 0) e["not_before"] = m.not_before;
+    if (m.first_step_only) e["first_step_only"] = true;
     mem.push_back(std::move(e));
   }
   return mem;
@@ -136,6 +137,7 @@ std::vector<MemEffect> effects_from(const JsonFields& in, const json& j, const s
       if (ops == 0) in.fail(json_path(p, "not_before"), "an op id, which the initial memory has none of; expected no not_before here");
       out.back().not_before = static_cast<int>(in.integer(m["not_before"], json_path(p, "not_before"), 0, ops - 1));
     }
+    out.back().first_step_only = flag("first_step_only");
   }
   return out;
 }

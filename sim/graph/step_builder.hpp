@@ -137,6 +137,7 @@ class FsdpStepBuilder {
   void bucket_reduce(double numel, int producer, bool flush);
   void gather_updated(int u);  // shard_optimizer: the updated parameters, before their first forward
   void optimizer();
+  void create_optimizer_state(Op& op) const;  // the first step's lazily created moments
   int stage_output();
   void amax_all_reduces(int u);                              // training.float8 all-gather without precomputed scales
   void precompute_float8_scales();                           // ... with them, after the optimizer step
@@ -156,6 +157,9 @@ class FsdpStepBuilder {
   }
   // shard_optimizer (ZeRO-1): parameters whole, optimizer state sharded.
   [[nodiscard]] bool shards_optimizer_only() const { return !plan_.traits.shards_params && plan_.traits.shards_optimizer; }
+  // torch.optim's state, on the GPU, created at the first step (Megatron's distributed optimizer
+  // and CPU offload keep theirs from the start).
+  [[nodiscard]] bool lazy_optimizer_state() const { return !offload_ && !shards_optimizer_only(); }
   [[nodiscard]] double unsharded_bytes(int u) const;
   [[nodiscard]] double grad_bytes(int u) const;
   [[nodiscard]] double reduce_buffer_bytes(int u) const;

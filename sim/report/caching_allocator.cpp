@@ -52,16 +52,7 @@ void CachingAllocator::allocate(graph::Pool pool, double bytes) {
     p.free_blocks.erase(it);
     wholly_free_.erase(seg);
   } else {
-    block_size = segment_size(size);
-    if (static_cast<double>(reserved_ + block_size) > capacity_) {
-      ++retries_;
-      release_cached();
-      if (static_cast<double>(reserved_ + block_size) > capacity_) ++failures_;
-    }
-    seg = static_cast<int>(segments_.size());
-    segments_.push_back(Segment{{{0, Block{block_size, true}}}, static_cast<std::size_t>(&p - pools_.data()), block_size});
-    p.reserved += block_size;
-    reserved_ += block_size;
+    std::tie(seg, offset, block_size) = expandable_ ? grow(p, size) : new_block(p, size);
   }
   auto& blocks = segments_[static_cast<std::size_t>(seg)].blocks;
   if (should_split(size, block_size - size)) {
@@ -73,6 +64,72 @@ void CachingAllocator::allocate(graph::Pool pool, double bytes) {
   }
   p.live.emplace(size, std::make_pair(seg, offset));
   allocated_ += blocks[offset].size;
+}
+
+void CachingAllocator::make_room(std::int64_t bytes) {
+  if (static_cast<double>(reserved_ + bytes) <= capacity_) return;
+  ++retries_;
+  release_cached();
+  if (static_cast<double>(reserved_ + bytes) > capacity_) ++failures_;
+}
+
+std::tuple<int, std::int64_t, std::int64_t> CachingAllocator::new_block(PoolState& p, std::int64_t size) {
+  const std::int64_t block_size = segment_size(size);
+  make_room(block_size);
+  const int seg = static_cast<int>(segments_.size());
+  segments_.push_back(Segment{{{0, Block{block_size, true}}}, static_cast<std::size_t>(&p - pools_.data()), block_size});
+  p.reserved += block_size;
+  reserved_ += block_size;
+  return {seg, 0, block_size};
+}
+
+std::pair<std::int64_t, std::int64_t> CachingAllocator::free_tail(int segment) const {
+  const Segment& s = segments_[static_cast<std::size_t>(segment)];
+  if (s.blocks.empty()) return {s.size, 0};
+  const auto& [offset, block] = *s.blocks.rbegin();
+  return block.free ? std::pair{offset, block.size} : std::pair{s.size, std::int64_t{0}};
+}
+
+std::tuple<int, std::int64_t, std::int64_t> CachingAllocator::grow(PoolState& p, std::int64_t size) {
+  const auto pool = static_cast<std::size_t>(&p - pools_.data());
+  const std::int64_t page = pool % 2 == 0 ? kSmallBuffer : kLargeBuffer;
+  if (p.expandable < 0) {
+    p.expandable = static_cast<int>(segments_.size());
+    segments_.push_back(Segment{{}, pool, 0, true});
+  }
+  const int seg = p.expandable;
+  const auto pages_for = [&](std::int64_t have) { return (size - have + page - 1) / page * page; };
+  make_room(pages_for(free_tail(seg).second));
+  const auto [offset, have] = free_tail(seg);  // releasing the cache may have unmapped some of it
+  const std::int64_t added = pages_for(have);
+  Segment& s = segments_[static_cast<std::size_t>(seg)];
+  if (have > 0) p.free_blocks.erase(FreeKey{have, seg, offset});
+  s.blocks[offset] = Block{have + added, true};
+  s.size += added;
+  p.reserved += added;
+  reserved_ += added;
+  return {seg, offset, have + added};
+}
+
+// The whole pages of the free block at the end of the pool's expandable segment.
+void CachingAllocator::unmap_free_tail(PoolState& p) {
+  const std::int64_t page = (&p - pools_.data()) % 2 == 0 ? kSmallBuffer : kLargeBuffer;
+  const int seg = p.expandable;
+  const auto [offset, have] = free_tail(seg);
+  if (have == 0) return;
+  const std::int64_t keep = (offset + page - 1) / page * page - offset;  // up to the first page boundary
+  if (keep >= have) return;
+  Segment& s = segments_[static_cast<std::size_t>(seg)];
+  p.free_blocks.erase(FreeKey{have, seg, offset});
+  if (keep > 0) {
+    s.blocks[offset].size = keep;
+    p.free_blocks.insert(FreeKey{keep, seg, offset});
+  } else {
+    s.blocks.erase(offset);
+  }
+  s.size -= have - keep;
+  p.reserved -= have - keep;
+  reserved_ -= have - keep;
 }
 
 void CachingAllocator::free(graph::Pool pool, double bytes) {
@@ -99,10 +156,14 @@ void CachingAllocator::release_cached() {
     s.blocks.clear();
   }
   wholly_free_.clear();
+  for (PoolState& p : pools_) {
+    if (p.expandable >= 0) unmap_free_tail(p);
+  }
 }
 
 void CachingAllocator::note_wholly_free(int segment) {
   const Segment& s = segments_[static_cast<std::size_t>(segment)];
+  if (s.expandable) return;  // released by unmapping its free tail (release_cached)
   if (s.blocks.size() == 1 && s.blocks.begin()->second.free) wholly_free_.insert(segment);
 }
 

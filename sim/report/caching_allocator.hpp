@@ -12,6 +12,11 @@
 //   cudaMalloc (release_cached_blocks; counted as num_alloc_retries), and the allocation fails
 //   (CUDA out of memory) when that is not enough. A failed allocation is still made, so that the
 //   rest of the step can be followed.
+// - with expandable segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True), each of those
+//   pools is one segment that grows: a request no cached block fits maps pages (2 MiB small,
+//   20 MiB large) at the segment's end, merged with the free block there if there is one, so
+//   that a request never needs a new segment of its own size; releasing the cache unmaps the
+//   free pages at the segment's end (c10 also unmaps free pages inside it, not modelled).
 // A tensor is identified by its size: a free releases a live block of that size in that pool.
 #pragma once
 
@@ -21,15 +26,26 @@
 #include <map>
 #include <set>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "graph/op.hpp"
 
 namespace shardsim::report {
 
+// The allocator's limit and mode: the memory it may reserve (the GPU's, less what is held outside
+// it) and PYTORCH_CUDA_ALLOC_CONF's expandable_segments (training.expandable_segments).
+struct AllocatorSettings {
+  AllocatorSettings(double bytes = std::numeric_limits<double>::infinity(), bool expandable = false)  // NOLINT: a capacity
+      : capacity(bytes), expandable_segments(expandable) {}
+  double capacity;
+  bool expandable_segments;
+};
+
 class CachingAllocator {
  public:
-  explicit CachingAllocator(double capacity = std::numeric_limits<double>::infinity()) : capacity_(capacity) {}
+  explicit CachingAllocator(const AllocatorSettings& settings = {})
+      : capacity_(settings.capacity), expandable_(settings.expandable_segments) {}
   void allocate(graph::Pool pool, double bytes);
   void free(graph::Pool pool, double bytes);
 
@@ -53,16 +69,26 @@ class CachingAllocator {
   struct Segment {
     std::map<std::int64_t, Block> blocks;  // by offset; empty once released
     std::size_t pool = 0;                  // index into pools_
-    std::int64_t size = 0;
+    std::int64_t size = 0;                 // mapped, for an expandable one
+    bool expandable = false;
   };
   using FreeKey = std::tuple<std::int64_t, int, std::int64_t>;  // size, segment, offset
   struct PoolState {
     std::set<FreeKey> free_blocks;
     std::multimap<std::int64_t, std::pair<int, std::int64_t>> live;  // size -> (segment, offset)
     std::int64_t reserved = 0;
+    int expandable = -1;  // its expandable segment, once made
   };
 
   PoolState& state(graph::Pool pool, std::int64_t size);
+  // A new segment for a request of `size` no cached block fits (or the expandable segment grown
+  // for it): (segment, offset, size) of the free block that now fits it.
+  std::tuple<int, std::int64_t, std::int64_t> new_block(PoolState& p, std::int64_t size);
+  std::tuple<int, std::int64_t, std::int64_t> grow(PoolState& p, std::int64_t size);
+  [[nodiscard]] std::pair<std::int64_t, std::int64_t> free_tail(int segment) const;  // (offset, size), size 0: none
+  void unmap_free_tail(PoolState& p);
+  // The capacity check before `bytes` more are reserved: releases the cache when they would not fit.
+  void make_room(std::int64_t bytes);
   void release(PoolState& p, int segment, std::int64_t offset);
   void release_cached();
   void note_wholly_free(int segment);
@@ -76,6 +102,7 @@ class CachingAllocator {
   std::int64_t reserved_ = 0;
   int unpaired_ = 0;
   double capacity_;
+  bool expandable_;
   int retries_ = 0;
   int failures_ = 0;
 };

@@ -75,8 +75,8 @@ double MemoryPoint::total() const {
   return std::accumulate(bytes.begin(), bytes.end(), 0.0);
 }
 
-MemoryTimeline memory_timeline(const graph::StepGraph& g, const graph::Timeline& t, int rank, const IssueRules& issue, double capacity,
-                               const Deadline& deadline, const std::vector<graph::MemEffect>& runtime) {
+MemoryTimeline memory_timeline(const graph::StepGraph& g, const graph::Timeline& t, int rank, const IssueRules& issue,
+                               const AllocatorSettings& settings, const Deadline& deadline, const std::vector<graph::MemEffect>& runtime) {
   struct Event {
     double time;
     int order;  // frees before allocations at the same instant
@@ -106,7 +106,7 @@ MemoryTimeline memory_timeline(const graph::StepGraph& g, const graph::Timeline&
   MemoryTimeline tl;
   tl.rank = rank;
   MemoryPoint cur;
-  CachingAllocator allocator(capacity);
+  CachingAllocator allocator(settings);
   double host = 0;
   auto apply = [&](const graph::MemEffect& m) {
     const double size = static_cast<double>(CachingAllocator::round_size(std::fabs(m.bytes)));
@@ -131,6 +131,19 @@ MemoryTimeline memory_timeline(const graph::StepGraph& g, const graph::Timeline&
   };
   for (const auto& m : runtime) apply(m);
   for (const auto& m : g.info.initial_memory_of(rank)) apply(m);
+  // A run of one simulated step whose first step differs (the optimizer's lazily created state)
+  // is reported as the steps after it: the step's memory is replayed once first, so that the
+  // allocator starts from the blocks a step leaves cached and the state sits where the first
+  // step put it. Only the reserved high-water mark keeps what the warm-up reached.
+  const bool warm_up =
+      g.info.steps == 1 && std::any_of(events.begin(), events.end(), [](const Event& e) { return e.effect.first_step_only; });
+  if (warm_up) {
+    std::size_t done = 0;
+    for (const Event& e : events) {
+      if (++done % 8192 == 0) deadline.check(fmt::format("while warming up the memory of rank {}", rank));
+      apply(e.effect);
+    }
+  }
   tl.points.push_back(cur);
   tl.peak = cur.total();
   tl.at_peak = cur.bytes;
@@ -139,6 +152,7 @@ MemoryTimeline memory_timeline(const graph::StepGraph& g, const graph::Timeline&
   std::size_t done = 0;
   for (const Event& e : events) {
     if (++done % 8192 == 0) deadline.check(phase);
+    if (warm_up && e.effect.first_step_only) continue;
     cur.time = e.time;
     apply(e.effect);
     if (tl.points.back().time == e.time) {
@@ -442,8 +456,8 @@ Summary summarize(const SummaryInput& in) {
   const auto& topology = in.scenario.cluster.topology;
   const std::vector<graph::MemEffect> workspaces = blas_workspaces(topology.gpu);
   for (int r : ranks) {
-    MemoryTimeline m = memory_timeline(g, t, r, {topology.gpu.launch_queue, topology.host.kernel_dispatch.value()}, s.allocator_memory(),
-                                       deadline, workspaces);
+    MemoryTimeline m = memory_timeline(g, t, r, {topology.gpu.launch_queue, topology.host.kernel_dispatch.value()},
+                                       {s.allocator_memory(), in.scenario.training.expandable_segments}, deadline, workspaces);
     s.oom = s.oom || m.alloc_failures > 0;
     s.alloc_retries = std::max(s.alloc_retries, m.alloc_retries);
     if (r == 0 || m.peak_reserved > s.memory.peak_reserved) s.memory = std::move(m);

@@ -14,6 +14,7 @@
 #include "graph/step_graph.hpp"
 #include "graph/timeline.hpp"
 #include "model/transformer.hpp"
+#include "report/caching_allocator.hpp"
 #include "report/cpu_issue.hpp"
 
 namespace shardsim::report {
@@ -47,13 +48,14 @@ struct MemoryTimeline {
 };
 
 // `issue`: gpu.launch_queue and host.kernel_dispatch, which bound how far ahead of the GPU the
-// CPU makes the allocations marked at_issue (report/cpu_issue.hpp). `capacity`: the GPU's memory, which the
-// caching allocator keeps reserved memory under by releasing its cache (caching_allocator.hpp).
+// CPU makes the allocations marked at_issue (report/cpu_issue.hpp). `allocator`: the GPU's memory, which the
+// caching allocator keeps reserved memory under by releasing its cache, and its segments' mode
+// (caching_allocator.hpp).
 // `deadline`: checked as the ops are replayed (a model of 100,000 layers has millions).
 // `runtime`: what the process holds through the allocator besides the graph's own tensors (the
 // GEMM library's workspaces, blas_workspace.hpp), allocated before the step's first op.
 [[nodiscard]] MemoryTimeline memory_timeline(const graph::StepGraph& g, const graph::Timeline& t, int rank, const IssueRules& issue = {},
-                                             double capacity = std::numeric_limits<double>::infinity(), const Deadline& deadline = {},
+                                             const AllocatorSettings& allocator = {}, const Deadline& deadline = {},
                                              const std::vector<graph::MemEffect>& runtime = {});
 
 // A rank that made others wait at collectives (stragglers), within the reported step. Each figure
