@@ -175,8 +175,19 @@ void FsdpStepBuilder::plain_forward(const fsdp::Segment& s, int u) {
 
 // What the segment's forward keeps for its backward (per its checkpointing mode).
 void FsdpStepBuilder::save_activations(Op& op, const fsdp::Segment& s) const {
-  const double saved = activation_bytes(s.activation.saved, checkpoint_mode(s, cfg_.training), batch_);
+  const double saved = saved_bytes(s, checkpoint_mode(s, cfg_.training));
   if (saved > 0) op.memory.push_back({s.is_loss ? MemCategory::loss : MemCategory::activations, saved, false, Pool::compute});
+}
+
+// Every checkpointing mode keeps a block's input (the first norm's, or the checkpoint's), and
+// the stage's first block's input is the buffer the pipeline received it in. (The stage's first
+// block segment is passed as the plan's own; only ring attention passes copies, of segments that
+// start with attention.)
+double FsdpStepBuilder::saved_bytes(const fsdp::Segment& s, model::AcMode mode) const {
+  const double saved = activation_bytes(s.activation.saved, mode, batch_);
+  if (received_input_ <= 0) return saved;
+  const auto first = std::ranges::find_if(plan_.segments, [](const fsdp::Segment& x) { return x.in_block; });
+  return first != plan_.segments.end() && &*first == &s ? std::max(0.0, saved - received_input_) : saved;
 }
 
 // ---- backward ------------------------------------------------------------------------------
@@ -305,7 +316,7 @@ void FsdpStepBuilder::reduce_replicated(const fsdp::Segment& s, int id) {
 void FsdpStepBuilder::backward_memory(Op& op, const fsdp::Segment& s, int u, model::AcMode mode, BackwardPart part) {
   const MemCategory act = s.is_loss ? MemCategory::loss : MemCategory::activations;
   const double transient = activation_bytes(s.activation.backward_transient, mode, batch_);
-  const double saved = activation_bytes(s.activation.saved, mode, batch_);
+  const double saved = saved_bytes(s, mode);
   if (transient > 0 && part != BackwardPart::weight) {
     op.memory.push_back({act, transient, false, Pool::compute});
     op.memory.push_back({act, -transient, true, Pool::compute});

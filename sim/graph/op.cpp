@@ -105,7 +105,7 @@ std::string_view to_string(EdgeKind e) {
 }
 std::string_view to_string(MemCategory c) {
   constexpr std::array names{"sharded_params",  "unsharded_params", "gradients", "reduce_buffers", "grad_shards",
-                             "optimizer_state", "activations",      "loss",      "workspaces"};
+                             "optimizer_state", "activations",      "loss",      "workspaces",     "pipeline_buffers"};
   return names[static_cast<std::size_t>(c)];
 }
 std::string_view to_string(Pool p) {

@@ -73,8 +73,9 @@ enum class MemCategory {
   activations,       // activations saved for backward, recompute and backward temporaries
   loss,              // logits and loss buffers (fp32 log-softmax and its gradients)
   workspaces,        // the GEMM library's workspaces (report/blas_workspace.hpp)
+  pipeline_buffers,  // a pipeline stage's receive buffers, one per micro-batch (pipeline_builder.cpp)
 };
-inline constexpr int kMemCategories = 9;
+inline constexpr int kMemCategories = 10;
 
 // The caching-allocator pool a tensor is allocated from: PyTorch keeps freed blocks per CUDA
 // stream and does not hand them to another stream, so each stream's pool holds on to its own

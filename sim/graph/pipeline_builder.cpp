@@ -155,6 +155,29 @@ std::vector<PipelineAction> pipeline_actions(config::PpSchedule schedule, int ra
   return out;
 }
 
+// torch.distributed.pipelining's receive buffers: at its first step each stage makes one buffer
+// per micro-batch for its input (stage.py _prepare_forward_infra: "TODO: create args_recv_info
+// lazily?") and one for its output's gradient (_prepare_backward_infra), and keeps them, step
+// after step; the received input is then the first block's input, not a tensor of its own. A V's
+// stages on one rank hand tensors over directly (set_local_fwd_input), their buffers dropped at
+// once. Megatron-LM's schedule receives into tensors it allocates per message instead.
+template <class RankOf>
+void receive_buffers(StepGraph& g, const std::vector<std::unique_ptr<FsdpStepBuilder>>& builders, int microbatches, double bytes,
+                     const RankOf& rank_of) {
+  const int stages = static_cast<int>(builders.size());
+  for (int c = 0; c < stages; ++c) {
+    FsdpStepBuilder& b = *builders[static_cast<std::size_t>(c)];
+    if (!b.torch_pipelining()) continue;
+    const bool input = c > 0 && rank_of(c - 1) != rank_of(c);
+    const bool gradient = c + 1 < stages && rank_of(c + 1) != rank_of(c);
+    if (input) b.set_received_input(bytes);
+    auto& initial = g.info.stage_initial_memory[static_cast<std::size_t>(rank_of(c))];
+    for (int n = (input ? microbatches : 0) + (gradient ? microbatches : 0); n > 0; --n) {
+      initial.push_back({MemCategory::pipeline_buffers, bytes, false, Pool::compute});
+    }
+  }
+}
+
 StepGraph build_pipeline_graph(const model::Model& whole, const std::vector<fsdp::Plan>& stage_plans, const config::ScenarioConfig& s,
                                int steps, const Deadline& deadline) {
   const config::ParallelismConfig& p = s.parallelism;
@@ -199,6 +222,7 @@ StepGraph build_pipeline_graph(const model::Model& whole, const std::vector<fsdp
                         static_cast<double>(model::loss_vocab(whole.spec, whole.tp)) * whole.act_bytes;
   // Megatron's scatter/gather of pipeline tensors: whole activations on every TP rank only.
   const bool scatter_gather = p.pp_scatter_gather && whole.tp.degree > 1 && !whole.tp.sp();
+  receive_buffers(g, builders, microbatches, bytes, rank_of);
   std::vector<std::vector<PipelineAction>> actions;
   for (int r = 0; r < ranks; ++r) actions.push_back(pipeline_actions(p.pp_schedule, r, ranks, microbatches, chunks));
   // Per rank, the position of each chunk's last backward action: the schedule's REDUCE_GRAD for
@@ -278,7 +302,7 @@ StepGraph build_pipeline_graph(const model::Model& whole, const std::vector<fsdp
             if (c > 0 && input < 0) break;
             const int out = b.pipeline_forward(step, a.micro, receive(c, input, a.micro, true));
             if (c + 1 < stages) at(fwd_sent, c, a.micro) = send(c, c + 1, out, a.micro, true);
-            if (c + 1 == stages) b.retain_stage_output(logits);
+            if (c + 1 == stages && b.torch_pipelining()) b.retain_stage_output(logits);
           } else if (a.part == BackwardPart::weight) {
             b.pipeline_backward_weight(step, a.micro);  // after its input part, earlier on this rank
           } else {

@@ -172,24 +172,30 @@ json to_json(const StepGraph& g) {
   }
   const json initial = effects_json(g.info.initial_memory);
   const GraphInfo& info = g.info;
-  return {{"format", "shardsim-graph"},
-          {"format_version", kGraphFormatVersion},
-          {"info",
-           {{"scenario", info.scenario},
-            {"world_size", info.world_size},
-            {"gpus_per_node", info.gpus_per_node},
-            {"tp_group", info.tp_group},
-            {"pp_group", info.pp_group},
-            {"cp_group", info.cp_group},
-            {"shard_group", info.shard_group},
-            {"replicate_group", info.replicate_group},
-            {"reshard_group", info.reshard_group},
-            {"steps", info.steps},
-            {"micro_steps", info.micro_steps},
-            {"tokens_per_micro_step", info.tokens_per_micro_step},
-            {"initial_memory", initial}}},
-          {"ops", ops},
-          {"edges", edges}};
+  json out = {{"format", "shardsim-graph"},
+              {"format_version", kGraphFormatVersion},
+              {"info",
+               {{"scenario", info.scenario},
+                {"world_size", info.world_size},
+                {"gpus_per_node", info.gpus_per_node},
+                {"tp_group", info.tp_group},
+                {"pp_group", info.pp_group},
+                {"cp_group", info.cp_group},
+                {"shard_group", info.shard_group},
+                {"replicate_group", info.replicate_group},
+                {"reshard_group", info.reshard_group},
+                {"steps", info.steps},
+                {"micro_steps", info.micro_steps},
+                {"tokens_per_micro_step", info.tokens_per_micro_step},
+                {"initial_memory", initial}}},
+              {"ops", ops},
+              {"edges", edges}};
+  if (!info.stage_initial_memory.empty()) {
+    json stages = json::array();
+    for (const auto& effects : info.stage_initial_memory) stages.push_back(effects_json(effects));
+    out["info"]["stage_initial_memory"] = std::move(stages);
+  }
+  return out;
 }
 
 StepGraph from_json(const json& j, const std::string& source) {
@@ -231,6 +237,16 @@ StepGraph from_json(const json& j, const std::string& source) {
   g.info.tokens_per_micro_step =
       in.number(in.field(info, "tokens_per_micro_step", "info"), "info.tokens_per_micro_step", 1e-6, static_cast<double>(kMaxDim));
   g.info.initial_memory = effects_from(in, in.field(info, "initial_memory", "info"), "info.initial_memory");
+  if (info.contains("stage_initial_memory")) {
+    const json& stages = in.array(info["stage_initial_memory"], "info.stage_initial_memory");
+    if (static_cast<int>(stages.size()) != g.info.pp_group) {
+      in.fail("info.stage_initial_memory",
+              fmt::format("{} stages' memory; expected one per pipeline stage ({})", stages.size(), g.info.pp_group));
+    }
+    for (std::size_t i = 0; i < stages.size(); ++i) {
+      g.info.stage_initial_memory.push_back(effects_from(in, stages[i], fmt::format("info.stage_initial_memory[{}]", i)));
+    }
+  }
   const json& ops = in.array(in.field(j, "ops", ""), "ops");
   if (ops.empty()) in.fail("ops", "no ops; expected the step graph of a scenario (shardsim export SCENARIO --out FILE)");
   for (std::size_t i = 0; i < ops.size(); ++i) {

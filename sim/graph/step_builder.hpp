@@ -57,6 +57,13 @@ class FsdpStepBuilder {
   void retain_stage_output(double bytes);
   // The optimizer step after the stage's last micro-batch, and after `wait` if given.
   void pipeline_optimizer(int step, int wait = -1);
+  // Whether the stage runs under torch.distributed.pipelining, as torchtitan runs FSDP2 stages (its
+  // REDUCE_GRAD, retained outputs and receive buffers), rather than Megatron-LM's schedule (DDP
+  // and the distributed optimizer).
+  [[nodiscard]] bool torch_pipelining() const { return stage_ >= 0 && v2_ && plan_.traits.shards_params; }
+  // The stage's input arrives in a receive buffer the schedule holds anyway (`bytes` a
+  // micro-batch): the first block's saved input is that buffer, not an allocation of its own.
+  void set_received_input(double bytes) { received_input_ = bytes; }
   // The info of this builder's plan (groups, initial memory); a pipeline's per stage.
   void fill_info();
   Issuer& issuer() { return io_; }
@@ -108,6 +115,7 @@ class FsdpStepBuilder {
   void plain_forward(const fsdp::Segment& s, int u);
   void plain_backward(const fsdp::Segment& s, int u);
   void save_activations(Op& op, const fsdp::Segment& s) const;
+  [[nodiscard]] double saved_bytes(const fsdp::Segment& s, model::AcMode mode) const;  // what its forward keeps
   void reduce_replicated(const fsdp::Segment& s, int id);
 
   // ---- context parallelism's ring attention (ring_attention.cpp) ----
@@ -168,7 +176,7 @@ class FsdpStepBuilder {
   [[nodiscard]] Stream rs_stream() const { return v2_ ? Stream::reduce_scatter : Stream::nccl; }
   [[nodiscard]] bool syncing() const;  // reduce gradients in this micro-step (no_sync)
   // FSDP2 in a pipeline stage: torch's schedule, not autograd, runs the reducing post-backward.
-  [[nodiscard]] bool schedule_reduces() const { return stage_ >= 0 && v2_ && plan_.traits.shards_params; }
+  [[nodiscard]] bool schedule_reduces() const { return torch_pipelining(); }
   // FSDP1 reduces a copy of the flat gradient cast to the reduce dtype where that differs.
   [[nodiscard]] bool casts_grads_to_reduce() const { return !v2_ && plan_.reduce_bytes != plan_.grad_bytes; }
   // Gradients accumulate over micro-steps in the reduce dtype, wider than the parameters'.
@@ -202,6 +210,7 @@ class FsdpStepBuilder {
   int last_d2h_ = -1;
   int last_optimizer_ = -1;
   int tp_wait_ = -1;                 // the tensor-parallel collective the next compute op waits for
+  double received_input_ = 0;        // pipeline: the stage input's bytes a receive buffer holds
   double pending_reorder_ = 0;       // bytes of an all-gather's layout copy the next compute op runs first
   double bucket_numel_ = 0;          // no_shard: gradients waiting in the current DDP bucket
   std::deque<int> limiter_;          // FSDP1: reshard events, oldest first

@@ -10,7 +10,7 @@ namespace shardsim::report {
 namespace {
 
 constexpr std::array<const char*, graph::kMemCategories> kColors{"#4e79a7", "#f28e2b", "#e15759", "#ff9da7", "#76b7b2",
-                                                                 "#59a14f", "#edc948", "#b07aa1", "#9c755f"};
+                                                                 "#59a14f", "#edc948", "#b07aa1", "#9c755f", "#bab0ac"};
 
 }  // namespace
 

@@ -9,8 +9,8 @@ namespace shardsim::report {
 namespace {
 
 constexpr std::array<const char*, graph::kMemCategories> kCategoryLabels{
-    "sharded parameters", "unsharded parameters", "gradients (unsharded)", "reduce buffers", "gradient shards",
-    "optimizer state",    "activations",          "logits and loss",       "GEMM workspaces"};
+    "sharded parameters", "unsharded parameters", "gradients (unsharded)", "reduce buffers",  "gradient shards",
+    "optimizer state",    "activations",          "logits and loss",       "GEMM workspaces", "pipeline receive buffers"};
 constexpr std::array<const char*, graph::kPools> kPoolLabels{"compute stream", "all-gather stream", "reduce-scatter stream",
                                                              "all-reduce stream", "host"};
 
@@ -169,6 +169,8 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
       fmt::format("{} of the GPU's {}  (CUDA context {}{})", gib(s.outside.total()), gib(s.gpu_memory), gib(s.outside.context), nccl));
   row("peak memory (allocated)", fmt::format("{} at {}", gib(s.memory.peak), s.memory.peak_op));
   for (std::size_t c = 0; c < kCategoryLabels.size(); ++c) {
+    // A pipeline's receive buffers only where there is a pipeline.
+    if (c == static_cast<std::size_t>(graph::MemCategory::pipeline_buffers) && s.pp_stages < 2) continue;
     row(fmt::format("  {}", kCategoryLabels[c]), gib(s.memory.at_peak[c]));
   }
   if (s.memory.peak_host > 0) {

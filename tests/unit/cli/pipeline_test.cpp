@@ -323,6 +323,44 @@ TEST_CASE("pipeline: the last stage holds every micro-batch's logits until the s
   CHECK(h.after == doctest::Approx(0.0).scale(1.0));
 }
 
+TEST_CASE("pipeline: torch's stages keep a receive buffer per micro-batch, Megatron's schedule none") {
+  // torch.distributed.pipelining makes, at its first step, one buffer per micro-batch for a
+  // stage's input and one for its output's gradient, and keeps them. The tiny Llama in 2 stages,
+  // 4 micro-batches of one 512-token sequence, hidden 512, bf16: 512 x 512 x 2 = 524,288 bytes
+  // each; stage 0 holds 4 for the gradients it receives, stage 1 4 for its inputs. Stage 1's first
+  // block keeps its input in that buffer: its forward saves 524,288 bytes less than stage 0's
+  // first block, the same block. DDP under a pipeline is run by Megatron's schedule: no buffers.
+  const auto buffers = [](const graph::StepGraph& g, int stage) {
+    std::vector<double> out;
+    for (const auto& m : g.info.stage_initial_memory[static_cast<std::size_t>(stage)]) {
+      if (m.category == graph::MemCategory::pipeline_buffers) out.push_back(m.bytes);
+    }
+    return out;
+  };
+  const auto saved = [](const graph::StepGraph& g, const std::string& name) {
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      const auto& op = g.op(static_cast<int>(i));
+      if (op.name != name || op.step != 0 || op.micro != 0) continue;
+      double bytes = 0;
+      for (const auto& m : op.memory) {
+        if (m.category == graph::MemCategory::activations && m.bytes > 0) bytes += m.bytes;
+      }
+      return bytes;
+    }
+    return -1.0;
+  };
+  const auto p = prepare({"fsdp.version=2", "parallelism.pp=2", "training.micro_batch=4"});
+  CHECK(buffers(p.graph, 0) == std::vector<double>(4, 524'288.0));
+  CHECK(buffers(p.graph, 1) == std::vector<double>(4, 524'288.0));
+  REQUIRE(saved(p.graph, "FWD layers.0") > 524'288);
+  CHECK(saved(p.graph, "FWD layers.0") - saved(p.graph, "FWD layers.2") == doctest::Approx(524'288.0).scale(0));
+  CHECK(saved(p.graph, "FWD layers.1") == doctest::Approx(saved(p.graph, "FWD layers.3")).scale(0));
+  const auto ddp = prepare({"fsdp.version=2", "fsdp.sharding=no_shard", "parallelism.pp=2", "training.micro_batch=4"});
+  CHECK(buffers(ddp.graph, 0).empty());
+  CHECK(buffers(ddp.graph, 1).empty());
+  CHECK(saved(ddp.graph, "FWD layers.0") == doctest::Approx(saved(ddp.graph, "FWD layers.2")).scale(0));
+}
+
 TEST_CASE("pipeline: the 1F1B bubble emerges as (pp-1)/(m+pp-1) and GPipe's is the same") {
   // Uniform stages, one rank each: every stage idles (pp-1)(t_f + t_b) of (m+pp-1)(t_f + t_b).
   // What the formula leaves out: the last stage also runs the final norm, the output layer and

@@ -121,3 +121,23 @@ TEST_CASE("an FSDP2 all-gather's program-order allocation survives export and na
   (*effect)["not_before"] = static_cast<int>(g.size());  // one past the last op
   CHECK_THROWS_WITH_AS((void)graph::from_json(j, "graph.json"), doctest::Contains("not_before"), ConfigError);
 }
+
+TEST_CASE("a pipeline's per-stage memory and the optimizer's first-step state survive export") {
+  // The tiny Llama in 2 stages (FSDP2): each stage's parameters and receive buffers are its own
+  // initial memory, and the optimizer's moments are made at the first step.
+  const auto p = test::prepared("tests/data/tiny_llama.yaml", {"fsdp.version=2", "parallelism.pp=2", "training.micro_batch=4"});
+  REQUIRE(p.graph.info.stage_initial_memory.size() == 2);
+  auto j = graph::to_json(p.graph);
+  const auto g = graph::from_json(j, "graph.json");
+  REQUIRE(g.info.stage_initial_memory.size() == 2);
+  for (std::size_t s = 0; s < 2; ++s) CHECK(g.info.stage_initial_memory[s].size() == p.graph.info.stage_initial_memory[s].size());
+  int first_step = 0;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    for (const auto& m : g.op(static_cast<int>(i)).memory) first_step += m.first_step_only;
+  }
+  CHECK(first_step > 0);
+  CHECK(graph::to_json(g) == j);
+  // One list per stage, or the graph is refused.
+  j["info"]["stage_initial_memory"].erase(1);
+  CHECK_THROWS_AS((void)graph::from_json(j, "graph.json"), ConfigError);
+}
