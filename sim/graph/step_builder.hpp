@@ -165,8 +165,10 @@ class FsdpStepBuilder {
   }
   // shard_optimizer (ZeRO-1): parameters whole, optimizer state sharded.
   [[nodiscard]] bool shards_optimizer_only() const { return !plan_.traits.shards_params && plan_.traits.shards_optimizer; }
-  // torch.optim's state, on the GPU, created at the first step (Megatron's distributed optimizer
-  // and CPU offload keep theirs from the start).
+  // torch.optim's state, on the GPU, created at the first step. CPU offload's is host memory;
+  // shard_optimizer's (Megatron's distributed optimizer) is held with its fp32 main parameters
+  // from the start, as one figure (distributed_optimizer_bytes), though FusedAdam too makes its
+  // moments at the first step.
   [[nodiscard]] bool lazy_optimizer_state() const { return !offload_ && !shards_optimizer_only(); }
   [[nodiscard]] double unsharded_bytes(int u) const;
   [[nodiscard]] double grad_bytes(int u) const;
