@@ -455,11 +455,20 @@ Summary summarize(const SummaryInput& in) {
 
   const auto& topology = in.scenario.cluster.topology;
   const std::vector<graph::MemEffect> workspaces = blas_workspaces(topology.gpu);
+  if (s.pp_stages > 1) {
+    s.reserved_by_stage.assign(static_cast<std::size_t>(s.pp_stages), 0);
+    s.allocated_by_stage.assign(static_cast<std::size_t>(s.pp_stages), 0);
+  }
   for (int r : ranks) {
     MemoryTimeline m = memory_timeline(g, t, r, {topology.gpu.launch_queue, topology.host.kernel_dispatch.value()},
                                        {s.allocator_memory(), in.scenario.training.expandable_segments}, deadline, workspaces);
     s.oom = s.oom || m.alloc_failures > 0;
     s.alloc_retries = std::max(s.alloc_retries, m.alloc_retries);
+    if (s.pp_stages > 1) {
+      const auto stage = static_cast<std::size_t>(g.info.stage_of(r));
+      s.reserved_by_stage[stage] = std::max(s.reserved_by_stage[stage], m.peak_reserved);
+      s.allocated_by_stage[stage] = std::max(s.allocated_by_stage[stage], m.peak);
+    }
     if (r == 0 || m.peak_reserved > s.memory.peak_reserved) s.memory = std::move(m);
   }
   if (in.waiting_for_cpu != nullptr && !in.waiting_for_cpu->empty()) {

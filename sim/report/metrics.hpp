@@ -103,6 +103,10 @@ struct Summary {
   double pp_exposed_comm_s = 0;
   double bubble_fraction = 0;
   int busiest_stage = 0;
+  // Pipeline parallelism: each stage's peak reserved and allocated memory (its simulated ranks'
+  // highest), as a run logging one rank (torchtitan logs rank 0, the first stage) reports it.
+  std::vector<double> reserved_by_stage;
+  std::vector<double> allocated_by_stage;
   // The reported step's compute-stream work of one rank by kind, as the compute model prices it
   // alone (without the slow-down collectives cause or stragglers); zero without the engine's split.
   graph::ComputeSplit compute_split;

@@ -161,6 +161,11 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
   for (std::size_t p = 0; p + 1 < kPoolLabels.size(); ++p) {
     if (s.memory.reserved_by_pool[p] > 0) row(fmt::format("  {} pool", kPoolLabels[p]), gib(s.memory.reserved_by_pool[p]));
   }
+  if (!s.reserved_by_stage.empty()) {
+    std::string stages;
+    for (double b : s.reserved_by_stage) stages += fmt::format("{}{:.2f}", stages.empty() ? "" : " / ", b / (1024.0 * 1024 * 1024));
+    row("  by pipeline stage", stages + " GiB");
+  }
   const std::string nccl = s.outside.communicators > 0
                                ? fmt::format(", NCCL buffers {} for {} communicator{} x {} channels", gib(s.outside.nccl),
                                              s.outside.communicators, s.outside.communicators == 1 ? "" : "s", s.outside.channels)
@@ -297,6 +302,8 @@ nlohmann::json summary_json(const Summary& s) {
       {"offload_exposed_s", s.offload_exposed_s},
       {"waiting_for_cpu_s", s.waiting_for_cpu_s},
       {"peak_memory_rank", s.memory.rank},
+      {"peak_memory_bytes_by_stage", s.reserved_by_stage},
+      {"peak_allocated_bytes_by_stage", s.allocated_by_stage},
       {"peak_memory_op", s.memory.peak_op},
       {"gpu_memory_bytes", s.gpu_memory},
       {"outside_allocator_bytes",

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <string>
@@ -359,6 +360,36 @@ TEST_CASE("pipeline: torch's stages keep a receive buffer per micro-batch, Megat
   CHECK(buffers(ddp.graph, 0).empty());
   CHECK(buffers(ddp.graph, 1).empty());
   CHECK(saved(ddp.graph, "FWD layers.0") == doctest::Approx(saved(ddp.graph, "FWD layers.2")).scale(0));
+}
+
+TEST_CASE("pipeline: the summary gives each stage's peak memory, the highest being the one it shows") {
+  // The tiny Llama in 2 stages: one figure per stage, each its ranks' highest; the summary's own
+  // peak (the rank with the most reserved memory) is the larger of the two, and no stage has
+  // allocated more than it reserved.
+  struct Stages {
+    std::size_t n = 0;
+    std::array<double, 2> reserved{};
+    std::array<double, 2> allocated{};
+    double peak = 0;
+  };
+  const auto st = test::in_child([] {
+    const auto p = prepare({"fsdp.version=2", "parallelism.pp=2", "training.micro_batch=4"});
+    const auto s = cli::simulate(p).summary;
+    Stages r;
+    r.n = s.reserved_by_stage.size();
+    for (std::size_t i = 0; i < std::min<std::size_t>(r.n, 2); ++i) {
+      r.reserved[i] = s.reserved_by_stage[i];
+      r.allocated[i] = s.allocated_by_stage[i];
+    }
+    r.peak = s.memory.peak_reserved;
+    return r;
+  });
+  REQUIRE(st.n == 2);
+  CHECK(std::max(st.reserved[0], st.reserved[1]) == doctest::Approx(st.peak).scale(0));
+  for (std::size_t i = 0; i < 2; ++i) {
+    CHECK(st.allocated[i] > 0);
+    CHECK(st.allocated[i] <= st.reserved[i]);
+  }
 }
 
 TEST_CASE("pipeline: the 1F1B bubble emerges as (pp-1)/(m+pp-1) and GPipe's is the same") {
