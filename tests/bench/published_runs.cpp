@@ -34,6 +34,7 @@ Figures simulate_in_child(const std::string& scenario, const std::vector<std::st
       f.reserved_gib = s.memory.peak_reserved / (1024.0 * 1024 * 1024);
       f.reserved_logged_gib = (s.reserved_by_stage.empty() ? s.memory.peak_reserved : s.reserved_by_stage.back()) / (1024.0 * 1024 * 1024);
       f.allocated_gib = s.memory.peak / (1024.0 * 1024 * 1024);
+      f.allocated_rank0_gib = (s.allocated_by_stage.empty() ? s.memory.peak : s.allocated_by_stage.front()) / (1024.0 * 1024 * 1024);
       f.step_s = s.step_time;
       f.fits = !s.oom && s.alloc_retries == 0;
       f.gemm_s = s.compute_split.gemm;

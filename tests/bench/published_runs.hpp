@@ -19,6 +19,9 @@ struct Figures {
   // same as reserved_gib.
   double reserved_logged_gib = 0;
   double allocated_gib = 0;  // peak allocated (torch.cuda.max_memory_allocated)
+  // Rank 0's peak allocated, which KempnerForge logs (metrics/tracker.py on the main rank): under a
+  // pipeline the first stage's, else the same as allocated_gib.
+  double allocated_rank0_gib = 0;
   double step_s = 0;
   bool fits = false;  // no out-of-memory and no allocator retries
   // The reported step taken apart (one rank, its busiest stage's compute): the compute stream's

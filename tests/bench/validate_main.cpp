@@ -21,8 +21,9 @@ namespace {
 struct Case {
   const char* id;
   const char* scenario;
-  const char* metric;  // "tokens/s", "TFLOPS", "GiB reserved", "GiB res logged" (the rank torchtitan logs: a pipeline's last stage), "GiB
-                       // allocated"
+  // "tokens/s", "TFLOPS", "GiB reserved", "GiB res logged" (the rank torchtitan logs: a pipeline's
+  // last stage), "GiB allocated", "GiB alloc rank 0" (the rank KempnerForge logs: a pipeline's first stage)
+  const char* metric;
   double measured;
   const char* source;
   // The |relative error| this case may have before `--check` fails: today's error plus about two
@@ -36,6 +37,7 @@ double pick(const Figures& f, const std::string& metric) {
   if (metric == "TFLOPS") return f.tflops;
   if (metric == "GiB allocated") return f.allocated_gib;
   if (metric == "GiB res logged") return f.reserved_logged_gib;
+  if (metric == "GiB alloc rank 0") return f.allocated_rank0_gib;
   return f.reserved_gib;
 }
 
@@ -251,11 +253,14 @@ int main(int argc, char** argv) {
       {"V15", "validation/published/p8_llama3-8b_tp4_32xh200.yaml", "GiB allocated", 30.4, "same run, peak allocated", 0.06, {k3Hosts, kAccum8}},
       // The same report's pipeline runs (held out): KempnerForge's own pipeline stages (TP without
       // sequence parallelism, the output layer whole on every TP rank, FSDP2 resharding after
-      // forward, eager, 1F1B over grad_accum_steps micro-batches). Their memory is rank 0's, the
-      // first stage's, where the model reports the busiest stage, the last (its logits held).
+      // forward, eager, 1F1B over grad_accum_steps micro-batches). Their memory (Mem/GPU, the
+      // tracker's max_memory_allocated / 2^30 on the main rank) is rank 0's: the first stage's.
       {"V16", "validation/published/v16_llama3-13b_tp4_pp2_32xh200.yaml", "tokens/s", 52739.0 / 32, "same report, 13B TP 4 x PP 2 x FSDP 4, eager (held out)", 0.22},
+      {"V16", "validation/published/v16_llama3-13b_tp4_pp2_32xh200.yaml", "GiB alloc rank 0", 24.0, "same run, the first stage's peak allocated", 0.10},
       {"V16", "validation/published/v16_llama3-29b_tp4_pp2_32xh200.yaml", "tokens/s", 22631.0 / 32, "same, 29B TP 4 x PP 2 x FSDP 4, batch 1 x 8 (held out)", 0.52},
+      {"V16", "validation/published/v16_llama3-29b_tp4_pp2_32xh200.yaml", "GiB alloc rank 0", 32.8, "same run, the first stage's peak allocated", 0.04},
       {"V16", "validation/published/v16_llama3-70b_tp4_pp4_32xh200.yaml", "tokens/s", 8212.0 / 32, "same, 70B TP 4 x PP 4 x FSDP 2, batch 1 x 4 (held out)", 0.26},
+      {"V16", "validation/published/v16_llama3-70b_tp4_pp4_32xh200.yaml", "GiB alloc rank 0", 51.0, "same run, the first stage's peak allocated", 0.03},
       // torchtitan#165's FSDP1 / FSDP2 parity runs (Llama 2 7B, 8 H100 96 GB, eager), held out:
       // tokens/s the midpoint of the log's WPS range, reserved memory its % of 95.0396 GiB.
       {"V11", kV11, "tokens/s", 6700, "torchtitan#165 (2024-03), Llama 2 7B FSDP2, selective AC (held out)", 0.03},
