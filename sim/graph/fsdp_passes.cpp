@@ -105,7 +105,7 @@ void FsdpStepBuilder::pipeline_reduce_grad(int step) {
 // Held from the end of the micro-batch's forward; freed with the optimizer step (the next step's
 // schedule clears them before its first forward).
 void FsdpStepBuilder::retain_stage_output(double bytes) {
-  if (bytes <= 0 || last_compute_op_ < 0) return;
+  if (!torch_pipelining() || bytes <= 0 || last_compute_op_ < 0) return;
   g_.op(last_compute_op_).memory.push_back({MemCategory::loss, bytes, true, Pool::compute});
   retained_outputs_.push_back(bytes);
 }
@@ -180,14 +180,18 @@ void FsdpStepBuilder::save_activations(Op& op, const fsdp::Segment& s) const {
 }
 
 // Every checkpointing mode keeps a block's input (the first norm's, or the checkpoint's), and
-// the stage's first block's input is the buffer the pipeline received it in. (The stage's first
-// block segment is passed as the plan's own; only ring attention passes copies, of segments that
-// start with attention.)
+// the stage's first block's input is the buffer the pipeline received it in. The stage's first
+// block segment reaches saved_bytes as the plan's own (only ring attention passes copies, of
+// segments that start with attention, never a block's first).
+void FsdpStepBuilder::set_received_input(double bytes) {
+  const auto first = std::ranges::find_if(plan_.segments, [](const fsdp::Segment& x) { return x.in_block; });
+  received_input_ = bytes;
+  received_into_ = first != plan_.segments.end() ? &*first : nullptr;
+}
+
 double FsdpStepBuilder::saved_bytes(const fsdp::Segment& s, model::AcMode mode) const {
   const double saved = activation_bytes(s.activation.saved, mode, batch_);
-  if (received_input_ <= 0) return saved;
-  const auto first = std::ranges::find_if(plan_.segments, [](const fsdp::Segment& x) { return x.in_block; });
-  return first != plan_.segments.end() && &*first == &s ? std::max(0.0, saved - received_input_) : saved;
+  return &s == received_into_ ? std::max(0.0, saved - received_input_) : saved;
 }
 
 // ---- backward ------------------------------------------------------------------------------

@@ -302,7 +302,7 @@ StepGraph build_pipeline_graph(const model::Model& whole, const std::vector<fsdp
             if (c > 0 && input < 0) break;
             const int out = b.pipeline_forward(step, a.micro, receive(c, input, a.micro, true));
             if (c + 1 < stages) at(fwd_sent, c, a.micro) = send(c, c + 1, out, a.micro, true);
-            if (c + 1 == stages && b.torch_pipelining()) b.retain_stage_output(logits);
+            if (c + 1 == stages) b.retain_stage_output(logits);
           } else if (a.part == BackwardPart::weight) {
             b.pipeline_backward_weight(step, a.micro);  // after its input part, earlier on this rank
           } else {

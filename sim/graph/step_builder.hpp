@@ -52,8 +52,9 @@ class FsdpStepBuilder {
   // gradient reduction), which the schedule runs once, after the stage's last backward (its
   // REDUCE_GRAD action) rather than as each unit's backward ends. Nothing otherwise.
   void pipeline_reduce_grad(int step);
-  // The last stage's output of a micro-batch (`bytes` of logits), which the schedule keeps from
-  // its forward to the step's end (pipelining's output_chunks, cleared when the next step starts).
+  // The last stage's output of a micro-batch (`bytes` of logits), which torch's schedule keeps
+  // from its forward to the step's end (pipelining's output_chunks, cleared when the next step
+  // starts); Megatron-LM's keeps nothing.
   void retain_stage_output(double bytes);
   // The optimizer step after the stage's last micro-batch, and after `wait` if given.
   void pipeline_optimizer(int step, int wait = -1);
@@ -63,7 +64,7 @@ class FsdpStepBuilder {
   [[nodiscard]] bool torch_pipelining() const { return stage_ >= 0 && v2_ && plan_.traits.shards_params; }
   // The stage's input arrives in a receive buffer the schedule holds anyway (`bytes` a
   // micro-batch): the first block's saved input is that buffer, not an allocation of its own.
-  void set_received_input(double bytes) { received_input_ = bytes; }
+  void set_received_input(double bytes);
   // The info of this builder's plan (groups, initial memory); a pipeline's per stage.
   void fill_info();
   Issuer& issuer() { return io_; }
@@ -211,14 +212,15 @@ class FsdpStepBuilder {
   int deferred_buffer_free_ = -1;  // FSDP2 forward: all-gather buffer freed at the next copy-out
   int last_d2h_ = -1;
   int last_optimizer_ = -1;
-  int tp_wait_ = -1;                 // the tensor-parallel collective the next compute op waits for
-  double received_input_ = 0;        // pipeline: the stage input's bytes a receive buffer holds
-  double pending_reorder_ = 0;       // bytes of an all-gather's layout copy the next compute op runs first
-  double bucket_numel_ = 0;          // no_shard: gradients waiting in the current DDP bucket
-  std::deque<int> limiter_;          // FSDP1: reshard events, oldest first
-  std::vector<int> available_;       // op after which unit u's parameters are usable, -1 if not
-  std::vector<int> gather_of_;       // the latest all-gather of unit u
-  std::vector<int> pending_gather_;  // FSDP2: all-gather awaiting its copy-out, -1 if none
+  int tp_wait_ = -1;                              // the tensor-parallel collective the next compute op waits for
+  double received_input_ = 0;                     // pipeline: the stage input's bytes a receive buffer holds
+  const fsdp::Segment* received_into_ = nullptr;  // the segment whose saved input that buffer is
+  double pending_reorder_ = 0;                    // bytes of an all-gather's layout copy the next compute op runs first
+  double bucket_numel_ = 0;                       // no_shard: gradients waiting in the current DDP bucket
+  std::deque<int> limiter_;                       // FSDP1: reshard events, oldest first
+  std::vector<int> available_;                    // op after which unit u's parameters are usable, -1 if not
+  std::vector<int> gather_of_;                    // the latest all-gather of unit u
+  std::vector<int> pending_gather_;               // FSDP2: all-gather awaiting its copy-out, -1 if none
   std::vector<char> prefetched_;
   std::vector<char> partially_sharded_;  // holding a 1/d copy after forward (reshard_to)
   std::vector<int> last_compute_;
