@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <iterator>
 #include <sstream>
 #include <stdexcept>
 #include <utility>
@@ -83,7 +84,24 @@ Regime regime_of(const config::ScenarioConfig& s, double exposed_comm_s, double 
   return r;
 }
 
-ErrorBand error_band(const std::vector<Residual>& residuals, const Regime& r) {
+Measure measure_of(std::string_view metric) {
+  if (metric == "GiB reserved" || metric == "GiB res logged") return Measure::reserved;
+  if (metric.starts_with("GiB")) return Measure::allocated;
+  return Measure::throughput;
+}
+
+ErrorBand memory_band(const std::vector<Residual>& residuals, Measure m) {
+  std::vector<double> errors;
+  for (const auto& x : residuals) {
+    if (m != Measure::throughput && measure_of(x.metric) == m) errors.push_back(x.error);
+  }
+  if (errors.size() < 2) return {};
+  return interval(errors, fmt::format("{} memory", m == Measure::reserved ? "reserved" : "allocated"));
+}
+
+ErrorBand error_band(const std::vector<Residual>& all, const Regime& r) {
+  std::vector<Residual> residuals;
+  std::ranges::copy_if(all, std::back_inserter(residuals), [](const Residual& x) { return measure_of(x.metric) == Measure::throughput; });
   const bool cp = r.context == "cp";
   if (cp) {
     std::vector<double> errors;

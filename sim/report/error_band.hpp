@@ -33,8 +33,10 @@ inline constexpr double kCommunicationBound = 0.10;
 [[nodiscard]] std::string bound_of(double exposed_comm_s, double step_s);
 
 struct Residual {
-  std::string id;      // published case, "D1", "P2", ...
-  std::string metric;  // "tokens/s", "TFLOPS"
+  std::string id;  // published case, "D1", "P2", ...
+  // "tokens/s", "TFLOPS" (throughput); "GiB reserved", "GiB res logged" (peak reserved memory);
+  // "GiB allocated", "GiB alloc rank 0" (peak allocated memory)
+  std::string metric;
   Regime regime;
   double error = 0;  // predicted / measured - 1
 };
@@ -54,8 +56,16 @@ struct ErrorBand {
 // of their kind, take the band of the runs in the same GPU generation, float8 class and bound when
 // there are at least five, else the same GPU generation and float8 class, else the same float8
 // class on any GPU, else all runs; a run without context parallelism leaves the context-parallel
-// runs out of each. runs == 0 when there are fewer than two.
+// runs out of each. runs == 0 when there are fewer than two. Only throughput residuals count.
 [[nodiscard]] ErrorBand error_band(const std::vector<Residual>& residuals, const Regime& r);
+
+// What a residual measures: throughput, or peak reserved or allocated memory.
+enum class Measure { throughput, reserved, allocated };
+[[nodiscard]] Measure measure_of(std::string_view metric);
+
+// The 90% band of a peak-memory prediction: from every published run's error on that measure
+// (reserved or allocated), whatever its regime; runs == 0 when there are fewer than two.
+[[nodiscard]] ErrorBand memory_band(const std::vector<Residual>& residuals, Measure m);
 
 [[nodiscard]] std::vector<Residual> builtin_residuals();  // validation/residuals.csv, as built
 [[nodiscard]] std::vector<Residual> parse_residuals(std::string_view csv);

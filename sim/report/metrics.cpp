@@ -471,6 +471,14 @@ Summary summarize(const SummaryInput& in) {
     }
     if (r == 0 || m.peak_reserved > s.memory.peak_reserved) s.memory = std::move(m);
   }
+  // The peak memory's 90% ranges, as the throughput's (predicted = measured x (1 + error)).
+  const auto memory_range = [](double predicted, Measure m) {
+    const ErrorBand band = memory_band(builtin_residuals(), m);
+    if (band.runs == 0 || predicted <= 0) return Summary::MemoryRange{};
+    return Summary::MemoryRange{predicted / (1 + band.error_high), predicted / (1 + band.error_low), band.runs};
+  };
+  s.reserved_range = memory_range(s.memory.peak_reserved, Measure::reserved);
+  s.allocated_range = memory_range(s.memory.peak, Measure::allocated);
   if (in.waiting_for_cpu != nullptr && !in.waiting_for_cpu->empty()) {
     s.waiting_for_cpu_s = length(merged((*in.waiting_for_cpu)[static_cast<std::size_t>(t.class_of(s.exposed_rank))], start, end));
   }

@@ -142,6 +142,14 @@ struct Summary {
   double tokens_range_high = 0;
   int range_runs = 0;
   std::string range_basis;
+  // The same for the peak memory figures, from every published run's memory error (runs == 0: none).
+  struct MemoryRange {
+    double low = 0;
+    double high = 0;
+    int runs = 0;
+  };
+  MemoryRange reserved_range;
+  MemoryRange allocated_range;
   int exposed_rank = 0;
   double gpu_memory = 0;
   graph::OutsideAllocator outside;           // the CUDA context and NCCL's buffers

@@ -82,6 +82,7 @@ void print_error_summary(const std::vector<shardsim::report::Residual>& residual
   Sum communication;
   Sum compute;
   for (const auto& r : residuals) {
+    if (shardsim::report::measure_of(r.metric) != shardsim::report::Measure::throughput) continue;
     all.add(r.error);
     (r.regime.bound == "communication" ? communication : compute).add(r.error);
   }
@@ -307,29 +308,40 @@ int main(int argc, char** argv) {
     const double predicted = pick(f, c.metric);
     const double error = predicted / c.measured - 1;
     const bool memory = std::string(c.metric).starts_with("GiB");
-    if (!memory) residuals.push_back({c.id, c.metric, regime_of(c.scenario, c.sets, f), error});
+    residuals.push_back({c.id, c.metric, regime_of(c.scenario, c.sets, f), error});
     const bool within = std::abs(error) <= c.bound;
     outside += within ? 0 : 1;
     std::printf("  %-3s %-14s %10.1f %10.1f %+7.1f%%  %s%s\n", c.id, c.metric, predicted, c.measured, 100 * error, c.source,
                 within ? "" : fmt::format("  OUTSIDE its bound of {:.0f}%", 100 * c.bound).c_str());
     if (!check && !memory) std::printf("        %s\n", decomposition(f).c_str());
   }
-  // Leave-one-out: each case's 90% range from the others, and whether its measured value is in it.
-  int inside = 0;
-  std::string missed;  // the cases outside their range
-  for (std::size_t i = 0; i < residuals.size(); ++i) {
-    auto others = residuals;
-    others.erase(others.begin() + static_cast<std::ptrdiff_t>(i));
-    const auto band = shardsim::report::error_band(others, residuals[i].regime);
-    const double e = residuals[i].error;  // predicted = measured x (1 + e): inside when e within the band's errors
-    if (e >= band.error_low && e <= band.error_high) {
-      ++inside;
-    } else {
-      missed += fmt::format("{}{} {:+.1f}%", missed.empty() ? "" : ", ", residuals[i].id, 100 * e);
+  // Leave-one-out: each case's 90% range from the others, and whether its measured value is in it;
+  // throughput by regime, peak memory by what it measures (reserved or allocated).
+  using shardsim::report::Measure;
+  for (const Measure measure : {Measure::throughput, Measure::reserved, Measure::allocated}) {
+    int inside = 0;
+    int n = 0;
+    std::string missed;  // the cases outside their range
+    for (std::size_t i = 0; i < residuals.size(); ++i) {
+      if (shardsim::report::measure_of(residuals[i].metric) != measure) continue;
+      ++n;
+      auto others = residuals;
+      others.erase(others.begin() + static_cast<std::ptrdiff_t>(i));
+      const auto band = measure == Measure::throughput ? shardsim::report::error_band(others, residuals[i].regime)
+                                                       : shardsim::report::memory_band(others, measure);
+      const double e = residuals[i].error;  // predicted = measured x (1 + e): inside when e within the band's errors
+      if (e >= band.error_low && e <= band.error_high) {
+        ++inside;
+      } else {
+        missed += fmt::format("{}{} {:+.1f}%", missed.empty() ? "" : ", ", residuals[i].id, 100 * e);
+      }
     }
+    const char* what = measure == Measure::throughput ? "measured values"
+                       : measure == Measure::reserved ? "reserved memories"
+                                                      : "allocated memories";
+    std::printf("leave-one-out: %d of %d %s inside the 90%% range the other runs give%s\n", inside, n, what,
+                missed.empty() ? "" : fmt::format(" (outside: {})", missed).c_str());
   }
-  std::printf("leave-one-out: %d of %zu measured values inside the 90%% range the other runs give%s\n", inside, residuals.size(),
-              missed.empty() ? "" : fmt::format(" (outside: {})", missed).c_str());
   print_error_summary(residuals);
   const std::string csv = shardsim::report::residuals_csv(residuals);
   if (!residuals_out.empty()) {

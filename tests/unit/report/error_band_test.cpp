@@ -68,6 +68,29 @@ TEST_CASE("a context-parallel run takes the band of the context-parallel runs, a
         "none");
 }
 
+TEST_CASE("peak memory takes the band of every published run's error on the same memory, and throughput ignores them") {
+  std::vector<report::Residual> r;
+  for (double e : {0.1, 0.2, 0.3, 0.0, -0.1}) r.push_back({"X", "tokens/s", {"hopper", "none", "compute"}, e});
+  // Reserved: -0.1, 0.0, 0.1 (the logged rank's counts too): mean 0, s = 0.1, t(0.95, 2) = 2.920,
+  // half = 2.920 x 0.1 x sqrt(4 / 3) = 0.33717.
+  r.push_back({"M", "GiB reserved", {"hopper", "none", "compute"}, -0.1});
+  r.push_back({"M", "GiB res logged", {"hopper", "tensorwise", "compute", "cp"}, 0.1});
+  r.push_back({"M", "GiB reserved", {"ampere", "none", "communication"}, 0.0});
+  r.push_back({"A", "GiB allocated", {"hopper", "none", "compute"}, 0.04});
+  CHECK(report::measure_of("GiB alloc rank 0") == report::Measure::allocated);
+  CHECK(report::measure_of("TFLOPS") == report::Measure::throughput);
+  auto b = report::memory_band(r, report::Measure::reserved);
+  CHECK(b.runs == 3);
+  CHECK(b.error_low == doctest::Approx(-0.33717).epsilon(1e-4).scale(0));
+  CHECK(b.error_high == doctest::Approx(0.33717).epsilon(1e-4).scale(0));
+  CHECK(b.basis == "reserved memory");
+  CHECK(report::memory_band(r, report::Measure::allocated).runs == 0);  // one allocated run: no band
+  // The throughput band is the five throughput runs' alone, as in the first case.
+  b = report::error_band(r, {"hopper", "none", "compute"});
+  CHECK(b.runs == 5);
+  CHECK(b.error_high == doctest::Approx(0.1 + 0.36927).epsilon(1e-4).scale(0));
+}
+
 TEST_CASE("a run is communication-bound from a tenth of its step in exposed communication") {
   CHECK(report::bound_of(0.099, 1.0) == "compute");
   CHECK(report::bound_of(0.1, 1.0) == "communication");

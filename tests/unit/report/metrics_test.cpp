@@ -2,6 +2,10 @@
 
 #include <doctest/doctest.h>
 
+#include <tuple>
+
+#include "report/error_band.hpp"
+#include "report/outputs.hpp"
 #include "report_fixtures.hpp"
 
 using namespace shardsim;
@@ -164,4 +168,36 @@ TEST_CASE("who waits for whom: lengths of time within the step, never sums of co
   CHECK(w[0].caused_s == doctest::Approx(0.5).scale(0));
   CHECK(w[0].others_waited_mean_s == doctest::Approx(0.4).scale(0));
   CHECK(w[0].others_waited_max_s == doctest::Approx(0.5).scale(0));
+}
+
+TEST_CASE("the peak memory figures carry the 90% ranges of the published runs' memory errors") {
+  // One op holding 1 GiB on rank 0: peak allocated 1 GiB, reserved the same (one 1 GiB block).
+  constexpr double GiB = 1024.0 * 1024 * 1024;
+  graph::StepGraph g;
+  g.info.world_size = 1;
+  g.info.tokens_per_micro_step = 1000;
+  graph::Op a = op(graph::OpKind::forward, graph::Stream::compute, "FWD a");
+  a.memory = {{graph::MemCategory::activations, GiB, false}, {graph::MemCategory::activations, -GiB, true}};
+  g.add_op(a);
+  graph::Timeline t(1, 1);
+  t.at(0, 0) = {0, 1};
+  config::ScenarioConfig s;
+  s.cluster.topology = test::minimal_topology();
+  model::Model m;
+  const auto sum = report::summarize({s, m, g, t});
+  REQUIRE(sum.memory.peak == doctest::Approx(GiB).scale(1));
+  // predicted = measured x (1 + e): the measured figure in [predicted / (1 + e_high), predicted / (1 + e_low)].
+  for (const auto& [range, measure, predicted] : {std::tuple{sum.reserved_range, report::Measure::reserved, sum.memory.peak_reserved},
+                                                  std::tuple{sum.allocated_range, report::Measure::allocated, sum.memory.peak}}) {
+    const auto band = report::memory_band(report::builtin_residuals(), measure);
+    REQUIRE(band.runs >= 10);  // validation/residuals.csv holds the ledger's memory rows
+    CHECK(range.runs == band.runs);
+    CHECK(range.low == doctest::Approx(predicted / (1 + band.error_high)).scale(1));
+    CHECK(range.high == doctest::Approx(predicted / (1 + band.error_low)).scale(1));
+    CHECK(range.low < predicted);
+    CHECK(range.high > predicted);
+  }
+  const auto json = report::summary_json(sum);
+  CHECK(json.at("peak_allocated_bytes_range").at(0).get<double>() == doctest::Approx(sum.allocated_range.low).scale(1));
+  CHECK(json.at("peak_memory_bytes_range").at(1).get<double>() == doctest::Approx(sum.reserved_range.high).scale(1));
 }
