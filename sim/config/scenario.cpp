@@ -15,6 +15,7 @@ namespace shardsim::config {
 namespace {
 
 constexpr std::array<std::string_view, 2> kPlacementNames{"packed", "interleaved"};
+constexpr std::array<std::string_view, 3> kKeepLogitsNames{"false", "true", "fp32"};
 constexpr std::array<std::string_view, 2> kFlowNames{"path", "edge"};
 constexpr std::array<std::string_view, 3> kModeNames{"auto", "full", "symmetric"};
 constexpr std::array<std::string_view, 2> kLinkNames{"nvlink", "nic"};
@@ -68,9 +69,14 @@ constexpr std::array kTrainingParams{
     ParamSpec{"loss_upcast", "bool", "true",
               "cross-entropy on the logits cast to fp32, as torchtitan (cross_entropy(logits.float())); false: in the logits' "
               "dtype (F.cross_entropy on bf16 logits): half the loss's traffic and memory"},
-    ParamSpec{"keep_logits", "bool", "false",
+    ParamSpec{"keep_logits",
+              "",
+              "false",
               "the training loop keeps the logits alive through backward (logits = model(x); loss(logits).backward()); "
-              "torchtitan deletes them first (del pred)"},
+              "torchtitan deletes them first (del pred). fp32: the logits it keeps are fp32, the model's forward returning "
+              "them upcast (torchtitan's Transformer.forward ended in self.output(h).float() in 2024-03, with no del pred)",
+              {},
+              kKeepLogitsNames},
     ParamSpec{"compile_loss", "bool", "false",
               "torch.compile of the loss function, as torchtitan applies it with training.compile since 2025-04 (bbb1b616): "
               "the cast and the log-softmax fused into reductions over the logits, no fp32 copy kept (sim/model/transformer.cpp)"},
@@ -270,9 +276,16 @@ TrainingConfig read_training(const Reader& top, std::vector<ConfigWarning>& warn
   t.micro_batch = r.integer("micro_batch");
   t.grad_accum = r.integer("grad_accum");
   t.loss_upcast = r.boolean("loss_upcast");
-  t.keep_logits = r.boolean("keep_logits");
+  const std::string keep_logits = r.choice("keep_logits");
+  t.keep_logits = keep_logits != "false";
+  t.keep_logits_fp32 = keep_logits == "fp32";
   t.keep_logits_where = r.where("keep_logits");
   t.compile_loss = r.boolean("compile_loss");
+  if (t.keep_logits_fp32 && (!t.loss_upcast || t.compile_loss)) {
+    r.fail("keep_logits",
+           "fp32 logits come from a model that upcasts its own output, so the loss works on them in fp32, eagerly; "
+           "expected keep_logits: true with training.loss_upcast: false or training.compile_loss: true");
+  }
   if (t.compile_loss && r.has("loss_upcast")) {
     warnings.push_back({r.where("loss_upcast"), "training.loss_upcast",
                         "a compiled loss (training.compile_loss) upcasts inside its fused reductions and writes no copy of the "

@@ -90,8 +90,9 @@ struct TrainingConfig {
   Location seq_len_where;
   std::int64_t micro_batch = 1;
   std::int64_t grad_accum = 1;
-  bool loss_upcast = true;   // cross_entropy(logits.float()) as torchtitan; false: in the logits' dtype
-  bool keep_logits = false;  // the loop holds the logits through backward (torchtitan deletes them)
+  bool loss_upcast = true;        // cross_entropy(logits.float()) as torchtitan; false: in the logits' dtype
+  bool keep_logits = false;       // the loop holds the logits through backward (torchtitan deletes them)
+  bool keep_logits_fp32 = false;  // keep_logits: fp32: the logits it holds are fp32 (the model's forward upcasts them)
   Location keep_logits_where;
   bool compile_loss = false;         // torch.compile of the loss function (torchtitan since 2025-04 with compile)
   bool no_sync = false;              // accumulate unsharded gradients without reducing until the last micro-step

@@ -60,6 +60,7 @@ struct BlockOptions {
   int cp = 1;                      // context parallelism: a rank holds 1/cp of each sequence, K and V all-gathered per attention
   bool loss_upcast = true;         // cross-entropy on fp32 logits (torchtitan); false: in the activations' dtype
   bool keep_logits = false;        // the training loop holds the logits through backward (no `del pred`)
+  bool keep_logits_fp32 = false;   // the logits it holds are fp32 (the model's forward upcasts them)
   bool compile_loss = false;       // the loss function under torch.compile (transformer.cpp)
   bool unfused_attention = false;  // training.attention: unfused (model/attention_impl.hpp)
   double dropout = 0;              // training.dropout (GPT blocks)

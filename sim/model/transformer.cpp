@@ -72,8 +72,8 @@ void keep_input(Module& m, double bytes_per_token, double backward_transient = 0
 // rank's slice of the gradient, no collective).
 // A training loop that keeps a reference to the logits (`logits = model(x)` then `loss.backward()`
 // without torchtitan's `del pred`) holds them until the output layer's backward at least: counted
-// as saved by the output layer.
-Module output_layer(const TransformerSpec& s, std::string name, int act, const TensorParallel& tp, bool keep_logits) {
+// as saved by the output layer, in fp32 where the model returns them upcast (`kept_bytes` 4).
+Module output_layer(const TransformerSpec& s, std::string name, int act, const TensorParallel& tp, int kept_bytes) {
   const double ah = static_cast<double>(act) * static_cast<double>(s.hidden);
   // Left out of the TP plan (tp_shard_output: false; KempnerForge's pipeline stages), the whole
   // layer runs on every rank, on the whole hidden states (no sequence parallelism), to all the
@@ -95,7 +95,8 @@ Module output_layer(const TransformerSpec& s, std::string name, int act, const T
     add_kernel(out, std::move(gather));
   }
   // Keeps its input; its backward holds the bf16 gradient of the logits.
-  keep_input(out, keep_logits ? ah + logits : ah, logits);
+  const double kept = static_cast<double>(kept_bytes) * static_cast<double>(loss_vocab(s, tp));
+  keep_input(out, ah + kept, logits);
   return out;
 }
 
@@ -153,7 +154,8 @@ Module build_root(const TransformerSpec& spec, int act_bytes, const BlockOptions
   for (std::int64_t i = 0; i < spec.layers; ++i) add_child(layers, build_block(spec, i, act_bytes, options));
   add_child(root, std::move(layers));
   if (spec.final_norm) add_child(root, final_norm(spec, gpt ? "ln_f" : "norm", act_bytes, tp));
-  add_child(root, output_layer(spec, spec.arch == Arch::llama ? "output" : "lm_head", act_bytes, tp, options.keep_logits));
+  const int kept_logit_bytes = !options.keep_logits ? 0 : options.keep_logits_fp32 ? 4 : act_bytes;
+  add_child(root, output_layer(spec, spec.arch == Arch::llama ? "output" : "lm_head", act_bytes, tp, kept_logit_bytes));
   add_child(root, loss_module(spec, act_bytes, tp, options.loss_upcast, options.compile_loss));
   return root;
 }

@@ -344,6 +344,10 @@ TEST_CASE("tensor parallel: the loss on all of the vocabulary, a whole embedding
   CHECK(root_saved(gathered) - root_saved(bf16) == doctest::Approx(2.0 * 1000 * 512).scale(0));
   const auto held = tiny({"parallelism.tp_loss_parallel=false", "training.loss_upcast=false", "training.keep_logits=true"});
   CHECK(root_saved(held) - root_saved(bf16) == doctest::Approx(2.0 * 1000 * 512).scale(0));
+  // A model that returns its logits upcast (keep_logits: fp32, torchtitan's 2024-03 Transformer):
+  // the loop holds them in fp32, 4 bytes an element, beside the fp32 loss.
+  const auto held32 = tiny({"parallelism.tp_loss_parallel=false", "training.keep_logits=fp32"});
+  CHECK(root_saved(held32) - root_saved(gathered) == doctest::Approx(4.0 * 1000 * 512).scale(0));
   // A whole embedding: 1000 x 512 on every TP rank instead of 500 x 512, and instead of the
   // reduce-scatter of its partial rows to sequence shards, the shards' gradients all-gathered back.
   const auto whole = tiny({"parallelism.tp_shard_embedding=false"});
