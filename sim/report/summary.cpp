@@ -170,9 +170,12 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
     if (s.memory.reserved_by_pool[p] > 0) row(fmt::format("  {} pool", kPoolLabels[p]), gib(s.memory.reserved_by_pool[p]));
   }
   if (!s.reserved_by_stage.empty()) {
-    std::string stages;
-    for (double b : s.reserved_by_stage) stages += fmt::format("{}{:.2f}", stages.empty() ? "" : " / ", b / (1024.0 * 1024 * 1024));
-    row("  by pipeline stage", stages + " GiB");
+    const auto list = [](const std::vector<double>& bytes) {
+      std::string text;
+      for (double b : bytes) text += fmt::format("{}{:.2f}", text.empty() ? "" : " / ", b / (1024.0 * 1024 * 1024));
+      return text;
+    };
+    row("  by pipeline stage", fmt::format("{} GiB  (allocated {} GiB)", list(s.reserved_by_stage), list(s.allocated_by_stage)));
   }
   const std::string nccl = s.outside.communicators > 0
                                ? fmt::format(", NCCL buffers {} for {} communicator{} x {} channels", gib(s.outside.nccl),
