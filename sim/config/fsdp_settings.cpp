@@ -11,6 +11,7 @@ namespace shardsim::config {
 namespace {
 
 constexpr std::array<std::string_view, 2> kHookOrderNames{"post_first", "pre_first"};
+constexpr std::array<std::string_view, 2> kCopyInStreamNames{"compute", "reduce_scatter"};
 constexpr double kNumelMax = static_cast<double>(std::int64_t{1} << 50);
 
 constexpr std::array kFsdpParams{
@@ -41,6 +42,14 @@ constexpr std::array kFsdpParams{
               "FSDP1: whether unit k's post-backward fires before unit k-1's pre-backward (autograd order; unsure)",
               {},
               kHookOrderNames},
+    ParamSpec{"copy_in_stream",
+              "",
+              "compute",
+              "FSDP2: the stream whose memory pool holds the reduce-scatter input (the gradients copied in, in the reduce "
+              "dtype): compute, as fully_shard allocates it since pytorch#129721 (2024-06-27, torch 2.5); reduce_scatter for "
+              "fully_shard before it",
+              {},
+              kCopyInStreamNames},
     ParamSpec{"bucket_size", "size", "25MB", "no_shard, shard_optimizer: DDP gradient bucket (bucket_cap_mb)",
               Range{1, 1e15, Dimension::bytes}},
     ParamSpec{"mixed_precision", "mapping {param, reduce} or none", "none", "dtypes of all-gathered parameters and of gradient reduction"},
@@ -163,9 +172,9 @@ void check_applies(const Reader& r, const FsdpConfig& f, std::vector<ConfigWarni
     if (r.has("cpu_offload") && f.cpu_offload) {
       r.fail("cpu_offload", "DeepSpeed ZeRO-3 offloads with fsdp.zero3.offload_optimizer / offload_param (cpu or nvme); expected false");
     }
-    constexpr std::array kPyTorchOnly{"backward_prefetch",        "backward_prefetch_depth",  "forward_prefetch",
-                                      "limit_all_gathers",        "max_inflight_all_gathers", "reshard_after_forward",
-                                      "keep_last_unit_unsharded", "backward_hook_order",      "bucket_size"};
+    constexpr std::array kPyTorchOnly{
+        "backward_prefetch",     "backward_prefetch_depth",  "forward_prefetch",    "limit_all_gathers", "max_inflight_all_gathers",
+        "reshard_after_forward", "keep_last_unit_unsharded", "backward_hook_order", "bucket_size",       "copy_in_stream"};
     for (const char* key : kPyTorchOnly) {
       warn(key, "a PyTorch FSDP setting, which DeepSpeed ZeRO-3 (fsdp.sharding: zero3) does not have (its own are under fsdp.zero3)");
     }
@@ -180,6 +189,11 @@ void check_applies(const Reader& r, const FsdpConfig& f, std::vector<ConfigWarni
            "pre-backward (fsdp.backward_prefetch_depth units) and has no rate limiter");
     }
   }
+  if (f.version == 1) {
+    warn("copy_in_stream",
+         "where fully_shard (fsdp.version: 2) allocates its reduce-scatter input; FSDP1 casts its flat gradient on its "
+         "post-backward stream");
+  }
   if (f.version == 1 && !f.limit_all_gathers) {
     warn("max_inflight_all_gathers", "the depth of the rate limiter, which fsdp.limit_all_gathers: false turns off");
   }
@@ -190,6 +204,9 @@ void check_applies(const Reader& r, const FsdpConfig& f, std::vector<ConfigWarni
   } else {
     warn("reshard_after_forward",
          fmt::format("FSDP's resharding, which fsdp.sharding: {} (parameters never sharded) does not do", to_string(f.sharding)));
+    warn("copy_in_stream", fmt::format("where fully_shard allocates its reduce-scatter input, which fsdp.sharding: {} does not have "
+                                       "(it reduces DDP buckets)",
+                                       to_string(f.sharding)));
   }
 }
 
@@ -221,6 +238,7 @@ FsdpConfig read_fsdp(const Reader& top, std::vector<ConfigWarning>& warnings) {
     f.reshard_after_forward = Located<int>{static_cast<int>(v), r.where("reshard_after_forward")};
   }
   f.keep_last_unit_unsharded = r.boolean("keep_last_unit_unsharded");
+  f.copy_in_on_reduce_scatter_stream = r.choice("copy_in_stream") == "reduce_scatter";
   f.backward_hook_order = pick<HookOrder>(r, "backward_hook_order");
   f.bucket_size = Bytes(r.quantity("bucket_size", Dimension::bytes));
   f.mixed_precision = read_mixed_precision(r);

@@ -74,9 +74,13 @@ void FsdpStepBuilder::reduce_scatter(int u) {
   rs.bytes = buffer;
   if (v2_) {
     // The compute stream waits for the previous reduce-scatter, then chunk_cat copies the
-    // gradients into the reduce-scatter input (reduce dtype), allocated for the RS stream.
+    // gradients into the reduce-scatter input (reduce dtype). fully_shard allocates it on the
+    // compute stream (pytorch#129721, 2024-06: "to avoid fragmenting that memory across stream
+    // memory pools"), before that on the reduce-scatter stream; it is freed once the
+    // reduce-scatter is done (held as _reduce_scatter_state until the next unit's waits on it).
+    const Pool input_pool = fsdp_.copy_in_on_reduce_scatter_stream ? Pool::reduce_scatter : Pool::compute;
     Op copy = make(OpKind::copy, Stream::compute, "copy-in " + unit(u).name, u);
-    copy.memory.push_back({MemCategory::reduce_buffers, buffer, false, Pool::reduce_scatter});
+    copy.memory.push_back({MemCategory::reduce_buffers, buffer, false, input_pool});
     double grads = 0;
     for (double piece : at(grad_pieces_, u)) {
       grads += piece;
@@ -90,7 +94,7 @@ void FsdpStepBuilder::reduce_scatter(int u) {
     producer = issue(std::move(copy));
     g_.add_edge(last, producer, EdgeKind::data);
     g_.add_edge(last_reduce_, producer, EdgeKind::rate_limit);
-    rs.memory.push_back({MemCategory::reduce_buffers, -buffer, true, Pool::reduce_scatter});
+    rs.memory.push_back({MemCategory::reduce_buffers, -buffer, true, input_pool});
   } else {
     // FSDP1 casts to the reduce dtype into a new buffer when it differs, then frees both.
     producer = post_backward_kernels(u, first_micro);

@@ -426,6 +426,32 @@ TEST_CASE("FSDP2 divides only an fp16 reduction, and casts the reduced shard to 
   CHECK(fp16.launches == 4);
 }
 
+TEST_CASE("FSDP2's reduce-scatter input is allocated from the compute stream's pool, before torch 2.5 from the reduce-scatter stream's") {
+  // layers.1's fp32 reduce-scatter input: 3,163,136 elements x 4 bytes = 12,652,544 bytes, made by
+  // its copy-in and freed when its reduce-scatter ends (pytorch#129721 moved it to the default
+  // stream; fsdp.copy_in_stream: reduce_scatter for fully_shard before it).
+  const auto pool_of_input = [](const std::vector<std::string>& sets) {
+    const auto p = tiny(sets);
+    const auto copies = test::first_ops_named(p, "copy-in layers.1");
+    const auto reduces = test::first_ops_named(p, "RS layers.1");
+    REQUIRE(copies.size() == 1);
+    REQUIRE(reduces.size() == 1);
+    std::optional<graph::Pool> made;
+    std::optional<graph::Pool> freed;
+    for (const auto& m : copies.front()->memory) {
+      if (m.category == graph::MemCategory::reduce_buffers && m.bytes == doctest::Approx(12'652'544.0).scale(0)) made = m.pool;
+    }
+    for (const auto& m : reduces.front()->memory) {
+      if (m.category == graph::MemCategory::reduce_buffers && m.bytes == doctest::Approx(-12'652'544.0).scale(0)) freed = m.pool;
+    }
+    REQUIRE(made.has_value());
+    CHECK(made == freed);
+    return *made;
+  };
+  CHECK(pool_of_input({"fsdp.version=2"}) == graph::Pool::compute);
+  CHECK(pool_of_input({"fsdp.version=2", "fsdp.copy_in_stream=reduce_scatter"}) == graph::Pool::reduce_scatter);
+}
+
 TEST_CASE("foreach AdamW moves 92 bytes a parameter and allocates a temporary, fused AdamW 40 and none") {
   // torch.optim's foreach AdamW over fp32 shards: lerp 12, mul + addcmul 20, weight decay 8, sqrt /
   // div / add eps 24, addcdiv 16 = 80 B, and clipping's norm and scale 12 B; its out-of-place sqrt
