@@ -43,6 +43,10 @@ inline const ConfigNode& section(const Reader& r, std::string_view key, ConfigNo
   return scratch;
 }
 
+// training_settings.cpp: the training loop's section; warnings as read_fsdp's.
+[[nodiscard]] TrainingConfig read_training(const Reader& top, std::vector<ConfigWarning>& warnings);
+[[nodiscard]] Schema training_schema();
+
 // Settings written for a configuration they do not apply to are added to `warnings`.
 [[nodiscard]] FsdpConfig read_fsdp(const Reader& top, std::vector<ConfigWarning>& warnings);
 [[nodiscard]] std::vector<Schema> fsdp_schemas();
