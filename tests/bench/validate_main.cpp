@@ -268,6 +268,11 @@ int main(int argc, char** argv) {
       {"V16", "validation/published/v16_llama3-29b_tp4_pp2_32xh200.yaml", "GiB alloc rank 0", 32.8, "same run, the first stage's peak allocated", 0.04},
       {"V16", "validation/published/v16_llama3-70b_tp4_pp4_32xh200.yaml", "tokens/s", 8212.0 / 32, "same, 70B TP 4 x PP 4 x FSDP 2, batch 1 x 4 (held out)", 0.26},
       {"V16", "validation/published/v16_llama3-70b_tp4_pp4_32xh200.yaml", "GiB alloc rank 0", 51.0, "same run, the first stage's peak allocated", 0.03},
+      // KempnerForge's 175B benchmark (benchmarks/175b_360gpu/README.md, 2026-07-03, git 5666d0d),
+      // held out: TP 4 x FSDP 90 on 360 H200, local batch 8, no accumulation; the median over the
+      // back half of 2,000 steps, 154,523 tokens/s over the world; mem= as peak allocated GiB.
+      {"V17", "validation/published/v17_llama3-175b_tp4_360xh200.yaml", "tokens/s", 154523.0 / 360, "KempnerForge 175B (2026-07), TP 4 x FSDP 90 on 360 H200 (held out)", 0.21},
+      {"V17", "validation/published/v17_llama3-175b_tp4_360xh200.yaml", "GiB allocated", 53.8, "same run, peak allocated", 0.09},
       // torchtitan#165's FSDP1 / FSDP2 parity runs (Llama 2 7B, 8 H100 96 GB, eager), held out:
       // tokens/s the midpoint of the log's WPS range, reserved and active memory its % of 95.0396 GiB
       // (peak active bytes: the allocated blocks' sizes, compared with the peak allocated).
