@@ -44,6 +44,16 @@ ErrorBand interval(const std::vector<double>& errors, std::string basis) {
   return {std::max(mean - half, -0.9), mean + half, static_cast<int>(errors.size()), std::move(basis)};
 }
 
+// The errors of the residuals `keep` accepts.
+template <typename Keep>
+std::vector<double> errors_where(const std::vector<Residual>& residuals, Keep keep) {
+  std::vector<double> errors;
+  for (const auto& x : residuals) {
+    if (keep(x)) errors.push_back(x.error);
+  }
+  return errors;
+}
+
 std::string describe(const Regime& r, const Level& l) {
   const std::string f8 = r.float8 == "none" ? "without float8" : fmt::format("with float8 {}", r.float8);
   // communication-bound: exposed communication kCommunicationBound of the step or more (docs/fidelity.md)
@@ -91,33 +101,25 @@ Measure measure_of(std::string_view metric) {
 }
 
 ErrorBand memory_band(const std::vector<Residual>& residuals, Measure m) {
-  std::vector<double> errors;
-  for (const auto& x : residuals) {
-    if (m != Measure::throughput && measure_of(x.metric) == m) errors.push_back(x.error);
-  }
+  if (m == Measure::throughput) return {};
+  const std::vector<double> errors = errors_where(residuals, [m](const Residual& x) { return measure_of(x.metric) == m; });
   if (errors.size() < 2) return {};
   return interval(errors, fmt::format("{} memory", m == Measure::reserved ? "reserved" : "allocated"));
 }
 
-ErrorBand error_band(const std::vector<Residual>& all, const Regime& r) {
-  std::vector<Residual> residuals;
-  std::ranges::copy_if(all, std::back_inserter(residuals), [](const Residual& x) { return measure_of(x.metric) == Measure::throughput; });
+ErrorBand error_band(const std::vector<Residual>& residuals, const Regime& r) {
+  const auto throughput = [](const Residual& x) { return measure_of(x.metric) == Measure::throughput; };
   const bool cp = r.context == "cp";
   if (cp) {
-    std::vector<double> errors;
-    for (const auto& x : residuals) {
-      if (x.regime.context == "cp") errors.push_back(x.error);
-    }
+    const std::vector<double> errors =
+        errors_where(residuals, [&](const Residual& x) { return throughput(x) && x.regime.context == "cp"; });
     if (static_cast<int>(errors.size()) >= kMinRuns) return interval(errors, "runs with context parallelism");
   }
   for (const Level& l : std::array<Level, 4>{{{true, true, true}, {true, true, false}, {false, true, false}, {false, false, false}}}) {
-    std::vector<double> errors;
-    for (const auto& x : residuals) {
-      if ((l.arch && x.regime.arch != r.arch) || (l.float8 && x.regime.float8 != r.float8) || (l.bound && x.regime.bound != r.bound))
-        continue;
-      if (!cp && x.regime.context == "cp") continue;
-      errors.push_back(x.error);
-    }
+    const std::vector<double> errors = errors_where(residuals, [&](const Residual& x) {
+      return throughput(x) && !(l.arch && x.regime.arch != r.arch) && !(l.float8 && x.regime.float8 != r.float8) &&
+             !(l.bound && x.regime.bound != r.bound) && (cp || x.regime.context != "cp");
+    });
     if (static_cast<int>(errors.size()) < kMinRuns && (l.arch || l.float8)) continue;
     if (errors.size() < 2) return {};
     return interval(errors, describe(r, l));

@@ -160,8 +160,8 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
                                             gib(s.allocator_memory()), s.memory.rank, verdict));
   const auto memory_range = [&](const Summary::MemoryRange& r, std::string_view what, std::string_view note) {
     if (r.runs == 0) return;
-    row("  90% range", fmt::format("{:.1f} - {:.1f} GiB  (from the {} errors on {} published runs; docs/fidelity.md){}",
-                                   r.low / (1024.0 * 1024 * 1024), r.high / (1024.0 * 1024 * 1024), what, r.runs, note));
+    row("  90% range", fmt::format("{:.1f} - {:.1f} GiB  (from the {} errors on {} published runs; docs/fidelity.md){}", r.low / kGiB,
+                                   r.high / kGiB, what, r.runs, note));
   };
   // A verdict of "fits" with the range's upper end past what PyTorch may use is not a sure one.
   const bool may_not_fit = !s.oom && s.reserved_range.high > s.allocator_memory();
@@ -172,7 +172,7 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
   if (!s.reserved_by_stage.empty()) {
     const auto list = [](const std::vector<double>& bytes) {
       std::string text;
-      for (double b : bytes) text += fmt::format("{}{:.2f}", text.empty() ? "" : " / ", b / (1024.0 * 1024 * 1024));
+      for (double b : bytes) text += fmt::format("{}{:.2f}", text.empty() ? "" : " / ", b / kGiB);
       return text;
     };
     row("  by pipeline stage", fmt::format("{} GiB  (allocated {} GiB)", list(s.reserved_by_stage), list(s.allocated_by_stage)));
