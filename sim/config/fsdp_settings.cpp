@@ -36,6 +36,11 @@ constexpr std::array kFsdpParams{
               "free parameters after forward (default: by sharding); FSDP2 integer d keeps a 1/d shard for backward"},
     ParamSpec{"keep_last_unit_unsharded", "bool", "false",
               "do not reshard the last unit after forward (torchtitan: backward needs it first)"},
+    ParamSpec{"reshard_root_after_forward", "bool", "false",
+              "FSDP2: free the root unit's parameters (embedding, final norm, output head) after the model's forward and "
+              "all-gather them again once the loss's backward is done, as fully_shard(model, reshard_after_forward=True) "
+              "does since pytorch#154704 (2025-06, torch 2.8); before it, or with the argument left out, the root stays "
+              "unsharded"},
     ParamSpec{"backward_hook_order",
               "",
               "post_first",
@@ -172,9 +177,10 @@ void check_applies(const Reader& r, const FsdpConfig& f, std::vector<ConfigWarni
     if (r.has("cpu_offload") && f.cpu_offload) {
       r.fail("cpu_offload", "DeepSpeed ZeRO-3 offloads with fsdp.zero3.offload_optimizer / offload_param (cpu or nvme); expected false");
     }
-    constexpr std::array kPyTorchOnly{
-        "backward_prefetch",     "backward_prefetch_depth",  "forward_prefetch",    "limit_all_gathers", "max_inflight_all_gathers",
-        "reshard_after_forward", "keep_last_unit_unsharded", "backward_hook_order", "bucket_size",       "copy_in_stream"};
+    constexpr std::array kPyTorchOnly{"backward_prefetch",        "backward_prefetch_depth",   "forward_prefetch",
+                                      "limit_all_gathers",        "max_inflight_all_gathers",  "reshard_after_forward",
+                                      "keep_last_unit_unsharded", "backward_hook_order",       "bucket_size",
+                                      "copy_in_stream",           "reshard_root_after_forward"};
     for (const char* key : kPyTorchOnly) {
       warn(key, "a PyTorch FSDP setting, which DeepSpeed ZeRO-3 (fsdp.sharding: zero3) does not have (its own are under fsdp.zero3)");
     }
@@ -190,6 +196,7 @@ void check_applies(const Reader& r, const FsdpConfig& f, std::vector<ConfigWarni
     }
   }
   if (f.version == 1) {
+    warn("reshard_root_after_forward", "fully_shard's (fsdp.version: 2) handling of its root; FSDP1 never reshards its root after forward");
     warn("copy_in_stream",
          "where fully_shard (fsdp.version: 2) allocates its reduce-scatter input; FSDP1 casts its flat gradient on its "
          "post-backward stream");
@@ -202,8 +209,9 @@ void check_applies(const Reader& r, const FsdpConfig& f, std::vector<ConfigWarni
     warn("bucket_size",
          fmt::format("DDP's gradient bucket, used with fsdp.sharding: no_shard or shard_optimizer only, not {}", to_string(f.sharding)));
   } else {
-    warn("reshard_after_forward",
-         fmt::format("FSDP's resharding, which fsdp.sharding: {} (parameters never sharded) does not do", to_string(f.sharding)));
+    for (const char* key : {"reshard_after_forward", "reshard_root_after_forward"}) {
+      warn(key, fmt::format("FSDP's resharding, which fsdp.sharding: {} (parameters never sharded) does not do", to_string(f.sharding)));
+    }
     warn("copy_in_stream", fmt::format("where fully_shard allocates its reduce-scatter input, which fsdp.sharding: {} does not have "
                                        "(it reduces DDP buckets)",
                                        to_string(f.sharding)));
@@ -238,6 +246,7 @@ FsdpConfig read_fsdp(const Reader& top, std::vector<ConfigWarning>& warnings) {
     f.reshard_after_forward = Located<int>{static_cast<int>(v), r.where("reshard_after_forward")};
   }
   f.keep_last_unit_unsharded = r.boolean("keep_last_unit_unsharded");
+  f.reshard_root_after_forward = f.version == 2 && r.boolean("reshard_root_after_forward");
   f.copy_in_on_reduce_scatter_stream = r.choice("copy_in_stream") == "reduce_scatter";
   f.backward_hook_order = pick<HookOrder>(r, "backward_hook_order");
   f.bucket_size = Bytes(r.quantity("bucket_size", Dimension::bytes));

@@ -146,6 +146,7 @@ struct FsdpConfig {
   // FSDP2: 1 (true) frees after forward, 0 (false) keeps, d > 1 keeps a 1/d shard; absent: by sharding.
   std::optional<Located<int>> reshard_after_forward;
   bool keep_last_unit_unsharded = false;
+  bool reshard_root_after_forward = false;  // FSDP2, torch >= 2.8 with reshard_after_forward=True passed for the root
   // FSDP2: the reduce-scatter input in the reduce-scatter stream's pool (fully_shard before
   // pytorch#129721, torch 2.5) rather than the compute stream's.
   bool copy_in_on_reduce_scatter_stream = false;

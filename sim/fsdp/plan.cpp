@@ -272,7 +272,8 @@ Plan make_plan(const model::Model& model, const config::ScenarioConfig& scenario
   root.name = "root";
   root.modules = {""};
   root.is_root = true;
-  root.reshard_after_forward = false;  // FSDP never reshards the root after forward
+  // FSDP1 never reshards the root after forward, nor fully_shard before pytorch#154704 or unless told to.
+  root.reshard_after_forward = fsdp.version == 2 && fsdp.reshard_root_after_forward;
   plan.units.push_back(root);
   std::map<std::string, int> unit_of_module{{"", 0}};
   for (auto& group : zero3 ? modules_with_params(model.root) : policy->select(model.root)) {

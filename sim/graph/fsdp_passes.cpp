@@ -129,11 +129,25 @@ std::vector<int> FsdpStepBuilder::forward_prefetch_targets(std::size_t from) con
   return out;
 }
 
+// The forward trace with the root's post-forward before the loss: the loss is computed outside
+// the model, on its output, so the root's forward ends before it (backward_events mirrors this).
+std::vector<TraceEvent> FsdpStepBuilder::forward_events() const {
+  std::vector<TraceEvent> out = plan_.forward;
+  if (out.size() > 1 && out.back().kind == TraceEvent::Kind::exit) {
+    std::size_t k = out.size() - 1;
+    while (k > 0 && out[k - 1].kind == TraceEvent::Kind::compute && plan_.segments[static_cast<std::size_t>(out[k - 1].segment)].is_loss)
+      --k;
+    std::rotate(out.begin() + static_cast<std::ptrdiff_t>(k), out.end() - 1, out.end());
+  }
+  return out;
+}
+
 void FsdpStepBuilder::forward() {
   // FSDP1 records the forward order during the first iteration, so it cannot prefetch then.
   const bool fwd_prefetch = fsdp_.forward_prefetch > 0 && (v2_ || step_ > 0);
-  for (std::size_t i = 0; i < plan_.forward.size(); ++i) {
-    const TraceEvent& e = plan_.forward[i];
+  const std::vector<TraceEvent> events = forward_events();
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const TraceEvent& e = events[i];
     switch (e.kind) {
       case TraceEvent::Kind::enter:
         unshard(e.unit, Phase::forward, -1);

@@ -153,6 +153,7 @@ class FsdpStepBuilder {
   void grad_norm_all_reduces();                              // gradient-norm clipping, before the optimizer step
   void after_reductions(int id);                             // op `id` waits for every gradient reduction (the final callback)
   [[nodiscard]] double distributed_optimizer_bytes() const;  // per parameter of a rank's 1/dp
+  [[nodiscard]] std::vector<fsdp::TraceEvent> forward_events() const;
   [[nodiscard]] std::vector<fsdp::TraceEvent> backward_events() const;
   [[nodiscard]] std::vector<int> forward_prefetch_targets(std::size_t from) const;
   [[nodiscard]] std::vector<int> backward_prefetch_targets(int u) const;

@@ -184,15 +184,15 @@ int main(int argc, char** argv) {
       // distributed/tensor_parallel.py: parallelism.tp_input_gather: linear).
       {"P8", "validation/published/p8_llama3-8b_tp2_4xh200.yaml", "tokens/s", 6495, "KempnerForge mfu_scaling (2026-04), 8B TP 2 x FSDP 2", 0.04},
       {"P8", "validation/published/p8_llama3-8b_tp4_8xh200.yaml", "tokens/s", 5537, "same, 8B TP 4 x FSDP 2", 0.08},
-      {"P8", "validation/published/p8_llama3-8b_tp4_32xh200.yaml", "tokens/s", 4872, "same, 8B TP 4 x FSDP 8", 0.18},
+      {"P8", "validation/published/p8_llama3-8b_tp4_32xh200.yaml", "tokens/s", 4872, "same, 8B TP 4 x FSDP 8", 0.15},
       {"P8", "validation/published/p8_llama3-13b_tp4_32xh200.yaml", "tokens/s", 3260, "same, 13B TP 4 x FSDP 8", 0.06},
-      {"P8", "validation/published/p8_llama3-70b_tp4_32xh200.yaml", "tokens/s", 552, "same, 70B TP 4 x FSDP 8", 0.37},
+      {"P8", "validation/published/p8_llama3-70b_tp4_32xh200.yaml", "tokens/s", 552, "same, 70B TP 4 x FSDP 8", 0.33},
       // Their peak allocated memory (the log's mem=, max_memory_allocated in GiB).
-      {"P8", "validation/published/p8_llama3-8b_tp2_4xh200.yaml", "GiB allocated", 45.9, "same, 8B TP 2 x FSDP 2, peak allocated", 0.06},
-      {"P8", "validation/published/p8_llama3-8b_tp4_8xh200.yaml", "GiB allocated", 32.7, "same, 8B TP 4 x FSDP 2, peak allocated", 0.06},
-      {"P8", "validation/published/p8_llama3-8b_tp4_32xh200.yaml", "GiB allocated", 27.6, "same, 8B TP 4 x FSDP 8, peak allocated", 0.07},
-      {"P8", "validation/published/p8_llama3-13b_tp4_32xh200.yaml", "GiB allocated", 36.3, "same, 13B TP 4 x FSDP 8, peak allocated", 0.07},
-      {"P8", "validation/published/p8_llama3-70b_tp4_32xh200.yaml", "GiB allocated", 93.2, "same, 70B TP 4 x FSDP 8, peak allocated", 0.05},
+      {"P8", "validation/published/p8_llama3-8b_tp2_4xh200.yaml", "GiB allocated", 45.9, "same, 8B TP 2 x FSDP 2, peak allocated", 0.03},
+      {"P8", "validation/published/p8_llama3-8b_tp4_8xh200.yaml", "GiB allocated", 32.7, "same, 8B TP 4 x FSDP 2, peak allocated", 0.03},
+      {"P8", "validation/published/p8_llama3-8b_tp4_32xh200.yaml", "GiB allocated", 27.6, "same, 8B TP 4 x FSDP 8, peak allocated", 0.03},
+      {"P8", "validation/published/p8_llama3-13b_tp4_32xh200.yaml", "GiB allocated", 36.3, "same, 13B TP 4 x FSDP 8, peak allocated", 0.03},
+      {"P8", "validation/published/p8_llama3-70b_tp4_32xh200.yaml", "GiB allocated", 93.2, "same, 70B TP 4 x FSDP 8, peak allocated", 0.03},
       // Megatron-LM TP x PP x DP on Selene (published-runs-2.md P6; SC'21 table 1, run_table_1.sh),
       // published in TFLOPS by the paper's count with V = 51,200: as tokens/s per GPU.
       {"P6", "validation/published/p6_gpt-1.7b_32xa100.yaml", "tokens/s", megatron_tokens_per_s(137, 24, 2304, 2048, 51200), "Megatron-LM SC'21 table 1, GPT 1.7B, DP 32", 0.13},
@@ -231,21 +231,21 @@ int main(int argc, char** argv) {
       // KempnerForge's mfu_scaling rows that P8 leaves out (held out): FSDP alone in one node, TP
       // alone, 13B FSDP 8 across two nodes (eager), and the 8 / 16 GPU TP 4 x FSDP rows.
       {"V10", "validation/published/v10_llama3-8b_fsdp4_4xh200.yaml", "tokens/s", 9364, "KempnerForge mfu_scaling row 2, 8B FSDP 2 (held out)", 0.12, {k2Gpus, k2Nics, kPairLink, kBatch2, kAccum4}},
-      {"V10", "validation/published/v10_llama3-8b_fsdp4_4xh200.yaml", "GiB allocated", 62.4, "same run, peak allocated", 0.07, {k2Gpus, k2Nics, kPairLink, kBatch2, kAccum4}},
+      {"V10", "validation/published/v10_llama3-8b_fsdp4_4xh200.yaml", "GiB allocated", 62.4, "same run, peak allocated", 0.03, {k2Gpus, k2Nics, kPairLink, kBatch2, kAccum4}},
       {"V10", "validation/published/v10_llama3-8b_fsdp4_4xh200.yaml", "tokens/s", 9745.75, "same, row 4, 8B FSDP 4 (held out)", 0.12},
-      {"V10", "validation/published/v10_llama3-8b_fsdp4_4xh200.yaml", "GiB allocated", 61.1, "same run, peak allocated", 0.07},
+      {"V10", "validation/published/v10_llama3-8b_fsdp4_4xh200.yaml", "GiB allocated", 61.1, "same run, peak allocated", 0.03},
       {"V10", "validation/published/p8_llama3-8b_tp2_4xh200.yaml", "tokens/s", 6581.5, "same, row 3, 8B TP 2 on 2 GPUs (held out)", 0.03, {k2Gpus, k2Nics, kPairLink}},
-      {"V10", "validation/published/p8_llama3-8b_tp2_4xh200.yaml", "GiB allocated", 57.8, "same run, peak allocated", 0.05, {k2Gpus, k2Nics, kPairLink}},
+      {"V10", "validation/published/p8_llama3-8b_tp2_4xh200.yaml", "GiB allocated", 57.8, "same run, peak allocated", 0.03, {k2Gpus, k2Nics, kPairLink}},
       {"V10", "validation/published/p8_llama3-8b_tp2_4xh200.yaml", "tokens/s", 6283.75, "same, row 5, 8B TP 4 (held out)", 0.06, {kTp4}},
-      {"V10", "validation/published/p8_llama3-8b_tp2_4xh200.yaml", "GiB allocated", 39.4, "same run, peak allocated", 0.05, {kTp4}},
+      {"V10", "validation/published/p8_llama3-8b_tp2_4xh200.yaml", "GiB allocated", 39.4, "same run, peak allocated", 0.03, {kTp4}},
       {"V10", "validation/published/v10_llama3-13b_fsdp8_8xh200.yaml", "tokens/s", 4425.625, "same, row 8, 13B FSDP 8, 2 nodes, eager (held out)", 0.08},
-      {"V10", "validation/published/v10_llama3-13b_fsdp8_8xh200.yaml", "GiB allocated", 88.5, "same run, peak allocated", 0.06},
+      {"V10", "validation/published/v10_llama3-13b_fsdp8_8xh200.yaml", "GiB allocated", 88.5, "same run, peak allocated", 0.03},
       {"V10", "validation/published/p8_llama3-13b_tp4_32xh200.yaml", "tokens/s", 3418.125, "same, row 9, 13B TP 4 x FSDP 2 (held out)", 0.08, {k2Hosts}},
-      {"V10", "validation/published/p8_llama3-13b_tp4_32xh200.yaml", "GiB allocated", 45.1, "same run, peak allocated", 0.06, {k2Hosts}},
+      {"V10", "validation/published/p8_llama3-13b_tp4_32xh200.yaml", "GiB allocated", 45.1, "same run, peak allocated", 0.03, {k2Hosts}},
       {"V10", "validation/published/p8_llama3-8b_tp4_32xh200.yaml", "tokens/s", 5186.75, "same, row 10, 8B TP 4 x FSDP 4 (held out)", 0.12, {k4Hosts}},
-      {"V10", "validation/published/p8_llama3-8b_tp4_32xh200.yaml", "GiB allocated", 29.4, "same run, peak allocated", 0.06, {k4Hosts}},
+      {"V10", "validation/published/p8_llama3-8b_tp4_32xh200.yaml", "GiB allocated", 29.4, "same run, peak allocated", 0.03, {k4Hosts}},
       {"V10", "validation/published/p8_llama3-13b_tp4_32xh200.yaml", "tokens/s", 3363.375, "same, row 11, 13B TP 4 x FSDP 4 (held out)", 0.08, {k4Hosts}},
-      {"V10", "validation/published/p8_llama3-13b_tp4_32xh200.yaml", "GiB allocated", 39.2, "same run, peak allocated", 0.06, {k4Hosts}},
+      {"V10", "validation/published/p8_llama3-13b_tp4_32xh200.yaml", "GiB allocated", 39.2, "same run, peak allocated", 0.03, {k4Hosts}},
       // KempnerForge's config-validation report (benchmarks/config_validation, 2026-04-06, the
       // configs of 5d3e723, torch 2.11.0+cu128 in its uv.lock; last 5 of 10 steps), held out: 8B
       // FSDP 4 in one node at local batch 8 x 4 (7b.toml), 8B FSDP 32 on 8 nodes (7b_32gpu_fsdp.toml),
@@ -253,11 +253,11 @@ int main(int argc, char** argv) {
       // Its 70B TP 4 x FSDP 8 row is P8's job (555 against P8's 552) and its pipeline rows use
       // KempnerForge's own pipeline stage (TP without sequence parallelism, eager): not here.
       {"V15", "validation/published/v10_llama3-8b_fsdp4_4xh200.yaml", "tokens/s", 38858.0 / 4, "KempnerForge config validation (2026-04), 8B FSDP 4, batch 8 x 4 (held out)", 0.09, {kBatch8, kAccum4}},
-      {"V15", "validation/published/v10_llama3-8b_fsdp4_4xh200.yaml", "GiB allocated", 81.0, "same run, peak allocated", 0.05, {kBatch8, kAccum4}},
+      {"V15", "validation/published/v10_llama3-8b_fsdp4_4xh200.yaml", "GiB allocated", 81.0, "same run, peak allocated", 0.03, {kBatch8, kAccum4}},
       {"V15", "validation/published/v10_llama3-8b_fsdp4_4xh200.yaml", "tokens/s", 297384.0 / 32, "same, 8B FSDP 32 on 8 nodes, batch 4 x 4 (held out)", 0.09, {k8Hosts, kAccum4}},
-      {"V15", "validation/published/v10_llama3-8b_fsdp4_4xh200.yaml", "GiB allocated", 51.3, "same run, peak allocated", 0.07, {k8Hosts, kAccum4}},
+      {"V15", "validation/published/v10_llama3-8b_fsdp4_4xh200.yaml", "GiB allocated", 51.3, "same run, peak allocated", 0.03, {k8Hosts, kAccum4}},
       {"V15", "validation/published/p8_llama3-8b_tp4_32xh200.yaml", "tokens/s", 67045.0 / 12, "same, 8B TP 4 x FSDP 3 on 3 nodes, batch 4 x 8 (held out)", 0.09, {k3Hosts, kAccum8}},
-      {"V15", "validation/published/p8_llama3-8b_tp4_32xh200.yaml", "GiB allocated", 30.4, "same run, peak allocated", 0.06, {k3Hosts, kAccum8}},
+      {"V15", "validation/published/p8_llama3-8b_tp4_32xh200.yaml", "GiB allocated", 30.4, "same run, peak allocated", 0.03, {k3Hosts, kAccum8}},
       // The same report's pipeline runs (held out): KempnerForge's own pipeline stages (TP without
       // sequence parallelism, the output layer whole on every TP rank, FSDP2 resharding after
       // forward, eager, 1F1B over grad_accum_steps micro-batches). Their memory (Mem/GPU, the
@@ -272,7 +272,7 @@ int main(int argc, char** argv) {
       // held out: TP 4 x FSDP 90 on 360 H200, local batch 8, no accumulation; the median over the
       // back half of 2,000 steps, 154,523 tokens/s over the world; mem= as peak allocated GiB.
       {"V17", "validation/published/v17_llama3-175b_tp4_360xh200.yaml", "tokens/s", 154523.0 / 360, "KempnerForge 175B (2026-07), TP 4 x FSDP 90 on 360 H200 (held out)", 0.21},
-      {"V17", "validation/published/v17_llama3-175b_tp4_360xh200.yaml", "GiB allocated", 53.8, "same run, peak allocated", 0.09},
+      {"V17", "validation/published/v17_llama3-175b_tp4_360xh200.yaml", "GiB allocated", 53.8, "same run, peak allocated", 0.03},
       // torchtitan#165's FSDP1 / FSDP2 parity runs (Llama 2 7B, 8 H100 96 GB, eager), held out:
       // tokens/s the midpoint of the log's WPS range, reserved and active memory its % of 95.0396 GiB
       // (peak active bytes: the allocated blocks' sizes, compared with the peak allocated).

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -450,6 +451,46 @@ TEST_CASE("FSDP2's reduce-scatter input is allocated from the compute stream's p
   };
   CHECK(pool_of_input({"fsdp.version=2"}) == graph::Pool::compute);
   CHECK(pool_of_input({"fsdp.version=2", "fsdp.copy_in_stream=reduce_scatter"}) == graph::Pool::reduce_scatter);
+}
+
+TEST_CASE("FSDP2 reshards its root after the model's forward only when told to, and gathers it again after the loss's backward") {
+  // The root unit: the embedding and the output head (1,000 x 512 each) and the final norm (512),
+  // 1,024,512 bf16 parameters = 2,049,024 bytes unsharded. fully_shard(model,
+  // reshard_after_forward=True) frees them when the model's forward ends, before the loss (computed
+  // outside the model), and its pre-backward hook, on the model's output, gathers them again once
+  // the loss's backward has made that output's gradient (pytorch#154704).
+  const double root_bytes = 2.0 * (1000 * 512 + 1000 * 512 + 512);
+  const auto names = [](const graph::Prepared& p) {
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < p.graph.size(); ++i) out.push_back(p.graph.op(static_cast<int>(i)).name);
+    return out;
+  };
+  const auto freed_by = [&](const graph::Prepared& p, std::string_view name) {
+    double freed = 0;
+    for (const auto* op : test::first_ops_named(p, name)) {
+      for (const auto& m : op->memory) {
+        if (m.category == graph::MemCategory::unsharded_params && m.bytes < 0) freed -= m.bytes;
+      }
+    }
+    return freed;
+  };
+  const auto kept = tiny({"fsdp.version=2"});
+  const auto resharded = tiny({"fsdp.version=2", "fsdp.reshard_root_after_forward=true"});
+  CHECK(freed_by(kept, "FWD output") == doctest::Approx(0.0).scale(1));
+  CHECK(freed_by(resharded, "FWD output") == doctest::Approx(root_bytes).scale(0));
+  const auto kept_names = names(kept);
+  const auto resharded_names = names(resharded);
+  CHECK(std::ranges::count(kept_names, "AG root") == 1);
+  REQUIRE(std::ranges::count(resharded_names, "AG root") == 2);
+  const auto position = [&](std::string_view name, std::size_t from) {
+    return static_cast<std::size_t>(std::find(resharded_names.begin() + static_cast<std::ptrdiff_t>(from), resharded_names.end(), name) -
+                                    resharded_names.begin());
+  };
+  const std::size_t second = position("AG root", position("AG root", 0) + 1);
+  CHECK(position("BWD loss", 0) < second);
+  CHECK(second < position("BWD output", 0));
+  // FSDP1 never reshards its root: the setting is a warning there and changes nothing.
+  CHECK(std::ranges::count(names(tiny({"fsdp.reshard_root_after_forward=true"})), "AG root") == 1);
 }
 
 TEST_CASE("foreach AdamW moves 92 bytes a parameter and allocates a temporary, fused AdamW 40 and none") {
