@@ -246,7 +246,9 @@ FsdpConfig read_fsdp(const Reader& top, std::vector<ConfigWarning>& warnings) {
     f.reshard_after_forward = Located<int>{static_cast<int>(v), r.where("reshard_after_forward")};
   }
   f.keep_last_unit_unsharded = r.boolean("keep_last_unit_unsharded");
-  f.reshard_root_after_forward = f.version == 2 && r.boolean("reshard_root_after_forward");
+  // Only fully_shard reshards (check_applies warns, and it is ignored, elsewhere).
+  const bool sharded = f.sharding != Sharding::no_shard && f.sharding != Sharding::shard_optimizer && f.sharding != Sharding::zero3;
+  f.reshard_root_after_forward = f.version == 2 && sharded && r.boolean("reshard_root_after_forward");
   f.copy_in_on_reduce_scatter_stream = r.choice("copy_in_stream") == "reduce_scatter";
   f.backward_hook_order = pick<HookOrder>(r, "backward_hook_order");
   f.bucket_size = Bytes(r.quantity("bucket_size", Dimension::bytes));
