@@ -121,16 +121,17 @@ void FsdpStepBuilder::pipeline_optimizer(int step, int wait) {
 // ---- forward -------------------------------------------------------------------------------
 
 // The next `forward_prefetch` units to be entered after trace position `from`.
-std::vector<int> FsdpStepBuilder::forward_prefetch_targets(std::size_t from) const {
+std::vector<int> FsdpStepBuilder::forward_prefetch_targets(const std::vector<TraceEvent>& events, std::size_t from) const {
   std::vector<int> out;
-  for (std::size_t i = from + 1; i < plan_.forward.size() && static_cast<int>(out.size()) < fsdp_.forward_prefetch; ++i) {
-    if (plan_.forward[i].kind == TraceEvent::Kind::enter) out.push_back(plan_.forward[i].unit);
+  for (std::size_t i = from + 1; i < events.size() && static_cast<int>(out.size()) < fsdp_.forward_prefetch; ++i) {
+    if (events[i].kind == TraceEvent::Kind::enter) out.push_back(events[i].unit);
   }
   return out;
 }
 
 // The forward trace with the root's post-forward before the loss: the loss is computed outside
-// the model, on its output, so the root's forward ends before it (backward_events mirrors this).
+// the model, on its output, so the root's forward ends before it, and in backward (this reversed)
+// the root's pre-backward hook, registered on that output, fires only after the loss's backward.
 std::vector<TraceEvent> FsdpStepBuilder::forward_events() const {
   std::vector<TraceEvent> out = plan_.forward;
   if (out.size() > 1 && out.back().kind == TraceEvent::Kind::exit) {
@@ -152,7 +153,7 @@ void FsdpStepBuilder::forward() {
       case TraceEvent::Kind::enter:
         unshard(e.unit, Phase::forward, -1);
         wait_unshard(e.unit, Phase::forward);
-        if (fwd_prefetch) prefetch(forward_prefetch_targets(i), Phase::forward, at(gather_of_, e.unit));
+        if (fwd_prefetch) prefetch(forward_prefetch_targets(events, i), Phase::forward, at(gather_of_, e.unit));
         break;
       case TraceEvent::Kind::compute:
         forward_compute(plan_.segments[static_cast<std::size_t>(e.segment)], e.segment, e.unit);
@@ -213,16 +214,8 @@ double FsdpStepBuilder::saved_bytes(const fsdp::Segment& s, model::AcMode mode) 
 // The forward trace reversed. With backward_hook_order: pre_first, unit k-1's pre-backward fires
 // before unit k's post-backward (the autograd engine may order them either way; FSDP1 only).
 std::vector<TraceEvent> FsdpStepBuilder::backward_events() const {
-  std::vector<TraceEvent> out(plan_.forward.rbegin(), plan_.forward.rend());
-  // The loss is computed outside the model (the training loop's loss_fn(pred, labels)), so the
-  // root's pre-backward hook, registered on the model's output, fires only once the loss's
-  // backward has made the output's gradient: that backward comes first.
-  if (out.size() > 1 && out.front().kind == TraceEvent::Kind::exit) {
-    std::size_t k = 1;
-    while (k < out.size() && out[k].kind == TraceEvent::Kind::compute && plan_.segments[static_cast<std::size_t>(out[k].segment)].is_loss)
-      ++k;
-    std::rotate(out.begin(), out.begin() + 1, out.begin() + static_cast<std::ptrdiff_t>(k));
-  }
+  std::vector<TraceEvent> out = forward_events();
+  std::ranges::reverse(out);
   if (v2_ || fsdp_.backward_hook_order != config::HookOrder::pre_first) return out;
   for (std::size_t i = 0; i + 1 < out.size(); ++i) {
     if (out[i].kind == TraceEvent::Kind::enter && out[i + 1].kind == TraceEvent::Kind::exit) {

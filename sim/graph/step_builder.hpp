@@ -155,7 +155,7 @@ class FsdpStepBuilder {
   [[nodiscard]] double distributed_optimizer_bytes() const;  // per parameter of a rank's 1/dp
   [[nodiscard]] std::vector<fsdp::TraceEvent> forward_events() const;
   [[nodiscard]] std::vector<fsdp::TraceEvent> backward_events() const;
-  [[nodiscard]] std::vector<int> forward_prefetch_targets(std::size_t from) const;
+  [[nodiscard]] std::vector<int> forward_prefetch_targets(const std::vector<fsdp::TraceEvent>& events, std::size_t from) const;
   [[nodiscard]] std::vector<int> backward_prefetch_targets(int u) const;
 
   // ---- sizes and state ----
