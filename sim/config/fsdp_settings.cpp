@@ -134,6 +134,12 @@ Choice read_wrap(const Reader& r) {
   return Choice{policy->scalar, "fsdp.wrap", policy->where, *w};
 }
 
+// The module wrap policy's outer_modules when it is written units (the policy checks its value).
+const ConfigNode* outer_units(const Choice& wrap) {
+  const ConfigNode* o = wrap.settings.is_map() ? wrap.settings.find("outer_modules") : nullptr;
+  return o != nullptr && o->is_scalar() && o->scalar == "units" ? o : nullptr;
+}
+
 // A key that takes true / false or a count: true = 1, false = 0.
 std::int64_t bool_or_count(const Reader& r, std::string_view key, std::int64_t max) {
   const ConfigNode* n = r.node(key);
@@ -195,6 +201,9 @@ void check_applies(const Reader& r, const FsdpConfig& f, std::vector<ConfigWarni
            "pre-backward (fsdp.backward_prefetch_depth units) and has no rate limiter");
     }
   }
+  if (outer_units(f.wrap) != nullptr) {
+    warn("reshard_root_after_forward", "the root unit's resharding; with fsdp.wrap.outer_modules: units it holds no parameters");
+  }
   if (f.version == 1) {
     warn("reshard_root_after_forward", "fully_shard's (fsdp.version: 2) handling of its root; FSDP1 never reshards its root after forward");
     warn("copy_in_stream",
@@ -228,6 +237,11 @@ FsdpConfig read_fsdp(const Reader& top, std::vector<ConfigWarning>& warnings) {
   f.version = static_cast<int>(r.integer("version"));
   f.sharding = pick<Sharding>(r, "sharding");
   f.wrap = read_wrap(r);
+  if (const ConfigNode* o = outer_units(f.wrap); o != nullptr && f.version == 1) {
+    throw ConfigError(o->where, "fsdp.wrap.outer_modules",
+                      "fully_shard's wrapping of a list of modules ([norm, output]) as one unit; FSDP1 wraps one module a unit: "
+                      "expected root (or fsdp.version: 2)");
+  }
   f.backward_prefetch = pick<BackwardPrefetch>(r, "backward_prefetch");
   f.backward_prefetch_depth = static_cast<int>(r.integer("backward_prefetch_depth"));
   f.forward_prefetch = static_cast<int>(bool_or_count(r, "forward_prefetch", 1024));

@@ -17,13 +17,20 @@ std::string child_path(const std::string& prefix, const model::Module& c) {
 // ModuleWrapPolicy({cls}): every module of the class becomes a unit. `block` names the model's
 // transformer block class whatever it is called; blocks_per_unit > 1 groups consecutive blocks
 // into one unit (as wrapping a container of them would).
+// With outer_units (`outer_modules: units`), the modules the blocks leave to the root become units
+// too, as torchtitan's apply_fsdp wraps them since #1094 (2025-07): those before the first block
+// (the token embedding) one unit, those after the last (final norm and output head) another, or,
+// when the head computes with the embedding's weight, all of them one unit (torchtitan's
+// enable_weight_tying branch, so that the tied weight is gathered once).
 class ModulePolicy final : public WrapPolicy {
  public:
-  ModulePolicy(std::string module_class, std::int64_t blocks_per_unit) : class_(std::move(module_class)), group_(blocks_per_unit) {}
+  ModulePolicy(std::string module_class, std::int64_t blocks_per_unit, bool outer_units)
+      : class_(std::move(module_class)), group_(blocks_per_unit), outer_units_(outer_units) {}
 
   std::vector<std::vector<std::string>> select(const model::Module& root) const override {
     std::vector<std::vector<std::string>> out;
     visit(root, "", out);
+    if (outer_units_) add_outer_units(root, out);
     return out;
   }
 
@@ -57,8 +64,38 @@ class ModulePolicy final : public WrapPolicy {
     flush();
   }
 
+  // The root's children that own parameters and hold no block, before and after the blocks.
+  static void add_outer_units(const model::Module& root, std::vector<std::vector<std::string>>& out) {
+    std::vector<std::string> before;
+    std::vector<std::string> after;
+    bool tied = false;
+    bool seen_block = false;
+    for (const auto& c : root.children) {
+      if (contains_block(c)) {
+        seen_block = true;
+        continue;
+      }
+      if (c.numel() == 0 && !c.tied_weight) continue;  // the loss: nothing to shard
+      tied = tied || c.tied_weight;
+      (seen_block ? after : before).push_back(c.name);
+    }
+    if (!seen_block) return;
+    if (tied) {
+      before.insert(before.end(), after.begin(), after.end());
+      after.clear();
+    }
+    if (!before.empty()) out.insert(out.begin(), before);
+    if (!after.empty()) out.push_back(after);
+  }
+
+  static bool contains_block(const model::Module& m) {
+    if (m.is_block) return true;
+    return std::any_of(m.children.begin(), m.children.end(), [](const model::Module& c) { return contains_block(c); });
+  }
+
   std::string class_;
   std::int64_t group_;
+  bool outer_units_;
 };
 
 // size_based_auto_wrap_policy(min_num_params) with FSDP1's _recursive_wrap: recurse into a module
@@ -103,14 +140,23 @@ class NonePolicy final : public WrapPolicy {
   std::vector<std::vector<std::string>> select(const model::Module&) const override { return {}; }
 };
 
+constexpr std::array<std::string_view, 2> kOuterModuleNames{"root", "units"};
 constexpr std::array kModuleParams{
     ParamSpec{"policy", "module", "", "ModuleWrapPolicy: wrap every module of a class"},
     ParamSpec{"module", "block | class name", "block", "class to wrap; block = the transformer block"},
     ParamSpec{"blocks_per_unit", "integer", "1", "consecutive blocks per unit (module: block only)", Range{1, 1 << 20}},
+    ParamSpec{"outer_modules",
+              "",
+              "root",
+              "module: block, FSDP2: the modules outside the blocks stay in the root unit (root), or the ones before the "
+              "blocks become one unit and the ones after another (units: torchtitan since #1094, 2025-07)",
+              {},
+              kOuterModuleNames},
 };
 constexpr std::array kSizeParams{
     ParamSpec{"policy", "size", "", "size_based_auto_wrap_policy"},
-    ParamSpec{"min_params", "integer", "100000000", "min_num_params: smallest unit (the recursive rule)", Range{1, static_cast<double>(std::int64_t{1} << 50)}},
+    ParamSpec{"min_params", "integer", "100000000", "min_num_params: smallest unit (the recursive rule)",
+              Range{1, static_cast<double>(std::int64_t{1} << 50)}},
 };
 constexpr std::array kNoneParams{
     ParamSpec{"policy", "none", "", "no auto-wrap: the whole model is one unit"},
@@ -150,7 +196,9 @@ void register_builtin_wrap_policies(WrapPolicyRegistry& registry) {
                                 if (const std::int64_t blocks = count_blocks(root); group > 1 && group > blocks) {
                                   r.fail("blocks_per_unit", fmt::format("expected at most the model's {} blocks; got {}", blocks, group));
                                 }
-                                return std::make_unique<ModulePolicy>(cls, group);
+                                const bool outer_units = r.choice("outer_modules") == "units";
+                                if (outer_units && cls != "block") r.fail("outer_modules", "only applies with module: block");
+                                return std::make_unique<ModulePolicy>(cls, group, outer_units);
                               }});
   registry.add(WrapPolicyInfo{"size", Schema{"wrap policy size", "wrap by parameter count", kSizeParams},
                               [](const Reader& r, const model::Module&) -> std::unique_ptr<WrapPolicy> {

@@ -163,6 +163,7 @@ struct Module {
   Activation activation;
   bool is_block = false;      // a transformer block (the unit of activation checkpointing)
   bool is_embedding = false;  // token / position embedding (excluded from MFU's N)
+  bool tied_weight = false;   // computes with another module's weight (an output head tied to the embedding)
 
   [[nodiscard]] std::int64_t own_numel() const;
   [[nodiscard]] std::int64_t numel() const;  // whole subtree

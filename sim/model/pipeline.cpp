@@ -68,6 +68,7 @@ Model stage_model(const Model& whole, int stage, int stages, StageSpan span) {
       if (c.type == "Linear" && c.params.empty()) {
         const std::int64_t vocab_share = (whole.spec.vocab + whole.tp.degree - 1) / whole.tp.degree;
         c.params.push_back(Param{"weight", {vocab_share, whole.spec.hidden}});
+        c.tied_weight = false;
       }
     }
   }

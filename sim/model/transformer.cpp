@@ -80,7 +80,10 @@ Module output_layer(const TransformerSpec& s, std::string name, int act, const T
   // logits; its input gradient is whole on every rank alike, so no collective either way.
   const bool split = tp.degree > 1 && tp.shard_output;
   Module out = sharded_linear(std::move(name), s.hidden, split ? vocab_share(s, tp) : s.vocab, s.head_bias, s.hidden, s.vocab);
-  if (s.tie_embeddings) out.params.clear();  // the weight is the embedding's, counted once
+  if (s.tie_embeddings) {
+    out.params.clear();  // the weight is the embedding's, counted once
+    out.tied_weight = true;
+  }
   if (split) {
     std::vector<ProgramItem> program;
     program.reserve(out.program.size() + 1);

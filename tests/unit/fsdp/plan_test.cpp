@@ -60,6 +60,33 @@ TEST_CASE("blocks_per_unit groups consecutive blocks") {
   CHECK(p.units[1].numel == 4 * 218'112'000);
 }
 
+TEST_CASE("outer_modules units: the embedding one unit, final norm and head another, the root none (torchtitan since #1094)") {
+  // torchtitan's apply_fsdp: fully_shard(tok_embeddings), each block, fully_shard([norm, output]),
+  // then the root, which is left no parameters. Llama 3.1 8B: the embedding and the head are
+  // 128,256 x 4,096 = 525,336,576 each, the norm 4,096.
+  const auto m = preset("llama3.1-8b");
+  const auto p = plan_for(m, scenario(1, "module", settings({{"policy", "module"}, {"outer_modules", "units"}})));
+  REQUIRE(p.units.size() == 1 + 1 + 32 + 1);
+  CHECK(p.units[0].numel == 0);
+  CHECK(p.units[1].name == "tok_embeddings");
+  CHECK(p.units[1].numel == 525'336'576);
+  CHECK(p.units[2].name == "layers.0");
+  CHECK(p.units[34].name == "norm-output");
+  CHECK(p.units[34].numel == 525'336'576 + 4'096);
+  CHECK(p.total_numel() == m.total_params());
+  // A head tied to the embedding computes with its weight: torchtitan then wraps [tok_embeddings,
+  // norm, output] as one unit. GPT-2: wte 50,257 x 768 = 38,597,376, wpe 1,024 x 768 = 786,432,
+  // ln_f 2 x 768 = 1,536, the head no weight of its own.
+  const auto gpt = plan_for(preset("gpt2"), scenario(1, "module", settings({{"policy", "module"}, {"outer_modules", "units"}})));
+  REQUIRE(gpt.units.size() == 1 + 1 + 12);
+  CHECK(gpt.units[0].numel == 0);
+  CHECK(gpt.units[1].modules == std::vector<std::string>{"wte", "wpe", "ln_f", "lm_head"});
+  CHECK(gpt.units[1].numel == 38'597'376 + 786'432 + 1'536);
+  CHECK_THROWS_WITH_AS(
+      (void)plan_for(m, scenario(1, "module", settings({{"policy", "module"}, {"module", "Linear"}, {"outer_modules", "units"}}))),
+      "s.yaml:5:20: error: fsdp.wrap.outer_modules: only applies with module: block", ConfigError);
+}
+
 TEST_CASE("size-based wrap follows FSDP1's recursive rule on the seed's SimpleTransformer") {
   // min 1e7: each decoder layer (12.6M) is wrapped; inside it neither MultiheadAttention (4.2M,
   // and a forced leaf) nor the linears (2.1M) reach 1e7; the ModuleList is never wrapped; the

@@ -493,6 +493,27 @@ TEST_CASE("FSDP2 reshards its root after the model's forward only when told to, 
   CHECK(std::ranges::count(names(tiny({"fsdp.reshard_root_after_forward=true"})), "AG root") == 1);
 }
 
+TEST_CASE("outer_modules units gathers the embedding before forward and again in backward, the root never") {
+  // torchtitan since #1094: fully_shard(tok_embeddings) reshards after forward like the blocks;
+  // fully_shard([norm, output]) does not by default (keep_last_unit_unsharded: the last unit to
+  // leave forward is the first to run backward), and the root holds nothing to gather. The tiny
+  // Llama's embedding is 1,000 x 512 bf16 = 1,024,000 bytes; norm and head 512 + 512,000 elements.
+  const auto count_named = [](const graph::Prepared& p, std::string_view name) {
+    int n = 0;
+    for (std::size_t i = 0; i < p.graph.size(); ++i) n += p.graph.op(static_cast<int>(i)).name == name;
+    return n;
+  };
+  const auto p = tiny({"fsdp.version=2", "fsdp.wrap.outer_modules=units", "fsdp.keep_last_unit_unsharded=true"});
+  CHECK(count_named(p, "AG root") == 0);
+  CHECK(count_named(p, "AG tok_embeddings") == 2);
+  CHECK(count_named(p, "AG norm-output") == 1);
+  CHECK(count_named(p, "RS tok_embeddings") == 1);
+  for (const auto* op : test::first_ops_named(p, "AG tok_embeddings")) CHECK(op->bytes == doctest::Approx(1'024'000).scale(1));
+  for (const auto* op : test::first_ops_named(p, "AG norm-output")) CHECK(op->bytes == doctest::Approx(2.0 * 512'512).scale(1));
+  // Without keep_last_unit_unsharded the head is freed after forward and gathered again.
+  CHECK(count_named(tiny({"fsdp.version=2", "fsdp.wrap.outer_modules=units"}), "AG norm-output") == 2);
+}
+
 TEST_CASE("foreach AdamW moves 92 bytes a parameter and allocates a temporary, fused AdamW 40 and none") {
   // torch.optim's foreach AdamW over fp32 shards: lerp 12, mul + addcmul 20, weight decay 8, sqrt /
   // div / add eps 24, addcdiv 16 = 80 B, and clipping's norm and scale 12 B; its out-of-place sqrt
