@@ -190,6 +190,7 @@ void check_applies(const Reader& r, const FsdpConfig& f, std::vector<ConfigWarni
     for (const char* key : kPyTorchOnly) {
       warn(key, "a PyTorch FSDP setting, which DeepSpeed ZeRO-3 (fsdp.sharding: zero3) does not have (its own are under fsdp.zero3)");
     }
+    warn("wrap", "PyTorch FSDP's units; DeepSpeed ZeRO-3 (fsdp.sharding: zero3) fetches each module's own parameters");
     return;
   }
   warn("zero3", fmt::format("DeepSpeed ZeRO-3 settings, which apply only with fsdp.sharding: zero3, not {}", to_string(f.sharding)));
