@@ -134,6 +134,11 @@ Choice read_wrap(const Reader& r) {
   return Choice{policy->scalar, "fsdp.wrap", policy->where, *w};
 }
 
+// DDP's strategies: parameters whole on every rank, gradients reduced in buckets.
+bool ddp_like(Sharding s) {
+  return s == Sharding::no_shard || s == Sharding::shard_optimizer;
+}
+
 // The module wrap policy's outer_modules when it is written units (the policy checks its value).
 const ConfigNode* outer_units(const Choice& wrap) {
   const ConfigNode* o = wrap.settings.is_map() ? wrap.settings.find("outer_modules") : nullptr;
@@ -214,7 +219,7 @@ void check_applies(const Reader& r, const FsdpConfig& f, std::vector<ConfigWarni
   if (f.version == 1 && !f.limit_all_gathers) {
     warn("max_inflight_all_gathers", "the depth of the rate limiter, which fsdp.limit_all_gathers: false turns off");
   }
-  const bool ddp = f.sharding == Sharding::no_shard || f.sharding == Sharding::shard_optimizer;
+  const bool ddp = ddp_like(f.sharding);
   if (!ddp) {
     warn("bucket_size",
          fmt::format("DDP's gradient bucket, used with fsdp.sharding: no_shard or shard_optimizer only, not {}", to_string(f.sharding)));
@@ -262,7 +267,7 @@ FsdpConfig read_fsdp(const Reader& top, std::vector<ConfigWarning>& warnings) {
   }
   f.keep_last_unit_unsharded = r.boolean("keep_last_unit_unsharded");
   // Only fully_shard reshards (check_applies warns, and it is ignored, elsewhere).
-  const bool sharded = f.sharding != Sharding::no_shard && f.sharding != Sharding::shard_optimizer && f.sharding != Sharding::zero3;
+  const bool sharded = !ddp_like(f.sharding) && f.sharding != Sharding::zero3;
   f.reshard_root_after_forward = f.version == 2 && sharded && r.boolean("reshard_root_after_forward");
   f.copy_in_on_reduce_scatter_stream = r.choice("copy_in_stream") == "reduce_scatter";
   f.backward_hook_order = pick<HookOrder>(r, "backward_hook_order");
