@@ -207,7 +207,7 @@ void check_applies(const Reader& r, const FsdpConfig& f, std::vector<ConfigWarni
            "pre-backward (fsdp.backward_prefetch_depth units) and has no rate limiter");
     }
   }
-  if (outer_units(f.wrap) != nullptr) {
+  if (outer_units(f.wrap) != nullptr && !ddp_like(f.sharding)) {  // DDP's own warning below says why otherwise
     warn("reshard_root_after_forward", "the root unit's resharding; with fsdp.wrap.outer_modules: units it holds no parameters");
   }
   if (f.version == 1) {
