@@ -107,6 +107,11 @@ TrainingConfig read_training(const Reader& top, std::vector<ConfigWarning>& warn
                         "logits, so it costs the same with or without the upcast; it is ignored"});
   }
   t.no_sync = r.boolean("no_sync");
+  if (t.no_sync && t.grad_accum == 1) {
+    warnings.push_back({r.where("no_sync"), "training.no_sync",
+                        "skips the gradient reduction of every micro-step but the last, and with training.grad_accum: 1 "
+                        "there is one micro-step a step; it is ignored"});
+  }
   t.expandable_segments = r.boolean("expandable_segments");
   t.optimizer = pick<Optimizer>(r, "optimizer");
   t.optimizer_impl = {pick<OptimizerImpl>(r, "optimizer_impl", kOptimizerImplNames), r.where("optimizer_impl")};
