@@ -1,20 +1,20 @@
-// shardsim check FILE...      validate scenario, topology and sweep files
+// shardsim check FILE... [--set KEY=VALUE]...   validate scenario, topology and sweep files
 // shardsim describe [TOPIC]   the settings each file section and each replaceable part accepts
 #include <fmt/format.h>
 
 #include <array>
 #include <iostream>
 
-#include "core/args.hpp"
 #include "cli/commands.hpp"
 #include "cli/pipeline.hpp"
 #include "config/calibration.hpp"
 #include "config/topology.hpp"
 #include "config/yaml_load.hpp"
+#include "core/args.hpp"
 #include "core/param_spec.hpp"
 #include "core/registry.hpp"
-#include "engine/compute_model.hpp"
 #include "engine/collectives/algorithm.hpp"
+#include "engine/compute_model.hpp"
 #include "engine/simulator.hpp"
 #include "fsdp/wrap_policy.hpp"
 #include "model/transformer.hpp"
@@ -24,9 +24,11 @@
 namespace shardsim::cli {
 
 int cmd_check(std::span<const std::string> argv) {
-  Args args("shardsim check FILE...\n  checks scenario, topology and sweep files without simulating");
+  Args args("shardsim check FILE... [--set KEY=VALUE]...\n  checks scenario, topology and sweep files without simulating");
+  args.repeated("--set", "KEY=VALUE", "override a scenario key first, as run and sweep do (scenario and sweep files)");
   args.parse(argv);
   if (args.positional().empty()) throw UsageError("check expects one or more scenario or topology files");
+  const auto& sets = args.all("--set");
   int failures = 0;
   for (const auto& f : args.positional()) {
     try {
@@ -37,21 +39,24 @@ int cmd_check(std::span<const std::string> argv) {
                           "empty file; expected a scenario (cluster, model, training, ...) or a topology (name, gpu, node, ...)");
       }
       if (is_map && root.find("cluster") != nullptr) {
-        const Prepared p = prepare(f, {});
+        const Prepared p = prepare(f, sets);
         for (const auto& w : p.scenario.warnings) std::cerr << w.str() << "\n";
         std::cout << fmt::format("ok: {} (scenario: {} GPUs, {} units, {} ops)\n", f, p.graph.info.world_size, p.plan.units.size(),
                                  p.graph.size());
       } else if (sweep::is_sweep_file(root)) {
-        const auto sf = sweep::load_sweep_file(f);
+        auto sf = sweep::load_sweep_file(f);
+        sf.sets.insert(sf.sets.end(), sets.begin(), sets.end());
         sweep::check_axes(sf.scenario, sf.sets, sf.axes, sf.set_where);
         std::cout << fmt::format("ok: {} (sweep: {} points of {})\n", f, sweep::grid_size(sf.axes), sf.scenario.string());
       } else if (is_map && (root.find("gpu") != nullptr || root.find("node") != nullptr || root.find("extends") != nullptr)) {
+        if (!sets.empty()) throw UsageError(fmt::format("--set overrides scenario keys; {} is a topology", f));
         const auto t = config::load_topology(f, ConfigNode{}, "");
         engine::check_topology(t);
         std::cout << fmt::format("ok: {} (topology: {} x {})\n", f, t.node.gpus, t.gpu.model);
       } else {
         throw ConfigError(root.where, "",
-                          fmt::format("not a scenario (a mapping with cluster:), a topology (a mapping with gpu: and node:) or a sweep (a mapping with scenario:); got {}",
+                          fmt::format("not a scenario (a mapping with cluster:), a topology (a mapping with gpu: and node:) or a sweep (a "
+                                      "mapping with scenario:); got {}",
                                       is_map ? "a mapping with neither" : root.describe()));
       }
     } catch (const ConfigError& e) {
@@ -86,12 +91,12 @@ void describe_collectives() {
 }
 
 void describe_models() {
-  std::cout << fmt::format("  {:<26} {:>7} {:>7} {:>6} {:>4} {:>7} {:>8} {:>18}\n", "preset", "arch", "layers", "hidden", "kv", "ffn", "vocab",
-                           "parameters");
+  std::cout << fmt::format("  {:<26} {:>7} {:>7} {:>6} {:>4} {:>7} {:>8} {:>18}\n", "preset", "arch", "layers", "hidden", "kv", "ffn",
+                           "vocab", "parameters");
   for (const auto& s : model::presets()) {
     const auto m = model::build_model(s, 2048, 2);
-    std::cout << fmt::format("  {:<26} {:>7} {:>7} {:>6} {:>4} {:>7} {:>8} {:>18L}\n", s.name, model::to_string(s.arch), s.layers,
-                             s.hidden, s.kv_heads, s.ffn_hidden, s.vocab, m.total_params());
+    std::cout << fmt::format("  {:<26} {:>7} {:>7} {:>6} {:>4} {:>7} {:>8} {:>18L}\n", s.name, model::to_string(s.arch), s.layers, s.hidden,
+                             s.kv_heads, s.ffn_hidden, s.vocab, m.total_params());
   }
 }
 
@@ -118,7 +123,8 @@ constexpr std::array kTopics{
     Topic{"calibration", "keys of a calibration file (shardsim calibrate)", [] { print_schemas(config::calibration_schemas()); }},
     Topic{"collectives", "collective algorithms (collectives.algorithm)", describe_collectives},
     Topic{"compute", "compute models (gpu.compute_model)", describe_compute},
-    Topic{"sweep", "keys of a sweep file (shardsim sweep SWEEP.yaml)", [] { std::cout << render_schema(sweep::sweep_file_schema()) << "\n"; }},
+    Topic{"sweep", "keys of a sweep file (shardsim sweep SWEEP.yaml)",
+          [] { std::cout << render_schema(sweep::sweep_file_schema()) << "\n"; }},
 };
 
 std::string topics_text() {

@@ -22,7 +22,7 @@ constexpr const char* kUsage =
     "  tune SCENARIO [--memory-limit 70GiB] [-j N] [--out DIR]\n"
     "  compare SIMULATED MEASURED... [--rank R] [--steps A:B] [--warmup N] [--step N] [--topology FILE] [--json] [--svg FILE] [--out DIR]\n"
     "  calibrate MEASUREMENTS... --out CALIBRATION.yaml [--collective KIND] [--ranks N] [--nodes N] [--min-bytes SIZE] [--max-bytes SIZE]\n"
-    "  check FILE...\n"
+    "  check FILE... [--set KEY=VALUE]...\n"
     "  describe [scenario | topology | wrap | models | calibration | collectives | compute | sweep]\n"
     "shardsim COMMAND --help prints a command's options.\n";
 
