@@ -1,5 +1,7 @@
 // The training: section of a scenario: the training loop (batch, loss, optimizer, checkpointing,
 // compile, attention kernel, dropout); its float8 subsection is read by float8_settings.cpp.
+#include <fmt/format.h>
+
 #include <array>
 #include <string>
 
@@ -117,6 +119,11 @@ TrainingConfig read_training(const Reader& top, std::vector<ConfigWarning>& warn
   t.optimizer_impl = {pick<OptimizerImpl>(r, "optimizer_impl", kOptimizerImplNames), r.where("optimizer_impl")};
   t.activation_checkpointing = pick<ActivationCheckpointing>(r, "activation_checkpointing");
   t.checkpoint_every = static_cast<int>(r.integer("checkpoint_every"));
+  if (r.has("checkpoint_every") && t.activation_checkpointing != ActivationCheckpointing::blocks) {
+    warnings.push_back({r.where("checkpoint_every"), "training.checkpoint_every",
+                        fmt::format("the spacing of the blocks activation_checkpointing: blocks checkpoints; with {} it is ignored",
+                                    to_string(t.activation_checkpointing))});
+  }
   t.dtype = pick<DType>(r, "dtype");
   t.compile = {r.boolean("compile"), r.where("compile")};
   t.attention = {pick<AttentionKernel>(r, "attention"), r.where("attention")};
