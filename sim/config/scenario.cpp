@@ -152,7 +152,7 @@ std::filesystem::path topology_file(const Reader& c) {
   c.fail("topology", message);
 }
 
-Stragglers read_stragglers(const Reader& top, std::int64_t world) {
+Stragglers read_stragglers(const Reader& top, std::int64_t world, std::vector<ConfigWarning>& warnings) {
   ConfigNode scratch;
   Reader r(section(top, "stragglers", scratch), "stragglers", kStragglerSchema);
   Stragglers s;
@@ -165,6 +165,10 @@ Stragglers read_stragglers(const Reader& top, std::int64_t world) {
   s.jitter = r.number("jitter");
   s.gpu_variation = r.number("gpu_variation");
   s.seed = static_cast<std::uint64_t>(r.integer("seed"));
+  if (r.has("seed") && s.jitter == 0 && s.gpu_variation == 0) {
+    warnings.push_back({r.where("seed"), "stragglers.seed",
+                        "seeds the random draws of stragglers.jitter and stragglers.gpu_variation, and both are 0; it is ignored"});
+  }
   r.finish();
   return s;
 }
@@ -309,7 +313,7 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
   s.parallelism = read_parallelism(top, s.warnings);
   s.simulation = read_simulation(top);
   s.collectives = read_collectives(top);
-  s.stragglers = read_stragglers(top, s.world_size());
+  s.stragglers = read_stragglers(top, s.world_size(), s.warnings);
   if (s.training.optimizer_impl.value != OptimizerImpl::automatic &&
       (s.fsdp.cpu_offload || s.fsdp.zero3.offload_optimizer.value != OffloadDevice::none)) {
     s.warnings.push_back({s.training.optimizer_impl.where, "training.optimizer_impl",
