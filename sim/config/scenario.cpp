@@ -301,6 +301,10 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
   s.cluster.nodes = c.integer("nodes");
   s.cluster.jobs = static_cast<int>(c.integer("jobs"));
   s.cluster.placement = pick<Placement>(c, "placement");
+  if (c.has("placement") && s.cluster.jobs == 1) {
+    s.warnings.push_back({c.where("placement"), "cluster.placement",
+                          "how the nodes of several jobs (cluster.jobs) are laid out, and there is one job; it is ignored"});
+  }
   const ConfigNode* overrides = c.node("overrides");
   const ConfigNode empty;
   // Errors inside the topology file are reported there; a missing file is reported here.
