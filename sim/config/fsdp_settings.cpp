@@ -235,13 +235,22 @@ void check_applies(const Reader& r, const FsdpConfig& f, std::vector<ConfigWarni
       if (none && f.limit_all_gathers) warn("max_inflight_all_gathers", "the rate limiter of all-gathers, and " + why);
     }
   }
-  // Keeping the last unit's parameters after forward where every unit keeps them changes nothing.
+  // Keeping the last unit's parameters after forward where every unit keeps them changes nothing,
+  // nor does prefetching in a backward that all-gathers nothing.
   const bool keeps_all = ddp || f.sharding == Sharding::shard_grad_op || f.sharding == Sharding::hybrid_shard_zero2 ||
                          (f.reshard_after_forward && f.reshard_after_forward->value == 0);
   if (keeps_all) {
-    warn("keep_last_unit_unsharded", fmt::format("keeps the last unit's parameters after forward, which {} keeps for every unit",
-                                                 ddp || !f.reshard_after_forward ? fmt::format("fsdp.sharding: {}", to_string(f.sharding))
-                                                                                 : std::string("fsdp.reshard_after_forward: false")));
+    const std::string keeper = ddp || !f.reshard_after_forward ? fmt::format("fsdp.sharding: {}", to_string(f.sharding))
+                                                               : std::string("fsdp.reshard_after_forward: false");
+    warn("keep_last_unit_unsharded", fmt::format("keeps the last unit's parameters after forward, which {} keeps for every unit", keeper));
+    if (!ddp) {
+      const std::string why = fmt::format(", and {} keeps every unit's parameters from forward to backward", keeper);
+      warn("backward_prefetch_depth", "backward prefetching" + why);
+      if (f.version == 1) {
+        warn("backward_prefetch", "backward prefetching" + why);
+        warn("backward_hook_order", "where backward's all-gathers fall among its reductions" + why);
+      }
+    }
   }
   if (!ddp) {
     warn("bucket_size",
