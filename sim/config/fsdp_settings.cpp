@@ -157,7 +157,7 @@ std::int64_t bool_or_count(const Reader& r, std::string_view key, std::int64_t m
   r.fail(key, fmt::format("expected true, false or a count from 0 to {}; got {}", max, n->describe()));
 }
 
-Zero3Config read_zero3(const Reader& fsdp) {
+Zero3Config read_zero3(const Reader& fsdp, bool zero3, std::vector<ConfigWarning>& warnings) {
   ConfigNode scratch;
   Reader r(section(fsdp, "zero3", scratch), "fsdp.zero3", kZero3Schema);
   Zero3Config z;
@@ -170,6 +170,11 @@ Zero3Config read_zero3(const Reader& fsdp) {
   z.offload_optimizer = {pick<OffloadDevice>(r, "offload_optimizer"), r.where("offload_optimizer")};
   z.offload_param = {pick<OffloadDevice>(r, "offload_param"), r.where("offload_param")};
   z.sub_group_size = r.integer("sub_group_size");
+  if (zero3 && r.has("sub_group_size") && z.offload_optimizer.value == OffloadDevice::none) {
+    warnings.push_back({r.where("sub_group_size"), "fsdp.zero3.sub_group_size",
+                        "modelled as the offloaded optimizer's unit of stepping and swapping (offload_optimizer: cpu or nvme); "
+                        "with the optimizer on the GPU it is ignored"});
+  }
   z.cpu_checkpointing = {r.boolean("cpu_checkpointing"), r.where("cpu_checkpointing")};
   r.finish();
   return z;
@@ -306,7 +311,7 @@ FsdpConfig read_fsdp(const Reader& top, std::vector<ConfigWarning>& warnings) {
   f.bucket_size = Bytes(r.quantity("bucket_size", Dimension::bytes));
   f.mixed_precision = read_mixed_precision(r);
   f.cpu_offload = r.boolean("cpu_offload");
-  f.zero3 = read_zero3(r);
+  f.zero3 = read_zero3(r, f.sharding == Sharding::zero3, warnings);
   if (f.sharding == Sharding::shard_optimizer && f.cpu_offload) {
     r.fail("cpu_offload",
            "offloading with the sharded optimizer (ZeRO-1) is not modelled; expected false (or fsdp.sharding: zero3 "
