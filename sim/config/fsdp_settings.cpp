@@ -225,36 +225,33 @@ void check_applies(const Reader& r, const FsdpConfig& f, std::vector<ConfigWarni
     warn("max_inflight_all_gathers", "the depth of the rate limiter, which fsdp.limit_all_gathers: false turns off");
   }
   const bool ddp = ddp_like(f.sharding);
-  // All-gather scheduling where nothing, or nothing in backward, is all-gathered (FSDP1's keys on
+  // Keeping the last unit's parameters after forward where every unit keeps them changes nothing.
+  const bool keeps_all = ddp || f.sharding == Sharding::shard_grad_op || f.sharding == Sharding::hybrid_shard_zero2 ||
+                         (f.reshard_after_forward && f.reshard_after_forward->value == 0);
+  const std::string keeper = ddp || !f.reshard_after_forward ? fmt::format("fsdp.sharding: {}", to_string(f.sharding))
+                                                             : std::string("fsdp.reshard_after_forward: false");
+  if (keeps_all) {
+    warn("keep_last_unit_unsharded", fmt::format("keeps the last unit's parameters after forward, which {} keeps for every unit", keeper));
+  }
+  // All-gather scheduling where backward, or the whole step, all-gathers nothing (FSDP1's keys on
   // FSDP2 have their own warning above).
-  if (f.sharding == Sharding::no_shard || f.sharding == Sharding::shard_optimizer) {
-    const bool none = f.sharding == Sharding::no_shard;
-    const std::string why = none ? "fsdp.sharding: no_shard all-gathers no parameters"
-                                 : "fsdp.sharding: shard_optimizer all-gathers parameters before forward only";
+  const bool none = f.sharding == Sharding::no_shard;
+  const std::string why = none ? "fsdp.sharding: no_shard all-gathers no parameters"
+                          : f.sharding == Sharding::shard_optimizer
+                              ? "fsdp.sharding: shard_optimizer all-gathers parameters before forward only"
+                              : keeper + " keeps every unit's parameters from forward to backward";
+  if (keeps_all) {
     warn("backward_prefetch_depth", "backward prefetching, and " + why);
-    if (none) warn("forward_prefetch", "forward prefetching, and " + why);
     if (f.version == 1) {
       warn("backward_prefetch", "backward prefetching, and " + why);
       warn("backward_hook_order", "where backward's all-gathers fall among its reductions, and " + why);
-      if (none) warn("limit_all_gathers", "the rate limiter of all-gathers, and " + why);
-      if (none && f.limit_all_gathers) warn("max_inflight_all_gathers", "the rate limiter of all-gathers, and " + why);
     }
   }
-  // Keeping the last unit's parameters after forward where every unit keeps them changes nothing,
-  // nor does prefetching in a backward that all-gathers nothing.
-  const bool keeps_all = ddp || f.sharding == Sharding::shard_grad_op || f.sharding == Sharding::hybrid_shard_zero2 ||
-                         (f.reshard_after_forward && f.reshard_after_forward->value == 0);
-  if (keeps_all) {
-    const std::string keeper = ddp || !f.reshard_after_forward ? fmt::format("fsdp.sharding: {}", to_string(f.sharding))
-                                                               : std::string("fsdp.reshard_after_forward: false");
-    warn("keep_last_unit_unsharded", fmt::format("keeps the last unit's parameters after forward, which {} keeps for every unit", keeper));
-    if (!ddp) {
-      const std::string why = fmt::format(", and {} keeps every unit's parameters from forward to backward", keeper);
-      warn("backward_prefetch_depth", "backward prefetching" + why);
-      if (f.version == 1) {
-        warn("backward_prefetch", "backward prefetching" + why);
-        warn("backward_hook_order", "where backward's all-gathers fall among its reductions" + why);
-      }
+  if (none) {
+    warn("forward_prefetch", "forward prefetching, and " + why);
+    if (f.version == 1) {
+      warn("limit_all_gathers", "the rate limiter of all-gathers, and " + why);
+      if (f.limit_all_gathers) warn("max_inflight_all_gathers", "the rate limiter of all-gathers, and " + why);
     }
   }
   if (!ddp) {
