@@ -276,6 +276,7 @@ FsdpConfig read_fsdp(const Reader& top, std::vector<ConfigWarning>& warnings) {
   f.where = r.where("cpu_offload");
   f.version = static_cast<int>(r.integer("version"));
   f.sharding = pick<Sharding>(r, "sharding");
+  f.sharding_where = r.where("sharding");
   f.wrap = read_wrap(r);
   if (const ConfigNode* o = outer_units(f.wrap); o != nullptr && f.version == 1) {
     throw ConfigError(o->where, "fsdp.wrap.outer_modules",

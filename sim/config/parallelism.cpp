@@ -365,7 +365,7 @@ static void check_async_tp(const ScenarioConfig& s) {
   }
 }
 
-void check_parallelism(const ScenarioConfig& s) {
+void check_parallelism(const ScenarioConfig& s, std::vector<ConfigWarning>& warnings) {
   const ParallelismConfig& p = s.parallelism;
   const std::int64_t world = s.world_size();
   const int gpus = s.cluster.topology.node.gpus;
@@ -416,6 +416,14 @@ void check_parallelism(const ScenarioConfig& s) {
   };
   check(p.dp_shard, "dp_shard", shard);
   check(p.dp_replicate, "dp_replicate", replicate);
+  if (hybrid && world > 1 && replicate == 1) {
+    // One replica: nothing to all-reduce across, the layout full_shard (shard_grad_op) gives.
+    const char* same = s.fsdp.sharding == Sharding::hybrid_shard ? "full_shard" : "shard_grad_op";
+    warnings.push_back({s.fsdp.sharding_where, "fsdp.sharding",
+                        fmt::format("{} shards within a node and replicates across nodes, but the {} data-parallel ranks fit in one "
+                                    "node: one replica, simulated as {}; expected more than one node, or fsdp.sharding: {}",
+                                    to_string(s.fsdp.sharding), dp, same, same)});
+  }
 }
 
 std::vector<Schema> parallelism_schemas() {

@@ -359,7 +359,7 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
     throw ConfigError(s.simulation.flows_where, "simulation.flows",
                       "ECMP routes each NCCL channel's flows to a spine of their own, which only path flows carry; expected path");
   }
-  check_parallelism(s);
+  check_parallelism(s, s.warnings);
   check_float8(s);
   check_offload(s);
   if (top.has("calibration")) {

@@ -155,7 +155,8 @@ struct FsdpConfig {
   MixedPrecision mixed_precision;
   bool cpu_offload = false;
   Zero3Config zero3;
-  Location where;  // of the fsdp section, for settings checked after loading
+  Location where;           // of the fsdp section, for settings checked after loading
+  Location sharding_where;  // of fsdp.sharding (its section's where defaulted)
 };
 
 // How several jobs' nodes are laid out on the fabric (cluster.placement).

@@ -53,7 +53,7 @@ inline const ConfigNode& section(const Reader& r, std::string_view key, ConfigNo
 
 // parallelism.cpp: the section as written, then checked against the cluster and fsdp.sharding.
 [[nodiscard]] ParallelismConfig read_parallelism(const Reader& top, std::vector<ConfigWarning>& warnings);
-void check_parallelism(const ScenarioConfig& s);
+void check_parallelism(const ScenarioConfig& s, std::vector<ConfigWarning>& warnings);
 [[nodiscard]] std::vector<Schema> parallelism_schemas();
 
 // float8_settings.cpp: training.float8 as written, then checked against the GPU and FSDP.
