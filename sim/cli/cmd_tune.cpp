@@ -57,7 +57,7 @@ Args tune_args() {
   a.flag("--compile",
          "also search torch.compile per block on and off (training.compile: true, false; layouts that need one of them, async TP "
          "or a zero-bubble schedule, are refused with the reason)");
-  a.value("--finalists", "K", "stage-1 configurations refined in stage 2 (FSDP1; default 4)");
+  a.value("--finalists", "K", "stage-1 configurations refined in stage 2 (prefetching; default 4)");
   a.value("-j", "N", "worker processes; default: the CPUs available");
   a.value("--out", "DIR", "keep each stage's sweep (results, pictures) and recommended.yaml in DIR");
   return a;
@@ -198,7 +198,7 @@ std::vector<std::string> searched(const Options& o, const config::ScenarioConfig
   if (!o.limit)
     c.push_back("(peak memory is the modelled reserved memory; leave headroom for what the model leaves out with --memory-limit)");
   c.push_back(fmt::format("stage 1: {} = {} configurations, and the scenario as written", axes_text(space.stage1), s.stage1 - 1));
-  c.push_back(space.stage2.empty() ? "stage 2: none (FSDP2 has no backward_prefetch or limit_all_gathers setting to tune)"
+  c.push_back(space.stage2.empty() ? "stage 2: none"
                                    : fmt::format("stage 2: {} for the best {} that fit (with distinct results): {} configurations",
                                                  axes_text(space.stage2), s.finalists, s.stage2));
   c.push_back(fmt::format("simulated {} configurations in {:.1f} s with -j {}: {} fit, {} over the limit, {} failed", s.results.size(),

@@ -119,6 +119,11 @@ TuneSpace tune_space(const config::ScenarioConfig& base, std::optional<std::int6
   if (base.fsdp.version == 1) {
     s.stage2.push_back(axis("fsdp.backward_prefetch", {"pre", "post", "none"}));
     s.stage2.push_back(axis("fsdp.limit_all_gathers", {"true", "false"}));
+  } else {
+    // fully_shard's explicit prefetch lists (set_modules_to_backward_prefetch / _forward_prefetch):
+    // one unit ahead in backward is its default, none in forward.
+    s.stage2.push_back(axis("fsdp.backward_prefetch_depth", {"1", "2"}));
+    s.stage2.push_back(axis("fsdp.forward_prefetch", {"false", "true"}));
   }
   return s;
 }
@@ -158,8 +163,21 @@ std::vector<std::size_t> ranked(const std::vector<PointResult>& results, std::op
     if (ta != tb) return ta > tb;
     return results[a].number("peak_memory_bytes") < results[b].number("peak_memory_bytes");
   });
-  if (out.size() > n) out.resize(n);
-  return out;
+  // A stage-2 setting that changed nothing (the finalist's own, or one its sharding makes moot)
+  // repeats the configuration it extends: keep the shorter.
+  const auto repeats = [&](std::size_t longer, std::size_t shorter) {
+    const auto& l = results[longer].assignments;
+    const auto& s = results[shorter].assignments;
+    return results[longer].number("tokens_per_s_per_gpu") == results[shorter].number("tokens_per_s_per_gpu") &&
+           results[longer].number("peak_memory_bytes") == results[shorter].number("peak_memory_bytes") && l.size() > s.size() &&
+           std::equal(s.begin(), s.end(), l.begin());
+  };
+  std::vector<std::size_t> kept;
+  for (std::size_t i : out) {
+    if (kept.size() == n) break;
+    if (std::none_of(kept.begin(), kept.end(), [&](std::size_t k) { return repeats(i, k); })) kept.push_back(i);
+  }
+  return kept;
 }
 
 std::vector<PointResult> finalists(const std::vector<PointResult>& results, std::optional<double> limit, std::size_t n) {

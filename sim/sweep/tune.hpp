@@ -15,10 +15,11 @@
 // per data-parallel rank there (the global batch kept: the scenario's per-rank batch x t p c / its
 // own), parallelism.tp / pp [/ cp] / training.micro_batch / grad_accum [/ parallelism.pp_schedule]
 // together.
-// Stage 2 (FSDP1 only), for the best `finalists` of stage 1 that fit:
-//   fsdp.backward_prefetch x fsdp.limit_all_gathers   pre, post, none x true, false
-// FSDP2 has neither knob: its backward prefetch is always BACKWARD_PRE and it has no rate
-// limiter (shared/reference/fsdp-semantics.md section 7), so stage 2 would only repeat stage 1.
+// Stage 2, for the best `finalists` of stage 1 that fit, the prefetch settings of each version:
+//   FSDP1: fsdp.backward_prefetch x fsdp.limit_all_gathers          pre, post, none x true, false
+//   FSDP2: fsdp.backward_prefetch_depth x fsdp.forward_prefetch     1, 2 x false, true
+// FSDP2 has no rate limiter and always prefetches before a unit's backward (shared/reference/
+// fsdp-semantics.md section 7); its knobs are the lengths of its explicit prefetch lists.
 #pragma once
 
 #include <cstdint>
@@ -65,7 +66,8 @@ struct Layouts {
 [[nodiscard]] bool fits(const PointResult& r, std::optional<double> limit);
 
 // Indices of the fitting points by decreasing tokens/s per GPU (ties: less peak memory, then
-// position); at most `n`.
+// position), leaving out a point whose figures equal those of one kept whose assignments begin
+// its own (a stage-2 setting that changed nothing); at most `n`.
 [[nodiscard]] std::vector<std::size_t> ranked(const std::vector<PointResult>& results, std::optional<double> limit, std::size_t n);
 
 // Stage 2's starting points: the best `n` of ranked(), skipping any whose figures (tokens/s and

@@ -28,7 +28,8 @@ sweep::PointResult result(std::size_t index, double tps, double gib, bool oom = 
 
 }  // namespace
 
-TEST_CASE("tune searches 3 checkpointing x batch divisors x sharding x 4 wraps and prefetch x limiter only for FSDP1") {
+TEST_CASE(
+    "tune searches 3 checkpointing x batch divisors x sharding x 4 wraps, then prefetching: FSDP1's and the limiter, FSDP2's depths") {
   // tiny_llama: FSDP1, one node, micro_batch 1 x grad_accum 1.
   const auto one_node = sweep::tune_space(tiny({}), std::nullopt);
   REQUIRE(one_node.stage1.size() == 4);
@@ -47,9 +48,13 @@ TEST_CASE("tune searches 3 checkpointing x batch divisors x sharding x 4 wraps a
   CHECK(sweep::stage1_points(two).size() == 3 * 6 * 6 * 4 + 1);
   CHECK(sweep::stage1_points(two).back().assignments.empty());  // the scenario as written, last
 
+  // FSDP2: its prefetch lists' lengths, one or two units ahead in backward, none or one in forward.
   const auto v2 = sweep::tune_space(tiny({"fsdp.version=2"}), std::nullopt);
-  CHECK(v2.stage2.empty());
-  CHECK(sweep::stage2_points(v2, {result(0, 1, 1)}).empty());
+  REQUIRE(v2.stage2.size() == 2);
+  const auto v2_points = sweep::stage2_points(v2, {result(0, 1, 1)});
+  REQUIRE(v2_points.size() == 2 * 2);
+  CHECK(v2_points[0].assignments == std::vector<std::string>{"p=0", "fsdp.backward_prefetch_depth=1", "fsdp.forward_prefetch=false"});
+  CHECK(v2_points[3].assignments == std::vector<std::string>{"p=0", "fsdp.backward_prefetch_depth=2", "fsdp.forward_prefetch=true"});
 }
 
 TEST_CASE("stage 2 tries every prefetch x limiter setting on each finalist") {
@@ -58,6 +63,17 @@ TEST_CASE("stage 2 tries every prefetch x limiter setting on each finalist") {
   REQUIRE(points.size() == 2 * 3 * 2);
   CHECK(points[0].assignments == std::vector<std::string>{"p=0", "fsdp.backward_prefetch=pre", "fsdp.limit_all_gathers=true"});
   CHECK(points[11].assignments == std::vector<std::string>{"p=1", "fsdp.backward_prefetch=none", "fsdp.limit_all_gathers=false"});
+}
+
+TEST_CASE("ranking leaves out a stage-2 setting that changed nothing, not other configurations with the same figures") {
+  // 0 and 1 are stage-1 points with equal figures (both kept: other settings); 2 extends 0 and
+  // changed nothing; 3 extends 0 and is faster; 4 extends 1 and changed nothing either.
+  std::vector<sweep::PointResult> rs{result(0, 200, 50), result(1, 200, 50), result(2, 200, 50), result(3, 300, 50), result(4, 200, 50)};
+  rs[2].assignments = {"p=0", "fsdp.forward_prefetch=false"};
+  rs[3].assignments = {"p=0", "fsdp.forward_prefetch=true"};
+  rs[4].assignments = {"p=1", "fsdp.forward_prefetch=false"};
+  CHECK(sweep::ranked(rs, std::nullopt, 10) == std::vector<std::size_t>{3, 0, 1});
+  CHECK(sweep::ranked(rs, std::nullopt, 2) == std::vector<std::size_t>{3, 0});
 }
 
 TEST_CASE("ranking: the most tokens/s within the limit (ties to less memory) and equal results are one finalist") {
