@@ -226,8 +226,11 @@ void check_applies(const Reader& r, const FsdpConfig& f, std::vector<ConfigWarni
   }
   const bool ddp = ddp_like(f.sharding);
   // Keeping the last unit's parameters after forward where every unit keeps them changes nothing.
-  const bool keeps_all = ddp || f.sharding == Sharding::shard_grad_op || f.sharding == Sharding::hybrid_shard_zero2 ||
-                         (f.reshard_after_forward && f.reshard_after_forward->value == 0);
+  // fully_shard's reshard_after_forward, where given, decides over the sharding's default
+  // (fsdp/plan.cpp apply_reshard_settings).
+  const bool keeps_all =
+      ddp || (f.reshard_after_forward ? f.reshard_after_forward->value == 0
+                                      : f.sharding == Sharding::shard_grad_op || f.sharding == Sharding::hybrid_shard_zero2);
   const std::string keeper = ddp || !f.reshard_after_forward ? fmt::format("fsdp.sharding: {}", to_string(f.sharding))
                                                              : std::string("fsdp.reshard_after_forward: false");
   if (keeps_all) {
@@ -301,6 +304,8 @@ FsdpConfig read_fsdp(const Reader& top, std::vector<ConfigWarning>& warnings) {
     f.reshard_after_forward = Located<int>{static_cast<int>(v), r.where("reshard_after_forward")};
   }
   f.keep_last_unit_unsharded = r.boolean("keep_last_unit_unsharded");
+  f.keep_last_where = r.where("keep_last_unit_unsharded");
+  f.backward_prefetch_depth_where = r.where("backward_prefetch_depth");
   // Only fully_shard reshards (check_applies warns, and it is ignored, elsewhere).
   const bool sharded = !ddp_like(f.sharding) && f.sharding != Sharding::zero3;
   f.reshard_root_after_forward = f.version == 2 && sharded && r.boolean("reshard_root_after_forward");

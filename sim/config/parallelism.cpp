@@ -416,6 +416,25 @@ void check_parallelism(const ScenarioConfig& s, std::vector<ConfigWarning>& warn
   };
   check(p.dp_shard, "dp_shard", shard);
   check(p.dp_replicate, "dp_replicate", replicate);
+  // Under a pipeline fully_shard keeps every unit's parameters from forward to backward unless
+  // fsdp.reshard_after_forward says otherwise (fsdp/plan.cpp, torchtitan's reshard_after_forward =
+  // not pp_enabled): the last unit's too, and backward all-gathers nothing. (Shardings that keep
+  // them anyway have the fsdp section's own warning.)
+  if (p.pp > 1 && s.fsdp.version == 2 && !s.fsdp.reshard_after_forward &&
+      (s.fsdp.sharding == Sharding::full_shard || s.fsdp.sharding == Sharding::hybrid_shard)) {
+    const std::string why = fmt::format(
+        "under pipeline parallelism (pp {}) fully_shard keeps every unit's parameters from forward to backward unless "
+        "fsdp.reshard_after_forward is given",
+        p.pp);
+    if (s.fsdp.keep_last_unit_unsharded) {
+      warnings.push_back({s.fsdp.keep_last_where, "fsdp.keep_last_unit_unsharded",
+                          "keeps the last unit's parameters after forward, and " + why + "; it is ignored"});
+    }
+    if (s.fsdp.backward_prefetch_depth != 1) {
+      warnings.push_back({s.fsdp.backward_prefetch_depth_where, "fsdp.backward_prefetch_depth",
+                          "backward prefetching, and " + why + ", so backward all-gathers nothing; it is ignored"});
+    }
+  }
   if (hybrid && world > 1 && replicate == 1) {
     // One replica: nothing to all-reduce across, the layout full_shard (shard_grad_op) gives.
     const char* same = s.fsdp.sharding == Sharding::hybrid_shard ? "full_shard" : "shard_grad_op";

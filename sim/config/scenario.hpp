@@ -155,8 +155,10 @@ struct FsdpConfig {
   MixedPrecision mixed_precision;
   bool cpu_offload = false;
   Zero3Config zero3;
-  Location where;           // of the fsdp section, for settings checked after loading
-  Location sharding_where;  // of fsdp.sharding (its section's where defaulted)
+  Location where;                          // of the fsdp section, for settings checked after loading
+  Location sharding_where;                 // of fsdp.sharding (its section's where defaulted)
+  Location keep_last_where;                // ... of fsdp.keep_last_unit_unsharded
+  Location backward_prefetch_depth_where;  // ... of fsdp.backward_prefetch_depth
 };
 
 // How several jobs' nodes are laid out on the fabric (cluster.placement).
