@@ -113,9 +113,12 @@ TuneSpace tune_space(const config::ScenarioConfig& base, std::optional<std::int6
   std::vector<std::string> sharding{"full_shard", "shard_grad_op", "no_shard", "shard_optimizer"};
   if (base.cluster.nodes > 1) sharding.insert(sharding.end(), {"hybrid_shard", "hybrid_shard_zero2"});
   s.stage1.push_back(axis("fsdp.sharding", sharding));
-  s.stage1.push_back(
-      axis("fsdp.wrap", {"{policy: module, module: block, blocks_per_unit: 1}", "{policy: module, module: block, blocks_per_unit: 2}",
-                         "{policy: module, module: block, blocks_per_unit: 4}", "{policy: size, min_params: 100000000}"}));
+  std::vector<std::string> wraps{"{policy: module, module: block, blocks_per_unit: 1}",
+                                 "{policy: module, module: block, blocks_per_unit: 2}",
+                                 "{policy: module, module: block, blocks_per_unit: 4}", "{policy: size, min_params: 100000000}"};
+  // fully_shard also wraps the modules around the blocks as units of their own, as torchtitan does.
+  if (base.fsdp.version == 2) wraps.push_back("{policy: module, module: block, blocks_per_unit: 1, outer_modules: units}");
+  s.stage1.push_back(axis("fsdp.wrap", wraps));
   if (base.fsdp.version == 1) {
     s.stage2.push_back(axis("fsdp.backward_prefetch", {"pre", "post", "none"}));
     s.stage2.push_back(axis("fsdp.limit_all_gathers", {"true", "false"}));

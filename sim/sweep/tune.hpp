@@ -8,7 +8,8 @@
 //                                       a training choice, so it is kept)
 //   fsdp.sharding                       full_shard, shard_grad_op, no_shard, shard_optimizer; on more than one
 //                                       node also hybrid_shard, hybrid_shard_zero2
-//   fsdp.wrap                           module per 1, 2 or 4 blocks; size (min_params 1e8)
+//   fsdp.wrap                           module per 1, 2 or 4 blocks; size (min_params 1e8); FSDP2
+//                                       also one block a unit with outer_modules: units
 // plus the scenario as written, to compare against. With tensor-, pipeline- or context-parallel
 // degrees or pipeline schedules to search (`shardsim tune --tp / --pp / --cp / --pp-schedule`),
 // the batch axis becomes a layout axis: for each degree t (p, c), each divisor m of the sequences

@@ -29,7 +29,8 @@ sweep::PointResult result(std::size_t index, double tps, double gib, bool oom = 
 }  // namespace
 
 TEST_CASE(
-    "tune searches 3 checkpointing x batch divisors x sharding x 4 wraps, then prefetching: FSDP1's and the limiter, FSDP2's depths") {
+    "tune searches 3 checkpointing x batch divisors x sharding x 4 wraps (5 for FSDP2), then prefetching: FSDP1's and the limiter, FSDP2's "
+    "depths") {
   // tiny_llama: FSDP1, one node, micro_batch 1 x grad_accum 1.
   const auto one_node = sweep::tune_space(tiny({}), std::nullopt);
   REQUIRE(one_node.stage1.size() == 4);
@@ -48,8 +49,12 @@ TEST_CASE(
   CHECK(sweep::stage1_points(two).size() == 3 * 6 * 6 * 4 + 1);
   CHECK(sweep::stage1_points(two).back().assignments.empty());  // the scenario as written, last
 
-  // FSDP2: its prefetch lists' lengths, one or two units ahead in backward, none or one in forward.
+  // FSDP2: a fifth wrap, torchtitan's units around the blocks; then its prefetch lists' lengths,
+  // one or two units ahead in backward, none or one in forward.
   const auto v2 = sweep::tune_space(tiny({"fsdp.version=2"}), std::nullopt);
+  REQUIRE(v2.stage1.size() == 4);
+  REQUIRE(v2.stage1[3].size() == 5);
+  CHECK(v2.stage1[3].value_label(4) == "{policy: module, module: block, blocks_per_unit: 1, outer_modules: units}");
   REQUIRE(v2.stage2.size() == 2);
   const auto v2_points = sweep::stage2_points(v2, {result(0, 1, 1)});
   REQUIRE(v2_points.size() == 2 * 2);
