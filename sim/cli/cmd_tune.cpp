@@ -168,18 +168,16 @@ Search search(const Options& o, const sweep::TuneSpace& space) {
   s.stage1 = stage1.points.size();
   s.results = run_stage(stage1, o.jobs, fn).results;
   s.baseline = s.results.back();
-  if (!space.stage2.empty()) {
-    const auto best = sweep::finalists(s.results, o.limit, o.finalists);
-    s.finalists = best.size();
-    auto dims = stage1.dimensions;
-    for (const auto& d : sweep::dimensions_of(space.stage2)) dims.push_back(d);
-    sweep::SweepSpec stage2{o.scenario, o.sets, dims, sweep::stage2_points(space, best), {}, {}, false, {}};
-    if (o.out) stage2.out = *o.out / "stage-2";
-    s.stage2 = stage2.points.size();
-    if (s.stage2 > 0) {
-      auto more = run_stage(stage2, o.jobs, fn).results;
-      s.results.insert(s.results.end(), more.begin(), more.end());
-    }
+  const auto best = sweep::finalists(s.results, o.limit, o.finalists);
+  s.finalists = best.size();
+  auto dims = stage1.dimensions;
+  for (const auto& d : sweep::dimensions_of(space.stage2)) dims.push_back(d);
+  sweep::SweepSpec stage2{o.scenario, o.sets, dims, sweep::stage2_points(space, best), {}, {}, false, {}};
+  if (o.out) stage2.out = *o.out / "stage-2";
+  s.stage2 = stage2.points.size();
+  if (s.stage2 > 0) {  // none when nothing fits
+    auto more = run_stage(stage2, o.jobs, fn).results;
+    s.results.insert(s.results.end(), more.begin(), more.end());
   }
   s.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return s;
@@ -198,9 +196,8 @@ std::vector<std::string> searched(const Options& o, const config::ScenarioConfig
   if (!o.limit)
     c.push_back("(peak memory is the modelled reserved memory; leave headroom for what the model leaves out with --memory-limit)");
   c.push_back(fmt::format("stage 1: {} = {} configurations, and the scenario as written", axes_text(space.stage1), s.stage1 - 1));
-  c.push_back(space.stage2.empty() ? "stage 2: none"
-                                   : fmt::format("stage 2: {} for the best {} that fit (with distinct results): {} configurations",
-                                                 axes_text(space.stage2), s.finalists, s.stage2));
+  c.push_back(fmt::format("stage 2: {} for the best {} that fit (with distinct results): {} configurations", axes_text(space.stage2),
+                          s.finalists, s.stage2));
   c.push_back(fmt::format("simulated {} configurations in {:.1f} s with -j {}: {} fit, {} over the limit, {} failed", s.results.size(),
                           s.wall_s, o.jobs, fit, s.results.size() - fit - failed, failed));
   // Why configurations failed, each reason once with how many it refused (the first its example).

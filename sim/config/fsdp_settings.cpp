@@ -225,12 +225,9 @@ void check_applies(const Reader& r, const FsdpConfig& f, std::vector<ConfigWarni
     warn("max_inflight_all_gathers", "the depth of the rate limiter, which fsdp.limit_all_gathers: false turns off");
   }
   const bool ddp = ddp_like(f.sharding);
-  // Keeping the last unit's parameters after forward where every unit keeps them changes nothing.
-  // fully_shard's reshard_after_forward, where given, decides over the sharding's default
-  // (fsdp/plan.cpp apply_reshard_settings).
-  const bool keeps_all =
-      ddp || (f.reshard_after_forward ? f.reshard_after_forward->value == 0
-                                      : f.sharding == Sharding::shard_grad_op || f.sharding == Sharding::hybrid_shard_zero2);
+  // Keeping the last unit's parameters after forward where every unit keeps them changes nothing
+  // (under a pipeline check_parallelism warns).
+  const bool keeps_all = keeps_every_unit(f);
   const std::string keeper = ddp || !f.reshard_after_forward ? fmt::format("fsdp.sharding: {}", to_string(f.sharding))
                                                              : std::string("fsdp.reshard_after_forward: false");
   if (keeps_all) {
@@ -271,6 +268,13 @@ void check_applies(const Reader& r, const FsdpConfig& f, std::vector<ConfigWarni
 }
 
 }  // namespace
+
+bool keeps_every_unit(const FsdpConfig& f, std::int64_t pp) {
+  if (ddp_like(f.sharding)) return true;
+  if (f.sharding == Sharding::zero3) return false;  // DeepSpeed releases each module's parameters after its forward
+  if (f.reshard_after_forward) return f.reshard_after_forward->value == 0;
+  return f.sharding == Sharding::shard_grad_op || f.sharding == Sharding::hybrid_shard_zero2 || (pp > 1 && f.version == 2);
+}
 
 FsdpConfig read_fsdp(const Reader& top, std::vector<ConfigWarning>& warnings) {
   ConfigNode scratch;

@@ -417,11 +417,9 @@ void check_parallelism(const ScenarioConfig& s, std::vector<ConfigWarning>& warn
   check(p.dp_shard, "dp_shard", shard);
   check(p.dp_replicate, "dp_replicate", replicate);
   // Under a pipeline fully_shard keeps every unit's parameters from forward to backward unless
-  // fsdp.reshard_after_forward says otherwise (fsdp/plan.cpp, torchtitan's reshard_after_forward =
-  // not pp_enabled): the last unit's too, and backward all-gathers nothing. (Shardings that keep
-  // them anyway have the fsdp section's own warning.)
-  if (p.pp > 1 && s.fsdp.version == 2 && !s.fsdp.reshard_after_forward &&
-      (s.fsdp.sharding == Sharding::full_shard || s.fsdp.sharding == Sharding::hybrid_shard)) {
+  // fsdp.reshard_after_forward says otherwise: the last unit's too, and backward all-gathers
+  // nothing. (Where they are kept anyway the fsdp section has its own warning.)
+  if (keeps_every_unit(s.fsdp, p.pp) && !keeps_every_unit(s.fsdp)) {
     const std::string why = fmt::format(
         "under pipeline parallelism (pp {}) fully_shard keeps every unit's parameters from forward to backward unless "
         "fsdp.reshard_after_forward is given",

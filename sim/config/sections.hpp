@@ -50,6 +50,12 @@ inline const ConfigNode& section(const Reader& r, std::string_view key, ConfigNo
 // Settings written for a configuration they do not apply to are added to `warnings`.
 [[nodiscard]] FsdpConfig read_fsdp(const Reader& top, std::vector<ConfigWarning>& warnings);
 [[nodiscard]] std::vector<Schema> fsdp_schemas();
+// Whether every unit keeps its parameters from forward to backward, so that backward all-gathers
+// nothing: DDP's strategies, shard_grad_op and hybrid_shard_zero2 unless fully_shard's
+// reshard_after_forward says otherwise, reshard_after_forward: false, and fully_shard under a
+// pipeline (pp > 1) where reshard_after_forward is not given (torchtitan: reshard_after_forward =
+// not pp_enabled). fsdp/plan.cpp's apply_reshard_settings builds the units to match.
+[[nodiscard]] bool keeps_every_unit(const FsdpConfig& f, std::int64_t pp = 1);
 
 // parallelism.cpp: the section as written, then checked against the cluster and fsdp.sharding.
 [[nodiscard]] ParallelismConfig read_parallelism(const Reader& top, std::vector<ConfigWarning>& warnings);

@@ -139,7 +139,6 @@ std::vector<Point> stage1_points(const TuneSpace& space) {
 
 std::vector<Point> stage2_points(const TuneSpace& space, const std::vector<PointResult>& finalists) {
   std::vector<Point> out;
-  if (space.stage2.empty()) return out;
   const auto variants = expand(space.stage2);
   for (const auto& f : finalists) {
     for (const auto& v : variants) {

@@ -36,7 +36,7 @@ namespace shardsim::sweep {
 
 struct TuneSpace {
   std::vector<Axis> stage1;
-  std::vector<Axis> stage2;  // empty for FSDP2
+  std::vector<Axis> stage2;  // prefetching, refined on the finalists
   std::int64_t batch = 1;    // sequences per GPU per optimizer step, kept fixed
 };
 
