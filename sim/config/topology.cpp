@@ -178,6 +178,15 @@ constexpr std::array kHostParams{
               "CPU time the training process spends on each kernel it launches (Python, PyTorch's dispatcher, the "
               "launch call): the GPU runs no sooner than the CPU issues; 0 leaves the CPU out (docs/fidelity.md)",
               kDurationRange},
+    ParamSpec{"fsdp1_hook_per_tensor", "duration", "20us",
+              "CPU time FSDP1's hooks spend per original parameter of a unit at each unshard and the reshard after it "
+              "(_use_unsharded_views, _writeback_orig_params, _use_sharded_views: pytorch#96958, 400 parameters: 4.27 + 1.07 + "
+              "2.75 ms); the GPU runs no sooner than the CPU issues (docs/fidelity.md)",
+              kDurationRange},
+    ParamSpec{"fsdp2_hook_per_tensor", "duration", "41us",
+              "CPU time fully_shard's hooks spend per parameter of a unit at each all-gather and each reduce-scatter "
+              "(pytorch#133369: 0.37 ms for a Llama 3 8B block's 9 parameters; the reduce-scatter assumed alike)",
+              kDurationRange},
     ParamSpec{"memory", "size", "-", "CPU DRAM per node (checked against what offloading puts there); absent: not checked",
               Range{1 << 20, 1e18, Dimension::bytes}},
     ParamSpec{"nvme", "mapping {read, write, capacity}", "-",
@@ -407,6 +416,8 @@ TopologyConfig load_topology(const std::filesystem::path& file, const ConfigNode
     t.host.memory_bandwidth = ByteRate(h.quantity("memory_bandwidth", Dimension::byte_rate));
     t.host.cpu = static_cast<CpuVendor>(h.choice_index("cpu"));
     t.host.kernel_dispatch = Seconds(h.quantity("kernel_dispatch", Dimension::seconds));
+    t.host.fsdp1_hook_per_tensor = Seconds(h.quantity("fsdp1_hook_per_tensor", Dimension::seconds));
+    t.host.fsdp2_hook_per_tensor = Seconds(h.quantity("fsdp2_hook_per_tensor", Dimension::seconds));
     t.host.memory = Bytes(h.opt_quantity("memory", Dimension::bytes).value_or(0));
     if (const ConfigNode* nvme = h.node("nvme")) {
       if (!nvme->is_map()) h.fail("nvme", fmt::format("expected a mapping {{read, write, capacity}}; got {}", nvme->describe()));

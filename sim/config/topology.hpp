@@ -162,6 +162,11 @@ struct HostSpec {
   // order, and an op's GPU work starts no sooner than its first kernel is issued and ends no
   // sooner than its last (engine/scheduler.cpp). 0: not modelled.
   Seconds kernel_dispatch;
+  // CPU seconds FSDP's hooks spend per parameter tensor of a unit (Python over its parameters),
+  // besides their kernels: FSDP1 at each unshard (with the reshard after it), FSDP2 at each
+  // all-gather and each reduce-scatter. The CPU model runs whenever either is above 0.
+  Seconds fsdp1_hook_per_tensor;
+  Seconds fsdp2_hook_per_tensor;
   Bytes memory;  // CPU DRAM per node; 0: not given (host memory is then not checked)
   NvmeSpec nvme;
 };

@@ -58,10 +58,15 @@ Simulator::Simulator(const SimulationInput& in, int simulated)
       }
     }
   }
+  // The CPU is modelled where it spends time: per kernel, or in FSDP's hooks.
   const double per_kernel = in.topology.host.kernel_dispatch.value();
-  if (per_kernel > 0) {
-    dispatch_.resize(n);
-    for (std::size_t o = 0; o < n; ++o) dispatch_[o] = per_kernel * g_.op(static_cast<int>(o)).kernels_launched();
+  std::vector<double> cpu(n);
+  for (std::size_t o = 0; o < n; ++o) {
+    const graph::Op& op = g_.op(static_cast<int>(o));
+    cpu[o] = op.cpu_s + per_kernel * op.kernels_launched();
+  }
+  if (std::any_of(cpu.begin(), cpu.end(), [](double s) { return s > 0; })) {
+    dispatch_ = std::move(cpu);
     dispatched_.assign(static_cast<std::size_t>(g_.info.pp_group), std::vector<double>(n));
     for (int stage = 0; stage < g_.info.pp_group; ++stage) {
       double sum = 0;
@@ -339,9 +344,9 @@ double Simulator::issued(int op, int c) const {
 bool Simulator::waits_for_cpu(int op, int c, double now, double last) {
   if (dispatch_.empty()) return false;
   const graph::Op& o = g_.op(op);
-  // Its GPU work can start once the first of its kernels is issued.
-  const double cost = dispatch_[static_cast<std::size_t>(op)];
-  const double first = last - cost + cost / std::max(1, o.kernels_launched());
+  // Its GPU work can start once the first of its kernels is issued, after the CPU's own work on it.
+  const double launching = dispatch_[static_cast<std::size_t>(op)] - o.cpu_s;
+  const double first = last - launching + launching / std::max(1, o.kernels_launched());
   if (first > now) {
     // Ready with the compute stream idle (it follows the stream's last op): idle for the CPU.
     if (o.stream == graph::Stream::compute) cohorts_[c].for_cpu.push_back({now, first});

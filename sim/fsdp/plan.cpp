@@ -38,6 +38,7 @@ class Assigner {
     Unit& u = units_[static_cast<std::size_t>(owner)];
     for (const auto& p : m.params) {
       u.numel += p.numel();
+      ++u.tensors;
       if (version_ == 2) {
         u.padded_numel += dim0_padded_numel(p.shape, group_);
         u.optimizer_tensors.push_back(dim0_padded_numel(p.shape, group_) / group_);
@@ -175,7 +176,8 @@ class Tracer {
 // FSDP2's reshard_after_forward (bool or int) and torchtitan's habit of keeping the last block
 // unsharded, on top of what the sharding strategy implies. With pipeline parallelism torchtitan's
 // default keeps every unit unsharded after forward (reshard_after_forward = not pp_enabled), so
-// that the stage does not all-gather again for each micro-batch.
+// that the stage does not all-gather again for each micro-batch. The config layer's warnings
+// follow the same rule (config::keeps_every_unit).
 void apply_reshard_settings(Plan& plan, const config::FsdpConfig& fsdp, int pp) {
   if (!fsdp.reshard_after_forward && pp > 1 && fsdp.version == 2 && plan.traits.shards_params) {
     for (auto& u : plan.units) u.reshard_after_forward = false;

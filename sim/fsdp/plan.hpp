@@ -20,6 +20,7 @@ struct Unit {
   std::vector<std::string> modules;  // dotted module paths wrapped together ("" for the root)
   int parent = -1;                   // enclosing unit (-1 for the root)
   std::int64_t numel = 0;            // parameters it holds
+  int tensors = 0;                   // how many parameter tensors (nn.Parameters) those are
   std::int64_t padded_numel = 0;     // as all-gathered: a multiple of the shard group size
   std::int64_t shard_numel = 0;      // per rank
   bool is_root = false;

@@ -193,6 +193,9 @@ struct Op {
   // A send over a group of more than two ranks (async tensor parallelism's pipelined copies, over
   // Group::tp): every member sends `bytes` to the member `shift` places after it, 1 <= shift < n.
   int shift = 0;
+  // CPU seconds the framework spends on the op before launching its kernels, besides
+  // host.kernel_dispatch per kernel: FSDP's hooks (host.fsdp1_hook_per_tensor / fsdp2_...).
+  double cpu_s = 0;
 
   [[nodiscard]] bool is_collective() const { return group != Group::none; }
   [[nodiscard]] bool runs_on_stage(int s) const { return stage < 0 || stage == s || peer_stage == s; }

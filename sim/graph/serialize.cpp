@@ -163,6 +163,7 @@ json to_json(const StepGraph& g) {
     if (op.stage >= 0) o["stage"] = op.stage;
     if (op.peer_stage >= 0) o["peer_stage"] = op.peer_stage;
     if (op.shift > 0) o["shift"] = op.shift;
+    if (op.cpu_s > 0) o["cpu_s"] = op.cpu_s;
     ops.push_back(std::move(o));
   }
   json edges = json::array();
@@ -270,6 +271,7 @@ StepGraph from_json(const json& j, const std::string& source) {
     if (o.contains("work")) op.work = work_from(in, o["work"], json_path(p, "work"));
     if (o.contains("stage")) op.stage = integer("stage", 0, g.info.pp_group - 1);
     if (o.contains("peer_stage")) op.peer_stage = integer("peer_stage", 0, g.info.pp_group - 1);
+    if (o.contains("cpu_s")) op.cpu_s = in.number(o["cpu_s"], json_path(p, "cpu_s"), 0, 1);
     if (o.contains("shift")) op.shift = integer("shift", 1, std::max({1, g.info.tp_group - 1, g.info.cp_group - 1}));
     if (op.group == Group::pp && (op.stage < 0 || op.peer_stage < 0)) {
       in.fail(p, "a collective of group \"pp\" has a stage and a peer_stage");

@@ -111,6 +111,7 @@ void FsdpStepBuilder::unshard(int u, Phase phase, int prefetch_trigger) {
   Op ag = make(OpKind::all_gather, ag_stream(), "AG " + name, u);
   ag.group = from_partial ? Group::reshard : Group::shard;
   ag.bytes = unsharded_bytes(u);
+  ag.cpu_s = hook_cpu_s(u);
   // FSDP1 allocates the unsharded flat parameter when the CPU issues the all-gather and frees it
   // with record_stream on the compute stream (_free_unsharded_flat_param): its block returns to
   // the pool only once that compute ran, so the CPU's lead (bounded by the rate limiter) sets how
@@ -134,6 +135,13 @@ void FsdpStepBuilder::unshard(int u, Phase phase, int prefetch_trigger) {
     at(unsharded_pool_, u) = Pool::all_gather;
   }
   at(prefetched_, u) = prefetch_trigger >= 0;
+}
+
+// The CPU time FSDP's hooks spend on unit u's parameters at an unshard (FSDP1: with the reshard
+// that follows it) or, for fully_shard, at a reduce-scatter too.
+double FsdpStepBuilder::hook_cpu_s(int u) const {
+  const auto& host = cfg_.cluster.topology.host;
+  return unit(u).tensors * (v2_ ? host.fsdp2_hook_per_tensor : host.fsdp1_hook_per_tensor).value();
 }
 
 // torchao's float8 all-gather without precomputed scales: fsdp_pre_all_gather computes each

@@ -148,6 +148,7 @@ class FsdpStepBuilder {
   void optimizer();
   void create_optimizer_state(Op& op) const;  // the first step's lazily created moments
   int stage_output();
+  [[nodiscard]] double hook_cpu_s(int u) const;              // FSDP's hooks on the CPU (host.fsdp*_hook_per_tensor)
   void amax_all_reduces(int u);                              // training.float8 all-gather without precomputed scales
   void precompute_float8_scales();                           // ... with them, after the optimizer step
   void grad_norm_all_reduces();                              // gradient-norm clipping, before the optimizer step

@@ -30,7 +30,7 @@ std::vector<double> cpu_issue_times(const graph::StepGraph& g, const graph::Time
       continue;
     }
     const std::int64_t kernels = std::max(1, op.work.launches);
-    cpu += rules.kernel_dispatch * op.kernels_launched();
+    cpu += op.cpu_s + rules.kernel_dispatch * op.kernels_launched();
     // Room for this op's kernels: with launched + kernels issued, the first `done` must be done,
     // so every op holding one of them must have ended.
     const std::int64_t done = launched + kernels - rules.launch_queue;

@@ -123,10 +123,18 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
                                                    config::to_string(scenario.training.optimizer), s.optimizer_impl));
     }
   }
-  if (scenario.cluster.topology.host.kernel_dispatch.value() > 0) {
+  const auto& host = scenario.cluster.topology.host;
+  if (host.kernel_dispatch.value() > 0 || s.waiting_for_cpu_s > 0) {
+    std::string why;
+    if (host.kernel_dispatch.value() > 0) why = fmt::format("{:.3g} us of CPU per kernel, ", 1e6 * host.kernel_dispatch.value());
+    const auto sharding = scenario.fsdp.sharding;  // those whose units unshard through FSDP's hooks
+    if (s.waiting_for_cpu_s > 0 && sharding != config::Sharding::zero3 && sharding != config::Sharding::no_shard &&
+        sharding != config::Sharding::shard_optimizer) {
+      const double hook = (scenario.fsdp.version == 2 ? host.fsdp2_hook_per_tensor : host.fsdp1_hook_per_tensor).value();
+      if (hook > 0) why += fmt::format("FSDP's hooks {:.3g} us per parameter, ", 1e6 * hook);
+    }
     row("compute waiting for the CPU",
-        fmt::format("{:.4f} s  (kernels not yet issued: {:.3g} us of CPU per kernel, rank {})", s.waiting_for_cpu_s,
-                    1e6 * scenario.cluster.topology.host.kernel_dispatch.value(), s.exposed_rank));
+        fmt::format("{:.4f} s  (kernels not yet issued: {}rank {})", s.waiting_for_cpu_s, why, s.exposed_rank));
   }
   row("communication", fmt::format("{:.4f} s", s.comm_s));
   if (!s.float8_recipe.empty()) row("  parameter all-gathers", fmt::format("{} per GPU per step", gib(s.all_gather_bytes)));

@@ -20,7 +20,8 @@ constexpr double kHbm = 3.35e12 * 0.85;  // the topology's achieved HBM bandwidt
 
 // `count` compute ops one after another on one GPU's compute stream, each `gpu_us` of
 // memory-bound work in `kernels` kernels; then, if `wait`, a CPU wait on the last op and one more
-// op of a single kernel; the CPU costs `dispatch_us` per kernel.
+// op of a single kernel; the CPU costs `dispatch_us` per kernel and `hook_us` per op before its
+// kernels (FSDP's hooks, op.cpu_s).
 // When each op started and ended (us), and how long the compute stream waited for the CPU (us).
 struct Run {
   std::array<graph::Interval, 12> ops{};  // in_child returns a plain value
@@ -28,7 +29,7 @@ struct Run {
   const graph::Interval& operator[](std::size_t i) const { return ops.at(i); }
 };
 
-Run chain(int count, double gpu_us, int kernels, double dispatch_us, bool wait = false) {
+Run chain(int count, double gpu_us, int kernels, double dispatch_us, bool wait = false, double hook_us = 0) {
   return test::in_child([=] {
     auto topo = test::topology("h100_sxm_8x_ib400.yaml");
     topo.host.kernel_dispatch = Seconds(dispatch_us * kUs);
@@ -42,6 +43,7 @@ Run chain(int count, double gpu_us, int kernels, double dispatch_us, bool wait =
       graph::Op op = graph::make_op(graph::OpKind::forward, graph::Stream::compute, std::move(name), -1);
       op.work.memory_bytes = us * kUs * kHbm;
       op.work.launches = launches;
+      op.cpu_s = hook_us * kUs;
       return io.issue(std::move(op));
     };
     int last = -1;
@@ -103,4 +105,25 @@ TEST_CASE("after a CPU wait the CPU issues again from when it was released") {
   CHECK(cpu[2].start == doctest::Approx(1044).scale(0));
   CHECK(cpu[2].end == doctest::Approx(1044 + 1004).scale(0));
   CHECK(cpu.for_cpu == doctest::Approx(20 + 20).scale(0));  // before op 0, and after the wait
+}
+
+TEST_CASE("FSDP's hooks run on the CPU before an op's first kernel") {
+  // 10 ops of 5 kernels (30 us on the GPU each, as above) whose hooks take 100 us of CPU each.
+  // Without a dispatch cost the CPU issues op i's kernels at once after its hook, at 100 (i + 1):
+  // it runs from then for 30 us.
+  const auto hooks = chain(10, 10, 5, 0, false, 100);
+  for (int i = 0; i < 10; ++i) {
+    CAPTURE(i);
+    CHECK(hooks[static_cast<std::size_t>(i)].start == doctest::Approx(100 * (i + 1)).scale(0));
+    CHECK(hooks[static_cast<std::size_t>(i)].end == doctest::Approx(100 * (i + 1) + 30).scale(0));
+  }
+  CHECK(hooks.for_cpu == doctest::Approx(100 + 9 * 70).scale(0));
+  // With 20 us a kernel too, op i's hook ends at 200 i + 100, its first kernel is issued 20 us
+  // later and its last at 200 (i + 1), where the op ends.
+  const auto both = chain(10, 10, 5, 20, false, 100);
+  for (int i = 0; i < 10; ++i) {
+    CAPTURE(i);
+    CHECK(both[static_cast<std::size_t>(i)].start == doctest::Approx(200 * i + 120).scale(0));
+    CHECK(both[static_cast<std::size_t>(i)].end == doctest::Approx(200 * (i + 1)).scale(0));
+  }
 }

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
@@ -438,4 +439,31 @@ TEST_CASE("foreach AdamW moves 92 bytes a parameter and allocates a temporary, f
   CHECK(fused.temporary_per_param == 0);
   // auto: torch.optim's default under FSDP.
   CHECK(step("auto").bytes_per_param == doctest::Approx(92).scale(0));
+}
+
+TEST_CASE("FSDP's hooks cost the CPU per parameter tensor of a unit: 20 us (FSDP1) or 41 us (FSDP2)") {
+  // The topology's defaults (pytorch#96958, #133369). A Llama block holds 9 parameter tensors (wq,
+  // wk, wv, wo, w1, w2, w3 and two RMSNorm weights), the root 3 (embedding, final norm, output).
+  const auto hooks = [](const graph::StepGraph& g, std::string_view prefix) {
+    std::vector<double> us;
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      const auto& op = g.op(static_cast<int>(i));
+      if (op.name.starts_with(prefix)) us.push_back(op.cpu_s * 1e6);
+    }
+    return us;
+  };
+  const auto all_are = [](const std::vector<double>& us, double expected) {
+    return !us.empty() && std::all_of(us.begin(), us.end(), [&](double u) { return std::abs(u - expected) < 1e-9; });
+  };
+  const auto v1 = tiny().graph;
+  CHECK(all_are(hooks(v1, "AG layers."), 9 * 20));
+  CHECK(all_are(hooks(v1, "AG root"), 3 * 20));
+  CHECK(all_are(hooks(v1, "RS layers."), 0));
+  const auto v2 = tiny({"fsdp.version=2"}).graph;
+  CHECK(all_are(hooks(v2, "AG layers."), 9 * 41));
+  CHECK(all_are(hooks(v2, "copy-in layers."), 9 * 41));  // the post-backward hook, before the reduce-scatter
+  CHECK(all_are(hooks(v2, "RS layers."), 0));
+  // DDP's buckets have no FSDP hooks.
+  const auto ddp = tiny({"fsdp.sharding=no_shard"}).graph;
+  for (std::size_t i = 0; i < ddp.size(); ++i) CHECK(ddp.op(static_cast<int>(i)).cpu_s == 0);
 }
