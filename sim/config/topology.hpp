@@ -167,7 +167,8 @@ struct HostSpec {
   // all-gather and each reduce-scatter. The CPU model runs whenever either is above 0.
   Seconds fsdp1_hook_per_tensor;
   Seconds fsdp2_hook_per_tensor;
-  Bytes memory;  // CPU DRAM per node; 0: not given (host memory is then not checked)
+  Seconds fsdp2_float8_hook_per_weight;  // more at an all-gather, per weight gathered in float8
+  Bytes memory;                          // CPU DRAM per node; 0: not given (host memory is then not checked)
   NvmeSpec nvme;
 };
 

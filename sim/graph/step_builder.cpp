@@ -111,7 +111,7 @@ void FsdpStepBuilder::unshard(int u, Phase phase, int prefetch_trigger) {
   Op ag = make(OpKind::all_gather, ag_stream(), "AG " + name, u);
   ag.group = from_partial ? Group::reshard : Group::shard;
   ag.bytes = unsharded_bytes(u);
-  ag.cpu_s = hook_cpu_s(u);
+  ag.cpu_s = hook_cpu_s(u) + unit(u).float8_weights * cfg_.cluster.topology.host.fsdp2_float8_hook_per_weight.value();
   // FSDP1 allocates the unsharded flat parameter when the CPU issues the all-gather and frees it
   // with record_stream on the compute stream (_free_unsharded_flat_param): its block returns to
   // the pool only once that compute ran, so the CPU's lead (bounded by the rate limiter) sets how
