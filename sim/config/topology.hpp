@@ -164,7 +164,8 @@ struct HostSpec {
   Seconds kernel_dispatch;
   // CPU seconds FSDP's hooks spend per parameter tensor of a unit (Python over its parameters),
   // besides their kernels: FSDP1 at each unshard (with the reshard after it), FSDP2 at each
-  // all-gather and each reduce-scatter. The CPU model runs whenever either is above 0.
+  // all-gather and each reduce-scatter (float8 all-gathers more). The engine runs the CPU model
+  // wherever an op costs the CPU time.
   Seconds fsdp1_hook_per_tensor;
   Seconds fsdp2_hook_per_tensor;
   Seconds fsdp2_float8_hook_per_weight;  // more at an all-gather, per weight gathered in float8

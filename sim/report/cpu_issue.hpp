@@ -8,8 +8,9 @@
 //   GPU finishes one. Each op counts its kernels (a collective or copy at least one); its
 //   kernels are taken to finish at the op's end, a slight overestimate of the wait.
 // Each kernel also costs the CPU host.kernel_dispatch seconds (0 by default) and each op its own
-// CPU work (op.cpu_s: FSDP's hooks), as in the engine, which starts no op before the CPU issued it. An op is never issued after the GPU
-// started it: the engine does not model the launch queue, so where that rule says the CPU would be late, the GPU start wins.
+// CPU work (op.cpu_s: FSDP's hooks), as in the engine, which starts no op before the CPU issued
+// it. An op is never issued after the GPU started it: the engine does not model the launch
+// queue, so where that rule says the CPU would be late, the GPU start wins.
 //
 // The caching allocator hands out blocks at CPU time; report/metrics.cpp uses these times for the
 // allocations marked at_issue (FSDP1's unsharded flat parameters, freed with record_stream).
