@@ -18,8 +18,10 @@ namespace shardsim::report {
 [[nodiscard]] nlohmann::json summary_json(const Summary& s);
 
 // Chrome trace event format: pid = rank, tid = stream, ts/dur in microseconds, args with the unit,
-// bytes and FLOPs. Ranks beyond `max_ranks` are left out (say so in the metadata).
-[[nodiscard]] std::string chrome_trace(const graph::StepGraph& g, const graph::Timeline& t, int max_ranks);
+// bytes and FLOPs. Ranks beyond `max_ranks` are left out (say so in the metadata). The CPU
+// thread's track also shows the CPU's own work on ops (FSDP's hooks, op.cpu_s) where the CPU
+// issue model (`rules`, report/cpu_issue.hpp) puts it.
+[[nodiscard]] std::string chrome_trace(const graph::StepGraph& g, const graph::Timeline& t, int max_ranks, const IssueRules& rules = {});
 
 [[nodiscard]] std::string memory_csv(const MemoryTimeline& m);
 [[nodiscard]] std::string memory_svg(const MemoryTimeline& m, double capacity, const std::string& title);

@@ -9,7 +9,7 @@
 
 namespace shardsim::report {
 
-std::string chrome_trace(const graph::StepGraph& g, const graph::Timeline& t, int max_ranks) {
+std::string chrome_trace(const graph::StepGraph& g, const graph::Timeline& t, int max_ranks, const IssueRules& rules) {
   using nlohmann::json;
   // In symmetric mode the timeline holds only the simulated ranks, fewer than the world. With
   // pipeline stages, the first ranks of every stage (max_ranks / pp each, at least one).
@@ -63,6 +63,26 @@ std::string chrome_trace(const graph::StepGraph& g, const graph::Timeline& t, in
                         {"ts", i.start * 1e6},
                         {"dur", (i.end - i.start) * 1e6},
                         {"args", args}});
+    }
+  }
+  // FSDP's hooks on the CPU thread's track: each op's CPU work ends where the CPU starts launching
+  // its kernels.
+  bool hooks = false;
+  for (std::size_t o = 0; o < g.size(); ++o) hooks = hooks || g.op(static_cast<int>(o)).cpu_s > 0;
+  for (int r : hooks ? shown : std::vector<int>{}) {
+    const std::vector<double> issued = cpu_issue_times(g, t, r, rules);
+    for (std::size_t o = 0; o < g.size(); ++o) {
+      const graph::Op& op = g.op(static_cast<int>(o));
+      if (op.cpu_s <= 0 || issued[o] < 0) continue;
+      const double end = issued[o] - rules.kernel_dispatch * op.kernels_launched();
+      events.push_back({{"ph", "X"},
+                        {"name", "hooks " + op.name},
+                        {"cat", "cpu"},
+                        {"pid", r},
+                        {"tid", static_cast<int>(graph::Stream::cpu)},
+                        {"ts", (end - op.cpu_s) * 1e6},
+                        {"dur", op.cpu_s * 1e6},
+                        {"args", {{"op", op.id}, {"unit", op.unit}}}});
     }
   }
   json trace{{"traceEvents", events},
