@@ -479,6 +479,12 @@ Summary summarize(const SummaryInput& in) {
   };
   s.reserved_range = memory_range(s.memory.peak_reserved, Measure::reserved);
   s.allocated_range = memory_range(s.memory.peak, Measure::allocated);
+  for (std::size_t o = 0; o < g.size(); ++o) {
+    const graph::Op& op = g.op(static_cast<int>(o));
+    if (op.cpu_s <= 0 || !op.runs_on_stage(g.info.stage_of(s.exposed_rank))) continue;
+    const double at = t.at(op.id, s.exposed_rank).start;
+    if (at >= start && at < end) s.hooks_cpu_s += op.cpu_s;
+  }
   if (in.waiting_for_cpu != nullptr && !in.waiting_for_cpu->empty()) {
     s.waiting_for_cpu_s = length(merged((*in.waiting_for_cpu)[static_cast<std::size_t>(t.class_of(s.exposed_rank))], start, end));
   }

@@ -132,6 +132,7 @@ struct Summary {
   // The exposed-communication rank's compute stream idle for the CPU to issue kernels
   // (host.kernel_dispatch; 0 when that is 0): before an op's first, and within an op before its last.
   double waiting_for_cpu_s = 0;
+  double hooks_cpu_s = 0;  // of the same rank's CPU in the step, FSDP's hooks (op.cpu_s)
   int gpus_per_node = 1;
   double host_memory_capacity = 0;  // per node (topology host.memory), 0: not given
   double nvme_bytes_per_node = 0;

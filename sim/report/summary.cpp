@@ -127,12 +127,7 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
   if (host.kernel_dispatch.value() > 0 || s.waiting_for_cpu_s > 0) {
     std::string why;
     if (host.kernel_dispatch.value() > 0) why = fmt::format("{:.3g} us of CPU per kernel, ", 1e6 * host.kernel_dispatch.value());
-    const auto sharding = scenario.fsdp.sharding;  // those whose units unshard through FSDP's hooks
-    if (s.waiting_for_cpu_s > 0 && sharding != config::Sharding::zero3 && sharding != config::Sharding::no_shard &&
-        sharding != config::Sharding::shard_optimizer) {
-      const double hook = (scenario.fsdp.version == 2 ? host.fsdp2_hook_per_tensor : host.fsdp1_hook_per_tensor).value();
-      if (hook > 0) why += fmt::format("FSDP's hooks {:.3g} us per parameter, ", 1e6 * hook);
-    }
+    if (s.hooks_cpu_s > 0) why += fmt::format("FSDP's hooks {:.1f} ms of CPU, ", 1e3 * s.hooks_cpu_s);
     row("compute waiting for the CPU",
         fmt::format("{:.4f} s  (kernels not yet issued: {}rank {})", s.waiting_for_cpu_s, why, s.exposed_rank));
   }
@@ -326,6 +321,7 @@ nlohmann::json summary_json(const Summary& s) {
       {"offload_busy_s", {{"pcie", s.pcie_s}, {"cpu", s.cpu_s}, {"nvme", s.nvme_s}}},
       {"offload_exposed_s", s.offload_exposed_s},
       {"waiting_for_cpu_s", s.waiting_for_cpu_s},
+      {"fsdp_hooks_cpu_s", s.hooks_cpu_s},
       {"peak_memory_rank", s.memory.rank},
       {"peak_memory_bytes_by_stage", s.reserved_by_stage},
       {"peak_allocated_bytes_by_stage", s.allocated_by_stage},

@@ -45,6 +45,9 @@ TEST_CASE("the Perfetto trace shows FSDP's hooks on the CPU thread, each before 
     REQUIRE(starts.count(op) == 1);
     CHECK(span.second <= starts[op] + 1e-6);  // the GPU starts no op before its hook has run
   }
+  // The summary's CPU in FSDP's hooks: the root's all-gather and copy-in (3 parameters, 123 us
+  // each) and each block's two all-gathers and copy-in (369 us each).
+  CHECK(out.summary.hooks_cpu_s * 1e6 == doctest::Approx(2 * 123 + 4 * 3 * 369).scale(0));
   // One CPU thread: its hooks never overlap.
   std::vector<std::pair<double, double>> spans;
   for (const auto& [name, span] : hooks) spans.push_back(span);
