@@ -160,7 +160,7 @@ struct HostSpec {
   CpuVendor cpu = CpuVendor::intel;
   // CPU seconds per kernel launched: the CPU issues each rank's ops one after another in program
   // order, and an op's GPU work starts no sooner than its first kernel is issued and ends no
-  // sooner than its last (engine/scheduler.cpp). 0: not modelled.
+  // sooner than its last (engine/scheduler.cpp). 0: no cost per kernel.
   Seconds kernel_dispatch;
   // CPU seconds FSDP's hooks spend per parameter tensor of a unit (Python over its parameters),
   // besides their kernels: FSDP1 at each unshard (with the reshard after it), FSDP2 at each

@@ -80,7 +80,7 @@ void FsdpStepBuilder::reduce_scatter(int u) {
     // reduce-scatter is done (held as _reduce_scatter_state until the next unit's waits on it).
     const Pool input_pool = fsdp_.copy_in_on_reduce_scatter_stream ? Pool::reduce_scatter : Pool::compute;
     Op copy = make(OpKind::copy, Stream::compute, "copy-in " + unit(u).name, u);
-    copy.cpu_s = hook_cpu_s(u);  // the post-backward hook, before its first kernel
+    copy.cpu_s = hook_cpu_s(u, false);  // the post-backward hook, before its first kernel
     copy.memory.push_back({MemCategory::reduce_buffers, buffer, false, input_pool});
     double grads = 0;
     for (double piece : at(grad_pieces_, u)) {

@@ -111,7 +111,7 @@ void FsdpStepBuilder::unshard(int u, Phase phase, int prefetch_trigger) {
   Op ag = make(OpKind::all_gather, ag_stream(), "AG " + name, u);
   ag.group = from_partial ? Group::reshard : Group::shard;
   ag.bytes = unsharded_bytes(u);
-  ag.cpu_s = hook_cpu_s(u) + unit(u).float8_weights * cfg_.cluster.topology.host.fsdp2_float8_hook_per_weight.value();
+  ag.cpu_s = hook_cpu_s(u, true);
   // FSDP1 allocates the unsharded flat parameter when the CPU issues the all-gather and frees it
   // with record_stream on the compute stream (_free_unsharded_flat_param): its block returns to
   // the pool only once that compute ran, so the CPU's lead (bounded by the rate limiter) sets how
@@ -137,11 +137,13 @@ void FsdpStepBuilder::unshard(int u, Phase phase, int prefetch_trigger) {
   at(prefetched_, u) = prefetch_trigger >= 0;
 }
 
-// The CPU time FSDP's hooks spend on unit u's parameters at an unshard (FSDP1: with the reshard
-// that follows it) or, for fully_shard, at a reduce-scatter too.
-double FsdpStepBuilder::hook_cpu_s(int u) const {
+// The CPU time FSDP's hooks spend on unit u's parameters at an all-gather (FSDP1: with the reshard
+// that follows it; fully_shard's float8 all-gather more per float8 weight) or, for fully_shard,
+// at a reduce-scatter.
+double FsdpStepBuilder::hook_cpu_s(int u, bool gather) const {
   const auto& host = cfg_.cluster.topology.host;
-  return unit(u).tensors * (v2_ ? host.fsdp2_hook_per_tensor : host.fsdp1_hook_per_tensor).value();
+  const double per_tensor = unit(u).tensors * (v2_ ? host.fsdp2_hook_per_tensor : host.fsdp1_hook_per_tensor).value();
+  return per_tensor + (gather ? unit(u).float8_weights * host.fsdp2_float8_hook_per_weight.value() : 0.0);
 }
 
 // torchao's float8 all-gather without precomputed scales: fsdp_pre_all_gather computes each

@@ -148,12 +148,12 @@ class FsdpStepBuilder {
   void optimizer();
   void create_optimizer_state(Op& op) const;  // the first step's lazily created moments
   int stage_output();
-  [[nodiscard]] double hook_cpu_s(int u) const;              // FSDP's hooks on the CPU (host.fsdp*_hook_per_tensor)
-  void amax_all_reduces(int u);                              // training.float8 all-gather without precomputed scales
-  void precompute_float8_scales();                           // ... with them, after the optimizer step
-  void grad_norm_all_reduces();                              // gradient-norm clipping, before the optimizer step
-  void after_reductions(int id);                             // op `id` waits for every gradient reduction (the final callback)
-  [[nodiscard]] double distributed_optimizer_bytes() const;  // per parameter of a rank's 1/dp
+  [[nodiscard]] double hook_cpu_s(int u, bool gather) const;  // FSDP's hooks on the CPU (host.fsdp*_hook_*)
+  void amax_all_reduces(int u);                               // training.float8 all-gather without precomputed scales
+  void precompute_float8_scales();                            // ... with them, after the optimizer step
+  void grad_norm_all_reduces();                               // gradient-norm clipping, before the optimizer step
+  void after_reductions(int id);                              // op `id` waits for every gradient reduction (the final callback)
+  [[nodiscard]] double distributed_optimizer_bytes() const;   // per parameter of a rank's 1/dp
   [[nodiscard]] std::vector<fsdp::TraceEvent> forward_events() const;
   [[nodiscard]] std::vector<fsdp::TraceEvent> backward_events() const;
   [[nodiscard]] std::vector<int> forward_prefetch_targets(const std::vector<fsdp::TraceEvent>& events, std::size_t from) const;

@@ -129,8 +129,8 @@ struct Summary {
   double cpu_s = 0;
   double nvme_s = 0;
   double offload_exposed_s = 0;  // of those, while the GPU neither computes nor communicates
-  // The exposed-communication rank's compute stream idle for the CPU to issue kernels
-  // (host.kernel_dispatch; 0 when that is 0): before an op's first, and within an op before its last.
+  // The exposed-communication rank's compute stream idle for the CPU to issue kernels (FSDP's
+  // hooks, host.kernel_dispatch): before an op's first, and within an op before its last.
   double waiting_for_cpu_s = 0;
   double hooks_cpu_s = 0;  // of the same rank's CPU in the step, FSDP's hooks (op.cpu_s)
   int gpus_per_node = 1;

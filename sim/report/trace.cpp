@@ -69,20 +69,22 @@ std::string chrome_trace(const graph::StepGraph& g, const graph::Timeline& t, in
   // its kernels.
   bool hooks = false;
   for (std::size_t o = 0; o < g.size(); ++o) hooks = hooks || g.op(static_cast<int>(o)).cpu_s > 0;
-  for (int r : hooks ? shown : std::vector<int>{}) {
-    const std::vector<double> issued = cpu_issue_times(g, t, r, rules);
-    for (std::size_t o = 0; o < g.size(); ++o) {
-      const graph::Op& op = g.op(static_cast<int>(o));
-      if (op.cpu_s <= 0 || issued[o] < 0) continue;
-      const double end = issued[o] - rules.kernel_dispatch * op.kernels_launched();
-      events.push_back({{"ph", "X"},
-                        {"name", "hooks " + op.name},
-                        {"cat", "cpu"},
-                        {"pid", r},
-                        {"tid", static_cast<int>(graph::Stream::cpu)},
-                        {"ts", (end - op.cpu_s) * 1e6},
-                        {"dur", op.cpu_s * 1e6},
-                        {"args", {{"op", op.id}, {"unit", op.unit}}}});
+  if (hooks) {
+    for (int r : shown) {
+      const std::vector<double> issued = cpu_issue_times(g, t, r, rules);
+      for (std::size_t o = 0; o < g.size(); ++o) {
+        const graph::Op& op = g.op(static_cast<int>(o));
+        if (op.cpu_s <= 0 || issued[o] < 0) continue;
+        const double end = issued[o] - rules.kernel_dispatch * op.kernels_launched();
+        events.push_back({{"ph", "X"},
+                          {"name", "hooks " + op.name},
+                          {"cat", "cpu"},
+                          {"pid", r},
+                          {"tid", static_cast<int>(graph::Stream::cpu)},
+                          {"ts", (end - op.cpu_s) * 1e6},
+                          {"dur", op.cpu_s * 1e6},
+                          {"args", {{"op", op.id}, {"unit", op.unit}}}});
+      }
     }
   }
   json trace{{"traceEvents", events},
