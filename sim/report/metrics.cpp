@@ -13,6 +13,7 @@
 #include "report/caching_allocator.hpp"
 #include "report/cpu_issue.hpp"
 #include "report/error_band.hpp"
+#include "report/exposure.hpp"
 #include "report/pipeline_bubble.hpp"
 
 namespace shardsim::report {
@@ -407,13 +408,14 @@ Summary summarize(const SummaryInput& in) {
       s.compute_s = union_length(compute);
       s.comm_s = union_length(comm);
       s.tp_comm_s = union_length(tp_comm);
-      s.tp_exposed_comm_s = exposed_length(tp_comm, compute);
       s.pp_comm_s = union_length(pp_comm);
       s.dp_comm_s = union_length(dp_comm);
-      s.dp_exposed_comm_s = exposed_length(dp_comm, compute);
       s.cp_comm_s = union_length(cp_comm);
-      s.cp_exposed_comm_s = exposed_length(cp_comm, compute);
-      s.pp_exposed_comm_s = exposed_length(pp_comm, compute);
+      const ExposedComm by = exposed_comm(g, t, r, s.reported_step, start, end);  // what compute waited for
+      s.dp_exposed_comm_s = by.of(Dimension::dp);
+      s.tp_exposed_comm_s = by.of(Dimension::tp);
+      s.pp_exposed_comm_s = by.of(Dimension::pp);
+      s.cp_exposed_comm_s = by.of(Dimension::cp);
       s.pcie_s = union_length(offload[0]);
       s.cpu_s = union_length(offload[1]);
       s.nvme_s = union_length(offload[2]);
