@@ -156,8 +156,38 @@ struct Search {
   std::vector<sweep::PointResult> results;  // stage 1 (the scenario as written last), then stage 2
   sweep::PointResult baseline;
   std::size_t stage1 = 0, finalists = 0, stage2 = 0;
+  std::vector<std::pair<std::string, std::size_t>> moot;  // a stage-2 key, and for how many finalists it did not apply
   double wall_s = 0;
 };
+
+// The stage-2 keys that do not apply to a finalist: those the scenario warns about ("...; it is
+// ignored") when loaded with the finalist's settings and every stage-2 key set. Counted in `moot`.
+sweep::MootKeys moot_keys(const Options& o, const sweep::TuneSpace& space, std::vector<std::pair<std::string, std::size_t>>& moot) {
+  return [&o, &space, &moot](const sweep::PointResult& finalist) {
+    std::vector<std::string> sets = o.sets;
+    sets.insert(sets.end(), finalist.assignments.begin(), finalist.assignments.end());
+    std::vector<std::string> keys;
+    for (const auto& a : space.stage2) {
+      for (std::size_t k = 0; k < a.keys.size(); ++k) {
+        sets.push_back(fmt::format("{}={}", a.keys[k], a.values.back()[k]));
+        keys.push_back(a.keys[k]);
+      }
+    }
+    std::vector<std::string> out;
+    try {
+      for (const auto& w : config::load_scenario(o.scenario, sets).warnings) {
+        if (std::find(keys.begin(), keys.end(), w.key_path) == keys.end()) continue;
+        out.push_back(w.key_path);
+        auto it = std::find_if(moot.begin(), moot.end(), [&](const auto& m) { return m.first == w.key_path; });
+        if (it == moot.end()) it = moot.insert(moot.end(), {w.key_path, 0});
+        ++it->second;
+      }
+    } catch (const std::exception&) {
+      // Nothing known to be moot: stage 2 simulates the variants and reports what fails.
+    }
+    return out;
+  };
+}
 
 Search search(const Options& o, const sweep::TuneSpace& space) {
   const auto fn = simulate_point_function(o.scenario, o.sets);
@@ -172,7 +202,7 @@ Search search(const Options& o, const sweep::TuneSpace& space) {
   s.finalists = best.size();
   auto dims = stage1.dimensions;
   for (const auto& d : sweep::dimensions_of(space.stage2)) dims.push_back(d);
-  sweep::SweepSpec stage2{o.scenario, o.sets, dims, sweep::stage2_points(space, best), {}, {}, false, {}};
+  sweep::SweepSpec stage2{o.scenario, o.sets, dims, sweep::stage2_points(space, best, moot_keys(o, space, s.moot)), {}, {}, false, {}};
   if (o.out) stage2.out = *o.out / "stage-2";
   s.stage2 = stage2.points.size();
   if (s.stage2 > 0) {  // none when nothing fits
@@ -198,6 +228,9 @@ std::vector<std::string> searched(const Options& o, const config::ScenarioConfig
   c.push_back(fmt::format("stage 1: {} = {} configurations, and the scenario as written", axes_text(space.stage1), s.stage1 - 1));
   c.push_back(fmt::format("stage 2: {} for the best {} that fit (with distinct results): {} configurations", axes_text(space.stage2),
                           s.finalists, s.stage2));
+  for (const auto& [key, n] : s.moot) {
+    c.push_back(fmt::format("  {} not tried on {} of them: their settings make it moot", key, n));
+  }
   c.push_back(fmt::format("simulated {} configurations in {:.1f} s with -j {}: {} fit, {} over the limit, {} failed", s.results.size(),
                           s.wall_s, o.jobs, fit, s.results.size() - fit - failed, failed));
   // Why configurations failed, each reason once with how many it refused (the first its example).
@@ -241,6 +274,12 @@ std::vector<std::string> found(const Options& o, const Search& s, const std::vec
   c.push_back("");
   c.push_back(best.assignments.empty() ? "the scenario as written is the best found: nothing to change"
                                        : "recommended settings: paste into the scenario, replacing these keys");
+  // Keys of the scenario the best settings make moot: the pasted scenario would warn of them.
+  const auto warnings = sweep::point_warnings(best);
+  if (!best.assignments.empty() && !warnings.empty()) {
+    c.push_back("and remove what no longer applies with them (the scenario would warn):");
+    for (const auto& w : warnings) c.push_back("  " + w);
+  }
   return c;
 }
 

@@ -137,11 +137,19 @@ std::vector<Point> stage1_points(const TuneSpace& space) {
   return points;
 }
 
-std::vector<Point> stage2_points(const TuneSpace& space, const std::vector<PointResult>& finalists) {
+std::vector<Point> stage2_points(const TuneSpace& space, const std::vector<PointResult>& finalists, const MootKeys& moot) {
   std::vector<Point> out;
-  const auto variants = expand(space.stage2);
   for (const auto& f : finalists) {
-    for (const auto& v : variants) {
+    const std::vector<std::string> moot_keys = moot ? moot(f) : std::vector<std::string>{};
+    std::vector<Axis> axes;
+    for (const auto& a : space.stage2) {
+      const bool applies = std::any_of(a.keys.begin(), a.keys.end(), [&](const std::string& k) {
+        return std::find(moot_keys.begin(), moot_keys.end(), k) == moot_keys.end();
+      });
+      if (applies) axes.push_back(a);
+    }
+    if (axes.empty()) continue;
+    for (const auto& v : expand(axes)) {
       Point p{out.size(), f.assignments};
       p.assignments.insert(p.assignments.end(), v.assignments.begin(), v.assignments.end());
       out.push_back(std::move(p));

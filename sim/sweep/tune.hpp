@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -59,8 +60,15 @@ struct Layouts {
 // point that equals it ranks first.
 [[nodiscard]] std::vector<Point> stage1_points(const TuneSpace& space);
 
-// Stage 2's points: each finalist's assignments followed by each combination of stage 2's axes.
-[[nodiscard]] std::vector<Point> stage2_points(const TuneSpace& space, const std::vector<PointResult>& finalists);
+// The stage-2 keys that do not apply to a finalist (its sharding keeps every unit's parameters,
+// say, so that backward prefetching is moot): the caller loads the scenario with them to know.
+using MootKeys = std::function<std::vector<std::string>(const PointResult& finalist)>;
+
+// Stage 2's points: each finalist's assignments followed by each combination of stage 2's axes,
+// leaving out the axes whose keys are all moot for it (`moot`, if given): a finalist none of
+// whose axes apply gets no stage-2 point, since each would repeat it.
+[[nodiscard]] std::vector<Point> stage2_points(const TuneSpace& space, const std::vector<PointResult>& finalists,
+                                               const MootKeys& moot = {});
 
 // A point fits when it simulated and its peak memory is within `limit` (bytes), or, without a
 // limit, within its GPU's memory.

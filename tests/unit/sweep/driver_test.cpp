@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "sweep/progress.hpp"
 #include "sweep/result_store.hpp"
 #include "sweep/worker_pool.hpp"
 #include "test_support.hpp"
@@ -263,4 +264,41 @@ TEST_CASE("-j 4 runs four points at a time: 8 points of 100 ms each take two rou
   CHECK(wall < 0.6);  // 2 rounds of 0.1 s; one at a time would take 0.8 s
   MESSAGE("8 points of 0.1 s with -j 4: " << wall << " s");
   fs::remove(log);
+}
+
+TEST_CASE("sweep progress shows each warning once, then counts it, and lists them all at the end") {
+  // Three points: the first two give warning A, the last A and B. In a log, A is written under
+  // the first point only, the others say "as above"; the end lists A (3 of 3) and B (1 of 3).
+  const auto point = [](std::size_t i, std::vector<std::string> warnings) {
+    sweep::PointResult r;
+    r.index = i;
+    r.assignments = {fmt::format("p={}", i)};
+    r.metrics = {{"step_time_s", 1.0}, {"tokens_per_s_per_gpu", 100.0}, {"peak_memory_bytes", 1024.0 * 1024 * 1024}, {"oom", false}};
+    r.metrics["warnings"] = warnings;
+    return r;
+  };
+  std::FILE* f = std::tmpfile();
+  REQUIRE(f != nullptr);
+  {
+    sweep::Progress progress(f, false, "-j 1");
+    progress.started(3, 0);
+    progress.finished(point(0, {"a.yaml:1:1: warning: A"}));
+    progress.finished(point(1, {"a.yaml:1:1: warning: A"}));
+    progress.finished(point(2, {"a.yaml:1:1: warning: A", "a.yaml:2:1: warning: B"}));
+    progress.ended();
+  }
+  std::rewind(f);
+  std::string text;
+  for (int c = std::fgetc(f); c != EOF; c = std::fgetc(f)) text.push_back(static_cast<char>(c));
+  std::fclose(f);
+  const auto count = [&](std::string_view what) {
+    std::size_t n = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  CHECK(count("    a.yaml:1:1: warning: A") == 1);  // under point 0 only
+  CHECK(count("[1 warning as above]") == 2);        // points 1 and 2
+  CHECK(count("    a.yaml:2:1: warning: B") == 1);  // new at point 2
+  CHECK(text.find("  3 of 3 points: a.yaml:1:1: warning: A\n") != std::string::npos);
+  CHECK(text.find("  1 of 3 points: a.yaml:2:1: warning: B\n") != std::string::npos);
 }

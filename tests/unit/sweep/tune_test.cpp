@@ -70,6 +70,31 @@ TEST_CASE("stage 2 tries every prefetch x limiter setting on each finalist") {
   CHECK(points[11].assignments == std::vector<std::string>{"p=1", "fsdp.backward_prefetch=none", "fsdp.limit_all_gathers=false"});
 }
 
+TEST_CASE("stage 2 leaves out the prefetch settings a finalist's own settings make moot") {
+  // FSDP2: finalist 0 keeps every unit's parameters (backward prefetching moot), finalist 1 has
+  // nothing moot, finalist 2 both keys moot: 2 + 4 + 0 points.
+  const auto space = sweep::tune_space(tiny({"fsdp.version=2"}), std::nullopt);
+  const sweep::MootKeys moot = [](const sweep::PointResult& f) {
+    if (f.index == 0) return std::vector<std::string>{"fsdp.backward_prefetch_depth"};
+    if (f.index == 2) return std::vector<std::string>{"fsdp.backward_prefetch_depth", "fsdp.forward_prefetch"};
+    return std::vector<std::string>{};
+  };
+  const auto points = sweep::stage2_points(space, {result(0, 1, 1), result(1, 1, 2), result(2, 1, 3)}, moot);
+  REQUIRE(points.size() == 2 + 4);
+  CHECK(points[0].assignments == std::vector<std::string>{"p=0", "fsdp.forward_prefetch=false"});
+  CHECK(points[1].assignments == std::vector<std::string>{"p=0", "fsdp.forward_prefetch=true"});
+  CHECK(points[2].assignments == std::vector<std::string>{"p=1", "fsdp.backward_prefetch_depth=1", "fsdp.forward_prefetch=false"});
+  CHECK(points[5].index == 5);
+
+  // What the scenario says is moot: shard_grad_op keeps every unit's parameters, so fully_shard's
+  // backward prefetch list has nothing to prefetch and the scenario warns of it.
+  const auto sgo = tiny({"fsdp.version=2", "fsdp.sharding=shard_grad_op", "fsdp.backward_prefetch_depth=2", "fsdp.forward_prefetch=true"});
+  std::vector<std::string> warned;
+  for (const auto& w : sgo.warnings) warned.push_back(w.key_path);
+  CHECK(std::find(warned.begin(), warned.end(), "fsdp.backward_prefetch_depth") != warned.end());
+  CHECK(std::find(warned.begin(), warned.end(), "fsdp.forward_prefetch") == warned.end());
+}
+
 TEST_CASE("ranking leaves out a stage-2 setting that changed nothing, not other configurations with the same figures") {
   // 0 and 1 are stage-1 points with equal figures (both kept: other settings); 2 extends 0 and
   // changed nothing; 3 extends 0 and is faster; 4 extends 1 and changed nothing either.
