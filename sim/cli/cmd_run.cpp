@@ -1,4 +1,4 @@
-// shardsim run SCENARIO [--set KEY=VALUE]... [--out DIR] [--json] [--trace FILE]
+// shardsim run SCENARIO [--set KEY=VALUE]... [--out DIR] [--json] [--trace FILE] [--gemms]
 #include <fmt/format.h>
 
 #include <array>
@@ -6,11 +6,13 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/gemm_table.hpp"
 #include "cli/pipeline.hpp"
 #include "core/args.hpp"
 #include "core/atomic_file.hpp"
 #include "engine/collective.hpp"
 #include "engine/compute_model.hpp"
+#include "engine/scenario_run.hpp"
 #include "engine/simulator.hpp"
 #include "graph/serialize.hpp"
 #include "graph/timeline_io.hpp"
@@ -23,11 +25,12 @@ namespace {
 constexpr int kTraceRanks = 64;
 
 Args run_args() {
-  Args a("shardsim run SCENARIO [--set KEY=VALUE]... [--out DIR] [--json] [--trace FILE]");
+  Args a("shardsim run SCENARIO [--set KEY=VALUE]... [--out DIR] [--json] [--trace FILE] [--gemms]");
   a.repeated("--set", "KEY=VALUE", "override a scenario key, e.g. fsdp.backward_prefetch=post");
   a.value("--out", "DIR", "write summary.json, trace.json, timeline.json, memory.csv and memory.svg into DIR");
   a.flag("--json", "print the summary as one JSON object instead of a table");
   a.value("--trace", "FILE", "write a Chrome/Perfetto trace of the simulated step(s)");
+  a.flag("--gemms", "also list the step's GEMMs by shape: count, time and TFLOPS each as the compute model prices it, and which linears");
   return a;
 }
 
@@ -82,10 +85,21 @@ int cmd_run(std::span<const std::string> argv) {
   const engine::SimulationResult& result = outcome.result;
   const report::Summary& summary = outcome.summary;
 
+  std::vector<GemmRow> gemms;
+  if (args.has("--gemms")) {
+    gemms = gemm_table(p.graph, p.model, p.scenario, summary.busiest_stage, summary.reported_step, *engine::make_compute_model(p));
+  }
   if (args.has("--json")) {
-    std::cout << report::summary_json(summary).dump(2) << "\n";
+    nlohmann::json j = report::summary_json(summary);
+    if (args.has("--gemms")) j["gemms"] = gemm_table_json(gemms);
+    std::cout << j.dump(2) << "\n";
   } else {
     std::cout << report::summary_text(summary, p.scenario);
+    if (args.has("--gemms")) {
+      const auto& mp = p.scenario.fsdp.mixed_precision;
+      const config::DType compute = mp.enabled ? mp.param : p.scenario.training.dtype;
+      std::cout << gemm_table_text(gemms, summary.busiest_stage, summary.pp_stages, config::to_string(compute));
+    }
   }
   const auto& topology = p.scenario.cluster.topology;
   const report::IssueRules issue{topology.gpu.launch_queue, topology.host.kernel_dispatch.value()};

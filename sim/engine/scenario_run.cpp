@@ -27,20 +27,25 @@ void check(const graph::Prepared& p) {
   make_collectives(p.scenario).check(p.graph);
 }
 
+std::unique_ptr<ComputeModel> make_compute_model(const graph::Prepared& p) {
+  const auto& topo = p.scenario.cluster.topology;
+  const auto nominal = ComputeRates::nominal(topo, p.plan.param_bytes < 4, p.scenario.training.attention.value);
+  ComputeModelRegistry compute_models;
+  register_builtin_compute_models(compute_models);
+  const auto& cal = p.scenario.calibration;
+  return compute_models.get(topo.gpu.compute_model).create(cal ? calibrated_rates(nominal, *cal) : nominal);
+}
+
 SimulationResult simulate(const graph::Prepared& p, const Deadline& deadline, bool cohorts, bool fold) {
   const auto& scenario = p.scenario;
   const auto& graph = p.graph;
   const auto& topo = scenario.cluster.topology;
-  const bool low_precision = p.plan.param_bytes < 4;
   const collectives::Collectives nccl = make_collectives(scenario);
   // A calibration file (scenario key `calibration`) replaces the topology's nominal rates. Its
   // measured collective costs are those of NCCL's ring: with them every collective runs as the
   // ring with the Simple protocol, priced by the calibration (collectives.algorithm does not apply).
   const auto& cal = scenario.calibration;
-  const auto nominal = ComputeRates::nominal(topo, low_precision, scenario.training.attention.value);
-  ComputeModelRegistry compute_models;
-  register_builtin_compute_models(compute_models);
-  const auto compute = compute_models.get(topo.gpu.compute_model).create(cal ? calibrated_rates(nominal, *cal) : nominal);
+  const auto compute = make_compute_model(p);
   std::optional<collectives::Collectives> ring;
   std::optional<CalibratedRing> calibrated_ring;
   if (cal && cal->has_collectives()) {

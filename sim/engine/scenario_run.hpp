@@ -8,8 +8,11 @@
 //   const auto result = engine::simulate(p);
 #pragma once
 
+#include <memory>
+
 #include "config/scenario.hpp"
 #include "engine/collectives/collectives.hpp"
+#include "engine/compute_model.hpp"
 #include "engine/simulator.hpp"
 #include "graph/prepare.hpp"
 
@@ -19,6 +22,10 @@ namespace shardsim::engine {
 // ConfigError for an unknown algorithm or an impossible forced protocol.
 [[nodiscard]] collectives::Collectives make_collectives(const config::ScenarioConfig& scenario);
 [[nodiscard]] collectives::Collectives make_collectives(const config::CollectivesConfig& settings, const config::TopologyConfig& topology);
+
+// The compute model the scenario's run prices compute with: the topology's (gpu.compute_model)
+// over its nominal rates, or over a calibration's where the scenario names one.
+[[nodiscard]] std::unique_ptr<ComputeModel> make_compute_model(const graph::Prepared& p);
 
 // What the engine checks before running: the topology (fabric kind) and that forced collective
 // algorithms can run the graph's collectives. Throws ConfigError.

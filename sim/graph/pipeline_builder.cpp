@@ -184,7 +184,7 @@ StepGraph build_pipeline_graph(const model::Model& whole, const std::vector<fsdp
   const int ranks = p.pp;                                   // pipeline ranks (physical stages)
   const int chunks = p.pp_stages_per_rank;                  // model chunks per rank
   const int stages = static_cast<int>(stage_plans.size());  // model stages: ranks x chunks
-  const std::int64_t micro_batch = p.pp_microbatches > 0 ? s.training.micro_batch / p.pp_microbatches : 1;
+  const std::int64_t micro_batch = micro_batch_sequences(s);
   const int microbatches = static_cast<int>(s.training.micro_batch / micro_batch);
   const auto too_many = [&] { throw_too_many_ops(s, stage_plans[0].units.size() * static_cast<std::size_t>(stages), steps); };
   StepGraph g;

@@ -60,6 +60,12 @@ void add_unfused_attention(Work& w, const model::Kernel& k, const Batch& b, bool
 
 }  // namespace
 
+std::int64_t micro_batch_sequences(const config::ScenarioConfig& s) {
+  const config::ParallelismConfig& p = s.parallelism;
+  if (p.pp <= 1) return s.training.micro_batch;
+  return p.pp_microbatches > 0 ? s.training.micro_batch / p.pp_microbatches : 1;
+}
+
 Gemm forward_gemm(const model::Kernel& k, const Batch& b) {
   return linear_gemm(b.tokens(), k.n, k.k, k, GemmRole::output);
 }

@@ -17,6 +17,11 @@ struct Batch {
   [[nodiscard]] std::int64_t tokens() const { return sequences * seq_len / cp; }  // this rank's
 };
 
+// The sequences of one micro-batch a rank runs: training.micro_batch, or under a pipeline its
+// split into parallelism.pp_microbatches (one sequence each where the count is left to the
+// schedule).
+[[nodiscard]] std::int64_t micro_batch_sequences(const config::ScenarioConfig& s);
+
 // The checkpointing mode that applies to a segment (blocks only; none elsewhere).
 [[nodiscard]] model::AcMode checkpoint_mode(const fsdp::Segment& s, const config::TrainingConfig& t);
 // Bytes of one of a segment's Activation figures under `mode`, for one micro-batch.
