@@ -93,9 +93,11 @@ class Attribution {
     if (hi <= lo) return;
     std::vector<double> cuts{lo, hi};
     for (const auto& spans : running_) {
-      for (const auto& [s, e] : spans) {
-        if (s > lo && s < hi) cuts.push_back(s);
-        if (e > lo && e < hi) cuts.push_back(e);
+      // The merged spans that reach into [lo, hi): from the first ending after lo.
+      auto it = std::upper_bound(spans.begin(), spans.end(), lo, [](double v, const Span& sp) { return v < sp.second; });
+      for (; it != spans.end() && it->first < hi; ++it) {
+        if (it->first > lo) cuts.push_back(it->first);
+        if (it->second < hi) cuts.push_back(it->second);
       }
     }
     std::sort(cuts.begin(), cuts.end());
