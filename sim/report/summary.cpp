@@ -133,6 +133,9 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
   }
   row("communication", fmt::format("{:.4f} s", s.comm_s));
   if (!s.float8_recipe.empty()) row("  parameter all-gathers", fmt::format("{} per GPU per step", gib(s.all_gather_bytes)));
+  // Each dimension's collectives on their own: they run side by side, so these need not add up.
+  const bool several = tp > 1 || scenario.parallelism.cp > 1 || s.pp_stages > 1;
+  if (several) row("  of which data parallel", fmt::format("{:.4f} s", s.dp_comm_s));
   if (tp > 1) row("  of which tensor parallel", fmt::format("{:.4f} s", s.tp_comm_s));
   if (s.pp_stages > 1) row("  of which pipeline sends", fmt::format("{:.4f} s", s.pp_comm_s));
   if (scenario.parallelism.cp > 1) row("  of which context parallel", fmt::format("{:.4f} s", s.cp_comm_s));
@@ -144,8 +147,7 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
   row("exposed communication", fmt::format("{:.4f} s  ({:.1f} % of the step, rank {})", s.exposed_comm_s,
                                            s.step_time > 0 ? 100 * s.exposed_comm_s / s.step_time : 0.0, s.exposed_rank));
   // By what the compute stream waited for (report/exposure.hpp): the lines add up to the total.
-  if (tp > 1 || scenario.parallelism.cp > 1 || s.pp_stages > 1)
-    row("  of which data parallel", fmt::format("{:.4f} s", s.dp_exposed_comm_s));
+  if (several) row("  of which data parallel", fmt::format("{:.4f} s", s.dp_exposed_comm_s));
   if (tp > 1) row("  of which tensor parallel", fmt::format("{:.4f} s  (on the critical path: compute waits for it)", s.tp_exposed_comm_s));
   if (scenario.parallelism.cp > 1)
     row("  of which context parallel", fmt::format("{:.4f} s  (K and V gathered before attention)", s.cp_exposed_comm_s));
