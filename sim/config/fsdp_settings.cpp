@@ -247,7 +247,9 @@ void check_applies(const Reader& r, const FsdpConfig& f, std::vector<ConfigWarni
       warn("backward_hook_order", "where backward's all-gathers fall among its reductions, and " + why);
     }
   }
-  if (none) {
+  // Nor does forward all-gather anything where the parameters are whole from the start (no_shard)
+  // or gathered after the optimizer step (shard_optimizer: ZeRO-1, Megatron's distributed optimizer).
+  if (none || f.sharding == Sharding::shard_optimizer) {
     warn("forward_prefetch", "forward prefetching, and " + why);
     if (f.version == 1) {
       warn("limit_all_gathers", "the rate limiter of all-gathers, and " + why);
