@@ -36,7 +36,7 @@ bool covers(const std::vector<Span>& spans, double x) {
 
 class Attribution {
  public:
-  Attribution(const graph::StepGraph& g, const graph::Timeline& t, int rank) : g_(g), t_(t), rank_(rank) {}
+  Attribution(const graph::StepGraph& g, const graph::Timeline& t, int rank, bool spans) : g_(g), t_(t), rank_(rank), spans_(spans) {}
 
   // Charges the idle gap [a, b) that op `next` ends (-1: the step's end ends it).
   void gap(double a, double b, int next) {
@@ -50,7 +50,7 @@ class Attribution {
       if (iv.end < upto) unexplained(iv.end, upto);  // `cur` waited for something besides `gate`
       const double from = std::max(a, iv.start);
       if (from < upto && g_.op(gate).is_collective()) {
-        charge(dimension_of(g_.op(gate)), std::min(upto, iv.end) - from);
+        charge(dimension_of(g_.op(gate)), from, std::min(upto, iv.end), gate);
       } else if (from < upto) {
         unexplained(from, std::min(upto, iv.end));
       }
@@ -82,9 +82,10 @@ class Attribution {
     return best;
   }
 
-  void charge(Dimension d, double seconds) {
-    out_.by_dimension[static_cast<std::size_t>(d)] += seconds;
-    out_.total += seconds;
+  void charge(Dimension d, double from, double to, int op) {
+    out_.by_dimension[static_cast<std::size_t>(d)] += to - from;
+    out_.total += to - from;
+    if (spans_) out_.spans.push_back({from, to, d, op});
   }
 
   // [lo, hi) of idle time the chain does not pin on a collective: where collectives run, to the
@@ -105,7 +106,7 @@ class Attribution {
       const double mid = (cuts[i] + cuts[i + 1]) / 2;
       for (Dimension d : kCriticalFirst) {
         if (covers(running_[static_cast<std::size_t>(d)], mid)) {
-          charge(d, cuts[i + 1] - cuts[i]);
+          charge(d, cuts[i], cuts[i + 1], -1);
           break;
         }
       }
@@ -115,11 +116,17 @@ class Attribution {
   const graph::StepGraph& g_;
   const graph::Timeline& t_;
   int rank_;
+  bool spans_;
   std::array<std::vector<Span>, kDimensions> running_;
   ExposedComm out_;
 };
 
 }  // namespace
+
+std::string_view to_string(Dimension d) {
+  static constexpr std::array<std::string_view, kDimensions> kNames{"dp", "tp", "pp", "cp"};
+  return kNames[static_cast<std::size_t>(d)];
+}
 
 Dimension dimension_of(const graph::Op& collective) {
   switch (collective.group) {
@@ -134,8 +141,8 @@ Dimension dimension_of(const graph::Op& collective) {
   }
 }
 
-ExposedComm exposed_comm(const graph::StepGraph& g, const graph::Timeline& t, int rank, int step, double start, double end) {
-  Attribution a(g, t, rank);
+ExposedComm exposed_comm(const graph::StepGraph& g, const graph::Timeline& t, int rank, int step, double start, double end, bool spans) {
+  Attribution a(g, t, rank, spans);
   std::vector<std::pair<Span, int>> compute;  // (clipped interval, op)
   for (std::size_t o = 0; o < g.size(); ++o) {
     const graph::Op& op = g.op(static_cast<int>(o));

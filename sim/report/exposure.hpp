@@ -16,6 +16,8 @@
 #pragma once
 
 #include <array>
+#include <string_view>
+#include <vector>
 
 #include "graph/step_graph.hpp"
 #include "graph/timeline.hpp"
@@ -25,17 +27,31 @@ namespace shardsim::report {
 enum class Dimension { dp, tp, pp, cp };
 inline constexpr std::size_t kDimensions = 4;
 
+[[nodiscard]] std::string_view to_string(Dimension d);  // "dp", "tp", "pp", "cp"
+
 // The dimension of a collective: its group's (FSDP's shard, replicate and reshard groups are
 // data parallel).
 [[nodiscard]] Dimension dimension_of(const graph::Op& collective);
 
+// A stretch of exposed communication and what it is charged to: the collective `op` the compute
+// stream waited for, or (op -1) a collective of `dimension` running while it waited for nothing
+// the chain could name.
+struct ExposedSpan {
+  double start = 0, end = 0;
+  Dimension dimension = Dimension::dp;
+  int op = -1;
+};
+
 struct ExposedComm {
   double total = 0;                                // seconds idle with some collective running
   std::array<double, kDimensions> by_dimension{};  // of those, by Dimension; they add up to total
+  std::vector<ExposedSpan> spans;                  // where they are, when asked for
   [[nodiscard]] double of(Dimension d) const { return by_dimension[static_cast<std::size_t>(d)]; }
 };
 
-// Rank `rank`'s exposed communication over [start, end], its ops of step `step` only.
-[[nodiscard]] ExposedComm exposed_comm(const graph::StepGraph& g, const graph::Timeline& t, int rank, int step, double start, double end);
+// Rank `rank`'s exposed communication over [start, end], its ops of step `step` only; with
+// `spans`, each stretch of it too (the Perfetto trace's "compute waits for" track).
+[[nodiscard]] ExposedComm exposed_comm(const graph::StepGraph& g, const graph::Timeline& t, int rank, int step, double start, double end,
+                                       bool spans = false);
 
 }  // namespace shardsim::report

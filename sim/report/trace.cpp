@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "report/exposure.hpp"
 #include "report/outputs.hpp"
 
 namespace shardsim::report {
@@ -84,6 +85,35 @@ std::string chrome_trace(const graph::StepGraph& g, const graph::Timeline& t, in
                           {"ts", (end - op.cpu_s) * 1e6},
                           {"dur", op.cpu_s * 1e6},
                           {"args", {{"op", op.id}, {"unit", op.unit}}}});
+      }
+    }
+  }
+  // The compute stream's waits for communication (report/exposure.hpp) on a track of their own:
+  // each stretch of exposed communication named by the collective the compute stream waited for.
+  constexpr int kWaits = graph::kStreams;
+  for (int r : shown) {
+    events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", r}, {"tid", kWaits}, {"args", {{"name", "compute waits for"}}}});
+    const int stage = g.info.stage_of(r);
+    for (int step = 0; step < g.info.steps; ++step) {
+      double from = -1, to = -1;  // the step's ops on this rank
+      for (std::size_t o = 0; o < g.size(); ++o) {
+        const graph::Op& op = g.op(static_cast<int>(o));
+        const graph::Interval& i = t.at(op.id, r);
+        if (op.step != step || !op.runs_on_stage(stage) || i.start < 0) continue;
+        from = from < 0 ? i.start : std::min(from, i.start);
+        to = std::max(to, i.end);
+      }
+      if (from < 0) continue;
+      for (const ExposedSpan& w : exposed_comm(g, t, r, step, from, to, true).spans) {
+        const std::string dim(to_string(w.dimension));
+        events.push_back({{"ph", "X"},
+                          {"name", w.op >= 0 ? "waits for " + g.op(w.op).name : "waits, " + dim + " running"},
+                          {"cat", "exposed"},
+                          {"pid", r},
+                          {"tid", kWaits},
+                          {"ts", w.start * 1e6},
+                          {"dur", (w.end - w.start) * 1e6},
+                          {"args", {{"dimension", dim}, {"op", w.op}}}});
       }
     }
   }
