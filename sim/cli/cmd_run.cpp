@@ -89,10 +89,11 @@ int cmd_run(std::span<const std::string> argv) {
   if (args.has("--gemms")) {
     gemms = gemm_table(p.graph, p.model, p.scenario, summary.busiest_stage, summary.reported_step, *engine::make_compute_model(p));
   }
+  // The summary as JSON, with the GEMM table where asked for: printed with --json, summary.json in --out.
+  nlohmann::json json = report::summary_json(summary);
+  if (args.has("--gemms")) json["gemms"] = gemm_table_json(gemms);
   if (args.has("--json")) {
-    nlohmann::json j = report::summary_json(summary);
-    if (args.has("--gemms")) j["gemms"] = gemm_table_json(gemms);
-    std::cout << j.dump(2) << "\n";
+    std::cout << json.dump(2) << "\n";
   } else {
     std::cout << report::summary_text(summary, p.scenario);
     if (args.has("--gemms")) {
@@ -111,7 +112,7 @@ int cmd_run(std::span<const std::string> argv) {
     // an earlier run's trace.
     const auto timeline = graph::make_timeline_file(p.graph, result.timeline, {"simulated", "simgrid", ""}, kTraceRanks);
     OutputSet set;
-    set.add(dir / "summary.json", report::summary_json(summary).dump(2) + "\n");
+    set.add(dir / "summary.json", json.dump(2) + "\n");
     set.add(dir / "trace.json", report::chrome_trace(p.graph, result.timeline, kTraceRanks, issue));
     set.add(dir / "timeline.json", graph::to_json(timeline).dump() + "\n");
     set.add(dir / "memory.csv", report::memory_csv(summary.memory));
