@@ -1,5 +1,6 @@
 #include "engine/simulator.hpp"
 
+#include <pthread.h>
 #include <xbt/log.h>
 
 #include <csignal>
@@ -19,11 +20,19 @@ SimulationResult simulate(const SimulationInput& in) {
   char name[] = "shardsim";
   char* argv[] = {name, nullptr};
   // SimGrid installs a SIGINT handler that calls exit(1); keep the program's own (main's, which
-  // removes half-written output files and ends the process by the signal).
+  // removes half-written output files and ends the process by the signal). SIGINT is held back
+  // while the engine starts, so that one arriving then waits for the program's handler rather
+  // than meeting SimGrid's (a run interrupted there ended with exit code 1, not by the signal).
+  sigset_t sigint;
+  sigset_t before;
+  sigemptyset(&sigint);
+  sigaddset(&sigint, SIGINT);
+  ::pthread_sigmask(SIG_BLOCK, &sigint, &before);
   struct sigaction previous_sigint {};
   ::sigaction(SIGINT, nullptr, &previous_sigint);
   sg4::Engine engine(&argc, argv);
   ::sigaction(SIGINT, &previous_sigint, nullptr);
+  ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
   xbt_log_control_set("root.thres:critical");
   // CM02: plain max-min sharing without TCP corrections; no reverse ACK traffic; no TCP window
   // cap (shared/reference/simgrid-notes.md). Full updates: selective updates spend their time
