@@ -104,7 +104,8 @@ int cmd_run(std::span<const std::string> argv) {
   }
   const auto& topology = p.scenario.cluster.topology;
   const report::IssueRules issue{topology.gpu.launch_queue, topology.host.kernel_dispatch.value()};
-  if (auto trace = args.get("--trace")) write_file_atomic(*trace, report::chrome_trace(p.graph, result.timeline, kTraceRanks, issue));
+  if (auto trace = args.get("--trace"))
+    write_file_atomic(*trace, report::chrome_trace(p.graph, result.timeline, kTraceRanks, issue, &summary.memory));
   if (auto out = args.get("--out")) {
     const std::filesystem::path dir = *out;
     make_dir(dir);
@@ -113,7 +114,7 @@ int cmd_run(std::span<const std::string> argv) {
     const auto timeline = graph::make_timeline_file(p.graph, result.timeline, {"simulated", "simgrid", ""}, kTraceRanks);
     OutputSet set;
     set.add(dir / "summary.json", json.dump(2) + "\n");
-    set.add(dir / "trace.json", report::chrome_trace(p.graph, result.timeline, kTraceRanks, issue));
+    set.add(dir / "trace.json", report::chrome_trace(p.graph, result.timeline, kTraceRanks, issue, &summary.memory));
     set.add(dir / "timeline.json", graph::to_json(timeline).dump() + "\n");
     set.add(dir / "memory.csv", report::memory_csv(summary.memory));
     set.add(dir / "memory.svg", report::memory_svg(summary.memory, summary.allocator_memory(),

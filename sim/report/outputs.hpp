@@ -20,8 +20,12 @@ namespace shardsim::report {
 // Chrome trace event format: pid = rank, tid = stream, ts/dur in microseconds, args with the unit,
 // bytes and FLOPs. Ranks beyond `max_ranks` are left out (say so in the metadata). The CPU
 // thread's track also shows the CPU's own work on ops (FSDP's hooks, op.cpu_s) where the CPU
-// issue model (`rules`, report/cpu_issue.hpp) puts it.
-[[nodiscard]] std::string chrome_trace(const graph::StepGraph& g, const graph::Timeline& t, int max_ranks, const IssueRules& rules = {});
+// issue model (`rules`, report/cpu_issue.hpp) puts it. A `compute waits for` track names what
+// each stretch of exposed communication waited for (report/exposure.hpp). With `memory` (the
+// summary's rank's), that rank's memory over time as counter tracks: allocated and reserved, and
+// allocated by category, in GiB.
+[[nodiscard]] std::string chrome_trace(const graph::StepGraph& g, const graph::Timeline& t, int max_ranks, const IssueRules& rules = {},
+                                       const MemoryTimeline* memory = nullptr);
 
 [[nodiscard]] std::string memory_csv(const MemoryTimeline& m);
 [[nodiscard]] std::string memory_svg(const MemoryTimeline& m, double capacity, const std::string& title);

@@ -10,7 +10,8 @@
 
 namespace shardsim::report {
 
-std::string chrome_trace(const graph::StepGraph& g, const graph::Timeline& t, int max_ranks, const IssueRules& rules) {
+std::string chrome_trace(const graph::StepGraph& g, const graph::Timeline& t, int max_ranks, const IssueRules& rules,
+                         const MemoryTimeline* memory) {
   using nlohmann::json;
   // In symmetric mode the timeline holds only the simulated ranks, fewer than the world. With
   // pipeline stages, the first ranks of every stage (max_ranks / pp each, at least one).
@@ -115,6 +116,26 @@ std::string chrome_trace(const graph::StepGraph& g, const graph::Timeline& t, in
                           {"dur", (w.end - w.start) * 1e6},
                           {"args", {{"dimension", dim}, {"op", w.op}}}});
       }
+    }
+  }
+  // The summary's rank's memory as counters (a process of its own if that rank is not shown).
+  if (memory != nullptr && !memory->points.empty()) {
+    constexpr double GiB = 1024.0 * 1024 * 1024;
+    const int r = memory->rank;
+    if (std::find(shown.begin(), shown.end(), r) == shown.end()) {
+      events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", r}, {"args", {{"name", fmt::format("rank {}", r)}}}});
+    }
+    for (const MemoryPoint& p : memory->points) {
+      events.push_back({{"ph", "C"},
+                        {"name", "memory (GiB)"},
+                        {"pid", r},
+                        {"ts", p.time * 1e6},
+                        {"args", {{"allocated", p.total() / GiB}, {"reserved", p.reserved / GiB}}}});
+      json by{};
+      for (int c = 0; c < graph::kMemCategories; ++c) {
+        by[std::string(graph::to_string(static_cast<graph::MemCategory>(c)))] = p.bytes[static_cast<std::size_t>(c)] / GiB;
+      }
+      events.push_back({{"ph", "C"}, {"name", "allocated by category (GiB)"}, {"pid", r}, {"ts", p.time * 1e6}, {"args", by}});
     }
   }
   json trace{{"traceEvents", events},
