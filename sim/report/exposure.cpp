@@ -4,30 +4,15 @@
 #include <utility>
 #include <vector>
 
+#include "report/spans.hpp"
+
 namespace shardsim::report {
 namespace {
-
-using Span = std::pair<double, double>;
 
 // The walk's order where nothing says which dimension the compute stream waited for.
 constexpr std::array<Dimension, kDimensions> kCriticalFirst{Dimension::tp, Dimension::cp, Dimension::pp, Dimension::dp};
 // A chain longer than this stops (a step graph's chains are far shorter; a guard, not a limit).
 constexpr int kMaxChain = 1'000'000;
-
-// Sorted, disjoint spans covering the same time as `v`.
-std::vector<Span> merged(std::vector<Span> v) {
-  std::sort(v.begin(), v.end());
-  std::vector<Span> out;
-  for (const auto& s : v) {
-    if (s.second <= s.first) continue;
-    if (!out.empty() && s.first <= out.back().second) {
-      out.back().second = std::max(out.back().second, s.second);
-    } else {
-      out.push_back(s);
-    }
-  }
-  return out;
-}
 
 bool covers(const std::vector<Span>& spans, double x) {
   const auto it = std::upper_bound(spans.begin(), spans.end(), x, [](double v, const Span& s) { return v < s.first; });

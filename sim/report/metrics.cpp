@@ -15,6 +15,7 @@
 #include "report/error_band.hpp"
 #include "report/exposure.hpp"
 #include "report/pipeline_bubble.hpp"
+#include "report/spans.hpp"
 
 namespace shardsim::report {
 namespace {
@@ -192,22 +193,10 @@ std::vector<int> sampled_ranks(int simulated, const config::Stragglers& straggle
 namespace {
 
 // The intervals clipped to [lo, hi], sorted and merged into disjoint ones.
-std::vector<std::pair<double, double>> merged(const std::vector<graph::Interval>& intervals, double lo, double hi) {
-  std::vector<std::pair<double, double>> v;
-  for (const auto& i : intervals) {
-    const auto c = clip(i, lo, hi);
-    if (c.second > c.first) v.push_back(c);
-  }
-  std::sort(v.begin(), v.end());
-  std::vector<std::pair<double, double>> out;
-  for (const auto& c : v) {
-    if (!out.empty() && c.first <= out.back().second) {
-      out.back().second = std::max(out.back().second, c.second);
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out;
+std::vector<Span> merged(const std::vector<graph::Interval>& intervals, double lo, double hi) {
+  std::vector<Span> v;
+  for (const auto& i : intervals) v.push_back(clip(i, lo, hi));
+  return report::merged(std::move(v));
 }
 
 double length(const std::vector<std::pair<double, double>>& disjoint) {
