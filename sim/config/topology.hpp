@@ -64,8 +64,8 @@ enum class AttentionKernel { flash, unfused, cudnn, flash3 };
 
 // GPU generations, for the NCCL constants that depend on them (tuning.cc: LL bandwidth caps,
 // NVLink SHARP efficiency) and for what the hardware supports (NVLS needs NVSwitch 3, Hopper+).
-// cdna3 is AMD's MI300 series: its collectives are RCCL's, priced with NCCL's Hopper constants
-// where RCCL's own are not modelled (engine/collectives/nccl_model.cpp).
+// cdna3 is AMD's MI300 series: RCCL's tuner picks its collectives' algorithm and protocol
+// (engine/collectives/rccl_model.hpp), timed with NCCL's Hopper constants (nccl_model.cpp).
 enum class GpuArch { volta, ampere, hopper, blackwell, cdna3 };
 inline constexpr std::array<std::string_view, 5> kGpuArchNames{"volta", "ampere", "hopper", "blackwell", "cdna3"};
 

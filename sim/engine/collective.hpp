@@ -63,6 +63,8 @@ struct ClusterView {
   // Symmetric mode: plans keep, of each path, only the hops leaving its busiest node (patterns.hpp).
   bool busiest_node_only = false;
 
+  // AMD GPUs run RCCL, whose tuner picks by its own tables (collectives/rccl_model.hpp).
+  [[nodiscard]] bool uses_rccl() const { return arch == config::GpuArch::cdna3; }
   [[nodiscard]] int node_of(int rank) const { return rank / gpus_per_node; }
   // The NVLink bandwidth one hop between two GPUs gets: a port's, or in a mesh a pair's.
   [[nodiscard]] double nvlink_pair_share() const { return nvlink_mesh ? 1.0 / (gpus_per_node - 1) : 1.0; }

@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "core/reader.hpp"
 #include "engine/collectives/nccl_model.hpp"
+#include "engine/collectives/rccl_model.hpp"
 #include "graph/groups.hpp"
 
 namespace shardsim::engine::collectives {
@@ -100,6 +101,7 @@ Selection Collectives::evaluate(const Algorithm& a, Protocol p, graph::OpKind ki
   assert(e.nvlink > 0 && e.nic > 0);
   s.traffic = a.traffic(kind, shape, bytes).scale(1.0 / e.nvlink, 1.0 / e.nic);
   s.transfer = transfer_time(s.traffic, ranks, shape, cluster_);
+  const double full_rate = s.transfer * e.nvlink;  // ring and tree: the same factor on both kinds of link
   if (s.transfer > 0) {
     const double busbw = busbw_factor(kind, shape.ranks) * bytes / s.transfer;
     if (busbw > e.busbw_cap) {
@@ -108,7 +110,17 @@ Selection Collectives::evaluate(const Algorithm& a, Protocol p, graph::OpKind ki
       s.transfer *= k;
     }
   }
+  s.tuner = s.time();
+  if (cluster_.uses_rccl()) {
+    if (const auto algo = rccl::algo_of(a.name())) s.tuner = rccl::estimate(*algo, kind, p, shape, cluster_, bytes, full_rate);
+  }
   return s;
+}
+
+bool Collectives::tuner_enables(const Algorithm& a, Protocol p, const GroupShape& shape) const {
+  if (!cluster_.uses_rccl()) return true;
+  const auto algo = rccl::algo_of(a.name());
+  return !algo || rccl::enabled(*algo, p, shape, protocol_forced_);
 }
 
 std::vector<Selection> Collectives::weigh(graph::OpKind kind, std::span<const int> ranks, const GroupShape& shape, double bytes) const {
@@ -129,7 +141,7 @@ std::vector<Selection> Collectives::weigh(graph::OpKind kind, std::span<const in
       }
     }
     for (Protocol p : kProtocols) {
-      if (!a->has(p) || (protocol_forced_ && p != protocol_)) continue;
+      if (!a->has(p) || (protocol_forced_ && p != protocol_) || !tuner_enables(*a, p, shape)) continue;
       out.push_back(evaluate(*a, p, kind, ranks, shape, bytes));
     }
   }
@@ -149,7 +161,7 @@ Selection Collectives::choose(graph::OpKind kind, std::span<const int> ranks, co
   }
   Selection best = all.front();
   for (const auto& s : all) {
-    if (s.time() < best.time()) best = s;  // strictly faster: the first of equals stays, as in NCCL
+    if (s.tuner < best.tuner) best = s;  // strictly faster: the first of equals stays, as in NCCL
   }
   if (shape.uniform) memo_.emplace(key, best);
   return best;

@@ -3,6 +3,9 @@
 // bytes / bandwidth and take the fastest), or runs the ones the scenario forces
 // (collectives.algorithm / collectives.protocol), and plans its traffic.
 //
+// On AMD GPUs RCCL's tuner picks instead, by its own tables (rccl_model.hpp), among the pairs it
+// enables; the pair it picks is timed as above.
+//
 // The time of a pair, as in NCCL, is its latency (algorithm.hpp) plus its transfer time; the
 // transfer time here is that of the algorithm's traffic on the cluster's links (patterns.hpp),
 // with NCCL's protocol and algorithm factors applied by scaling the bytes: LL sends every byte
@@ -37,6 +40,7 @@ struct Selection {
   double latency = 0;   // seconds
   double transfer = 0;  // seconds, alone on the cluster
   Traffic traffic;      // bytes per hop of each pattern, protocol overheads included
+  double tuner = 0;     // seconds: the library's estimate it picks by (time() under NCCL, RCCL's own under RCCL)
   [[nodiscard]] double time() const { return latency + transfer; }
 };
 
@@ -71,6 +75,8 @@ class Collectives final : public CollectiveAlgorithm {
   [[nodiscard]] std::vector<Selection> weigh(graph::OpKind kind, std::span<const int> ranks, const GroupShape& shape, double bytes) const;
   [[nodiscard]] Selection evaluate(const Algorithm& a, Protocol p, graph::OpKind kind, std::span<const int> ranks, const GroupShape& shape,
                                    double bytes) const;
+  // Whether the library's tuner weighs the pair (RCCL: no LL128 unforced, no tree with Simple in a node).
+  [[nodiscard]] bool tuner_enables(const Algorithm& a, Protocol p, const GroupShape& shape) const;
   [[nodiscard]] Selection choose(graph::OpKind kind, std::span<const int> ranks, const GroupShape& shape, double bytes) const;
 
   ClusterView cluster_;

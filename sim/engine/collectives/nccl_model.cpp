@@ -28,8 +28,8 @@ constexpr std::array<Row, 4> kNetLat{Row{5.0, 8.5, 14}, Row{2.7, 4.0, 14.0}, Row
 // 1, 2, more nodes. Across nodes NCCL reads row 0 (Intel and other CPUs) or row 1 (AMD).
 constexpr std::array<Row, 4> kLlMaxBw{Row{39.0, 39.0, 20.4}, Row{87.7, 22.5, 19.0}, Row{141.0, 45.0, 35.0}, Row{282.0, 90.0, 70.0}};
 
-// The llMaxBws row of one node's GPU generation. RCCL's own LL caps for MI300 (cdna3) are not
-// modelled: it takes Hopper's, its contemporary (LL only prices messages of tens of kilobytes).
+// The llMaxBws row of one node's GPU generation. RCCL has no LL cap (its tuner rates LL by its
+// own bandwidth ratios, rccl_model.hpp): MI300's LL is timed with Hopper's, its contemporary.
 std::size_t ll_row(config::GpuArch arch) {
   return arch == config::GpuArch::cdna3 ? static_cast<std::size_t>(config::GpuArch::hopper) : static_cast<std::size_t>(arch);
 }
@@ -60,18 +60,22 @@ double nvlink_step_latency(Algo a, Protocol p) {
   return kNvlinkLat[index(a)][index(p)] * kUs;
 }
 
+double net_overhead(Protocol p, const GroupShape& shape, const ClusterView& cluster) {
+  if (shape.nodes <= 1) return 0;
+  return (cluster.cpu == config::CpuVendor::amd ? 2.0 : 1.0) * kUs * (p == Protocol::simple ? 3 : 1);
+}
+
 double ring_intra_step_latency(Protocol p, const GroupShape& shape, const ClusterView& cluster) {
-  const double nvlink = nvlink_step_latency(Algo::ring, p);
-  if (shape.nodes <= 1) return nvlink;
-  const double overhead = (cluster.cpu == config::CpuVendor::amd ? 2.0 : 1.0) * kUs * (p == Protocol::simple ? 3 : 1);
-  return std::max(nvlink, overhead);
+  return std::max(nvlink_step_latency(Algo::ring, p), net_overhead(p, shape, cluster));
+}
+
+double network_latency(Protocol p, const ClusterView& cluster) {
+  return (cluster.nic.latency.value() + cluster.switch_latency) * (p == Protocol::simple ? 2 : 1);
 }
 
 double net_step_latency(Algo a, Protocol p, const GroupShape& shape, const ClusterView& cluster) {
   const bool one_per_node = shape.ranks == shape.nodes;
-  const double table = kNetLat[index(one_per_node ? Algo::tree : a)][index(p)] * kUs;
-  const double network = cluster.nic.latency.value() + cluster.switch_latency;
-  return table + network * (p == Protocol::simple ? 2 : 1);
+  return kNetLat[index(one_per_node ? Algo::tree : a)][index(p)] * kUs + network_latency(p, cluster);
 }
 
 double ll_max_busbw(const GroupShape& shape, const ClusterView& cluster) {

@@ -18,15 +18,19 @@ enum class Algo { tree, ring, nvls, nvls_tree };
 // hwLat[NCCL_HW_NVLINK]: one step between GPUs of a node.
 [[nodiscard]] double nvlink_step_latency(Algo a, Protocol p);
 
-// A ring's step between GPUs of a node: hwLat[NCCL_HW_NVLINK], but no less, in a ring that
-// crosses nodes, than the network proxy's per-step overhead NCCL charges every step there
-// (getNetOverhead: 1 us on Intel and other CPUs, 2 us on AMD; x3 for Simple).
+// The network proxy's per-step overhead NCCL charges every step of a ring that crosses nodes
+// (getNetOverhead: 1 us on Intel and other CPUs, 2 us on AMD; x3 for Simple); 0 within a node.
+[[nodiscard]] double net_overhead(Protocol p, const GroupShape& shape, const ClusterView& cluster);
+
+// A ring's step between GPUs of a node: hwLat[NCCL_HW_NVLINK], but no less than net_overhead.
 [[nodiscard]] double ring_intra_step_latency(Protocol p, const GroupShape& shape, const ClusterView& cluster);
 
+// The network's own latency, which NCCL takes from the net plugin (graph->latencyInter) and adds
+// twice for Simple (the send and the flush): here node.nic.latency + fabric.switch_latency.
+[[nodiscard]] double network_latency(Protocol p, const ClusterView& cluster);
+
 // One step across nodes: hwLat[NCCL_HW_NET] (the tree's figure when each node holds one rank:
-// "with ppn=1 latencies are fully exposed"), plus the network's own latency, which NCCL takes
-// from the net plugin (graph->latencyInter) and adds twice for Simple (the send and the flush).
-// Here that network latency is the topology's node.nic.latency + fabric.switch_latency.
+// "with ppn=1 latencies are fully exposed"), plus network_latency.
 [[nodiscard]] double net_step_latency(Algo a, Protocol p, const GroupShape& shape, const ClusterView& cluster);
 
 // llMaxBws: the LL protocol's bus-bandwidth ceiling; by GPU generation within a node, by CPU
