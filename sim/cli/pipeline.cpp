@@ -90,7 +90,8 @@ Outcome simulate(const Prepared& p, Deadline::Clock::time_point started) {
   if (p.scenario.stragglers.any()) baseline.emplace(p, deadline);
   Outcome out{engine::simulate(p, deadline), {}};
   out.summary = report::summarize({p.scenario, p.model, p.graph, out.result.timeline, &out.result.waiting, &out.result.holding,
-                                   &out.result.waiting_for_cpu, &out.result.job_ends, &deadline, &out.result.compute_split});
+                                   &out.result.waiting_for_cpu, &out.result.job_ends, &deadline, &out.result.compute_split,
+                                   &out.result.communicators});
   if (baseline) out.summary.step_time_without_stragglers = baseline->finish();
   out.summary.gpu_pace = engine::fleet_pace(p.scenario);
   return out;

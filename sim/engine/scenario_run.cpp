@@ -82,7 +82,9 @@ SimulationResult simulate(const graph::Prepared& p, const Deadline& deadline, bo
                                   "simulation.max_op_instances, or simulate fewer ranks, layers or steps)",
                                   graph.size(), ranks, instances, limit.value));
   }
-  return simulate(input);
+  SimulationResult result = simulate(input);
+  result.communicators = (ring ? *ring : nccl).communicators(graph);
+  return result;
 }
 
 }  // namespace shardsim::engine

@@ -12,6 +12,7 @@
 #include "core/deadline.hpp"
 #include "engine/collective.hpp"
 #include "engine/compute_model.hpp"
+#include "graph/outside_allocator.hpp"
 #include "graph/step_graph.hpp"
 #include "graph/timeline.hpp"
 
@@ -78,6 +79,8 @@ struct SimulationResult {
   std::vector<std::vector<graph::Interval>> waiting_for_cpu;
   std::vector<double> job_ends;                    // per job (cluster.jobs): when its last op ended
   std::vector<graph::ComputeSplit> compute_split;  // per op: the compute model's seconds by kind of work (0 for collectives)
+  // The algorithms each parallel group's collectives ran (scenario runs fill it; empty otherwise).
+  std::vector<graph::CommunicatorUse> communicators;
 };
 
 // Whether `input` runs in symmetric mode (one representative rank per pipeline stage).

@@ -277,7 +277,9 @@ Summary summarize(const SummaryInput& in) {
   }
   s.reported_step = g.info.steps - 1;
   s.gpu_memory = in.scenario.cluster.topology.gpu.memory.value();
-  s.outside = graph::outside_allocator(g.info, in.scenario.cluster.topology);
+  s.outside = graph::outside_allocator(
+      g.info, in.scenario.cluster.topology,
+      in.communicators != nullptr ? std::span<const graph::CommunicatorUse>(*in.communicators) : std::span<const graph::CommunicatorUse>());
   if (const auto& cal = in.scenario.calibration) {
     s.calibration = cal->file.string();
     s.calibration_name = cal->name;

@@ -182,6 +182,7 @@ struct SummaryInput {
   const std::vector<double>* job_ends = nullptr;                               // per job (engine), optional
   const Deadline* deadline = nullptr;                                          // simulation.max_wall_time, optional
   const std::vector<graph::ComputeSplit>* compute_split = nullptr;             // per op (engine), optional
+  const std::vector<graph::CommunicatorUse>* communicators = nullptr;          // the engine's, optional (rings alone)
 };
 
 // The ranks summaries look at: all of them up to 256, else 256 spread evenly plus the stragglers.

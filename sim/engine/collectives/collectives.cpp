@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cassert>
+#include <iterator>
+#include <set>
+#include <tuple>
 
 #include "core/error.hpp"
 #include "core/reader.hpp"
@@ -204,6 +207,30 @@ void Collectives::check(const graph::StepGraph& graph) const {
     const std::vector<int> ranks = groups.members(op.group, 0);   // every instance has this shape
     (void)weigh(op.kind, ranks, shape_of(ranks, cluster_), 1.0);  // throws for a forced algorithm it cannot run
   }
+}
+
+std::vector<graph::CommunicatorUse> Collectives::communicators(const graph::StepGraph& graph) const {
+  const graph::Groups groups(graph.info);
+  std::vector<graph::CommunicatorUse> out;
+  std::set<std::tuple<graph::OpKind, graph::Group, double>> seen;
+  for (std::size_t o = 0; o < graph.size(); ++o) {
+    const graph::Op& op = graph.op(static_cast<int>(o));
+    if (!op.is_collective() || op.kind == graph::OpKind::send) continue;
+    if (!seen.emplace(op.kind, op.group, op.bytes).second) continue;
+    const std::vector<int> ranks = groups.members(op.group, 0);  // every instance has this shape
+    const GroupShape shape = shape_of(ranks, cluster_);
+    if (shape.ranks <= 1) continue;
+    auto use = std::find_if(out.begin(), out.end(), [&](const graph::CommunicatorUse& u) { return u.group == op.group; });
+    if (use == out.end()) {
+      out.push_back(graph::CommunicatorUse{op.group, shape.uniform ? shape.per_node : 1, shape.nodes});
+      use = std::prev(out.end());
+    }
+    const std::string_view algorithm = choose(op.kind, ranks, shape, std::max(op.bytes, 0.0)).algorithm->name();
+    use->ring = use->ring || algorithm == "ring" || algorithm == "hierarchical";
+    use->tree = use->tree || algorithm == "tree";
+    use->nvls = use->nvls || algorithm == "nvls";
+  }
+  return out;
 }
 
 }  // namespace shardsim::engine::collectives

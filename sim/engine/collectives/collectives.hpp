@@ -30,6 +30,7 @@
 #include "config/scenario.hpp"
 #include "engine/collective.hpp"
 #include "engine/collectives/algorithm.hpp"
+#include "graph/outside_allocator.hpp"
 #include "graph/step_graph.hpp"
 
 namespace shardsim::engine::collectives {
@@ -63,6 +64,10 @@ class Collectives final : public CollectiveAlgorithm {
   // Throws ConfigError at the forcing setting if a forced algorithm cannot run one of the
   // graph's collectives (the tree an all-gather, NVLS without node.nvls, ...).
   void check(const graph::StepGraph& graph) const;
+
+  // Per parallel group with collectives in the graph, the algorithms plan() runs them with (the
+  // buffers NCCL connects for them: graph/outside_allocator.hpp).
+  [[nodiscard]] std::vector<graph::CommunicatorUse> communicators(const graph::StepGraph& graph) const;
 
   [[nodiscard]] const AlgorithmRegistry& registry() const { return registry_; }
 

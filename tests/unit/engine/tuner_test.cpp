@@ -263,3 +263,37 @@ TEST_CASE("symmetric mode's plans keep only the hops leaving each path's busiest
     CHECK(got == kept);
   }
 }
+
+TEST_CASE("the algorithms each group's collectives ran, whose buffers its communicator holds") {
+  SUBCASE("8 x H100: FSDP's gathers and reductions on the ring, an all-reduce on NVLS") {
+    const auto c = test::collectives(test::topology("h100_sxm_8x_ib400.yaml"));
+    const auto g =
+        test::collectives_graph(8, 8,
+                                {test::collective_op(OpKind::all_gather, 64 * kMiB), test::collective_op(OpKind::reduce_scatter, 64 * kMiB),
+                                 test::collective_op(OpKind::all_reduce, 64 * kMiB)});
+    REQUIRE(c.select(OpKind::all_reduce, iota(8), 64 * kMiB).algorithm->name() == "nvls");
+    const auto used = c.communicators(g);
+    REQUIRE(used.size() == 1);
+    CHECK(used[0].group == graph::Group::shard);
+    CHECK(used[0].ranks_per_node == 8);
+    CHECK(used[0].nodes == 1);
+    CHECK(used[0].ring);
+    CHECK_FALSE(used[0].tree);
+    CHECK(used[0].nvls);
+  }
+  SUBCASE("2 DGX A100: a 4 KiB all-reduce on the tree (NCCL's model, above), a gradient's gather on the ring") {
+    const auto c = test::collectives(test::topology("a100_80gb_8x_ib200.yaml"));
+    const auto g = test::collectives_graph(16, 16, {test::collective_op(OpKind::all_reduce, 4 * kKiB)});
+    auto used = c.communicators(g);
+    REQUIRE(used.size() == 1);
+    CHECK(used[0].tree);
+    CHECK_FALSE(used[0].ring);
+    CHECK(used[0].nodes == 2);
+    const auto both =
+        test::collectives_graph(16, 16, {test::collective_op(OpKind::all_reduce, 4 * kKiB), test::collective_op(OpKind::all_gather, kGiB)});
+    used = c.communicators(both);
+    REQUIRE(used.size() == 1);
+    CHECK(used[0].tree);
+    CHECK(used[0].ring);
+  }
+}

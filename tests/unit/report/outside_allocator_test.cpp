@@ -84,3 +84,40 @@ TEST_CASE("what the CUDA context and NCCL hold is not the allocator's: a job tha
   CHECK(sum.oom);
   CHECK(sum.outside.total() == 400e6);
 }
+
+TEST_CASE("NVLS's buffers: channels x 2 x 8 steps of 128 KiB for each head, one head per rank of the group on the node") {
+  // nvls.cc ncclNvlsBufferSetup: nvlsChannels x 2 x (NCCL_NVLS_CHUNKSIZE x NCCL_STEPS) x nHeads.
+  CHECK(graph::nvls_buffer_bytes(config::GpuArch::hopper, 8, 1) == 16.0 * 2 * 131072 * 8 * 8);  // 256 MiB
+  CHECK(graph::nvls_buffer_bytes(config::GpuArch::hopper, 8, 1) == 268435456.0);
+  CHECK(graph::nvls_buffer_bytes(config::GpuArch::hopper, 4, 2) == 134217728.0);
+  CHECK(graph::nvls_buffer_bytes(config::GpuArch::blackwell, 8, 1) == 24.0 * 2 * 131072 * 8 * 8);
+  CHECK(graph::nvls_buffer_bytes(config::GpuArch::blackwell, 8, 4) == 32.0 * 2 * 131072 * 8 * 8);
+  CHECK(graph::nvls_buffer_bytes(config::GpuArch::blackwell, 72, 1) == 24.0 * 2 * 131072 * 8 * 32);  // at most 32 heads
+}
+
+TEST_CASE("a communicator holds the buffers of the algorithms its collectives ran: a ring's peer, a tree's two, NVLS's own") {
+  graph::GraphInfo info;
+  info.world_size = 32;
+  info.tp_group = 8;
+  info.shard_group = 4;
+  info.reshard_group = 4;
+  const auto t = topology(0, 16);
+  const double set = 16 * 9633792.0;  // one connection's buffers on every channel
+  using graph::CommunicatorUse;
+  using graph::Group;
+  SUBCASE("nothing known: a ring each") {
+    CHECK(graph::outside_allocator(info, t).nccl == doctest::Approx(2 * set).scale(0));
+  }
+  SUBCASE("TP on NVLS alone, the shard group on rings and, for a small all-reduce, the tree") {
+    const std::vector<CommunicatorUse> used{CommunicatorUse{Group::tp, 8, 1, false, false, true},
+                                            CommunicatorUse{Group::shard, 1, 4, true, true, false}};
+    const auto o = graph::outside_allocator(info, t, used);
+    CHECK(o.communicators == 2);
+    CHECK(o.nvls == 268435456.0);
+    CHECK(o.nccl == doctest::Approx(3 * set + 268435456.0).scale(0));
+  }
+  SUBCASE("a group the list leaves out runs the ring") {
+    const std::vector<CommunicatorUse> used{CommunicatorUse{Group::shard, 1, 4, false, true, false}};
+    CHECK(graph::outside_allocator(info, t, used).nccl == doctest::Approx(3 * set).scale(0));
+  }
+}
