@@ -11,6 +11,14 @@ double nvls_buffer_bytes(config::GpuArch arch, int ranks_per_node, int nodes) {
   return channels * 2.0 * kStep * kSteps * std::min(ranks_per_node, 32);
 }
 
+double net_p2p_buffer_bytes(int channels) {
+  constexpr double kChunk = 128.0 * 1024;  // NCCL_P2P_NET_CHUNKSIZE
+  constexpr int kSharedSteps = 16;         // NCCL_SHARED_STEPS
+  int p2p_channels = 1;                    // pow2Up(min(channels, 64))
+  while (p2p_channels < std::min(channels, 64)) p2p_channels *= 2;
+  return 2.0 * p2p_channels * kSharedSteps * kChunk;
+}
+
 OutsideAllocator outside_allocator(const GraphInfo& info, const config::TopologyConfig& topology, std::span<const CommunicatorUse> used) {
   OutsideAllocator o;
   o.context = topology.gpu.context_memory.value();
@@ -36,9 +44,14 @@ OutsideAllocator outside_allocator(const GraphInfo& info, const config::Topology
   if (info.reshard_group < info.shard_group) communicator(Group::reshard, info.reshard_group);
   if (info.pp_group > 1) {
     ++o.communicators;
-    connections += info.pp_group > 2 ? 2 : 1;
+    const auto use = std::find_if(used.begin(), used.end(), [](const CommunicatorUse& u) { return u.group == Group::pp; });
+    if (use != used.end() && use->nodes > 1) {
+      o.p2p = net_p2p_buffer_bytes(o.channels);
+    } else {
+      connections += info.pp_group > 2 ? 2 : 1;
+    }
   }
-  o.nccl = static_cast<double>(connections) * o.channels * kNcclConnectionBytes + o.nvls;
+  o.nccl = static_cast<double>(connections) * o.channels * kNcclConnectionBytes + o.nvls + o.p2p;
   return o;
 }
 

@@ -21,9 +21,15 @@ inline constexpr double kNcclConnectionBytes = 524'288.0 + 4'915'200.0 + 4'194'3
 // 32): 256 MiB for 8 ranks on Hopper. `nodes`: the communicator's nodes.
 [[nodiscard]] double nvls_buffer_bytes(config::GpuArch arch, int ranks_per_node, int nodes);
 
+// Point-to-point sends across nodes (a pipeline's) on one rank: not a connection's own buffers but
+// the shared pools of src/transport/net.cc ("only allocate dedicated buffers for ring/tree, not
+// for p2p"), one to send and one to receive, each p2pnChannels (the channels rounded up to a
+// power of two) x NCCL_SHARED_STEPS (16) x NCCL_P2P_NET_CHUNKSIZE (128 KiB): 64 MiB at 16 channels.
+[[nodiscard]] double net_p2p_buffer_bytes(int channels);
+
 // The NCCL algorithms one communicator's collectives ran in the step (the tuner's choices). NCCL
 // (2.22 and later: NCCL_RUNTIME_CONNECT) connects an algorithm's peers, and allocates their
-// buffers, when the communicator first runs it.
+// buffers, when the communicator first runs it. A pipeline's (Group::pp) says where its stages are.
 struct CommunicatorUse {
   Group group = Group::none;
   int ranks_per_node = 1;  // the group's ranks on one node
@@ -37,6 +43,7 @@ struct OutsideAllocator {
   double context = 0;     // the CUDA context
   double nccl = 0;        // NCCL's buffers, all communicators
   double nvls = 0;        // of which NVLS's
+  double p2p = 0;         // of which the shared pools of sends across nodes
   int communicators = 0;  // NCCL communicators the rank belongs to
   int channels = 0;       // channels per communicator (node.nccl_channels)
   [[nodiscard]] double total() const { return context + nccl; }
@@ -47,7 +54,8 @@ struct OutsideAllocator {
 // the channels' connection buffers, one per peer and channel: a ring's rank receives from one
 // peer, a tree's from about two (up and down a chain through the node; the chain's head also
 // from the parent and children nodes: (P - 1 + (n - 1) / n) x 2 / P of them on average, at most
-// two here), a pipeline stage from the stages before and after it; and NVLS's buffers. `used`:
+// two here), a pipeline stage on the same node from the stages before and after it (across nodes
+// the shared pools of net_p2p_buffer_bytes); and NVLS's buffers. `used`:
 // the algorithms each group's collectives ran (the engine's SimulationResult::communicators);
 // a group it does not list (or all, when it is empty, as before a simulation) is taken to run
 // the ring alone.

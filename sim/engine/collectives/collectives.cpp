@@ -230,6 +230,12 @@ std::vector<graph::CommunicatorUse> Collectives::communicators(const graph::Step
     use->tree = use->tree || algorithm == "tree";
     use->nvls = use->nvls || algorithm == "nvls";
   }
+  if (graph.info.pp_group > 1) {  // the stages' sends: rank 0 and its peers in the other stages
+    std::vector<int> stages;
+    for (int s = 0; s < graph.info.pp_group; ++s) stages.push_back(s * (graph.info.world_size / graph.info.pp_group));
+    const GroupShape shape = shape_of(stages, cluster_);
+    out.push_back(graph::CommunicatorUse{graph::Group::pp, shape.uniform ? shape.per_node : 1, shape.nodes});
+  }
   return out;
 }
 

@@ -296,4 +296,14 @@ TEST_CASE("the algorithms each group's collectives ran, whose buffers its commun
     CHECK(used[0].tree);
     CHECK(used[0].ring);
   }
+  SUBCASE("two pipeline stages of 8 ranks each: one on each node") {
+    const auto c = test::collectives(test::topology("h100_sxm_8x_ib400.yaml"));
+    auto g = test::collectives_graph(16, 8, {test::collective_op(OpKind::all_gather, kMiB)});
+    g.info.pp_group = 2;
+    g.info.replicate_group = 1;
+    const auto used = c.communicators(g);
+    REQUIRE(used.size() == 2);
+    CHECK(used[1].group == graph::Group::pp);
+    CHECK(used[1].nodes == 2);
+  }
 }

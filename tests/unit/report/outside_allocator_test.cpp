@@ -121,3 +121,21 @@ TEST_CASE("a communicator holds the buffers of the algorithms its collectives ra
     CHECK(graph::outside_allocator(info, t, used).nccl == doctest::Approx(3 * set).scale(0));
   }
 }
+
+TEST_CASE("a pipeline's sends across nodes use NCCL's shared pools, not a connection's buffers per channel") {
+  // net.cc: a send pool and a receive pool, each pow2Up(channels) x 16 shared steps x 128 KiB.
+  CHECK(graph::net_p2p_buffer_bytes(16) == 2.0 * 16 * 16 * 131072);  // 64 MiB
+  CHECK(graph::net_p2p_buffer_bytes(24) == 2.0 * 32 * 16 * 131072);
+  graph::GraphInfo info;
+  info.world_size = 32;
+  info.pp_group = 4;
+  const auto t = topology(0, 16);
+  const std::vector<graph::CommunicatorUse> across{graph::CommunicatorUse{graph::Group::pp, 1, 4}};
+  const auto o = graph::outside_allocator(info, t, across);
+  CHECK(o.communicators == 1);
+  CHECK(o.p2p == 67108864.0);
+  CHECK(o.nccl == 67108864.0);
+  // Stages on one node: a connection from each neighbouring stage on every channel, as before.
+  const std::vector<graph::CommunicatorUse> within{graph::CommunicatorUse{graph::Group::pp, 4, 1}};
+  CHECK(graph::outside_allocator(info, t, within).nccl == doctest::Approx(2 * 16 * 9633792.0).scale(0));
+}
