@@ -79,7 +79,8 @@ void describe_compute() {
 void describe_collectives() {
   engine::collectives::AlgorithmRegistry r;
   engine::collectives::register_builtin_algorithms(r);
-  std::cout << "collectives.algorithm: auto (NCCL's tuner picks per collective and size) or one of\n";
+  std::cout << "collectives.algorithm: auto (NCCL's tuner picks per collective and size; on AMD GPUs, gpu.arch cdna3,\n"
+               "  RCCL's, by its MI300X tables: no LL128, no tree with Simple within a node) or one of\n";
   for (const auto& a : r.all()) {
     std::string protocols;
     for (auto p : engine::collectives::kProtocols) {
