@@ -34,7 +34,10 @@ OutsideAllocator outside_allocator(const GraphInfo& info, const config::Topology
       return;
     }
     if (use->ring) ++connections;
-    if (use->tree) connections += 2;
+    if (use->tree) {
+      connections += 2;
+      o.tree += 2.0 * o.channels * kNcclConnectionBytes;
+    }
     if (use->nvls) o.nvls += nvls_buffer_bytes(topology.gpu.arch, use->ranks_per_node, use->nodes);
   };
   communicator(Group::tp, info.tp_group);

@@ -42,6 +42,7 @@ struct CommunicatorUse {
 struct OutsideAllocator {
   double context = 0;     // the CUDA context
   double nccl = 0;        // NCCL's buffers, all communicators
+  double tree = 0;        // of which the trees' connections
   double nvls = 0;        // of which NVLS's
   double p2p = 0;         // of which the shared pools of sends across nodes
   int communicators = 0;  // NCCL communicators the rank belongs to

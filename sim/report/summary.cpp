@@ -185,10 +185,13 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
     };
     row("  by pipeline stage", fmt::format("{} GiB  (allocated {} GiB)", list(s.reserved_by_stage), list(s.allocated_by_stage)));
   }
+  std::string parts;  // the NCCL buffers that are not a ring's
+  for (const auto& [bytes, what] : {std::pair{s.outside.tree, "trees"}, {s.outside.nvls, "NVLS"}, {s.outside.p2p, "pipeline sends"}}) {
+    if (bytes > 0) parts += fmt::format("{}{} {}", parts.empty() ? "; " : ", ", what, gib(bytes));
+  }
   const std::string nccl = s.outside.communicators > 0
                                ? fmt::format(", NCCL buffers {} for {} communicator{} x {} channels{}", gib(s.outside.nccl),
-                                             s.outside.communicators, s.outside.communicators == 1 ? "" : "s", s.outside.channels,
-                                             s.outside.nvls > 0 ? fmt::format(", NVLS's {} of them", gib(s.outside.nvls)) : "")
+                                             s.outside.communicators, s.outside.communicators == 1 ? "" : "s", s.outside.channels, parts)
                                : std::string();
   row("outside PyTorch's allocator",
       fmt::format("{} of the GPU's {}  (CUDA context {}{})", gib(s.outside.total()), gib(s.gpu_memory), gib(s.outside.context), nccl));
@@ -336,7 +339,9 @@ nlohmann::json summary_json(const Summary& s) {
       {"outside_allocator_bytes",
        {{"cuda_context", s.outside.context},
         {"nccl", s.outside.nccl},
+        {"nccl_tree", s.outside.tree},
         {"nccl_nvls", s.outside.nvls},
+        {"nccl_pipeline_sends", s.outside.p2p},
         {"nccl_communicators", s.outside.communicators},
         {"nccl_channels", s.outside.channels}}},
       {"oom", s.oom},

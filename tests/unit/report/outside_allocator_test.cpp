@@ -114,6 +114,7 @@ TEST_CASE("a communicator holds the buffers of the algorithms its collectives ra
     const auto o = graph::outside_allocator(info, t, used);
     CHECK(o.communicators == 2);
     CHECK(o.nvls == 268435456.0);
+    CHECK(o.tree == doctest::Approx(2 * set).scale(0));
     CHECK(o.nccl == doctest::Approx(3 * set + 268435456.0).scale(0));
   }
   SUBCASE("a group the list leaves out runs the ring") {
