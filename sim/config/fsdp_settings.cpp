@@ -94,6 +94,18 @@ constexpr std::array kZero3Params{
               kOffloadNames},
     ParamSpec{"sub_group_size", "integer", "1000000000", "sub_group_size: parameters the offloaded optimizer steps and swaps at a time",
               Range{1, kNumelMax}},
+    ParamSpec{"optimizer_buffer_count", "integer", "4",
+              "offload_optimizer.buffer_count: pinned swap buffers of a sub-group's fp32 elements (optimizer on NVMe; at least the "
+              "tensors swapped per sub-group, twice that pipelined)",
+              Range{1, 1024}},
+    ParamSpec{"pipeline_read", "bool", "false",
+              "offload_optimizer.pipeline_read: read the next sub-group's state from NVMe while this one steps (optimizer on NVMe)"},
+    ParamSpec{"pipeline_write", "bool", "false",
+              "offload_optimizer.pipeline_write: write the previous sub-group's state to NVMe while this one steps (optimizer on NVMe)"},
+    ParamSpec{"param_buffer_count", "integer", "5", "offload_param.buffer_count: pinned parameter buffers (parameters on NVMe)",
+              Range{1, 1024}},
+    ParamSpec{"param_buffer_size", "integer", "100000000", "offload_param.buffer_size: elements of each pinned parameter buffer",
+              Range{1, kNumelMax}},
     ParamSpec{"cpu_checkpointing", "bool", "false",
               "DeepSpeed's activation_checkpointing.cpu_checkpointing: each checkpointed block's input copied to CPU memory "
               "after the next block's forward (the newest kept on the GPU) and back when its backward needs it; needs "
@@ -175,6 +187,19 @@ Zero3Config read_zero3(const Reader& fsdp, bool zero3, std::vector<ConfigWarning
                         "modelled as the offloaded optimizer's unit of stepping and swapping (offload_optimizer: cpu or nvme); "
                         "with the optimizer on the GPU it is ignored"});
   }
+  z.optimizer_buffer_count = {r.integer("optimizer_buffer_count"), r.where("optimizer_buffer_count")};
+  z.pipeline_read = r.boolean("pipeline_read");
+  z.pipeline_write = r.boolean("pipeline_write");
+  z.param_buffer_count = r.integer("param_buffer_count");
+  z.param_buffer_size = r.integer("param_buffer_size");
+  const auto needs = [&](std::string_view key, const Located<OffloadDevice>& device, std::string_view setting) {
+    if (zero3 && r.has(key) && device.value != OffloadDevice::nvme) {
+      warnings.push_back({r.where(key), r.path_of(key), fmt::format("applies to {}: nvme only; it is ignored", setting)});
+    }
+  };
+  for (const char* key : {"optimizer_buffer_count", "pipeline_read", "pipeline_write"})
+    needs(key, z.offload_optimizer, "offload_optimizer");
+  for (const char* key : {"param_buffer_count", "param_buffer_size"}) needs(key, z.offload_param, "offload_param");
   z.cpu_checkpointing = {r.boolean("cpu_checkpointing"), r.where("cpu_checkpointing")};
   r.finish();
   return z;

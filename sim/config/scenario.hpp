@@ -130,6 +130,15 @@ struct Zero3Config {
   Located<OffloadDevice> offload_optimizer;
   Located<OffloadDevice> offload_param;
   std::int64_t sub_group_size = 1'000'000'000;  // parameters the optimizer steps (and swaps) at a time
+  // The optimizer on NVMe (DeepSpeed's offload_optimizer.buffer_count, pipeline_read,
+  // pipeline_write): pinned swap buffers of a sub-group's fp32 elements each; reading the next
+  // sub-group while this one steps, writing the previous one back while it steps.
+  Located<std::int64_t> optimizer_buffer_count{4, {}};
+  bool pipeline_read = false;
+  bool pipeline_write = false;
+  // The parameters on NVMe (offload_param.buffer_count, buffer_size): pinned buffers of elements.
+  std::int64_t param_buffer_count = 5;
+  std::int64_t param_buffer_size = 100'000'000;
   // DeepSpeed's activation_checkpointing.cpu_checkpointing: checkpointed blocks' inputs in CPU memory.
   Located<bool> cpu_checkpointing;
 };

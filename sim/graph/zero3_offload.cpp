@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/error.hpp"
 #include "fsdp/model_state.hpp"
 #include "graph/issuer.hpp"
 
@@ -12,7 +13,24 @@ namespace shardsim::graph {
 using config::OffloadDevice;
 
 Zero3Offload::Zero3Offload(const config::ScenarioConfig& scenario, const fsdp::Plan& plan, StepGraph& g, Issue issue)
-    : cfg_(scenario), z_(scenario.fsdp.zero3), plan_(plan), g_(g), issue_(std::move(issue)) {}
+    : cfg_(scenario), z_(scenario.fsdp.zero3), plan_(plan), g_(g), issue_(std::move(issue)) {
+  if (z_.offload_optimizer.value != OffloadDevice::nvme) return;
+  // DeepSpeed's swapper takes a buffer for each tensor it swaps per sub-group (the fp32 parameter,
+  // its gradient, the optimizer's states: offload_config.py, "Adam optimizer has 4 states"), and a
+  // second set for the sub-group read ahead or written behind; with fewer its allocation fails.
+  const std::int64_t needed = swapped_tensors() * (z_.pipeline_read || z_.pipeline_write ? 2 : 1);
+  if (z_.optimizer_buffer_count.value < needed) {
+    throw ConfigError(z_.optimizer_buffer_count.where, "fsdp.zero3.optimizer_buffer_count",
+                      fmt::format("expected at least {}: {} tensors a sub-group swapped ({}){}; got {}", needed, swapped_tensors(),
+                                  config::to_string(cfg_.training.optimizer),
+                                  needed > swapped_tensors() ? ", twice over with pipeline_read or pipeline_write" : "",
+                                  z_.optimizer_buffer_count.value));
+  }
+}
+
+std::int64_t Zero3Offload::swapped_tensors() const {
+  return 2 + fsdp::optimizer_states(cfg_.training.optimizer);
+}
 
 double Zero3Offload::state_bytes_per_param() const {
   return static_cast<double>(plan_.master_bytes) * (1 + fsdp::optimizer_states(cfg_.training.optimizer));
@@ -43,11 +61,16 @@ int Zero3Offload::optimizer_step(int step, std::int64_t shard, int gradients_in,
     r.work.nvme_read_bytes = group_numel(i) * state_bytes_per_param();
     return issue_(std::move(r));
   };
+  // DeepSpeed's swappers (swap_tensor/partitioned_optimizer_swapper.py, pipelined_...): without
+  // pipelining, a sub-group's state is read, stepped and written back before the next is read;
+  // pipeline_read starts the next read before this step, pipeline_write lets the next step start
+  // before this write is done.
   int next_read = nvme ? read(0) : -1;
   int last = -1;
+  int written = -1;
   for (std::int64_t i = 0; i < groups; ++i) {
     const int this_read = next_read;
-    if (nvme && i + 1 < groups) next_read = read(i + 1);
+    if (nvme && z_.pipeline_read && i + 1 < groups) next_read = read(i + 1);
     Op op = make_op(OpKind::optimizer, Stream::cpu, fmt::format("optimizer step {} ({}/{})", step, i + 1, groups), -1);
     // DeepSpeedCPUAdam's fused step: state read and written, the fp32 gradient read, the 16-bit
     // parameter written (Adam: 2 x 12 + 4 + 2 = 30 bytes per parameter).
@@ -56,10 +79,16 @@ int Zero3Offload::optimizer_step(int step, std::int64_t shard, int gradients_in,
     g_.add_edge(gradients_in, last, EdgeKind::data);
     g_.add_edge(reduced, last, EdgeKind::data);
     g_.add_edge(this_read, last, EdgeKind::data);
+    if (!z_.pipeline_write) g_.add_edge(written, last, EdgeKind::data);
     if (nvme) {
       Op w = make_op(OpKind::host_copy, Stream::nvme, fmt::format("NVMe write optimizer state {}/{}", i + 1, groups), -1);
       w.work.nvme_write_bytes = group_numel(i) * state_bytes_per_param();
-      g_.add_edge(last, issue_(std::move(w)), EdgeKind::data);
+      written = issue_(std::move(w));
+      g_.add_edge(last, written, EdgeKind::data);
+      if (!z_.pipeline_read && i + 1 < groups) {
+        next_read = read(i + 1);  // after this write on the NVMe stream
+        g_.add_edge(last, next_read, EdgeKind::data);
+      }
     }
   }
   const double partition = static_cast<double>(shard) * plan_.param_bytes;
@@ -91,11 +120,13 @@ void Zero3Offload::model_state(std::vector<MemEffect>& m, std::int64_t shard) co
       m.push_back({MemCategory::grad_shards, static_cast<double>(shard) * plan_.master_bytes, false, Pool::host});
       break;
     case OffloadDevice::nvme:
-      // On NVMe; in pinned CPU memory the fp32 gradients and the swap buffers of two sub-groups
-      // (the one stepping and the one being read).
+      // On NVMe; in pinned CPU memory the fp32 gradients and the swapper's buffers: buffer_count of
+      // the largest sub-group's fp32 elements (optimizer_utils.py SwapBufferManager).
       m.push_back({MemCategory::grad_shards, static_cast<double>(shard) * plan_.master_bytes, false, Pool::host});
       m.push_back({MemCategory::optimizer_state,
-                   static_cast<double>(std::min<std::int64_t>(shard, 2 * z_.sub_group_size)) * state_bytes_per_param(), false, Pool::host});
+                   static_cast<double>(z_.optimizer_buffer_count.value) *
+                       static_cast<double>(std::min<std::int64_t>(shard, z_.sub_group_size)) * plan_.master_bytes,
+                   false, Pool::host});
       break;
   }
   switch (z_.offload_param.value) {
@@ -106,8 +137,10 @@ void Zero3Offload::model_state(std::vector<MemEffect>& m, std::int64_t shard) co
       m.push_back({MemCategory::sharded_params, partition16, false, Pool::host});
       break;
     case OffloadDevice::nvme:
-      // DeepSpeed's pinned parameter buffers: buffer_count 5 x buffer_size 1e8 elements.
-      m.push_back({MemCategory::sharded_params, 5 * 1e8 * plan_.param_bytes, false, Pool::host});
+      // DeepSpeed's pinned parameter buffers: buffer_count x buffer_size elements.
+      m.push_back({MemCategory::sharded_params,
+                   static_cast<double>(z_.param_buffer_count) * static_cast<double>(z_.param_buffer_size) * plan_.param_bytes, false,
+                   Pool::host});
       break;
   }
 }

@@ -32,7 +32,8 @@ class Zero3Offload {
 
   // The optimizer step on the CPU (DeepSpeedCPUAdam over the fp32 state, the gradients read, the
   // 16-bit partition written), one sub-group at a time; from NVMe, each sub-group's state read
-  // before and written after its step, the next one's read overlapping it; then the updated
+  // before and written after its step (the next read overlapping the step with pipeline_read, the
+  // write overlapping the next step with pipeline_write); then the updated
   // partition back to the GPU, or to NVMe when parameters live there. `gradients_in`: the last
   // gradient copy to the CPU; `reduced`: the last reduction. Returns the op the next step follows.
   int optimizer_step(int step, std::int64_t shard, int gradients_in, int reduced);
@@ -57,6 +58,8 @@ class Zero3Offload {
   // fp32 master weights and optimizer state per parameter (Adam: 4 + 8), as the offloaded step
   // reads and writes them.
   [[nodiscard]] double state_bytes_per_param() const;
+  // Tensors DeepSpeed's swapper moves per sub-group: fp32 parameter, gradient, optimizer states.
+  [[nodiscard]] std::int64_t swapped_tensors() const;
 
   const config::ScenarioConfig& cfg_;
   const config::Zero3Config& z_;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/pipeline.hpp"
+#include "core/error.hpp"
 #include "test_support.hpp"
 
 using namespace shardsim;
@@ -82,12 +83,50 @@ TEST_CASE("ZeRO-Infinity's optimizer step: state swapped from NVMe per sub-group
   CHECK(step->work.host_bytes == doctest::Approx(30 * shard).scale(0));
   CHECK(write->work.nvme_write_bytes == doctest::Approx(12 * shard).scale(0));
   CHECK(back->work.pcie_bytes == doctest::Approx(2 * shard).scale(0));  // the updated bf16 partition
-  // Sub-groups: the next one's read is issued before this one's write, so that it overlaps the step.
+  // Sub-groups, as DeepSpeed's PartitionedOptimizerSwapper runs them: read, step, write back, then
+  // the next read (after the step, and after the write on the drives' stream).
   auto sets = zero3("nvme", "none");
   sets.push_back(fmt::format("fsdp.zero3.sub_group_size={}", static_cast<std::int64_t>(kShard / 3) + 1));
   const auto q = cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", sets);
   REQUIRE(op_named(q.graph, "NVMe read optimizer state 3/3") != nullptr);
-  CHECK(op_named(q.graph, "NVMe read optimizer state 2/3")->id < op_named(q.graph, "NVMe write optimizer state 1/3")->id);
+  CHECK(op_named(q.graph, "NVMe write optimizer state 1/3")->id < op_named(q.graph, "NVMe read optimizer state 2/3")->id);
+  CHECK(has_edge(q.graph, op_named(q.graph, "optimizer step 0 (1/3)")->id, op_named(q.graph, "NVMe read optimizer state 2/3")->id));
+  CHECK(has_edge(q.graph, op_named(q.graph, "NVMe write optimizer state 1/3")->id, op_named(q.graph, "optimizer step 0 (2/3)")->id));
+  // pipeline_read: the next read is issued before this write, to overlap the step; pipeline_write:
+  // the next step does not wait for the write. Both need a second set of swap buffers.
+  sets.insert(sets.end(), {"fsdp.zero3.pipeline_read=true", "fsdp.zero3.pipeline_write=true", "fsdp.zero3.optimizer_buffer_count=8"});
+  const auto pipelined = cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", sets);
+  const auto* read2 = op_named(pipelined.graph, "NVMe read optimizer state 2/3");
+  CHECK(read2->id < op_named(pipelined.graph, "NVMe write optimizer state 1/3")->id);
+  CHECK_FALSE(has_edge(pipelined.graph, op_named(pipelined.graph, "optimizer step 0 (1/3)")->id, read2->id));
+  CHECK_FALSE(has_edge(pipelined.graph, op_named(pipelined.graph, "NVMe write optimizer state 1/3")->id,
+                       op_named(pipelined.graph, "optimizer step 0 (2/3)")->id));
+}
+
+TEST_CASE("ZeRO-Infinity's swap buffers: as many as DeepSpeed's buffer counts say, and enough for what a sub-group swaps") {
+  // The optimizer's: optimizer_buffer_count x the sub-group's fp32 elements (Adam: at least 4,
+  // the parameter, its gradient and two moments; 8 pipelined). The parameters': buffer_count x
+  // buffer_size elements of bf16.
+  auto sets = zero3("nvme", "nvme");
+  sets.insert(sets.end(), {"fsdp.zero3.optimizer_buffer_count=6", "fsdp.zero3.param_buffer_count=3", "fsdp.zero3.param_buffer_size=1000"});
+  const auto p = cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", sets);
+  double optimizer = 0;
+  double params = 0;
+  for (const auto& e : p.graph.info.initial_memory) {
+    if (e.pool != graph::Pool::host) continue;
+    if (e.category == graph::MemCategory::optimizer_state) optimizer += e.bytes;
+    if (e.category == graph::MemCategory::sharded_params) params += e.bytes;
+  }
+  CHECK(optimizer == doctest::Approx(6 * 4 * kShard).scale(0));
+  CHECK(params == doctest::Approx(3 * 1000 * 2.0).scale(0));
+  auto few = zero3("nvme", "none");
+  few.push_back("fsdp.zero3.optimizer_buffer_count=3");
+  CHECK_THROWS_WITH_AS(cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", few),
+                       doctest::Contains("expected at least 4: 4 tensors a sub-group swapped (adamw); got 3"), ConfigError);
+  few.back() = "fsdp.zero3.optimizer_buffer_count=4";
+  few.push_back("fsdp.zero3.pipeline_read=true");
+  CHECK_THROWS_WITH_AS(cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", few), doctest::Contains("expected at least 8"),
+                       ConfigError);
 }
 
 TEST_CASE("ZeRO-Infinity's parameters: each fetch reads the partition from NVMe and copies it to the GPU") {
