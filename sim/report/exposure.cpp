@@ -40,6 +40,9 @@ class Attribution {
         unexplained(from, std::min(upto, iv.end));
       }
       upto = std::min(upto, from);
+      // Before a pipeline transfer began, the compute stream waited for the other stage's
+      // compute: the pipeline's bubble (pipeline_bubble.hpp), not any collective's exposed time.
+      if (g_.op(gate).is_collective() && g_.op(gate).group == graph::Group::pp) return;
       cur = gate;
     }
     if (upto > a) unexplained(a, upto);

@@ -12,7 +12,9 @@
 // be ready) goes, where collectives run in it, to the dimension on the critical path first:
 // tensor, then context, then pipeline, then data parallel. A data-parallel all-gather that runs
 // while the compute stream waits for a tensor-parallel reduce-scatter is then not exposed data-
-// parallel time: the step would not be shorter without it.
+// parallel time: the step would not be shorter without it. Nor is the part of a gap before a
+// pipeline send the chain reaches began: the compute stream waited for another stage's compute,
+// the pipeline's bubble, whatever collectives ran meanwhile.
 #pragma once
 
 #include <array>

@@ -103,3 +103,26 @@ TEST_CASE("a chain of waits passes through a collective to the one it waited for
   CHECK(e.of(report::Dimension::pp) == doctest::Approx(1.0).scale(0));
   CHECK(e.of(report::Dimension::dp) == doctest::Approx(0.0).scale(1));
 }
+
+TEST_CASE("before a pipeline receive began, the stage waited for another stage: bubble, not exposed communication") {
+  // Compute A [0, 1]; a pipeline receive P [2.5, 3] (the other stage sent at 2.5) that compute B
+  // [3, 4] needs; an FSDP all-gather G [0.5, 2.8] that B does not wait for. Of the idle [1, 3],
+  // [2.5, 3] is P's (PP 0.5 s); [1, 2.5] is the pipeline's bubble, though G runs in it: DP 0
+  // (charged to the running G, as an unexplained wait, it would be 1.5 s).
+  graph::StepGraph g;
+  const int a = compute(g);
+  const int p = add(g, graph::OpKind::send, graph::Stream::pp, graph::Group::pp);
+  const int b = compute(g);
+  const int ag = add(g, graph::OpKind::all_gather, graph::Stream::all_gather, graph::Group::shard);
+  g.add_edge(p, b, graph::EdgeKind::data);
+  g.add_edge(a, b, graph::EdgeKind::stream);
+  graph::Timeline t(g.size(), 1);
+  t.at(a, 0) = {0, 1};
+  t.at(p, 0) = {2.5, 3};
+  t.at(b, 0) = {3, 4};
+  t.at(ag, 0) = {0.5, 2.8};
+  const report::ExposedComm e = report::exposed_comm(g, t, 0, 0, 0, 4);
+  CHECK(e.total == doctest::Approx(0.5).scale(0));
+  CHECK(e.of(report::Dimension::pp) == doctest::Approx(0.5).scale(0));
+  CHECK(e.of(report::Dimension::dp) == doctest::Approx(0.0).scale(1));
+}
