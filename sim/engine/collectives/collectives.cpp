@@ -144,7 +144,16 @@ std::vector<Selection> Collectives::weigh(graph::OpKind kind, std::span<const in
       }
     }
     for (Protocol p : kProtocols) {
-      if (!a->has(p) || (protocol_forced_ && p != protocol_) || !tuner_enables(*a, p, shape)) continue;
+      if (!a->has(p) || (protocol_forced_ && p != protocol_)) continue;
+      if (!tuner_enables(*a, p, shape)) {
+        if (f.algorithm != nullptr && protocol_forced_) {  // only RCCL's tree with Simple in a node is refused when forced
+          throw ConfigError(protocol_setting_.where, protocol_setting_.path,
+                            fmt::format("RCCL runs no {} with the {} protocol within one node of AMD GPUs (gpu.arch cdna3; its "
+                                        "src/graph/tuning.cc); expected another protocol, or auto",
+                                        a->name(), to_string(p)));
+        }
+        continue;
+      }
       out.push_back(evaluate(*a, p, kind, ranks, shape, bytes));
     }
   }

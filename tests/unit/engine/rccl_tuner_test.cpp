@@ -169,7 +169,8 @@ TEST_CASE("RCCL runs LL128 when the scenario forces it, and refuses the tree wit
   const auto ll128 = test::collectives(topo, test::collectives_settings("ring", "ll128"));
   CHECK(ll128.select(OpKind::all_gather, iota(8), kMiB).protocol == Protocol::ll128);
   const auto tree_simple = test::collectives(topo, test::collectives_settings("tree", "simple"));
-  CHECK_THROWS_AS((void)tree_simple.select(OpKind::all_reduce, iota(8), kMiB), ConfigError);
+  CHECK_THROWS_WITH_AS((void)tree_simple.select(OpKind::all_reduce, iota(8), kMiB),
+                       doctest::Contains("RCCL runs no tree with the simple protocol within one node"), ConfigError);
   // The same cluster as NVIDIA's (gpu.arch hopper) runs LL128 unforced at 8 MiB.
   const auto hopper = test::collectives(test::topology("mi300x_8x_ib400.yaml", {{"gpu.arch", "hopper"}}));
   CHECK(hopper.select(OpKind::all_gather, iota(8), 8 * kMiB).protocol == Protocol::ll128);
