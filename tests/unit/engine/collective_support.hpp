@@ -70,6 +70,13 @@ inline engine::SimulationResult simulate(const graph::StepGraph& g, const config
   return engine::simulate(engine::SimulationInput{g, topo, nodes, compute, algorithm, flows, mode});
 }
 
+// Ranks 0 .. n-1, a group of n consecutive ranks.
+inline std::vector<int> iota(int n) {
+  std::vector<int> v(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = i;
+  return v;
+}
+
 // nccl-tests' bus bandwidth (PERFORMANCE.md): S / t x (n-1)/n, x 2(n-1)/n for all-reduce.
 inline double busbw(graph::OpKind kind, int n, double bytes, double seconds) {
   return bytes / seconds * (kind == graph::OpKind::all_reduce ? 2.0 : 1.0) * (n - 1) / n;

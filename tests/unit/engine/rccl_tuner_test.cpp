@@ -35,11 +35,7 @@ constexpr double kUs = 1e-6;
 constexpr double kXgmi = 448e9 * 0.75;
 constexpr double kNic = 50e9 * 0.95;
 
-std::vector<int> iota(int n) {
-  std::vector<int> v(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = i;
-  return v;
-}
+using test::iota;
 
 struct Rated {
   std::string algorithm;

@@ -29,11 +29,7 @@ namespace {
 
 constexpr double kUs = 1e-6;
 
-std::vector<int> iota(int n) {
-  std::vector<int> v(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = i;
-  return v;
-}
+using test::iota;
 
 struct Candidate {
   std::string algorithm;
