@@ -62,6 +62,22 @@ CollectivePlan send_plan(std::span<const int> ranks, double bytes, const Cluster
   return plan;
 }
 
+// Calls f(op, ranks, shape) once for each distinct (kind, group, bytes) among the graph's
+// collectives, sends aside; the ranks are the group's first instance's (every instance has its
+// shape).
+template <typename F>
+void each_collective(const graph::StepGraph& graph, const ClusterView& cluster, F&& f) {
+  const graph::Groups groups(graph.info);
+  std::set<std::tuple<graph::OpKind, graph::Group, double>> seen;
+  for (std::size_t o = 0; o < graph.size(); ++o) {
+    const graph::Op& op = graph.op(static_cast<int>(o));
+    if (!op.is_collective() || op.kind == graph::OpKind::send) continue;
+    if (!seen.emplace(op.kind, op.group, op.bytes).second) continue;
+    const std::vector<int> ranks = groups.members(op.group, 0);
+    f(op, ranks, shape_of(ranks, cluster));
+  }
+}
+
 }  // namespace
 
 Collectives::Collectives(const config::CollectivesConfig& settings, const ClusterView& cluster, AlgorithmRegistry registry)
@@ -205,30 +221,15 @@ CollectivePlan Collectives::plan(graph::OpKind kind, std::span<const int> ranks,
 }
 
 void Collectives::check(const graph::StepGraph& graph) const {
-  const graph::Groups groups(graph.info);
-  std::vector<std::pair<graph::OpKind, graph::Group>> seen;
-  for (std::size_t o = 0; o < graph.size(); ++o) {
-    const graph::Op& op = graph.op(static_cast<int>(o));
-    if (!op.is_collective() || op.kind == graph::OpKind::send) continue;
-    const std::pair key{op.kind, op.group};
-    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
-    seen.push_back(key);
-    const std::vector<int> ranks = groups.members(op.group, 0);   // every instance has this shape
-    (void)weigh(op.kind, ranks, shape_of(ranks, cluster_), 1.0);  // throws for a forced algorithm it cannot run
-  }
+  each_collective(graph, cluster_, [&](const graph::Op& op, const std::vector<int>& ranks, const GroupShape& shape) {
+    (void)weigh(op.kind, ranks, shape, 1.0);  // throws for a forced algorithm it cannot run
+  });
 }
 
 std::vector<graph::CommunicatorUse> Collectives::communicators(const graph::StepGraph& graph) const {
-  const graph::Groups groups(graph.info);
   std::vector<graph::CommunicatorUse> out;
-  std::set<std::tuple<graph::OpKind, graph::Group, double>> seen;
-  for (std::size_t o = 0; o < graph.size(); ++o) {
-    const graph::Op& op = graph.op(static_cast<int>(o));
-    if (!op.is_collective() || op.kind == graph::OpKind::send) continue;
-    if (!seen.emplace(op.kind, op.group, op.bytes).second) continue;
-    const std::vector<int> ranks = groups.members(op.group, 0);  // every instance has this shape
-    const GroupShape shape = shape_of(ranks, cluster_);
-    if (shape.ranks <= 1) continue;
+  each_collective(graph, cluster_, [&](const graph::Op& op, const std::vector<int>& ranks, const GroupShape& shape) {
+    if (shape.ranks <= 1) return;
     auto use = std::find_if(out.begin(), out.end(), [&](const graph::CommunicatorUse& u) { return u.group == op.group; });
     if (use == out.end()) {
       out.push_back(graph::CommunicatorUse{op.group, shape.uniform ? shape.per_node : 1, shape.nodes});
@@ -238,10 +239,11 @@ std::vector<graph::CommunicatorUse> Collectives::communicators(const graph::Step
     use->ring = use->ring || algorithm == "ring" || algorithm == "hierarchical";
     use->tree = use->tree || algorithm == "tree";
     use->nvls = use->nvls || algorithm == "nvls";
-  }
+  });
   if (graph.info.pp_group > 1) {  // the stages' sends: rank 0 and its peers in the other stages
+    const graph::Groups groups(graph.info);
     std::vector<int> stages;
-    for (int s = 0; s < graph.info.pp_group; ++s) stages.push_back(s * (graph.info.world_size / graph.info.pp_group));
+    for (int s = 0; s < graph.info.pp_group; ++s) stages.push_back(groups.members(graph::Group::pp, 0, s, s).front());
     const GroupShape shape = shape_of(stages, cluster_);
     out.push_back(graph::CommunicatorUse{graph::Group::pp, shape.uniform ? shape.per_node : 1, shape.nodes});
   }
