@@ -133,9 +133,10 @@ TEST_CASE("4 MI300X nodes all-reduce: RCCL's tree with Simple from a few MB, whe
     // them across nodes (RCCL counts 2 x nodes), the others at least the proxy's 1 us (x3 Simple).
     const double ring = std::max(bus * s * 7 / 8 / kXgmi, bus * s / 8 / kNic);
     // Tree: a chain through each node (2 x 7/8 S a port) and two trees across the 4 nodes, S/2
-    // each edge each way, over the 8 rails; the busiest node is on 4 edges of the two trees
-    // (an inner node of one, with its parent and two children, and a leaf of the other: NCCL's
-    // trees.cc, whose parents tuner_test checks); 2 x (7 xGMI steps + log2(4) network steps).
+    // each edge each way, over the 8 rails; the busiest node is on 4 edges of the two trees:
+    // NCCL's trees.cc over 4 nodes has tree 0 as 0 -> 2 -> {1, 3} and tree 1 its mirror,
+    // 3 -> 1 -> {2, 0}, so node 2 has a parent and two children in one and a parent in the other;
+    // 2 x (7 xGMI steps + log2(4) network steps).
     const double tree = std::max(2 * 7.0 / 8.0 * s / kXgmi, 4 * s / 2 / 8 / kNic);
     const int log_size = static_cast<int>(std::floor(std::log2(s / 64)));
     const double tree_ll = (log_size >= 6 && log_size <= 15) ? (log_size == 11 ? 0.6 : log_size == 13 ? 0.9 : 1.0) : 0.1;
