@@ -43,6 +43,12 @@ constexpr std::array kGpuParams{
     ParamSpec{"efficiency", "mapping", "{}", "achievable fractions of peak (see gpu.efficiency)"},
     ParamSpec{"compute_model", "roofline", "roofline", "how compute ops are priced (engine/compute_model.hpp; shardsim describe compute)"},
     ParamSpec{"kernel_launch", "duration", "4us", "fixed cost of each kernel (launch and tail)", kDurationRange},
+    ParamSpec{"sms", "integer", "-",
+              "streaming multiprocessors (AMD: compute units) a GEMM's output tiles run on, wave after wave: a GEMM whose "
+              "tiles leave the last wave part-empty runs slower than one that fills it (tile and wave quantization, "
+              "engine/gemm_tiles.hpp), relative to a Llama 3 8B block's GEMMs, which gpu.efficiency.matmul describes; "
+              "unset: GEMMs priced without it",
+              Range{1, 4096}},
     ParamSpec{"comm_interference", "fraction", "0.159",
               "compute throughput lost while a collective runs (NCCL's SMs and HBM traffic): compute overlapped with "
               "communication runs 18.9 % slower on average, A100 / H100 / MI250 / MI210 (arXiv 2507.03114), so 1 - 1 / 1.189",
@@ -277,6 +283,7 @@ GpuSpec read_gpu(const Reader& top) {
   }
   g.compute_model = Choice{r.text("compute_model"), "gpu.compute_model", r.where("compute_model"), ConfigNode{}};
   g.kernel_launch = Seconds(r.quantity("kernel_launch", Dimension::seconds));
+  g.sms = static_cast<int>(r.opt_integer("sms").value_or(0));
   g.comm_interference = r.number("comm_interference");
   g.attention_half_keys = r.number("attention_half_keys");
   g.launch_queue = static_cast<int>(r.integer("launch_queue"));

@@ -85,6 +85,9 @@ struct GpuSpec {
   GpuEfficiency efficiency;
   Choice compute_model;   // a name of the engine's compute model registry (roofline)
   Seconds kernel_launch;  // fixed cost per kernel
+  // Streaming multiprocessors (AMD: compute units) that a GEMM's output tiles are spread over, in
+  // waves (engine/gemm_tiles.hpp); 0: not given, GEMMs priced without tile and wave quantization.
+  int sms = 0;
   // Fraction of compute throughput lost while a collective runs on the GPU: NCCL kernels occupy
   // SMs (one CTA per channel) and HBM bandwidth for their copies. Default: compute overlapped with
   // communication measured 18.9 % slower on average (arXiv 2507.03114), 1 - 1 / 1.189.

@@ -7,6 +7,7 @@ ComputeRates calibrated_rates(ComputeRates r, const config::CalibrationConfig& c
     r.gemm = c.gemm->rate;
     r.gemm_half_flops = c.gemm->half_rate_flops;
     r.gemm_output_exposed = 0;  // the fit prices measured GEMMs by their FLOPs alone: as measured
+    r.gemm_measured = true;     // nor by their tiles' fill
   }
   r.attention_forward = c.attention_forward_rate.value_or(r.attention_forward);
   r.attention_backward = c.attention_backward_rate.value_or(r.attention_backward);

@@ -7,6 +7,7 @@
 
 #include "config/scenario.hpp"  // to_string(AttentionKernel)
 #include "core/error.hpp"
+#include "engine/gemm_tiles.hpp"
 
 namespace shardsim::engine {
 
@@ -32,6 +33,7 @@ ComputeRates ComputeRates::nominal(const config::TopologyConfig& topo, bool low_
   r.memory = g.hbm_bandwidth.value() * g.efficiency.memory;
   r.memory_column_cast = g.hbm_bandwidth.value() * g.efficiency.memory_column_cast;
   r.kernel_launch = g.kernel_launch.value();
+  r.sms = g.sms;
   r.pcie = topo.node.pcie.bandwidth.value();
   r.pcie_latency = topo.node.pcie.latency.value();
   // The node's GPUs step their offloaded optimizers and swap at the same time in a data-parallel
@@ -43,11 +45,14 @@ ComputeRates ComputeRates::nominal(const config::TopologyConfig& topo, bool low_
   return r;
 }
 
+RooflineModel::RooflineModel(const ComputeRates& rates)
+    : r_(rates), reference_fill_(rates.sms > 0 ? reference_tile_fill(rates.sms) : 1.0) {}
+
 GemmCurve RooflineModel::gemm_curve(const graph::Gemm& gemm) const {
   GemmCurve c;
   switch (gemm.type) {
     case graph::GemmType::high:
-      c = {r_.gemm, r_.gemm_half_flops, false};
+      c = {r_.gemm, r_.gemm_half_flops, r_.gemm_measured};
       break;
     case graph::GemmType::fp8:
     case graph::GemmType::fp8_rowwise:
@@ -112,7 +117,11 @@ double RooflineModel::gemm_seconds(const graph::Gemm& gemm) const {
     flop_rate = rate / (1 - k0 / k_ref);
     exposed_write = output_exposed * output / r_.memory;
   }
-  const double compute = (gemm.flops() + curve.half_flops) / flop_rate + exposed_write;
+  // The tiles' fill against the reference block's, which the rate already includes.
+  const double tile_time = r_.sms > 0 && !curve.measured && gemm.m > 0 && gemm.n > 0 && gemm.k > 0
+                               ? reference_fill_ / gemm_tile_fill(gemm.m, gemm.n, gemm.k, r_.sms).fill
+                               : 1.0;
+  const double compute = (gemm.flops() * tile_time + curve.half_flops) / flop_rate + exposed_write;
   return std::max(compute, bytes / r_.memory);
 }
 

@@ -21,6 +21,10 @@
 // the FLOPs proper run at R_flops = R_gemm / (1 - k0 / K_ref), K_ref their FLOP-weighted
 // harmonic mean K. A GEMM with a shorter K than that (row-parallel linears under TP) costs more
 // than before the term, a longer one (70B's) less.
+// With the GPU's SM count known (gpu.sms), a GEMM's FLOPs also take 1 / fill of the time,
+// relative to the same block's: R_flops x fill / fill_ref, fill the share of the SMs its output
+// tiles keep busy (engine/gemm_tiles.hpp: tile and wave quantization). A measured curve (a
+// calibration's) prices the GEMMs it timed as they ran, and is left as it is.
 #pragma once
 
 #include <functional>
@@ -61,6 +65,8 @@ struct ComputeRates {
   double gemm_half_flops = 0;      // the GEMM size that runs at half that rate (0: no size effect)
   double gemm_element_bytes = 2;   // bytes of a high-precision GEMM operand or output element
   double gemm_output_exposed = 0;  // share of a GEMM's output write at `memory` its main loop does not hide
+  bool gemm_measured = false;      // `gemm` and its size curve fitted to measured GEMMs (a calibration)
+  int sms = 0;                     // SMs a GEMM's tiles run on (0: no tile and wave quantization)
   // Float8 GEMMs (training.float8); rates 0 where the GPU has none. Tensorwise with fast
   // accumulation, and tensorwise or rowwise with precise accumulation (torchao's gradient GEMMs,
   // graph::Gemm::precise_accum): nominal, or a calibration's measured curves (compute.gemm_fp8 /
@@ -91,10 +97,10 @@ struct ComputeRates {
 
 class RooflineModel final : public ComputeModel {
  public:
-  explicit RooflineModel(const ComputeRates& rates) : r_(rates) {}
+  explicit RooflineModel(const ComputeRates& rates);
   // `low_precision`: compute runs in bf16/fp16 (tensor-core peak), else fp32.
   RooflineModel(const config::TopologyConfig& topo, bool low_precision, config::AttentionKernel attention = config::AttentionKernel::flash)
-      : r_(ComputeRates::nominal(topo, low_precision, attention)) {}
+      : RooflineModel(ComputeRates::nominal(topo, low_precision, attention)) {}
   [[nodiscard]] double duration(const graph::Op& op) const override { return split(op).total(); }
   [[nodiscard]] double attention_seconds(const graph::AttentionCall& call) const;
   [[nodiscard]] graph::ComputeSplit split(const graph::Op& op) const override;
@@ -102,14 +108,16 @@ class RooflineModel final : public ComputeModel {
   [[nodiscard]] const ComputeRates& rates() const { return r_; }
   // The curve a GEMM runs on: its type's, or precise float8's.
   [[nodiscard]] GemmCurve gemm_curve(const graph::Gemm& gemm) const;
-  // One GEMM's seconds: its FLOPs at the type's rate with the exposed part of its output write,
-  // or its bytes at HBM speed if slower.
+  // One GEMM's seconds: its FLOPs at the type's rate, over its tiles' fill relative to the
+  // reference block's, with the exposed part of its output write, or its bytes at HBM speed if
+  // slower.
   [[nodiscard]] double gemm_seconds(const graph::Gemm& gemm) const;
   // The reduction length at which a GEMM runs at exactly the type's rate (K_ref above).
   [[nodiscard]] static double reference_k();
 
  private:
   ComputeRates r_;
+  double reference_fill_ = 1;  // the reference block's tile fill on r_.sms SMs (1 without)
 };
 
 // The compute models a topology can name (gpu.compute_model), each built from the rates of the

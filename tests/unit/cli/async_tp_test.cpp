@@ -235,20 +235,24 @@ TEST_CASE("async TP: the copies and chunks pipeline as the schedule lets them") 
     CHECK(copy <= 23.3e-6 + 20e-6);
   }
   // Attention's chunk: wq, wk, wv on this rank (4,096 -> 512, 128, 128) over 1,024 rows. wq: 4.295
-  // GFLOP at 989 TFLOPS x 0.68 = 6.387 us, x 1.0105 for the output write at K = 4,096 (1 - 106.28 /
-  // 6,870.71 + 106.28 / 4,096; engine/compute_model.hpp): 6.454 us. wk and wv are bound by their
+  // GFLOP at 989 TFLOPS x 0.68 = 6.387 us; its 1,024 x 512 output is 16 tiles of 128 x 256, split
+  // 8 ways along K to fill 128 of 132 SMs, against the reference block's 0.976741: x 1.007264
+  // (tests/unit/engine/gemm_tiles_test.cpp); with the output write at K = 4,096 (x (1 - 106.28 /
+  // 6,870.71) on the FLOPs, 106.28 / 4,096 more; engine/compute_model.hpp): 6.500 us. wk and wv are bound by their
   // bytes: 2 x (1,024 x 4,096 + 4,096 x 128) + 1,024 x 128 x 2 = 9,699,328 B at 3.35 TB/s x 0.85,
   // 3.406 us each (their FLOPs alone 1.61 us). Plus 3 launches of 4 us: 25.27 us, at the pace of
   // the slowest of the 8 GPUs (x 1.02158, gpu.variation 0.015): 25.81 us, shorter than a copy.
   // Bandwidth-bound: each chunk waits for its copy, so the first chunk runs during the first
   // copy and the last ends one chunk after the 7th copy.
-  CHECK(attention[1] == doctest::Approx((6.454e-6 + 2 * 3.406e-6 + 12e-6) * 1.02158).epsilon(0.002).scale(0));
+  CHECK(attention[1] == doctest::Approx((6.500e-6 + 2 * 3.406e-6 + 12e-6) * 1.02158).epsilon(0.002).scale(0));
   CHECK(attention[2] == doctest::Approx(7 * attention[0] + attention[1]).epsilon(0.01).scale(0));
-  // The MLP's chunk: w1 and w3 (4,096 -> 1,792 each), 30.06 GFLOP: 44.70 us x 1.0105 = 45.17 us
-  // plus 2 launches, 53.17 us, x 1.02158: 54.32 us, longer than a copy. Compute-bound: each copy
+  // The MLP's chunk: w1 and w3 (4,096 -> 1,792 each), 30.06 GFLOP: 44.70 us. Each 1,024 x 1,792
+  // output is 56 tiles of 128 x 256, split 2 ways along K: 112 of 132 SMs, a fill of 0.848485 against
+  // the reference's 0.976741, x 1.151158; with the output write, 44.70 x (0.984532 x 1.151158 +
+  // 0.025947) = 51.82 us, plus 2 launches, 59.82 us, x 1.02158: 61.11 us, longer than a copy. Compute-bound: each copy
   // lands while the chunk before runs, and the 8 chunks run back to back, where NCCL's all-gather
   // would come first.
-  CHECK(mlp[1] == doctest::Approx((45.17e-6 + 8e-6) * 1.02158).epsilon(0.002).scale(0));
+  CHECK(mlp[1] == doctest::Approx((51.82e-6 + 8e-6) * 1.02158).epsilon(0.002).scale(0));
   CHECK(mlp[2] == doctest::Approx(8 * mlp[1]).epsilon(0.01).scale(0));
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "cli/pipeline.hpp"
+#include "engine/gemm_tiles.hpp"
 #include "test_support.hpp"
 
 using namespace shardsim;
@@ -18,8 +19,10 @@ TEST_CASE("the step's compute splits into GEMM, attention, memory-bound and laun
   // (1 + attention_half_keys / keys per query; engine/compute_model.hpp).
   const auto& gpu = p.scenario.cluster.topology.gpu;
   const double peak = gpu.peak_bf16.value();
-  // GEMMs: FLOPs at rate / (1 - k0 / K_ref) plus the exposed share of the output write, or the
-  // operand and output bytes at the memory rate if slower.
+  REQUIRE(gpu.sms == 132);  // the H100's, so that GEMMs' tiles are priced
+  // GEMMs: FLOPs at rate / (1 - k0 / K_ref), over their tiles' fill relative to the reference
+  // block's (engine/gemm_tiles.hpp, hand-tested in tests/unit/engine/gemm_tiles_test.cpp), plus the
+  // exposed share of the output write, or the operand and output bytes at the memory rate if slower.
   const double rate = peak * gpu.efficiency.matmul;
   const double mem = gpu.hbm_bandwidth.value() * gpu.efficiency.memory;
   const double k0 = gpu.gemm_output_exposed * rate / mem;
@@ -32,7 +35,8 @@ TEST_CASE("the step's compute splits into GEMM, attention, memory-bound and laun
     for (const auto& g : op.work.gemms) {
       const double out = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n);
       const double bytes = 2.0 * static_cast<double>(g.m * g.k + g.k * g.n) + out;
-      const double t = g.flops() / rate * (1 - k0 / 6870.71) + gpu.gemm_output_exposed * out / mem;
+      const double tiles = engine::reference_tile_fill(gpu.sms) / engine::gemm_tile_fill(g.m, g.n, g.k, gpu.sms).fill;
+      const double t = g.flops() * tiles / rate * (1 - k0 / 6870.71) + gpu.gemm_output_exposed * out / mem;
       gemm += std::max(t, bytes / mem);
     }
     for (const auto& a : op.work.attention) {
