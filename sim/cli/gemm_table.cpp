@@ -6,6 +6,7 @@
 #include <cctype>
 #include <tuple>
 
+#include "engine/gemm_tiles.hpp"
 #include "graph/work.hpp"
 
 namespace shardsim::cli {
@@ -87,6 +88,11 @@ std::vector<GemmRow> gemm_table(const graph::StepGraph& g, const model::Model& m
         graph::Op alone;
         alone.work.gemms.push_back(gemm);
         it = rows.insert(rows.end(), GemmRow{gemm, 0, compute.split(alone).gemm, {}});
+        if (const int sms = s.cluster.topology.gpu.sms; sms > 0 && gemm.m > 0 && gemm.n > 0 && gemm.k > 0) {
+          const engine::TileFill f = engine::gemm_tile_fill(gemm.m, gemm.n, gemm.k, sms);
+          it->waves = f.waves;
+          it->sm_fill = f.fill;
+        }
       }
       ++it->count;
     }
@@ -105,16 +111,18 @@ std::string gemm_table_text(const std::vector<GemmRow>& rows, int stage, int sta
   for (const auto& r : rows) total += r.total_seconds();
   std::string out = fmt::format("\nGEMMs of one step{}, by shape, each alone on the GPU (the compute model's): {:.4f} s\n",
                                 stages > 1 ? fmt::format(" on pipeline stage {}", stage) : std::string(), total);
-  out += fmt::format("  {:>24}  {:<12} {:>6}  {:>9}  {:>9}  {:>6}  {:>6}  {}\n", "m x n x k", "type", "count", "us each", "ms all", "share",
-                     "TFLOPS", "linear (role)");
+  out += fmt::format("  {:>24}  {:<12} {:>6}  {:>9}  {:>9}  {:>6}  {:>6}  {:>5}  {:>5}  {}\n", "m x n x k", "type", "count", "us each",
+                     "ms all", "share", "TFLOPS", "waves", "fill", "linear (role)");
   for (const auto& r : rows) {
     const std::string shape = fmt::format("{} x {} x {}", r.gemm.m, r.gemm.n, r.gemm.k);
     const std::string_view name = r.gemm.type == graph::GemmType::high ? high : graph::gemm_type_name(r.gemm.type);
     const std::string type = fmt::format("{}{}", name, r.gemm.precise_accum ? " precise" : "");
     const double tflops = r.seconds > 0 ? r.gemm.flops() / r.seconds / 1e12 : 0;
+    const std::string waves = r.waves > 0 ? fmt::format("{}", r.waves) : std::string("-");
+    const std::string fill = r.waves > 0 ? fmt::format("{:.0f}%", 100 * r.sm_fill) : std::string("-");
     out += fmt::format(
-        "  {:>24}  {:<12} {:>6}  {:>9.1f}  {:>9.3f}  {:>5.1f}%  {:>6.0f}  {}\n", shape, type, r.count, 1e6 * r.seconds,
-        1e3 * r.total_seconds(), total > 0 ? 100 * r.total_seconds() / total : 0.0, tflops,
+        "  {:>24}  {:<12} {:>6}  {:>9.1f}  {:>9.3f}  {:>5.1f}%  {:>6.0f}  {:>5}  {:>5}  {}\n", shape, type, r.count, 1e6 * r.seconds,
+        1e3 * r.total_seconds(), total > 0 ? 100 * r.total_seconds() / total : 0.0, tflops, waves, fill,
         r.of.empty() ? std::string("(no linear's shape: unfused attention, or a chunk)") : fmt::format("{}", fmt::join(r.of, ", ")));
   }
   return out;
@@ -132,6 +140,10 @@ nlohmann::json gemm_table_json(const std::vector<GemmRow>& rows) {
                    {"seconds_each", r.seconds},
                    {"flops_each", r.gemm.flops()},
                    {"of", r.of}});
+    if (r.waves > 0) {
+      out.back()["waves"] = r.waves;
+      out.back()["sm_fill"] = r.sm_fill;
+    }
   }
   return out;
 }

@@ -1,7 +1,8 @@
 // `shardsim run --gemms`: the step's GEMMs by shape, each as the compute model prices it alone on
 // the GPU, with the linears (and their roles) that have that shape: where the GEMM time goes and
 // at what rate each shape runs (a skinny one at HBM speed, a float8 one at the fp8 rate, the
-// short-K ones under tensor parallelism below the topology's average).
+// short-K ones under tensor parallelism below the topology's average, one whose tiles leave the
+// last wave of SMs part-empty below one that fills it).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,10 @@ struct GemmRow {
   std::int64_t count = 0;       // GEMMs of this shape in the step (on the stage shown)
   double seconds = 0;           // one of them, alone on the GPU
   std::vector<std::string> of;  // "layers.*.attention.wq forward", ...; empty: not a linear's
+  // Its output tiles over the GPU's SMs (engine/gemm_tiles.hpp); waves 0 where the topology
+  // gives no SM count.
+  std::int64_t waves = 0;
+  double sm_fill = 0;  // share of the SMs' tile-time the tiles use
   [[nodiscard]] double total_seconds() const { return seconds * static_cast<double>(count); }
 };
 

@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -80,4 +81,20 @@ TEST_CASE("in float8 a GEMM's type and accumulation tell its role: the output GE
     }
   }
   CHECK(fp8_rows > 0);
+}
+
+TEST_CASE("the GEMM table gives each shape's waves over the SMs and the share of them its tiles fill") {
+  // The tiny Llama's 512 x 512 x 512 on the H100's 132 SMs: 128 x 128 tiles, 16 of them, K too
+  // short to split (512 / 512 = 1 slice), one wave 16/132 full; 128 x 256 would fill 8 of 132.
+  const Table t = table({});
+  const auto it = std::find_if(t.rows.begin(), t.rows.end(),
+                               [](const cli::GemmRow& r) { return r.gemm.m == 512 && r.gemm.n == 512 && r.gemm.k == 512; });
+  REQUIRE(it != t.rows.end());
+  CHECK(it->waves == 1);
+  CHECK(it->sm_fill == doctest::Approx(16.0 / 132).epsilon(1e-9).scale(0));
+  const std::string text = cli::gemm_table_text(t.rows, 0, 1, "bf16");
+  CHECK(text.find("waves   fill") != std::string::npos);
+  CHECK(text.find("      1    12%") != std::string::npos);
+  const auto json = cli::gemm_table_json(t.rows);
+  CHECK(json.at(static_cast<std::size_t>(it - t.rows.begin())).at("waves") == 1);
 }
