@@ -148,7 +148,9 @@ graph::ComputeSplit RooflineModel::split(const graph::Op& op) const {
 }
 
 void register_builtin_compute_models(ComputeModelRegistry& registry) {
-  registry.add({"roofline", "each kind of work at its achievable rate: GEMM and attention FLOPs, memory-bound bytes, launches",
+  registry.add({"roofline",
+                "each kind of work at its achievable rate: GEMM FLOPs (over their tiles' waves where gpu.sms is given) and attention "
+                "FLOPs, memory-bound bytes, launches",
                 [](const ComputeRates& rates) { return std::make_unique<RooflineModel>(rates); }});
 }
 
