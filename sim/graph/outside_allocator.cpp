@@ -25,10 +25,13 @@ OutsideAllocator outside_allocator(const GraphInfo& info, const config::Topology
   if (info.world_size <= 1) return o;
   o.channels = topology.node.nccl_channels;
   int connections = 0;  // per channel, over all communicators
+  const auto use_of = [&](Group group) {
+    return std::find_if(used.begin(), used.end(), [&](const CommunicatorUse& u) { return u.group == group; });
+  };
   auto communicator = [&](Group group, int ranks) {
     if (ranks <= 1) return;
     ++o.communicators;
-    const auto use = std::find_if(used.begin(), used.end(), [&](const CommunicatorUse& u) { return u.group == group; });
+    const auto use = use_of(group);
     if (use == used.end() || (!use->ring && !use->tree && !use->nvls)) {
       ++connections;
       return;
@@ -47,7 +50,7 @@ OutsideAllocator outside_allocator(const GraphInfo& info, const config::Topology
   if (info.reshard_group < info.shard_group) communicator(Group::reshard, info.reshard_group);
   if (info.pp_group > 1) {
     ++o.communicators;
-    const auto use = std::find_if(used.begin(), used.end(), [](const CommunicatorUse& u) { return u.group == Group::pp; });
+    const auto use = use_of(Group::pp);
     if (use != used.end() && use->nodes > 1) {
       o.p2p = net_p2p_buffer_bytes(o.channels);
     } else {

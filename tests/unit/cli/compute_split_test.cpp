@@ -3,9 +3,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
+#include <map>
 
 #include "cli/pipeline.hpp"
-#include "engine/gemm_tiles.hpp"
 #include "test_support.hpp"
 
 using namespace shardsim;
@@ -21,8 +22,17 @@ TEST_CASE("the step's compute splits into GEMM, attention, memory-bound and laun
   const double peak = gpu.peak_bf16.value();
   REQUIRE(gpu.sms == 132);  // the H100's, so that GEMMs' tiles are priced
   // GEMMs: FLOPs at rate / (1 - k0 / K_ref), over their tiles' fill relative to the reference
-  // block's (engine/gemm_tiles.hpp, hand-tested in tests/unit/engine/gemm_tiles_test.cpp), plus the
-  // exposed share of the output write, or the operand and output bytes at the memory rate if slower.
+  // block's (0.976741 on 132 SMs, tests/unit/engine/gemm_tiles_test.cpp), plus the exposed share of
+  // the output write, or the operand and output bytes at the memory rate if slower. The tiny
+  // Llama's shapes by hand (engine/gemm_tiles.hpp): 128 x 128 tiles fill best in every one, in one
+  // wave of 132 SMs. 512 x 512: 16 tiles, K 512 or 1,000 too short to split (< 2 x 512): 16/132;
+  // at K 1,376 split 2 ways: 32/132. 512 x 1,376 and 1,376 x 512: 4 x 11 = 44 tiles (1,376 padded
+  // to 1,408), 512 x 1,376 / (132 x 128^2) = 0.325758. 512 x 1,000 and 1,000 x 512: 4 x 8 = 32
+  // tiles, 512,000 / (132 x 128^2) = 0.236742.
+  const std::map<std::array<std::int64_t, 3>, double> fill{{{512, 512, 512}, 16.0 / 132},          {{512, 512, 1000}, 16.0 / 132},
+                                                           {{512, 512, 1376}, 32.0 / 132},         {{512, 1376, 512}, 704512.0 / 2162688},
+                                                           {{1376, 512, 512}, 704512.0 / 2162688}, {{512, 1000, 512}, 512000.0 / 2162688},
+                                                           {{1000, 512, 512}, 512000.0 / 2162688}};
   const double rate = peak * gpu.efficiency.matmul;
   const double mem = gpu.hbm_bandwidth.value() * gpu.efficiency.memory;
   const double k0 = gpu.gemm_output_exposed * rate / mem;
@@ -35,7 +45,9 @@ TEST_CASE("the step's compute splits into GEMM, attention, memory-bound and laun
     for (const auto& g : op.work.gemms) {
       const double out = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n);
       const double bytes = 2.0 * static_cast<double>(g.m * g.k + g.k * g.n) + out;
-      const double tiles = engine::reference_tile_fill(gpu.sms) / engine::gemm_tile_fill(g.m, g.n, g.k, gpu.sms).fill;
+      const auto f = fill.find({g.m, g.n, g.k});
+      REQUIRE(f != fill.end());
+      const double tiles = 0.976741 / f->second;
       const double t = g.flops() * tiles / rate * (1 - k0 / 6870.71) + gpu.gemm_output_exposed * out / mem;
       gemm += std::max(t, bytes / mem);
     }

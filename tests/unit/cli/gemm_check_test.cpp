@@ -110,9 +110,10 @@ double mean_log_error(const cli::GemmCheck& c, validate::GemmPrecision precision
 
 TEST_CASE("the tiles' waves bring the model nearer the GEMMs measured on an H200") {
   // validation/results/h200: 82 bf16 and 48 + 48 float8 GEMM shapes timed by shardsim-bench on
-  // one H200 SXM (2026-12-04). Mean |ln(measured / modelled)| with the topology's 132 SMs
-  // (engine/gemm_tiles.hpp) against without: bf16 0.199 against 0.210 (the 59 of 1,024 rows and
-  // more 0.148 against 0.155), float8 0.346 against 0.366.
+  // one H200 SXM (2026-12-04). The mean |ln(measured / modelled)| is lower with the topology's
+  // 132 SMs (engine/gemm_tiles.hpp) than without, for each precision and for the bf16 GEMMs of
+  // 1,024 rows and more (2026-12-06: bf16 0.199 against 0.210, of 1,024 rows and more 0.148
+  // against 0.155, float8 0.346 against 0.366; the program's figures, so not checked as such).
   validate::BenchResults bench;
   for (const char* name : {"bench_schedule.json", "bench_llama8b.json"}) {
     const auto file = test::source_dir() / "validation/results/h200" / name;
@@ -126,8 +127,7 @@ TEST_CASE("the tiles' waves bring the model nearer the GEMMs measured on an H200
   topo.gpu.sms = 0;
   const auto without = cli::check_gemms(bench, topo);
   using P = validate::GemmPrecision;
-  CHECK(mean_log_error(with, P::bf16, 0) == doctest::Approx(0.199).epsilon(0.01).scale(0));
-  CHECK(mean_log_error(without, P::bf16, 0) == doctest::Approx(0.210).epsilon(0.01).scale(0));
+  CHECK(mean_log_error(with, P::bf16, 0) < mean_log_error(without, P::bf16, 0));
   CHECK(mean_log_error(with, P::bf16, 1024) < mean_log_error(without, P::bf16, 1024));
   CHECK(mean_log_error(with, P::fp8, 0) < mean_log_error(without, P::fp8, 0));
   CHECK(mean_log_error(with, P::fp8_precise, 0) < mean_log_error(without, P::fp8_precise, 0));
