@@ -190,6 +190,9 @@ int main() {
       {"default scenario (Llama 3.1 8B, 8 GPUs)", "scenarios/llama3.1-8b_8xh100.yaml", {}, 0.05},
       {"Llama 3.1 70B, 1,024 GPUs, full", "scenarios/llama3.1-70b_1024xh100.yaml", {"simulation.mode=full"}, 1.0},
       {"Llama 3.1 70B, 1,024 GPUs, symmetric", "scenarios/llama3.1-70b_1024xh100.yaml", {"simulation.mode=symmetric"}, 1.0},
+      // Jitter on every compute op (stragglers.jitter) makes every rank its own cohort: the engine
+      // follows 1,024 ranks' ops and flows one by one. Same target as full.
+      {"Llama 3.1 70B, 1,024 GPUs, jitter, full", "scenarios/llama3.1-70b_1024xh100.yaml", {"stragglers.jitter=0.05"}, 1.0},
       {"Llama 3.1 405B, 16,384 GPUs, full", "scenarios/llama3.1-70b_1024xh100.yaml", with(k405b, "simulation.mode=full"), 10.0},
       {"Llama 3.1 405B, 16,384 GPUs, symmetric", "scenarios/llama3.1-70b_1024xh100.yaml", with(k405b, "simulation.mode=symmetric"), 10.0},
       // Targets of the scale issue: 131,072 GPUs, full under 10 s (and 2 GiB), symmetric under 1 s.
