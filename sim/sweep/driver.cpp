@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 
 #include "config/scenario.hpp"
 #include "core/error.hpp"
@@ -53,6 +54,10 @@ std::vector<std::vector<std::string>> dimensions_of(std::span<const Axis> axes) 
 
 void check_axes(const std::filesystem::path& scenario, std::span<const std::string> sets, std::span<const Axis> axes,
                 std::span<const Location> set_where) {
+  for (const auto& a : axes) {
+    // The sweep file, --grid and tune refuse an axis without values before they get here.
+    if (a.values.empty()) throw std::logic_error("check_axes: an axis with no values");
+  }
   // The assignments of point "axis at step, the others at 0", and where each was written.
   auto load_with = [&](std::size_t axis, std::size_t step) {
     std::vector<std::string> assignments(sets.begin(), sets.end());

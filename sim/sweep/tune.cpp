@@ -1,9 +1,11 @@
 #include "sweep/tune.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
+#include "core/args.hpp"  // UsageError
 #include "core/error.hpp"
 
 namespace shardsim::sweep {
@@ -107,6 +109,24 @@ TuneSpace tune_space(const config::ScenarioConfig& base, std::optional<std::int6
           }
         }
       }
+    }
+    if (layout.values.empty()) {
+      // Every degree left out: say which were asked for and what they must satisfy.
+      std::vector<std::string> asked;
+      const auto list = [&](std::string_view name, bool search, const std::vector<int>& degrees) {
+        if (search) asked.push_back(fmt::format("{} {}", name, fmt::join(degrees, ", ")));
+      };
+      list("tp", tp_search, layouts.tp);
+      list("pp", pp_search, layouts.pp);
+      list("cp", cp_search, layouts.cp);
+      const std::string per_group = own == 1 ? std::string("g") : fmt::format("g / {}", own);
+      throw UsageError(fmt::format(
+          "no layout to search among {}: a layout's tp x pp x cp group must divide the {} GPUs and keep the global batch in "
+          "whole sequences per data-parallel rank ({} per rank at tp {} x pp {} x cp {}, so {} x {} at a group of g GPUs); expected "
+          "degrees whose product g divides {}{}",
+          asked.empty() ? std::string("the scenario's own degrees") : fmt::format("{}", fmt::join(asked, " x ")), world, s.batch, base_tp,
+          base_pp, base_cp, s.batch, per_group, world,
+          own == 1 ? std::string() : fmt::format(" and makes {} x {} whole", s.batch, per_group)));
     }
     s.stage1.push_back(std::move(layout));
   }

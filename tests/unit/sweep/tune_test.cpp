@@ -7,6 +7,7 @@
 
 #include "config/scenario.hpp"
 #include "config/yaml_load.hpp"
+#include "core/args.hpp"
 #include "graph/prepare.hpp"
 #include "test_support.hpp"
 
@@ -154,6 +155,17 @@ TEST_CASE("tune --tp: one layout axis of TP degree, micro-batch and accumulation
   CHECK(sweep::stage1_points(space).size() == 3 * 6 * 4 * 4 + 1);
   // Only the scenario's own degree: the batch axis as before.
   CHECK(sweep::tune_space(tiny({}), std::nullopt, {.tp = {1}}).stage1[1].label() == "training.micro_batch / training.grad_accum");
+}
+
+TEST_CASE("tune refuses a layout search none of whose degrees divides the GPUs") {
+  // The tiny Llama on 8 GPUs, one sequence per GPU: tp 3 and 5 divide neither 8, nor does 3 x 1.
+  CHECK_THROWS_WITH_AS(sweep::tune_space(tiny({}), std::nullopt, {.tp = {3, 5}}),
+                       doctest::Contains("no layout to search among tp 3, 5: a layout's tp x pp x cp group must divide the 8 GPUs"),
+                       UsageError);
+  // tp 2, 3: 2 divides 8, so the search keeps tp 2's layouts and leaves 3 out.
+  const auto kept = sweep::tune_space(tiny({}), std::nullopt, {.tp = {2, 3}});
+  REQUIRE(kept.stage1.size() == 4);
+  CHECK(kept.stage1[1].size() == 2);  // tp 2: 1 x 2 and 2 x 1
 }
 
 TEST_CASE("tune --pp: pipelined layouts keep the global batch as one micro-step of one-sequence micro-batches") {
