@@ -115,7 +115,7 @@ int cmd_run(std::span<const std::string> argv) {
     OutputSet set;
     set.add(dir / "summary.json", json.dump(2) + "\n");
     set.add(dir / "trace.json", report::chrome_trace(p.graph, result.timeline, kTraceRanks, issue, &summary.memory));
-    set.add(dir / "timeline.json", graph::to_json(timeline).dump() + "\n");
+    set.add(dir / "timeline.json", graph::timeline_text(timeline) + "\n");
     set.add(dir / "memory.csv", report::memory_csv(summary.memory));
     set.add(dir / "memory.svg", report::memory_svg(summary.memory, summary.allocator_memory(),
                                                    fmt::format("{}: memory of rank {}", summary.scenario, summary.memory.rank)));

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <vector>
@@ -13,7 +15,7 @@ namespace {
 // skipped with their escapes; a string followed by ':' is a key of the innermost open object.
 void check_duplicate_keys(std::string_view text, const std::string& file) {
   std::vector<std::map<std::string_view, std::size_t>> objects;  // open objects: key -> offset
-  std::vector<bool> is_object;                                    // open brackets: { or [
+  std::vector<bool> is_object;                                   // open brackets: { or [
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (c == '{' || c == '[') {
@@ -34,9 +36,9 @@ void check_duplicate_keys(std::string_view text, const std::string& file) {
       const auto [it, inserted] = objects.back().emplace(key, start);
       if (!inserted) {
         const Location first = json_location(file, text, it->second);
-        throw ConfigError(json_location(file, text, start), std::string(key),
-                          fmt::format("duplicate key (first at line {}, column {}); expected each key once per object", first.line,
-                                      first.column));
+        throw ConfigError(
+            json_location(file, text, start), std::string(key),
+            fmt::format("duplicate key (first at line {}, column {}); expected each key once per object", first.line, first.column));
       }
     }
   }
@@ -198,6 +200,19 @@ ConfigError located(const ConfigError& e, std::string_view text) {
 
 std::string json_path(const std::string& parent, std::string_view key) {
   return parent.empty() ? std::string(key) : parent + "." + std::string(key);
+}
+
+void append_json_number(std::string& out, double v) {
+  if (!std::isfinite(v)) {
+    out += "null";
+    return;
+  }
+  fmt::format_to(std::back_inserter(out), "{}", v);
+}
+
+void append_json_string(std::string& out, std::string_view s) {
+  // Bytes that are not UTF-8 (a YAML name can carry them) become U+FFFD rather than an exception.
+  out += nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 void JsonFields::fail(const std::string& path, const std::string& message) const {

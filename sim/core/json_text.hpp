@@ -7,8 +7,8 @@
 #pragma once
 
 #include <cstddef>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -52,5 +52,13 @@ class JsonFields {
 
 // "ops[3]" + "unit" -> "ops[3].unit"; "" + "info" -> "info".
 [[nodiscard]] std::string json_path(const std::string& parent, std::string_view key);
+
+// Writing JSON as text, value by value, for outputs too large for a document in memory (a trace of
+// millions of events: nlohmann's DOM takes some ten times the text's size).
+// A number as JSON writes it: the shortest text that reads back the same double; null where not
+// finite (JSON has no NaN or infinity).
+void append_json_number(std::string& out, double v);
+// A string quoted and escaped.
+void append_json_string(std::string& out, std::string_view s);
 
 }  // namespace shardsim

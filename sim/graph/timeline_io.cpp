@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 
 #include "core/error.hpp"
@@ -48,18 +49,20 @@ std::string string_field(const json& obj, const char* key, const std::string& pa
   return v.get<std::string>();
 }
 
-json times(const graph::Timeline& t, int op, bool start) {
-  json a = json::array();
+// One op's start or end times on every rank, as a JSON array: null where it did not run.
+void append_times(std::string& out, const graph::Timeline& t, int op, bool start) {
+  out += '[';
   for (int r = 0; r < t.world(); ++r) {
+    if (r > 0) out += ',';
     const graph::Interval& i = t.at(op, r);
     const double v = start ? i.start : i.end;
     if (v < 0) {
-      a.push_back(nullptr);
+      out += "null";
     } else {
-      a.push_back(v);
+      append_json_number(out, v);
     }
   }
-  return a;
+  out += ']';
 }
 
 }  // namespace
@@ -80,29 +83,33 @@ TimelineFile make_timeline_file(const graph::StepGraph& g, const graph::Timeline
   return f;
 }
 
-json to_json(const TimelineFile& f) {
-  json ops = json::array();
-  for (const TimelineOp& op : f.ops) {
-    ops.push_back({{"id", op.id},
-                   {"name", op.name},
-                   {"kind", std::string(graph::to_string(op.kind))},
-                   {"stream", std::string(graph::to_string(op.stream))},
-                   {"step", op.step},
-                   {"micro", op.micro},
-                   {"start", times(f.timeline, op.id, true)},
-                   {"end", times(f.timeline, op.id, false)}});
+std::string timeline_text(const TimelineFile& f) {
+  // Written as text, keys in the order nlohmann writes them: a long pipelined step's timeline is
+  // gigabytes, and its document in memory ten times that.
+  const auto text = [](std::string_view s) {
+    std::string out;
+    append_json_string(out, s);
+    return out;
+  };
+  std::string out = fmt::format(R"({{"backend":{},"device":{},"format":"shardsim-timeline","format_version":{},"ops":[)",
+                                text(f.meta.backend), text(f.meta.device), kTimelineFormatVersion);
+  for (std::size_t o = 0; o < f.ops.size(); ++o) {
+    const TimelineOp& op = f.ops[o];
+    if (o > 0) out += ',';
+    out += R"({"end":)";
+    append_times(out, f.timeline, op.id, false);
+    fmt::format_to(std::back_inserter(out), R"(,"id":{},"kind":{},"micro":{},"name":{},"start":)", op.id, text(graph::to_string(op.kind)),
+                   op.micro, text(op.name));
+    append_times(out, f.timeline, op.id, true);
+    fmt::format_to(std::back_inserter(out), R"(,"step":{},"stream":{}}})", op.step, text(graph::to_string(op.stream)));
   }
-  return {{"format", "shardsim-timeline"},
-          {"format_version", kTimelineFormatVersion},
-          {"source", f.meta.source},
-          {"backend", f.meta.backend},
-          {"device", f.meta.device},
-          {"scenario", f.scenario},
-          {"world_size", f.world_size},
-          {"ranks", f.timeline.world()},
-          {"steps", f.steps},
-          {"time_unit", "s"},
-          {"ops", ops}};
+  fmt::format_to(std::back_inserter(out), R"(],"ranks":{},"scenario":{},"source":{},"steps":{},"time_unit":"s","world_size":{}}})",
+                 f.timeline.world(), text(f.scenario), text(f.meta.source), f.steps, f.world_size);
+  return out;
+}
+
+json to_json(const TimelineFile& f) {
+  return json::parse(timeline_text(f));
 }
 
 TimelineFile timeline_from_json(const json& j, const std::string& source) {

@@ -48,6 +48,8 @@ struct TimelineFile {
 // The ops of `g` with their times on the first min(max_ranks, world) ranks of `t`.
 [[nodiscard]] TimelineFile make_timeline_file(const graph::StepGraph& g, const graph::Timeline& t, TimelineMeta meta, int max_ranks);
 
+// The file's text (what `run --out` and shardsim-replay write), and the same as a JSON document.
+[[nodiscard]] std::string timeline_text(const TimelineFile& f);
 [[nodiscard]] nlohmann::json to_json(const TimelineFile& f);
 
 // Reads a timeline written by to_json. Throws ConfigError naming `source` and the key path

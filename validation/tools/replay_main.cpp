@@ -9,12 +9,12 @@
 #include <iostream>
 
 #include "core/args.hpp"
+#include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "cpu/host_memory.hpp"
-#include "replay/executor.hpp"
-#include "core/atomic_file.hpp"
-#include "report/outputs.hpp"
 #include "graph/timeline_io.hpp"
+#include "replay/executor.hpp"
+#include "report/outputs.hpp"
 #include "tools/options.hpp"
 
 namespace {
@@ -81,7 +81,7 @@ int replay_command(std::span<const std::string> argv) {
     const graph::Timeline t = replay::merge_ranks(g.size(), b.world(), all);
     const auto file = graph::make_timeline_file(g, t, {"measured", b.name(), b.device()}, b.world());
     const std::filesystem::path dir = *out;
-    write_file_atomic(dir / "timeline.json", graph::to_json(file).dump() + "\n");
+    write_file_atomic(dir / "timeline.json", graph::timeline_text(file) + "\n");
     write_file_atomic(dir / "trace.json", report::chrome_trace(g, t, kTraceRanks));
     std::cout << fmt::format(
         "shardsim-replay: {} ops on {} rank(s), {}: step {:.3f} ms (makespan)\nwrote {}/{{timeline.json, trace.json}}\n", g.size(),
