@@ -145,7 +145,7 @@ TimelineFile timeline_from_json(const json& j, const std::string& source) {
     if (op.id != static_cast<int>(i)) fail(source, path + ".id", fmt::format("expected {} (ops are listed by id); got {}", i, op.id));
     op.name = string_field(o, "name", path, source);
     op.kind = enum_field<graph::OpKind, graph::kOpKinds>(o, "kind", path, source);
-    op.stream = enum_field<graph::Stream, static_cast<int>(graph::Stream::cpu) + 1>(o, "stream", path, source);
+    op.stream = enum_field<graph::Stream, graph::kStreams>(o, "stream", path, source);
     op.step = int_field(o, "step", path, source);
     op.micro = int_field(o, "micro", path, source);
     const json& start = field(o, "start", path, source);

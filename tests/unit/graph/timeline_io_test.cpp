@@ -63,6 +63,24 @@ TEST_CASE("a timeline survives to_json and back, ranks beyond the limit are left
   CHECK(back.timeline.at(1, 1).start == -1);
 }
 
+TEST_CASE("a timeline reads back ops of every stream, tensor, pipeline and context parallelism's too") {
+  // run --out writes the streams of TP, PP and CP runs (tp, pp, cp) and of offload (h2d, d2h,
+  // nvme); compare read only the first six and refused such a timeline.
+  for (int s = 0; s < graph::kStreams; ++s) {
+    auto g = two_ops();
+    graph::StepGraph one;
+    one.info = g.info;
+    graph::Op op = g.op(1);
+    op.stream = static_cast<graph::Stream>(s);
+    one.add_op(op);
+    graph::Timeline t(1, 1);
+    t.at(0, 0) = {0, 1e-3};
+    const auto back = graph::timeline_from_json(graph::to_json(graph::make_timeline_file(one, t, {}, 1)), "t.json");
+    REQUIRE(back.ops.size() == 1);
+    CHECK(back.ops[0].stream == static_cast<graph::Stream>(s));
+  }
+}
+
 TEST_CASE("malformed timelines name the key that is wrong") {
   const auto g = two_ops();
   graph::Timeline t(2, 1);
