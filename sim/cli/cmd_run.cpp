@@ -4,6 +4,8 @@
 #include <array>
 #include <filesystem>
 #include <iostream>
+#include <string>
+#include <utility>
 
 #include "cli/commands.hpp"
 #include "cli/gemm_table.hpp"
@@ -104,8 +106,12 @@ int cmd_run(std::span<const std::string> argv) {
   }
   const auto& topology = p.scenario.cluster.topology;
   const report::IssueRules issue{topology.gpu.launch_queue, topology.host.kernel_dispatch.value()};
-  if (auto trace = args.get("--trace"))
-    write_file_atomic(*trace, report::chrome_trace(p.graph, result.timeline, kTraceRanks, issue, &summary.memory));
+  // The trace is made once for --trace and --out both (a long pipelined step's takes seconds).
+  std::string trace_text;
+  if (args.has("--trace") || args.has("--out")) {
+    trace_text = report::chrome_trace(p.graph, result.timeline, kTraceRanks, issue, &summary.memory);
+  }
+  if (auto trace = args.get("--trace")) write_file_atomic(*trace, trace_text);
   if (auto out = args.get("--out")) {
     const std::filesystem::path dir = *out;
     make_dir(dir);
@@ -114,7 +120,7 @@ int cmd_run(std::span<const std::string> argv) {
     const auto timeline = graph::make_timeline_file(p.graph, result.timeline, {"simulated", "simgrid", ""}, kTraceRanks);
     OutputSet set;
     set.add(dir / "summary.json", json.dump(2) + "\n");
-    set.add(dir / "trace.json", report::chrome_trace(p.graph, result.timeline, kTraceRanks, issue, &summary.memory));
+    set.add(dir / "trace.json", std::move(trace_text));
     set.add(dir / "timeline.json", graph::timeline_text(timeline) + "\n");
     set.add(dir / "memory.csv", report::memory_csv(summary.memory));
     set.add(dir / "memory.svg", report::memory_svg(summary.memory, summary.allocator_memory(),
