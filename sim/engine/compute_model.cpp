@@ -76,14 +76,7 @@ GemmCurve RooflineModel::gemm_curve(const graph::Gemm& gemm) const {
 }
 
 double RooflineModel::reference_k() {
-  // The FLOP-weighted harmonic mean K of the reference block's GEMMs.
-  double flops = 0;
-  double flops_over_k = 0;
-  for (const auto& [g, gradient] : graph::reference_block()) {
-    flops += g.flops();
-    flops_over_k += g.flops() / static_cast<double>(g.k);
-  }
-  return flops / flops_over_k;
+  return graph::reference_block_mean([](const graph::Gemm& g) { return static_cast<double>(g.k); });
 }
 
 double RooflineModel::gemm_seconds(const graph::Gemm& gemm) const {

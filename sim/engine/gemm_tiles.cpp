@@ -36,13 +36,7 @@ TileFill gemm_tile_fill(std::int64_t m, std::int64_t n, std::int64_t k, int sms)
 }
 
 double reference_tile_fill(int sms) {
-  double flops = 0;
-  double tile_time = 0;
-  for (const auto& [g, gradient] : graph::reference_block()) {
-    flops += g.flops();
-    tile_time += g.flops() / gemm_tile_fill(g.m, g.n, g.k, sms).fill;
-  }
-  return flops / tile_time;
+  return graph::reference_block_mean([sms](const graph::Gemm& g) { return gemm_tile_fill(g.m, g.n, g.k, sms).fill; });
 }
 
 }  // namespace shardsim::engine

@@ -110,6 +110,19 @@ struct ReferenceGemm {
   bool gradient = false;
 };
 [[nodiscard]] std::vector<ReferenceGemm> reference_block();
+// The FLOP-weighted harmonic mean of `value` over the reference block's GEMMs: their FLOPs over
+// the sum of each one's FLOPs / value (the reduction length K_ref the GEMM rate is quoted at, the
+// tiles' fill of engine/gemm_tiles.hpp).
+template <class F>
+[[nodiscard]] double reference_block_mean(F&& value) {
+  double flops = 0;
+  double weighted = 0;
+  for (const auto& r : reference_block()) {
+    flops += r.gemm.flops();
+    weighted += r.gemm.flops() / value(r.gemm);
+  }
+  return flops / weighted;
+}
 
 // A fused attention call (FlashAttention-style).
 struct AttentionCall {
