@@ -116,12 +116,16 @@ int cmd_run(std::span<const std::string> argv) {
     const std::filesystem::path dir = *out;
     make_dir(dir);
     // All five appear together or not at all: an interrupted run never leaves a new summary beside
-    // an earlier run's trace.
-    const auto timeline = graph::make_timeline_file(p.graph, result.timeline, {"simulated", "simgrid", ""}, kTraceRanks);
+    // an earlier run's trace. Each is written to its temporary name as it is made and then freed:
+    // the trace and the timeline of a long pipelined step are gigabytes.
     OutputSet set;
     set.add(dir / "summary.json", json.dump(2) + "\n");
-    set.add(dir / "trace.json", std::move(trace_text));
-    set.add(dir / "timeline.json", graph::timeline_text(timeline) + "\n");
+    set.add(dir / "trace.json", std::exchange(trace_text, {}));
+    {
+      const auto timeline = graph::make_timeline_file(p.graph, result.timeline, {"simulated", "simgrid", ""},
+                                                      graph::ranks_to_show(p.graph, result.timeline, kTraceRanks));
+      set.add(dir / "timeline.json", graph::timeline_text(timeline) + "\n");
+    }
     set.add(dir / "memory.csv", report::memory_csv(summary.memory));
     set.add(dir / "memory.svg", report::memory_svg(summary.memory, summary.allocator_memory(),
                                                    fmt::format("{}: memory of rank {}", summary.scenario, summary.memory.rank)));

@@ -164,48 +164,71 @@ class SignalsHeld {
 }  // namespace
 
 void write_file_atomic(const fs::path& path, std::string_view content) {
-  OutputSet one;
-  one.add(path, std::string(content));
-  one.commit();
+  const Target target = resolve_or_throw(path);
+  if (target.direct) {
+    write_direct(target, content, path);
+    return;
+  }
+  const auto temp = write_temp(target, content, path);
+  const SignalsHeld held;
+  if (::rename(temp->path().c_str(), target.path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(temp->path().c_str());
+    throw RuntimeError(fmt::format("{}: cannot rename into place: {}", path.string(), std::strerror(err)));
+  }
 }
 
-void OutputSet::add(fs::path path, std::string content) {
-  files_.emplace_back(std::move(path), std::move(content));
+// One file of a set: where it goes, and its temporary file (written) or, for a device or FIFO,
+// its content (written at commit).
+struct OutputSet::Pending {
+  fs::path requested;
+  Target target;
+  std::unique_ptr<InFlight> temp;
+  std::string direct_content;
+};
+
+OutputSet::OutputSet() = default;
+
+OutputSet::~OutputSet() {
+  for (const auto& f : files_) {
+    if (f->temp) ::unlink(f->temp->path().c_str());
+  }
+}
+
+void OutputSet::add(const fs::path& path, std::string content) {
+  assert(files_.size() < kSlots);
+  auto f = std::make_unique<Pending>();
+  f->requested = path;
+  f->target = resolve_or_throw(path);
+  if (f->target.direct) {
+    f->direct_content = std::move(content);
+  } else {
+    f->temp = write_temp(f->target, content, path);  // on failure the set's destructor removes the others
+  }
+  files_.push_back(std::move(f));
 }
 
 void OutputSet::commit() {
-  assert(files_.size() <= kSlots);
-  std::vector<Target> targets;
-  targets.reserve(files_.size());
-  for (const auto& [path, content] : files_) targets.push_back(resolve_or_throw(path));
-  std::vector<std::unique_ptr<InFlight>> temps(files_.size());
-  try {
-    for (std::size_t i = 0; i < files_.size(); ++i) {
-      if (!targets[i].direct) temps[i] = write_temp(targets[i], files_[i].second, files_[i].first);
-    }
-  } catch (...) {
-    for (const auto& t : temps) {
-      if (t) ::unlink(t->path().c_str());
-    }
-    throw;
-  }
   {
     const SignalsHeld held;
     for (std::size_t i = 0; i < files_.size(); ++i) {
-      if (!temps[i]) continue;
-      if (::rename(temps[i]->path().c_str(), targets[i].path.c_str()) != 0) {
+      Pending& f = *files_[i];
+      if (!f.temp) continue;
+      if (::rename(f.temp->path().c_str(), f.target.path.c_str()) != 0) {
         const int err = errno;
         for (std::size_t j = i; j < files_.size(); ++j) {
-          if (temps[j]) ::unlink(temps[j]->path().c_str());
+          if (files_[j]->temp) ::unlink(files_[j]->temp->path().c_str());
+          files_[j]->temp.reset();
         }
-        throw RuntimeError(fmt::format("{}: cannot rename into place: {}", files_[i].first.string(), std::strerror(err)));
+        throw RuntimeError(fmt::format("{}: cannot rename into place: {}", f.requested.string(), std::strerror(err)));
       }
+      f.temp.reset();
     }
-    temps.clear();
   }
-  for (std::size_t i = 0; i < files_.size(); ++i) {
-    if (targets[i].direct) write_direct(targets[i], files_[i].second, files_[i].first);
+  for (const auto& f : files_) {
+    if (f->target.direct) write_direct(f->target, f->direct_content, f->requested);
   }
+  files_.clear();
 }
 
 void check_outputs(const std::vector<OutputFile>& outputs, const std::vector<InputFile>& inputs) {

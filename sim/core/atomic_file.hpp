@@ -13,6 +13,7 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -23,17 +24,23 @@ namespace shardsim {
 // Throws RuntimeError naming the path if it cannot be written; the temporary file is removed.
 void write_file_atomic(const std::filesystem::path& path, std::string_view content);
 
-// Files that appear together or not at all: commit() writes every one to its temporary name,
-// then renames them all while SIGINT, SIGTERM, SIGHUP and SIGPIPE are held back. A failed write
-// (disk full) removes the temporary files and leaves whatever was there before untouched.
+// Files that appear together or not at all: add() writes each to its temporary name at once (so
+// that a large output is written and freed before the next is made), commit() renames them all
+// while SIGINT, SIGTERM, SIGHUP and SIGPIPE are held back. A failed write (disk full) removes the
+// temporary files and leaves whatever was there before untouched, as does a set destroyed without
+// commit(). A device or FIFO is written to at commit().
 class OutputSet {
  public:
-  void add(std::filesystem::path path, std::string content);
+  OutputSet();
+  ~OutputSet();
+  OutputSet(const OutputSet&) = delete;
+  OutputSet& operator=(const OutputSet&) = delete;
+  void add(const std::filesystem::path& path, std::string content);
   void commit();
-  [[nodiscard]] const std::vector<std::pair<std::filesystem::path, std::string>>& files() const { return files_; }
 
  private:
-  std::vector<std::pair<std::filesystem::path, std::string>> files_;
+  struct Pending;
+  std::vector<std::unique_ptr<Pending>> files_;
 };
 
 // What a command reads, named for messages ("the scenario", "the topology", "a trace").

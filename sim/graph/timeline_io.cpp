@@ -1,6 +1,7 @@
 #include "graph/timeline_io.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <iterator>
@@ -67,18 +68,32 @@ void append_times(std::string& out, const graph::Timeline& t, int op, bool start
 
 }  // namespace
 
-TimelineFile make_timeline_file(const graph::StepGraph& g, const graph::Timeline& t, TimelineMeta meta, int max_ranks) {
+std::vector<int> ranks_to_show(const graph::StepGraph& g, const graph::Timeline& t, int max_ranks) {
+  std::vector<int> shown;
+  const int pp = std::max(1, g.info.pp_group);
+  const int per_stage = std::max(1, g.info.world_size / pp);
+  const int limit = std::max(max_ranks, pp);
+  for (int st = 0; st < pp; ++st) {
+    for (int i = 0; i < std::max(1, max_ranks / pp) && i < per_stage; ++i) {
+      if (const int r = st * per_stage + i; r < t.world() && static_cast<int>(shown.size()) < limit) shown.push_back(r);
+    }
+  }
+  return shown;
+}
+
+TimelineFile make_timeline_file(const graph::StepGraph& g, const graph::Timeline& t, TimelineMeta meta, const std::vector<int>& ranks) {
   TimelineFile f;
   f.meta = std::move(meta);
   f.scenario = g.info.scenario;
   f.world_size = g.info.world_size;
   f.steps = g.info.steps;
-  const int ranks = std::min(max_ranks, t.world());
-  f.timeline = graph::Timeline(g.size(), ranks);
+  f.ranks = ranks;
+  const int n = static_cast<int>(ranks.size());
+  f.timeline = graph::Timeline(g.size(), n);
   for (std::size_t i = 0; i < g.size(); ++i) {
     const graph::Op& op = g.op(static_cast<int>(i));
     f.ops.push_back(TimelineOp{op.id, op.name, op.kind, op.stream, op.step, op.micro});
-    for (int r = 0; r < ranks; ++r) f.timeline.at(op.id, r) = t.at(op.id, r);
+    for (int c = 0; c < n; ++c) f.timeline.at(op.id, c) = t.at(op.id, ranks[static_cast<std::size_t>(c)]);
   }
   return f;
 }
@@ -103,8 +118,9 @@ std::string timeline_text(const TimelineFile& f) {
     append_times(out, f.timeline, op.id, true);
     fmt::format_to(std::back_inserter(out), R"(,"step":{},"stream":{}}})", op.step, text(graph::to_string(op.stream)));
   }
-  fmt::format_to(std::back_inserter(out), R"(],"ranks":{},"scenario":{},"source":{},"steps":{},"time_unit":"s","world_size":{}}})",
-                 f.timeline.world(), text(f.scenario), text(f.meta.source), f.steps, f.world_size);
+  fmt::format_to(std::back_inserter(out),
+                 R"(],"rank_ids":[{}],"ranks":{},"scenario":{},"source":{},"steps":{},"time_unit":"s","world_size":{}}})",
+                 fmt::join(f.ranks, ","), f.timeline.world(), text(f.scenario), text(f.meta.source), f.steps, f.world_size);
   return out;
 }
 
@@ -132,6 +148,23 @@ TimelineFile timeline_from_json(const json& j, const std::string& source) {
   if (f.world_size < 1) fail(source, "world_size", fmt::format("expected an integer >= 1; got {}", f.world_size));
   if (ranks < 1 || ranks > f.world_size) fail(source, "ranks", fmt::format("expected 1..world_size ({}); got {}", f.world_size, ranks));
   if (f.steps < 1) fail(source, "steps", fmt::format("expected an integer >= 1; got {}", f.steps));
+  // Version 1 stored the first `ranks` ranks; version 2 names them.
+  if (version == 1) {
+    for (int r = 0; r < ranks; ++r) f.ranks.push_back(r);
+  } else {
+    const json& ids = field(j, "rank_ids", "", source);
+    if (!ids.is_array() || ids.size() != static_cast<std::size_t>(ranks)) {
+      fail(source, "rank_ids", fmt::format("expected an array of {} ranks (one per stored rank, as \"ranks\" says)", ranks));
+    }
+    for (std::size_t c = 0; c < ids.size(); ++c) {
+      const std::string path = fmt::format("rank_ids[{}]", c);
+      const int r = static_cast<int>(JsonFields(source).integer(ids[c], path, 0, f.world_size - 1));
+      if (!f.ranks.empty() && r <= f.ranks.back()) {
+        fail(source, path, fmt::format("expected ranks in ascending order, each once; got {} after {}", r, f.ranks.back()));
+      }
+      f.ranks.push_back(r);
+    }
+  }
   const json& ops = field(j, "ops", "", source);
   if (!ops.is_array()) fail(source, "ops", "expected an array of ops");
   if (ops.empty()) fail(source, "ops", "no ops; expected the timeline of a step (shardsim run --out DIR, or shardsim-replay)");

@@ -3,7 +3,7 @@
 // and `shardsim compare` reads both. Schema: docs/timeline-format.md; "format_version" changes
 // when it does.
 //
-//   {"format": "shardsim-timeline", "format_version": 1, "source": "simulated", ...,
+//   {"format": "shardsim-timeline", "format_version": 2, "source": "simulated", ..., "rank_ids": [0, 1],
 //    "ops": [{"id": 0, "name": "AG root", "kind": "all_gather", "stream": "nccl", "step": 0,
 //             "micro": 0, "start": [0.0, 0.0], "end": [1.2e-4, 1.2e-4]}, ...]}
 #pragma once
@@ -17,7 +17,8 @@
 
 namespace shardsim::graph {
 
-inline constexpr int kTimelineFormatVersion = 1;
+// 2: the stored ranks are named (`rank_ids`); 1 stored the first `ranks` ranks.
+inline constexpr int kTimelineFormatVersion = 2;
 
 // What the file says about one op: enough to compare timelines without the graph.
 struct TimelineOp {
@@ -39,14 +40,21 @@ struct TimelineMeta {
 struct TimelineFile {
   TimelineMeta meta;
   std::string scenario;
-  int world_size = 1;  // of the job; the file holds the first timeline.world() ranks
+  int world_size = 1;  // of the job
   int steps = 1;
+  std::vector<int> ranks;       // the global rank of each of the timeline's columns, ascending
   std::vector<TimelineOp> ops;  // ops[i].id == i
   graph::Timeline timeline;     // seconds from a common t0; -1 where an op did not run
 };
 
-// The ops of `g` with their times on the first min(max_ranks, world) ranks of `t`.
-[[nodiscard]] TimelineFile make_timeline_file(const graph::StepGraph& g, const graph::Timeline& t, TimelineMeta meta, int max_ranks);
+// The ranks a file or trace of `t` shows when it may hold `max_ranks`: without pipeline stages the
+// first max_ranks; with them the first ranks of every stage (max_ranks / pp a stage, at least one),
+// so that every stage's program is there. Ascending, and only ranks below t.world().
+[[nodiscard]] std::vector<int> ranks_to_show(const graph::StepGraph& g, const graph::Timeline& t, int max_ranks);
+
+// The ops of `g` with their times on `ranks` of `t` (ascending, each below t.world()).
+[[nodiscard]] TimelineFile make_timeline_file(const graph::StepGraph& g, const graph::Timeline& t, TimelineMeta meta,
+                                              const std::vector<int>& ranks);
 
 // The file's text (what `run --out` and shardsim-replay write), and the same as a JSON document.
 [[nodiscard]] std::string timeline_text(const TimelineFile& f);

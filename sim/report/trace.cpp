@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/json_text.hpp"
+#include "graph/timeline_io.hpp"
 #include "report/exposure.hpp"
 #include "report/outputs.hpp"
 
@@ -16,15 +17,9 @@ std::string chrome_trace(const graph::StepGraph& g, const graph::Timeline& t, in
                          const MemoryTimeline* memory) {
   using nlohmann::json;
   // In symmetric mode the timeline holds only the simulated ranks, fewer than the world. With
-  // pipeline stages, the first ranks of every stage (max_ranks / pp each, at least one).
-  std::vector<int> shown;
+  // pipeline stages, the first ranks of every stage.
+  const std::vector<int> shown = graph::ranks_to_show(g, t, max_ranks);
   const int pp = g.info.pp_group;
-  const int per_stage = g.info.world_size / pp;
-  for (int st = 0; st < pp; ++st) {
-    for (int i = 0; i < std::max(1, max_ranks / pp) && i < per_stage; ++i) {
-      if (const int r = st * per_stage + i; r < t.world() && static_cast<int>(shown.size()) < std::max(max_ranks, pp)) shown.push_back(r);
-    }
-  }
   const int ranks = static_cast<int>(shown.size());
   // The events are written as text one by one (a long pipelined step has millions of them: their
   // document in memory took 13 GiB for P7's 462B on 6,144 GPUs).

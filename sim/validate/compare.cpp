@@ -1,24 +1,39 @@
 #include "validate/compare.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "core/error.hpp"
 
 namespace shardsim::validate {
 namespace {
 
+// The ranks a trace holds, as runs: "0..31, 256..287" (a pipelined run's timeline keeps the first
+// ranks of every stage).
+std::string rank_runs(const Trace& t) {
+  std::vector<std::string> runs;
+  for (std::size_t i = 0; i < t.ranks.size();) {
+    std::size_t j = i;
+    while (j + 1 < t.ranks.size() && t.ranks[j + 1].rank == t.ranks[j].rank + 1) ++j;
+    runs.push_back(i == j ? fmt::format("{}", t.ranks[i].rank) : fmt::format("{}..{}", t.ranks[i].rank, t.ranks[j].rank));
+    i = j + 1;
+  }
+  return fmt::format("{}", fmt::join(runs, ", "));
+}
+
 std::size_t rank_index(const Trace& t, int rank, const char* which) {
   if (const auto i = t.index_of(rank)) return *i;
   if (t.ranks.size() == 1 && !t.ranks_recorded) return 0;  // a single trace that does not say its rank
-  const int lo = t.ranks.front().rank;
-  const int hi = t.ranks.back().rank;
   throw ConfigError(Location{t.label, 0, 0}, "ranks",
-                    lo == hi ? fmt::format("the {} trace holds rank {} only; expected rank {} (--rank)", which, lo, rank)
-                             : fmt::format("the {} trace holds ranks {}..{}; expected rank {} (--rank)", which, lo, hi, rank));
+                    t.ranks.size() == 1
+                        ? fmt::format("the {} trace holds rank {} only; expected rank {} (--rank)", which, t.ranks.front().rank, rank)
+                        : fmt::format("the {} trace holds ranks {}; expected rank {} (--rank)", which, rank_runs(t), rank));
 }
 
 void check_same_graph(const Trace& a, const Trace& b) {

@@ -236,7 +236,7 @@ Trace trace_from_timeline(const graph::TimelineFile& t, const std::string& label
   }
   for (int r = 0; r < world; ++r) {
     RankTrace& rt = tr.ranks[static_cast<std::size_t>(r)];
-    rt.rank = r;
+    rt.rank = t.ranks.empty() ? r : t.ranks[static_cast<std::size_t>(r)];
     rt.file = label;
     for (int s = 0; s < t.steps; ++s) {
       rt.steps.push_back(Step{s + 1, s == 0 ? 0.0 : step_end[static_cast<std::size_t>(s - 1)], step_end[static_cast<std::size_t>(s)], -1});

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <numeric>
+#include <vector>
 
 #include "core/args.hpp"
 #include "core/atomic_file.hpp"
@@ -79,7 +81,9 @@ int replay_command(std::span<const std::string> argv) {
     const auto all = b.gather(times.flatten());
     if (b.rank() != 0) return 0;
     const graph::Timeline t = replay::merge_ranks(g.size(), b.world(), all);
-    const auto file = graph::make_timeline_file(g, t, {"measured", b.name(), b.device()}, b.world());
+    std::vector<int> ranks(static_cast<std::size_t>(b.world()));
+    std::iota(ranks.begin(), ranks.end(), 0);
+    const auto file = graph::make_timeline_file(g, t, {"measured", b.name(), b.device()}, ranks);
     const std::filesystem::path dir = *out;
     write_file_atomic(dir / "timeline.json", graph::timeline_text(file) + "\n");
     write_file_atomic(dir / "trace.json", report::chrome_trace(g, t, kTraceRanks));

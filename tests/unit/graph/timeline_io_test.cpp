@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 
@@ -46,9 +47,10 @@ TEST_CASE("a timeline survives to_json and back, ranks beyond the limit are left
   t.at(0, 1) = {0, 1.5e-3};
   t.at(1, 0) = {1.5e-3, 4e-3};
   // op 1 never ran on rank 1 (start -1): written as null
-  const auto f = graph::make_timeline_file(g, t, {"measured", "cpu", "test cpu"}, 2);
+  const auto f = graph::make_timeline_file(g, t, {"measured", "cpu", "test cpu"}, {0, 1});
   const auto j = graph::to_json(f);
   CHECK(j["ranks"] == 2);
+  CHECK(j["rank_ids"] == nlohmann::json::array({0, 1}));
   CHECK(j["world_size"] == 3);
   CHECK(j["ops"][1]["start"][1].is_null());
   const auto back = graph::timeline_from_json(j, "t.json");
@@ -59,6 +61,7 @@ TEST_CASE("a timeline survives to_json and back, ranks beyond the limit are left
   CHECK(back.ops[0].stream == graph::Stream::all_gather);
   CHECK(back.ops[1].micro == 1);
   CHECK(back.timeline.world() == 2);
+  CHECK(back.ranks == std::vector<int>{0, 1});
   CHECK(back.timeline.at(1, 0).end == 4e-3);
   CHECK(back.timeline.at(1, 1).start == -1);
 }
@@ -75,7 +78,7 @@ TEST_CASE("a timeline reads back ops of every stream, tensor, pipeline and conte
     one.add_op(op);
     graph::Timeline t(1, 1);
     t.at(0, 0) = {0, 1e-3};
-    const auto back = graph::timeline_from_json(graph::to_json(graph::make_timeline_file(one, t, {}, 1)), "t.json");
+    const auto back = graph::timeline_from_json(graph::to_json(graph::make_timeline_file(one, t, {}, {0})), "t.json");
     REQUIRE(back.ops.size() == 1);
     CHECK(back.ops[0].stream == static_cast<graph::Stream>(s));
   }
@@ -86,10 +89,10 @@ TEST_CASE("malformed timelines name the key that is wrong") {
   graph::Timeline t(2, 1);
   t.at(0, 0) = {0, 1};
   t.at(1, 0) = {1, 2};
-  const auto good = graph::to_json(graph::make_timeline_file(g, t, {}, 1));
+  const auto good = graph::to_json(graph::make_timeline_file(g, t, {}, {0}));
   auto j = good;
   j["format_version"] = 7;
-  CHECK(error_of(j) == "t.json: error: format_version: expected 1..1; got 7 (written by a newer shardsim?)");
+  CHECK(error_of(j) == "t.json: error: format_version: expected 1..2; got 7 (written by a newer shardsim?)");
   j = good;
   j["ops"][1]["end"][0] = 0.5;
   CHECK(error_of(j) == "t.json: error: ops[1].end[0]: expected 0 <= start <= end; got start 1 and end 0.5");
@@ -102,4 +105,51 @@ TEST_CASE("malformed timelines name the key that is wrong") {
   j = good;
   j.erase("steps");
   CHECK(error_of(j) == "t.json: error: steps: missing required key");
+}
+
+TEST_CASE("a pipelined run's timeline holds ranks of every stage, named by rank_ids") {
+  // 16 ranks in 4 stages of 4 (stage = rank / 4); a file of at most 8 ranks keeps the first 8 / 4 = 2
+  // of every stage: 0, 1, 4, 5, 8, 9, 12, 13. Without stages it keeps 0 .. 7.
+  auto g = two_ops();
+  g.info.world_size = 16;
+  g.info.pp_group = 4;
+  graph::Timeline t(2, 16);
+  for (int r = 0; r < 16; ++r) t.at(1, r) = {0.0, r + 1.0};  // rank r's op 1 ends at r + 1 s
+  const std::vector<int> shown = graph::ranks_to_show(g, t, 8);
+  CHECK(shown == std::vector<int>{0, 1, 4, 5, 8, 9, 12, 13});
+  const auto j = graph::to_json(graph::make_timeline_file(g, t, {}, shown));
+  CHECK(j["format_version"] == 2);
+  CHECK(j["rank_ids"] == nlohmann::json::array({0, 1, 4, 5, 8, 9, 12, 13}));
+  CHECK(j["ops"][1]["end"][4] == 9.0);  // column 4 is rank 8
+  const auto back = graph::timeline_from_json(j, "t.json");
+  CHECK(back.ranks == shown);
+  CHECK(back.timeline.at(1, 7).end == 14.0);  // column 7 is rank 13
+  // Fewer slots than stages: one rank a stage all the same.
+  CHECK(graph::ranks_to_show(g, t, 2) == std::vector<int>{0, 4, 8, 12});
+  g.info.pp_group = 1;
+  CHECK(graph::ranks_to_show(g, t, 8) == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
+}
+
+TEST_CASE("a timeline of format 1 reads as its first ranks, and rank_ids are checked") {
+  const auto g = two_ops();
+  graph::Timeline t(2, 2);
+  t.at(0, 0) = {0, 1};
+  t.at(0, 1) = {0, 2};
+  auto j = graph::to_json(graph::make_timeline_file(g, t, {}, {0, 2}));
+  auto v1 = j;
+  v1["format_version"] = 1;
+  v1.erase("rank_ids");
+  CHECK(graph::timeline_from_json(v1, "t.json").ranks == std::vector<int>{0, 1});
+  auto bad = j;
+  bad.erase("rank_ids");
+  CHECK(error_of(bad) == "t.json: error: rank_ids: missing required key");
+  bad = j;
+  bad["rank_ids"] = nlohmann::json::array({2, 0});
+  CHECK(error_of(bad) == "t.json: error: rank_ids[1]: expected ranks in ascending order, each once; got 0 after 2");
+  bad = j;
+  bad["rank_ids"] = nlohmann::json::array({0, 3});
+  CHECK(error_of(bad).find("t.json: error: rank_ids[1]: ") == 0);
+  bad = j;
+  bad["rank_ids"] = nlohmann::json::array({0});
+  CHECK(error_of(bad) == "t.json: error: rank_ids: expected an array of 2 ranks (one per stored rank, as \"ranks\" says)");
 }

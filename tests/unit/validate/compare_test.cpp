@@ -208,3 +208,32 @@ TEST_CASE("files that are neither timelines nor traces are refused with their na
   test::TempFile junk("junk.json", "{not json");
   CHECK_THROWS_AS((void)validate::load_trace(junk.path()), ConfigError);
 }
+
+TEST_CASE("a timeline of chosen ranks is compared on its ranks, and names them when one is missing") {
+  // A pipelined run's timeline keeps the first ranks of every stage: here ranks 0 and 4 of 8, in
+  // columns 0 and 1. Rank 4's ops end 1 ms later than rank 0's.
+  auto two = [](const char* source) {
+    auto f = timeline({{{0, 1}, {1, 3}, {3, 6}, {5, 7}}}, source);
+    f.world_size = 8;
+    f.ranks = {0, 4};
+    graph::Timeline t(4, 2);
+    for (int i = 0; i < 4; ++i) {
+      t.at(i, 0) = f.timeline.at(i, 0);
+      t.at(i, 1) = {f.timeline.at(i, 0).start + 1e-3, f.timeline.at(i, 0).end + 1e-3};
+    }
+    f.timeline = t;
+    return f;
+  };
+  const auto sim = validate::trace_from_timeline(two("simulated"), "sim.json");
+  const auto meas = validate::trace_from_timeline(two("measured"), "meas.json");
+  REQUIRE(sim.ranks.size() == 2);
+  CHECK(sim.ranks[1].rank == 4);
+  CHECK(validate::compare(sim, meas, 4).simulated.step_time ==
+        doctest::Approx(8e-3).scale(0));  // [0, 8] ms: the step ends with rank 4's RS
+  try {
+    (void)validate::compare(sim, meas, 2);
+    FAIL("expected an error");
+  } catch (const ConfigError& e) {
+    CHECK(std::string(e.what()) == "sim.json: error: ranks: the simulated trace holds ranks 0, 4; expected rank 2 (--rank)");
+  }
+}
