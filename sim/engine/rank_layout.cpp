@@ -1,8 +1,13 @@
 #include "engine/rank_layout.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "core/hash.hpp"
+#include "graph/groups.hpp"
 
 namespace shardsim::engine {
 
@@ -41,6 +46,31 @@ bool symmetric_mode(const SimulationInput& in) {
   // the representative sees what every rank sees (tests/unit/cli/tensor_parallel_test.cpp).
   // Pipeline stages run different programs: one rank stands for each stage, on a node of its own.
   return in.graph.info.world_size >= kAutoSymmetricFrom && !in.stragglers.any() && !shared_links && in.jobs == 1 && stages_fill_nodes(in);
+}
+
+std::string nic_shared_between_instances(const graph::StepGraph& g, const config::TopologyConfig& topo, int nodes) {
+  const int gpus = topo.node.gpus;
+  const int nics = topo.node.nics;
+  if (nics >= gpus || nodes < 2) return "";
+  std::array<bool, graph::kGroups> used{};
+  for (std::size_t o = 0; o < g.size(); ++o) used[static_cast<std::size_t>(g.op(static_cast<int>(o)).group)] = true;
+  const graph::Groups groups(g.info);
+  const auto nic = [&](int rank) { return rank % gpus * nics / gpus; };  // of node 0, as the platform assigns them
+  for (int k = 0; k < graph::kGroups; ++k) {
+    const auto group = static_cast<graph::Group>(k);
+    if (!used[static_cast<std::size_t>(k)] || group == graph::Group::none) continue;
+    // Only instances that leave the node use its NICs.
+    const auto members = group == graph::Group::pp ? groups.members(group, 0, 0, 1) : groups.members(group, groups.instance_of(group, 0));
+    if (std::all_of(members.begin(), members.end(), [&](int r) { return r / gpus == 0; })) continue;
+    for (int a = 0; a < gpus && a < g.info.world_size; ++a) {
+      for (int b = a + 1; b < gpus && b < g.info.world_size; ++b) {
+        if (nic(a) == nic(b) && groups.instance_of(group, a) != groups.instance_of(group, b)) {
+          return fmt::format("ranks {} and {} share a NIC in different {} groups", a, b, graph::to_string(group));
+        }
+      }
+    }
+  }
+  return "";
 }
 
 int nodes_per_stage(const SimulationInput& in) {

@@ -8,6 +8,7 @@
 #include "engine/calibrated_ring.hpp"
 #include "engine/collective.hpp"
 #include "engine/compute_model.hpp"
+#include "engine/rank_layout.hpp"
 #include "engine/variation.hpp"
 
 namespace shardsim::engine {
@@ -23,8 +24,19 @@ collectives::Collectives make_collectives(const config::ScenarioConfig& scenario
 }
 
 void check(const graph::Prepared& p) {
-  check_topology(p.scenario.cluster.topology);
-  make_collectives(p.scenario).check(p.graph);
+  const auto& s = p.scenario;
+  check_topology(s.cluster.topology);
+  make_collectives(s).check(p.graph);
+  if (s.simulation.mode == config::SimulationMode::symmetric) {
+    const std::string shared = nic_shared_between_instances(p.graph, s.cluster.topology, static_cast<int>(s.cluster.nodes));
+    if (!shared.empty()) {
+      // On D2's job with hybrid sharding (p4de nodes, 4 NICs for 8 GPUs) its step came out 4 % short.
+      throw ConfigError(s.simulation.mode_where, "simulation.mode",
+                        fmt::format("symmetric simulates rank 0's collectives as if no other group used its links, but here {} ({} NICs "
+                                    "for {} GPUs a node), whose collectives contend there; expected full or auto",
+                                    shared, s.cluster.topology.node.nics, s.cluster.topology.node.gpus));
+    }
+  }
 }
 
 std::unique_ptr<ComputeModel> make_compute_model(const graph::Prepared& p) {

@@ -212,3 +212,28 @@ TEST_CASE("symmetric mode refuses stragglers") {
                            std::vector<std::string>{"simulation.mode=symmetric", "stragglers.slow_gpus=[{rank: 1, factor: 2}]"}),
       ConfigError);
 }
+
+TEST_CASE("symmetric mode is refused where GPUs share a NIC across collective instances, kept where one group fills the node") {
+  // p4de nodes: 8 A100s on 4 NICs, GPUs 2i and 2i + 1 on NIC i. FSDP over both nodes is one shard
+  // group holding every GPU of each node: symmetric folds its paths onto node 0's NICs and agrees
+  // with full mode. Hybrid sharding's replicate groups {r, r + 8} are eight instances, two on each
+  // NIC: rank 0's would have its NIC to itself.
+  const std::vector<std::string> p4de{"cluster.topology=aws_p4de_24xlarge_efa", "cluster.nodes=2"};
+  const Figures full = run(with(p4de, {"simulation.mode=full"}));
+  const Figures sym = run(with(p4de, {"simulation.mode=symmetric"}));
+  CHECK(sym.simulated == 1);
+  CHECK(sym.step == doctest::Approx(full.step).epsilon(1e-9).scale(0));
+  CHECK(engine::nic_shared_between_instances(test::prepared("tests/data/tiny_llama.yaml", p4de).graph,
+                                             test::topology("aws_p4de_24xlarge_efa.yaml"), 2) == "");
+  const auto hybrid = test::prepared("tests/data/tiny_llama.yaml", with(p4de, {"fsdp.sharding=hybrid_shard", "simulation.mode=symmetric"}));
+  CHECK(engine::nic_shared_between_instances(hybrid.graph, hybrid.scenario.cluster.topology, 2) ==
+        "ranks 0 and 1 share a NIC in different replicate groups");
+  CHECK_THROWS_WITH_AS(engine::check(hybrid), doctest::Contains("simulation.mode: symmetric simulates rank 0's collectives"), ConfigError);
+  // TP 2 pairs share NICs with their own TP group, but the shard groups beside them ({0, 2, ...},
+  // {1, 3, ...}) cross nodes, two on each NIC.
+  const auto tp = test::prepared("tests/data/tiny_llama.yaml", with(p4de, {"parallelism.tp=2", "fsdp.version=2"}));
+  CHECK(engine::nic_shared_between_instances(tp.graph, tp.scenario.cluster.topology, 2) ==
+        "ranks 0 and 1 share a NIC in different shard groups");
+  // One node: the NICs carry nothing.
+  CHECK(engine::nic_shared_between_instances(hybrid.graph, hybrid.scenario.cluster.topology, 1) == "");
+}
