@@ -48,10 +48,11 @@ bool symmetric_mode(const SimulationInput& in) {
   return in.graph.info.world_size >= kAutoSymmetricFrom && !in.stragglers.any() && !shared_links && in.jobs == 1 && stages_fill_nodes(in);
 }
 
-std::string nic_shared_between_instances(const graph::StepGraph& g, const config::TopologyConfig& topo, int nodes) {
+std::string link_shared_between_instances(const graph::StepGraph& g, const config::TopologyConfig& topo, int nodes) {
   const int gpus = topo.node.gpus;
   const int nics = topo.node.nics;
-  if (nics >= gpus || nodes < 2) return "";
+  const bool uplinks = topo.fabric.oversubscription > 1;  // all of a node's NICs go up through them
+  if ((nics >= gpus && !uplinks) || nodes < 2) return "";
   std::array<bool, graph::kGroups> used{};
   for (std::size_t o = 0; o < g.size(); ++o) used[static_cast<std::size_t>(g.op(static_cast<int>(o)).group)] = true;
   const graph::Groups groups(g.info);
@@ -64,8 +65,14 @@ std::string nic_shared_between_instances(const graph::StepGraph& g, const config
     if (std::all_of(members.begin(), members.end(), [&](int r) { return r / gpus == 0; })) continue;
     for (int a = 0; a < gpus && a < g.info.world_size; ++a) {
       for (int b = a + 1; b < gpus && b < g.info.world_size; ++b) {
-        if (nic(a) == nic(b) && groups.instance_of(group, a) != groups.instance_of(group, b)) {
-          return fmt::format("ranks {} and {} share a NIC in different {} groups", a, b, graph::to_string(group));
+        if (groups.instance_of(group, a) == groups.instance_of(group, b)) continue;
+        const std::string_view name = graph::to_string(group);
+        if (nic(a) == nic(b)) {
+          return fmt::format("ranks {} and {} share a NIC ({} for {} GPUs a node) in different {} groups", a, b, nics, gpus, name);
+        }
+        if (uplinks) {
+          return fmt::format("ranks {} and {} share their node's {}:1 oversubscribed uplinks in different {} groups", a, b,
+                             topo.fabric.oversubscription, name);
         }
       }
     }

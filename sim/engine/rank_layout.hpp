@@ -22,12 +22,13 @@ namespace shardsim::engine {
   return nodes_per_stage(in) > 0;
 }
 
-// Where symmetric mode would miss contention on a NIC: it simulates rank 0's instance of each
-// collective, folded onto its node, so two GPUs that share a NIC (node.nics below node.gpus) but
-// belong to different instances of a group that crosses nodes (hybrid sharding's replicate groups,
-// the data-parallel groups beside tensor parallelism, pipeline sends) would each see the NIC as
-// their own. Empty where there is none; else which group and ranks, for the message.
-[[nodiscard]] std::string nic_shared_between_instances(const graph::StepGraph& g, const config::TopologyConfig& topo, int nodes);
+// Where symmetric mode would miss contention: it simulates rank 0's instance of each collective,
+// folded onto its node, so two GPUs that share a NIC (node.nics below node.gpus) or the node's
+// oversubscribed uplinks but belong to different instances of a group that leaves the node
+// (hybrid sharding's replicate groups, the data-parallel groups beside tensor parallelism,
+// pipeline sends) would each see the link as their own. Empty where there is none; else which
+// ranks, link and group, for the message.
+[[nodiscard]] std::string link_shared_between_instances(const graph::StepGraph& g, const config::TopologyConfig& topo, int nodes);
 
 // A deterministic standard normal draw for (seed, op, rank), independent of event order.
 [[nodiscard]] double normal(std::uint64_t seed, int op, int rank);
