@@ -106,12 +106,21 @@ int cmd_run(std::span<const std::string> argv) {
   }
   const auto& topology = p.scenario.cluster.topology;
   const report::IssueRules issue{topology.gpu.launch_queue, topology.host.kernel_dispatch.value()};
-  // The trace is made once for --trace and --out both (a long pipelined step's takes seconds).
+  // The trace goes to its file piece by piece; with both --trace and --out it is made once, as
+  // text (a long pipelined step's takes seconds to make and most of a gigabyte to hold).
+  const auto trace = [&](const TextWriter& write) {
+    report::write_chrome_trace(p.graph, result.timeline, kTraceRanks, issue, &summary.memory, write);
+  };
   std::string trace_text;
-  if (args.has("--trace") || args.has("--out")) {
+  if (args.has("--trace") && args.has("--out"))
     trace_text = report::chrome_trace(p.graph, result.timeline, kTraceRanks, issue, &summary.memory);
+  if (auto path = args.get("--trace")) {
+    if (args.has("--out")) {
+      write_file_atomic(*path, trace_text);
+    } else {
+      write_file_atomic(*path, trace);
+    }
   }
-  if (auto trace = args.get("--trace")) write_file_atomic(*trace, trace_text);
   if (auto out = args.get("--out")) {
     const std::filesystem::path dir = *out;
     make_dir(dir);
@@ -120,12 +129,16 @@ int cmd_run(std::span<const std::string> argv) {
     // the trace and the timeline of a long pipelined step are gigabytes.
     OutputSet set;
     set.add(dir / "summary.json", json.dump(2) + "\n");
-    set.add(dir / "trace.json", std::exchange(trace_text, {}));
-    {
-      const auto timeline = graph::make_timeline_file(p.graph, result.timeline, {"simulated", "simgrid", ""},
-                                                      graph::ranks_to_show(p.graph, result.timeline, kTraceRanks));
-      set.add(dir / "timeline.json", graph::timeline_text(timeline) + "\n");
+    if (args.has("--trace")) {
+      set.add(dir / "trace.json", std::exchange(trace_text, {}));
+    } else {
+      set.add_written(dir / "trace.json", trace);
     }
+    set.add_written(dir / "timeline.json", [&](const TextWriter& write) {
+      graph::write_timeline(p.graph, result.timeline, {"simulated", "simgrid", ""},
+                            graph::ranks_to_show(p.graph, result.timeline, kTraceRanks), write);
+      write("\n");
+    });
     set.add(dir / "memory.csv", report::memory_csv(summary.memory));
     set.add(dir / "memory.svg", report::memory_svg(summary.memory, summary.allocator_memory(),
                                                    fmt::format("{}: memory of rank {}", summary.scenario, summary.memory.rank)));

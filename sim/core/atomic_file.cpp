@@ -97,7 +97,8 @@ Target resolve_or_throw(const fs::path& requested) {
   return t;
 }
 
-void write_all(int fd, std::string_view content, const fs::path& shown) {
+// Writes `content` to `fd`; on failure closes it and throws.
+void write_piece(int fd, std::string_view content, const fs::path& shown) {
   std::size_t done = 0;
   while (done < content.size()) {
     const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
@@ -109,6 +110,11 @@ void write_all(int fd, std::string_view content, const fs::path& shown) {
     }
     done += static_cast<std::size_t>(n);
   }
+}
+
+// Writes `content` to `fd` and closes it.
+void write_all(int fd, std::string_view content, const fs::path& shown) {
+  write_piece(fd, content, shown);
   // No fsync: the guarantee is against the process being interrupted, which rename gives. Against
   // power loss ext4 flushes a file that replaces another by rename (auto_da_alloc), and an fsync
   // per file would double the time of a run that writes a 10 MB trace.
@@ -129,19 +135,35 @@ void write_direct(const Target& t, std::string_view content, const fs::path& sho
   write_all(fd, content, shown);
 }
 
-// Writes `content` to a temporary file beside `t.path` and returns its guard (the file exists
-// until renamed or the guard's owner removes it).
-std::unique_ptr<InFlight> write_temp(const Target& t, std::string_view content, const fs::path& shown) {
+// Writes what `produce` hands its writer to a temporary file beside `t.path` and returns its guard
+// (the file exists until renamed or the guard's owner removes it).
+std::unique_ptr<InFlight> write_temp(const Target& t, const std::function<void(const TextWriter&)>& produce, const fs::path& shown) {
   auto tmp = std::make_unique<InFlight>(t.path.string() + fmt::format(".tmp.{}", ::getpid()));
   const int fd = ::open(tmp->path().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd < 0) throw RuntimeError(fmt::format("{}: cannot write: {}", shown.string(), std::strerror(errno)));
+  bool open = true;
   try {
-    write_all(fd, content, shown);
+    produce([&](std::string_view piece) {
+      try {
+        write_piece(fd, piece, shown);
+      } catch (...) {
+        open = false;  // write_piece closed it
+        throw;
+      }
+    });
+    open = false;
+    write_all(fd, {}, shown);
   } catch (...) {
+    if (open) ::close(fd);
     ::unlink(tmp->path().c_str());
     throw;
   }
   return tmp;
+}
+
+std::unique_ptr<InFlight> write_temp(const Target& t, std::string_view content, const fs::path& shown) {
+  return write_temp(
+      t, [content](const TextWriter& write) { write(content); }, shown);
 }
 
 // Holds back the signals the cleanup handler takes, for the lifetime of this object.
@@ -163,19 +185,25 @@ class SignalsHeld {
 
 }  // namespace
 
-void write_file_atomic(const fs::path& path, std::string_view content) {
+void write_file_atomic(const fs::path& path, const std::function<void(const TextWriter&)>& produce) {
   const Target target = resolve_or_throw(path);
   if (target.direct) {
+    std::string content;
+    produce([&](std::string_view piece) { content += piece; });
     write_direct(target, content, path);
     return;
   }
-  const auto temp = write_temp(target, content, path);
+  const auto temp = write_temp(target, produce, path);
   const SignalsHeld held;
   if (::rename(temp->path().c_str(), target.path.c_str()) != 0) {
     const int err = errno;
     ::unlink(temp->path().c_str());
     throw RuntimeError(fmt::format("{}: cannot rename into place: {}", path.string(), std::strerror(err)));
   }
+}
+
+void write_file_atomic(const fs::path& path, std::string_view content) {
+  write_file_atomic(path, [content](const TextWriter& write) { write(content); });
 }
 
 // One file of a set: where it goes, and its temporary file (written) or, for a device or FIFO,
@@ -204,6 +232,19 @@ void OutputSet::add(const fs::path& path, std::string content) {
     f->direct_content = std::move(content);
   } else {
     f->temp = write_temp(f->target, content, path);  // on failure the set's destructor removes the others
+  }
+  files_.push_back(std::move(f));
+}
+
+void OutputSet::add_written(const fs::path& path, const std::function<void(const TextWriter&)>& produce) {
+  assert(files_.size() < kSlots);
+  auto f = std::make_unique<Pending>();
+  f->requested = path;
+  f->target = resolve_or_throw(path);
+  if (f->target.direct) {
+    produce([&](std::string_view piece) { f->direct_content += piece; });
+  } else {
+    f->temp = write_temp(f->target, produce, path);
   }
   files_.push_back(std::move(f));
 }

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -21,8 +22,13 @@
 
 namespace shardsim {
 
+// Receives a text in pieces, in order (a file too large to make in memory first).
+using TextWriter = std::function<void(std::string_view)>;
+
 // Throws RuntimeError naming the path if it cannot be written; the temporary file is removed.
 void write_file_atomic(const std::filesystem::path& path, std::string_view content);
+// The same for a text `produce` hands its writer piece by piece, written as it comes.
+void write_file_atomic(const std::filesystem::path& path, const std::function<void(const TextWriter&)>& produce);
 
 // Files that appear together or not at all: add() writes each to its temporary name at once (so
 // that a large output is written and freed before the next is made), commit() renames them all
@@ -36,6 +42,8 @@ class OutputSet {
   OutputSet(const OutputSet&) = delete;
   OutputSet& operator=(const OutputSet&) = delete;
   void add(const std::filesystem::path& path, std::string content);
+  // The file's text as `produce` hands it to its writer, piece by piece, into the temporary file.
+  void add_written(const std::filesystem::path& path, const std::function<void(const TextWriter&)>& produce);
   void commit();
 
  private:

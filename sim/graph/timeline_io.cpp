@@ -50,12 +50,12 @@ std::string string_field(const json& obj, const char* key, const std::string& pa
   return v.get<std::string>();
 }
 
-// One op's start or end times on every rank, as a JSON array: null where it did not run.
-void append_times(std::string& out, const graph::Timeline& t, int op, bool start) {
+// One op's start or end times on the given ranks of `t`, as a JSON array: null where it did not run.
+void append_times(std::string& out, const graph::Timeline& t, int op, const std::vector<int>& ranks, bool start) {
   out += '[';
-  for (int r = 0; r < t.world(); ++r) {
-    if (r > 0) out += ',';
-    const graph::Interval& i = t.at(op, r);
+  for (std::size_t c = 0; c < ranks.size(); ++c) {
+    if (c > 0) out += ',';
+    const graph::Interval& i = t.at(op, ranks[c]);
     const double v = start ? i.start : i.end;
     if (v < 0) {
       out += "null";
@@ -64,6 +64,43 @@ void append_times(std::string& out, const graph::Timeline& t, int op, bool start
     }
   }
   out += ']';
+}
+
+std::string json_text(std::string_view s) {
+  std::string out;
+  append_json_string(out, s);
+  return out;
+}
+
+// The file's text, handed to `write` in pieces of about a megabyte, keys in the order nlohmann
+// writes them: a long pipelined step's timeline is gigabytes (P7's 462B: 1.8 GB), and its
+// document in memory ten times that. `op_of(i)` gives the i-th op's TimelineOp fields; the times
+// are those of `t`'s ranks `columns`, stored as the ranks `ids`.
+template <class OpOf>
+void write_timeline_text(const TimelineMeta& meta, const std::string& scenario, int world_size, int steps, std::size_t ops,
+                         const OpOf& op_of, const graph::Timeline& t, const std::vector<int>& columns, const std::vector<int>& ids,
+                         const TextWriter& write) {
+  constexpr std::size_t kPiece = std::size_t{1} << 20;
+  std::string out = fmt::format(R"({{"backend":{},"device":{},"format":"shardsim-timeline","format_version":{},"ops":[)",
+                                json_text(meta.backend), json_text(meta.device), kTimelineFormatVersion);
+  for (std::size_t o = 0; o < ops; ++o) {
+    const TimelineOp op = op_of(o);
+    if (o > 0) out += ',';
+    out += R"({"end":)";
+    append_times(out, t, op.id, columns, false);
+    fmt::format_to(std::back_inserter(out), R"(,"id":{},"kind":{},"micro":{},"name":{},"start":)", op.id,
+                   json_text(graph::to_string(op.kind)), op.micro, json_text(op.name));
+    append_times(out, t, op.id, columns, true);
+    fmt::format_to(std::back_inserter(out), R"(,"step":{},"stream":{}}})", op.step, json_text(graph::to_string(op.stream)));
+    if (out.size() >= kPiece) {
+      write(out);
+      out.clear();
+    }
+  }
+  fmt::format_to(std::back_inserter(out),
+                 R"(],"rank_ids":[{}],"ranks":{},"scenario":{},"source":{},"steps":{},"time_unit":"s","world_size":{}}})",
+                 fmt::join(ids, ","), ids.size(), json_text(scenario), json_text(meta.source), steps, world_size);
+  write(out);
 }
 
 }  // namespace
@@ -98,29 +135,22 @@ TimelineFile make_timeline_file(const graph::StepGraph& g, const graph::Timeline
   return f;
 }
 
-std::string timeline_text(const TimelineFile& f) {
-  // Written as text, keys in the order nlohmann writes them: a long pipelined step's timeline is
-  // gigabytes, and its document in memory ten times that.
-  const auto text = [](std::string_view s) {
-    std::string out;
-    append_json_string(out, s);
-    return out;
+void write_timeline(const graph::StepGraph& g, const graph::Timeline& t, const TimelineMeta& meta, const std::vector<int>& ranks,
+                    const TextWriter& write) {
+  const auto op_of = [&](std::size_t i) {
+    const graph::Op& op = g.op(static_cast<int>(i));
+    return TimelineOp{op.id, op.name, op.kind, op.stream, op.step, op.micro};
   };
-  std::string out = fmt::format(R"({{"backend":{},"device":{},"format":"shardsim-timeline","format_version":{},"ops":[)",
-                                text(f.meta.backend), text(f.meta.device), kTimelineFormatVersion);
-  for (std::size_t o = 0; o < f.ops.size(); ++o) {
-    const TimelineOp& op = f.ops[o];
-    if (o > 0) out += ',';
-    out += R"({"end":)";
-    append_times(out, f.timeline, op.id, false);
-    fmt::format_to(std::back_inserter(out), R"(,"id":{},"kind":{},"micro":{},"name":{},"start":)", op.id, text(graph::to_string(op.kind)),
-                   op.micro, text(op.name));
-    append_times(out, f.timeline, op.id, true);
-    fmt::format_to(std::back_inserter(out), R"(,"step":{},"stream":{}}})", op.step, text(graph::to_string(op.stream)));
-  }
-  fmt::format_to(std::back_inserter(out),
-                 R"(],"rank_ids":[{}],"ranks":{},"scenario":{},"source":{},"steps":{},"time_unit":"s","world_size":{}}})",
-                 fmt::join(f.ranks, ","), f.timeline.world(), text(f.scenario), text(f.meta.source), f.steps, f.world_size);
+  write_timeline_text(meta, g.info.scenario, g.info.world_size, g.info.steps, g.size(), op_of, t, ranks, ranks, write);
+}
+
+std::string timeline_text(const TimelineFile& f) {
+  std::vector<int> columns(static_cast<std::size_t>(f.timeline.world()));
+  for (std::size_t c = 0; c < columns.size(); ++c) columns[c] = static_cast<int>(c);
+  std::string out;
+  write_timeline_text(
+      f.meta, f.scenario, f.world_size, f.steps, f.ops.size(), [&](std::size_t i) { return f.ops[i]; }, f.timeline, columns,
+      f.ranks.empty() ? columns : f.ranks, [&](std::string_view piece) { out += piece; });
   return out;
 }
 

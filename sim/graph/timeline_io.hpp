@@ -10,8 +10,10 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "core/atomic_file.hpp"  // TextWriter
 #include "graph/step_graph.hpp"
 #include "graph/timeline.hpp"
 
@@ -55,6 +57,11 @@ struct TimelineFile {
 // The ops of `g` with their times on `ranks` of `t` (ascending, each below t.world()).
 [[nodiscard]] TimelineFile make_timeline_file(const graph::StepGraph& g, const graph::Timeline& t, TimelineMeta meta,
                                               const std::vector<int>& ranks);
+
+// The timeline file of `t`'s `ranks` (what make_timeline_file would hold) as text, handed to
+// `write` piece by piece without making the file in memory first (run --out).
+void write_timeline(const graph::StepGraph& g, const graph::Timeline& t, const TimelineMeta& meta, const std::vector<int>& ranks,
+                    const TextWriter& write);
 
 // The file's text (what `run --out` and shardsim-replay write), and the same as a JSON document.
 [[nodiscard]] std::string timeline_text(const TimelineFile& f);

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/atomic_file.hpp"  // TextWriter
 #include "graph/timeline.hpp"
 #include "report/metrics.hpp"
 
@@ -26,6 +27,10 @@ namespace shardsim::report {
 // allocated by category, in GiB.
 [[nodiscard]] std::string chrome_trace(const graph::StepGraph& g, const graph::Timeline& t, int max_ranks, const IssueRules& rules = {},
                                        const MemoryTimeline* memory = nullptr);
+// The same text handed to `write` in pieces, never whole in memory (a long pipelined step's is
+// most of a gigabyte).
+void write_chrome_trace(const graph::StepGraph& g, const graph::Timeline& t, int max_ranks, const IssueRules& rules,
+                        const MemoryTimeline* memory, const TextWriter& write);
 
 [[nodiscard]] std::string memory_csv(const MemoryTimeline& m);
 [[nodiscard]] std::string memory_svg(const MemoryTimeline& m, double capacity, const std::string& title);

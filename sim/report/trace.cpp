@@ -13,8 +13,8 @@
 
 namespace shardsim::report {
 
-std::string chrome_trace(const graph::StepGraph& g, const graph::Timeline& t, int max_ranks, const IssueRules& rules,
-                         const MemoryTimeline* memory) {
+void write_chrome_trace(const graph::StepGraph& g, const graph::Timeline& t, int max_ranks, const IssueRules& rules,
+                        const MemoryTimeline* memory, const TextWriter& write) {
   using nlohmann::json;
   // In symmetric mode the timeline holds only the simulated ranks, fewer than the world. With
   // pipeline stages, the first ranks of every stage.
@@ -28,7 +28,13 @@ std::string chrome_trace(const graph::StepGraph& g, const graph::Timeline& t, in
       -1, ' ', false, json::error_handler_t::replace);
   out += R"(,"traceEvents":[)";
   bool first = true;
+  // Before each event: the comma, and what is written so far handed on in pieces of a megabyte.
+  constexpr std::size_t kPiece = std::size_t{1} << 20;
   const auto next = [&] {
+    if (out.size() >= kPiece) {
+      write(out);
+      out.clear();
+    }
     if (!first) out += ',';
     first = false;
   };
@@ -161,6 +167,13 @@ std::string chrome_trace(const graph::StepGraph& g, const graph::Timeline& t, in
     }
   }
   out += "]}";
+  write(out);
+}
+
+std::string chrome_trace(const graph::StepGraph& g, const graph::Timeline& t, int max_ranks, const IssueRules& rules,
+                         const MemoryTimeline* memory) {
+  std::string out;
+  write_chrome_trace(g, t, max_ranks, rules, memory, [&](std::string_view piece) { out += piece; });
   return out;
 }
 

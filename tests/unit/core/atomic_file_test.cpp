@@ -75,3 +75,29 @@ TEST_CASE("an output set that fails or is abandoned leaves no temporary file and
   }
   fs::remove_all(d);
 }
+
+TEST_CASE("a file written piece by piece appears whole, and a producer that fails leaves the old one") {
+  const fs::path d = fresh_dir("shardsim_outputset_pieces");
+  write_file_atomic(d / "p.txt", [](const TextWriter& write) {
+    write("one ");
+    write("two");
+  });
+  CHECK(read(d / "p.txt") == "one two");
+  {
+    OutputSet set;
+    set.add_written(d / "q.txt", [](const TextWriter& write) { write("q"); });
+    CHECK(read(temp_of(d / "q.txt")) == "q");
+    // A producer that throws halfway: its temporary file goes, and so do the set's others.
+    CHECK_THROWS_AS(set.add_written(d / "p.txt",
+                                    [](const TextWriter& write) {
+                                      write("half");
+                                      throw RuntimeError("the producer failed");
+                                    }),
+                    RuntimeError);
+    CHECK_FALSE(fs::exists(temp_of(d / "p.txt")));
+  }
+  CHECK_FALSE(fs::exists(temp_of(d / "q.txt")));
+  CHECK_FALSE(fs::exists(d / "q.txt"));
+  CHECK(read(d / "p.txt") == "one two");
+  fs::remove_all(d);
+}

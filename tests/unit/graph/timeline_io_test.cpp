@@ -153,3 +153,24 @@ TEST_CASE("a timeline of format 1 reads as its first ranks, and rank_ids are che
   bad["rank_ids"] = nlohmann::json::array({0});
   CHECK(error_of(bad) == "t.json: error: rank_ids: expected an array of 2 ranks (one per stored rank, as \"ranks\" says)");
 }
+
+TEST_CASE("a timeline written piece by piece is the text of the file made in memory") {
+  // run --out streams the timeline of the ranks it shows (write_timeline); the replay harness and
+  // the tests make the file first (make_timeline_file, timeline_text). Ranks 0 and 2 of 3.
+  const auto g = two_ops();
+  graph::Timeline t(2, 3);
+  for (int r = 0; r < 3; ++r) t.at(0, r) = {0.0, 0.25 * (r + 1)};
+  t.at(1, 2) = {1.0, 1.5};
+  std::string streamed;
+  int pieces = 0;
+  graph::write_timeline(g, t, {"simulated", "simgrid", ""}, {0, 2}, [&](std::string_view piece) {
+    streamed += piece;
+    ++pieces;
+  });
+  CHECK(pieces >= 1);
+  CHECK(streamed == graph::timeline_text(graph::make_timeline_file(g, t, {"simulated", "simgrid", ""}, {0, 2})));
+  const auto back = graph::timeline_from_json(nlohmann::json::parse(streamed), "t.json");
+  CHECK(back.ranks == std::vector<int>{0, 2});
+  CHECK(back.timeline.at(0, 1).end == 0.75);  // column 1 is rank 2
+  CHECK(back.timeline.at(1, 0).start == -1);  // op 1 did not run on rank 0
+}
