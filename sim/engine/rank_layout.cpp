@@ -51,7 +51,10 @@ bool symmetric_mode(const SimulationInput& in) {
 std::string link_shared_between_instances(const graph::StepGraph& g, const config::TopologyConfig& topo, int nodes) {
   const int gpus = topo.node.gpus;
   const int nics = topo.node.nics;
-  const bool uplinks = topo.fabric.oversubscription > 1;  // all of a node's NICs go up through them
+  // A fat tree's leaf has one oversubscribed uplink that all of its nodes' NICs go up through
+  // (platform.cpp); the other fabrics have none.
+  const bool uplinks =
+      topo.fabric.kind.name == "fat_tree" && topo.fabric.oversubscription > 1 && topo.fabric.routing != config::Routing::ecmp;
   if ((nics >= gpus && !uplinks) || nodes < 2) return "";
   std::array<bool, graph::kGroups> used{};
   for (std::size_t o = 0; o < g.size(); ++o) used[static_cast<std::size_t>(g.op(static_cast<int>(o)).group)] = true;
