@@ -20,6 +20,7 @@
 #include "core/atomic_file.hpp"
 #include "core/units.hpp"
 #include "graph/prepare.hpp"
+#include "model/transformer_spec.hpp"
 #include "sweep/driver.hpp"
 #include "sweep/progress.hpp"
 #include "sweep/svg.hpp"
@@ -156,6 +157,7 @@ struct Search {
   std::vector<sweep::PointResult> results;  // stage 1 (the scenario as written last), then stage 2
   sweep::PointResult baseline;
   std::size_t stage1 = 0, finalists = 0, stage2 = 0;
+  std::size_t left_out = 0;                               // stage-1 points whose wrap units would not fit a pipeline stage
   std::vector<std::pair<std::string, std::size_t>> moot;  // a stage-2 key, and for how many finalists it did not apply
   double wall_s = 0;
 };
@@ -193,7 +195,8 @@ Search search(const Options& o, const sweep::TuneSpace& space) {
   const auto fn = simulate_point_function(o.scenario, o.sets);
   const auto t0 = std::chrono::steady_clock::now();
   Search s;
-  sweep::SweepSpec stage1{o.scenario, o.sets, sweep::dimensions_of(space.stage1), sweep::stage1_points(space), {}, {}, false, {}};
+  sweep::SweepSpec stage1{o.scenario, o.sets, sweep::dimensions_of(space.stage1), sweep::stage1_points(space, &s.left_out), {}, {},
+                          false,      {}};
   if (o.out) stage1.out = *o.out / "stage-1";
   s.stage1 = stage1.points.size();
   s.results = run_stage(stage1, o.jobs, fn).results;
@@ -225,7 +228,11 @@ std::vector<std::string> searched(const Options& o, const config::ScenarioConfig
   c.push_back(fmt::format("shardsim tune: {} ({} GPUs), memory limit {}", base.name, base.world_size(), limit_text));
   if (!o.limit)
     c.push_back("(peak memory is the modelled reserved memory; leave headroom for what the model leaves out with --memory-limit)");
-  c.push_back(fmt::format("stage 1: {} = {} configurations, and the scenario as written", axes_text(space.stage1), s.stage1 - 1));
+  c.push_back(
+      fmt::format("stage 1: {} = {} configurations, and the scenario as written", axes_text(space.stage1), s.stage1 - 1 + s.left_out));
+  if (s.left_out > 0) {
+    c.push_back(fmt::format("  {} of them left out: their FSDP units would hold more blocks than a pipeline stage has", s.left_out));
+  }
   c.push_back(fmt::format("stage 2: {} for the best {} that fit (with distinct results): {} configurations", axes_text(space.stage2),
                           s.finalists, s.stage2));
   for (const auto& [key, n] : s.moot) {
@@ -328,6 +335,7 @@ int cmd_tune(std::span<const std::string> argv) {
     }
   }
   layouts.tp_async = args.has("--tp-async");
+  layouts.blocks = model::resolve_spec(base.model).layers;
   sweep::TuneSpace space = sweep::tune_space(base, batch, layouts);
   if (auto f8 = args.get("--float8")) space.stage1.push_back(float8_axis(base, *f8));
   if (args.has("--compile")) space.stage1.push_back(compile_axis());

@@ -4,6 +4,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <string>
+#include <string_view>
 
 #include "core/args.hpp"  // UsageError
 #include "core/error.hpp"
@@ -49,6 +51,9 @@ struct KeyTree {
 TuneSpace tune_space(const config::ScenarioConfig& base, std::optional<std::int64_t> batch, const Layouts& layouts) {
   TuneSpace s;
   s.batch = batch.value_or(base.training.micro_batch * base.training.grad_accum);
+  s.blocks = layouts.blocks;
+  s.pp = base.parallelism.pp;
+  s.stages_per_rank = base.parallelism.pp_stages_per_rank;
   s.stage1.push_back(axis("training.activation_checkpointing", {"none", "selective", "full"}));
   const int base_tp = base.parallelism.tp;
   const int base_pp = base.parallelism.pp;
@@ -151,8 +156,46 @@ TuneSpace tune_space(const config::ScenarioConfig& base, std::optional<std::int6
   return s;
 }
 
-std::vector<Point> stage1_points(const TuneSpace& space) {
-  auto points = expand(space.stage1);
+namespace {
+
+// The value a point assigns to `key`, or empty.
+std::string_view assigned(const Point& p, std::string_view key) {
+  for (const auto& a : p.assignments) {
+    if (a.size() > key.size() && a.compare(0, key.size(), key) == 0 && a[key.size()] == '=')
+      return std::string_view(a).substr(key.size() + 1);
+  }
+  return {};
+}
+
+// Whether the point's wrap units fit in its pipeline stages: blocks_per_unit (of the wrap values
+// tune_space writes) at most the blocks of a model stage.
+bool units_fit_stages(const TuneSpace& space, const Point& p) {
+  if (space.blocks <= 0) return true;
+  const std::string_view wrap = assigned(p, "fsdp.wrap");
+  constexpr std::string_view kPerUnit = "blocks_per_unit: ";
+  const auto at = wrap.find(kPerUnit);
+  if (at == std::string_view::npos) return true;
+  const std::int64_t per_unit = std::stoll(std::string(wrap.substr(at + kPerUnit.size())));
+  const std::string_view pp = assigned(p, "parallelism.pp");
+  const std::int64_t ranks = pp.empty() ? space.pp : std::stoll(std::string(pp));
+  const std::int64_t stages = ranks > 1 ? ranks * std::max(1, space.stages_per_rank) : 1;
+  return per_unit <= space.blocks / std::max<std::int64_t>(1, stages);
+}
+
+}  // namespace
+
+std::vector<Point> stage1_points(const TuneSpace& space, std::size_t* left_out) {
+  std::vector<Point> points;
+  std::size_t dropped = 0;
+  for (auto& p : expand(space.stage1)) {
+    if (!units_fit_stages(space, p)) {
+      ++dropped;
+      continue;
+    }
+    p.index = points.size();
+    points.push_back(std::move(p));
+  }
+  if (left_out != nullptr) *left_out = dropped;
   points.push_back(Point{points.size(), {}});
   return points;
 }

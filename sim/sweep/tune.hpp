@@ -39,6 +39,12 @@ struct TuneSpace {
   std::vector<Axis> stage1;
   std::vector<Axis> stage2;  // prefetching, refined on the finalists
   std::int64_t batch = 1;    // sequences per GPU per optimizer step, kept fixed
+  // A stage-1 point whose FSDP units would hold more blocks than its pipeline stages have is left
+  // out (the loader refuses it): the model's blocks (0: not known), and the scenario's pp and
+  // model chunks per pipeline rank where a point does not set them.
+  std::int64_t blocks = 0;
+  int pp = 1;
+  int stages_per_rank = 1;
 };
 
 // The mesh layouts to search (each empty: the scenario's own).
@@ -48,6 +54,7 @@ struct Layouts {
   std::vector<int> cp{};                    // context-parallel degrees
   std::vector<std::string> pp_schedules{};  // pipeline schedules, for the layouts with pp > 1
   bool tp_async = false;                    // also try async TP (on and off) on the layouts with tp > 1
+  std::int64_t blocks = 0;                  // the model's blocks, to leave out wrap units larger than a stage (0: keep all)
 };
 
 // `batch`: sequences per data-parallel rank per step at the scenario's tp, pp and cp; default its
@@ -57,8 +64,9 @@ struct Layouts {
 [[nodiscard]] TuneSpace tune_space(const config::ScenarioConfig& base, std::optional<std::int64_t> batch, const Layouts& layouts = {});
 
 // Stage 1's points: the grid, then the scenario as written (no assignments) last, so that a grid
-// point that equals it ranks first.
-[[nodiscard]] std::vector<Point> stage1_points(const TuneSpace& space);
+// point that equals it ranks first. Points whose wrap units hold more blocks than a pipeline stage
+// has are left out; `left_out`, if given, counts them.
+[[nodiscard]] std::vector<Point> stage1_points(const TuneSpace& space, std::size_t* left_out = nullptr);
 
 // The stage-2 keys that do not apply to a finalist (its sharding keeps every unit's parameters,
 // say, so that backward prefetching is moot): the caller loads the scenario with them to know.

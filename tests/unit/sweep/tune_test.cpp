@@ -216,3 +216,26 @@ TEST_CASE("tune --tp-async: async TP on and off on the tensor-parallel layouts o
   CHECK(layouts == std::vector<std::string>{"1 / 1 / 1 / 1 / ", "2 / 1 / 1 / 2 / false", "2 / 1 / 1 / 2 / true", "2 / 1 / 2 / 1 / false",
                                             "2 / 1 / 2 / 1 / true"});
 }
+
+TEST_CASE("tune leaves out the points whose FSDP units would hold more blocks than a pipeline stage has") {
+  // The tiny Llama's 4 blocks over pp 1, 2, 4: a stage holds 4, 2 or 1 of them, so the wrap of
+  // 4 blocks a unit fits pp 1 only and that of 2 pp 1 and 2 (the loader refuses the others). Per
+  // layout 3 checkpointing modes x 4 shardings: pp 2 loses the 4-block wrap (12 points), pp 4 the
+  // 2- and 4-block wraps (24): 36 of 3 x 3 x 4 x 4 = 144. The size policy holds no block count.
+  auto space = sweep::tune_space(tiny({}), std::nullopt, {.pp = {1, 2, 4}, .blocks = 4});
+  std::size_t left_out = 0;
+  const auto points = sweep::stage1_points(space, &left_out);
+  CHECK(left_out == 36);
+  CHECK(points.size() == 144 - 36 + 1);  // and the scenario as written
+  for (std::size_t i = 0; i < points.size(); ++i) CHECK(points[i].index == i);
+  const auto has = [](const sweep::Point& p, const std::string& a) {
+    return std::find(p.assignments.begin(), p.assignments.end(), a) != p.assignments.end();
+  };
+  for (const auto& p : points) {
+    CHECK_FALSE((has(p, "parallelism.pp=4") && has(p, "fsdp.wrap={policy: module, module: block, blocks_per_unit: 2}")));
+    CHECK_FALSE((has(p, "parallelism.pp=2") && has(p, "fsdp.wrap={policy: module, module: block, blocks_per_unit: 4}")));
+  }
+  // Without the model's block count nothing is left out.
+  space.blocks = 0;
+  CHECK(sweep::stage1_points(space).size() == 145);
+}
