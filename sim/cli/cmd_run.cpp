@@ -161,7 +161,10 @@ int cmd_export(std::span<const std::string> argv) {
   Prepared p = prepare(args.positional().front(), args.all("--set"));
   for (const auto& w : p.scenario.warnings) std::cerr << w.str() << "\n";
   check_outputs({{"--out", *out}}, inputs_of(p.scenario));
-  write_file_atomic(*out, graph::to_json(p.graph).dump(1) + "\n");
+  write_file_atomic(*out, [&](const TextWriter& write) {
+    graph::write_json(p.graph, write);
+    write("\n");
+  });
   std::cout << fmt::format("wrote {} ({} ops, {} edges, {} ranks)\n", *out, p.graph.size(), p.graph.edge_count(), p.graph.info.world_size);
   return 0;
 }

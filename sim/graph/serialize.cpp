@@ -142,61 +142,104 @@ std::vector<MemEffect> effects_from(const JsonFields& in, const json& j, const s
   return out;
 }
 
+json op_json(const Op& op) {
+  json o{{"id", op.id},
+         {"kind", std::string(to_string(op.kind))},
+         {"stream", std::string(to_string(op.stream))},
+         {"name", op.name},
+         {"unit", op.unit},
+         {"step", op.step},
+         {"micro", op.micro},
+         {"group", std::string(to_string(op.group))},
+         {"bytes", op.bytes},
+         {"memory", effects_json(op.memory)}};
+  if (!op.is_collective()) o["work"] = work_json(op.work);
+  if (op.stage >= 0) o["stage"] = op.stage;
+  if (op.peer_stage >= 0) o["peer_stage"] = op.peer_stage;
+  if (op.shift > 0) o["shift"] = op.shift;
+  if (op.cpu_s > 0) o["cpu_s"] = op.cpu_s;
+  return o;
+}
+
+json info_json(const GraphInfo& info) {
+  json out{{"scenario", info.scenario},
+           {"world_size", info.world_size},
+           {"gpus_per_node", info.gpus_per_node},
+           {"tp_group", info.tp_group},
+           {"pp_group", info.pp_group},
+           {"cp_group", info.cp_group},
+           {"shard_group", info.shard_group},
+           {"replicate_group", info.replicate_group},
+           {"reshard_group", info.reshard_group},
+           {"steps", info.steps},
+           {"micro_steps", info.micro_steps},
+           {"tokens_per_micro_step", info.tokens_per_micro_step},
+           {"initial_memory", effects_json(info.initial_memory)}};
+  if (!info.stage_initial_memory.empty()) {
+    json stages = json::array();
+    for (const auto& effects : info.stage_initial_memory) stages.push_back(effects_json(effects));
+    out["stage_initial_memory"] = std::move(stages);
+  }
+  return out;
+}
+
+// `text` (a value dumped with indent 1) as it reads `depth` levels down in a document.
+void append_indented(std::string& out, const std::string& text, int depth) {
+  for (const char c : text) {
+    out += c;
+    if (c == '\n') out.append(static_cast<std::size_t>(depth), ' ');
+  }
+}
+
 }  // namespace
 
 json to_json(const StepGraph& g) {
   json ops = json::array();
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    const Op& op = g.op(static_cast<int>(i));
-    const json mem = effects_json(op.memory);
-    json o{{"id", op.id},
-           {"kind", std::string(to_string(op.kind))},
-           {"stream", std::string(to_string(op.stream))},
-           {"name", op.name},
-           {"unit", op.unit},
-           {"step", op.step},
-           {"micro", op.micro},
-           {"group", std::string(to_string(op.group))},
-           {"bytes", op.bytes},
-           {"memory", mem}};
-    if (!op.is_collective()) o["work"] = work_json(op.work);
-    if (op.stage >= 0) o["stage"] = op.stage;
-    if (op.peer_stage >= 0) o["peer_stage"] = op.peer_stage;
-    if (op.shift > 0) o["shift"] = op.shift;
-    if (op.cpu_s > 0) o["cpu_s"] = op.cpu_s;
-    ops.push_back(std::move(o));
-  }
+  for (std::size_t i = 0; i < g.size(); ++i) ops.push_back(op_json(g.op(static_cast<int>(i))));
   json edges = json::array();
   for (std::size_t i = 0; i < g.size(); ++i) {
     for (const auto& [to, kind] : g.successors(static_cast<int>(i)))
       edges.push_back({static_cast<int>(i), to, std::string(to_string(kind))});
   }
-  const json initial = effects_json(g.info.initial_memory);
-  const GraphInfo& info = g.info;
-  json out = {{"format", "shardsim-graph"},
+  return json{{"format", "shardsim-graph"},
               {"format_version", kGraphFormatVersion},
-              {"info",
-               {{"scenario", info.scenario},
-                {"world_size", info.world_size},
-                {"gpus_per_node", info.gpus_per_node},
-                {"tp_group", info.tp_group},
-                {"pp_group", info.pp_group},
-                {"cp_group", info.cp_group},
-                {"shard_group", info.shard_group},
-                {"replicate_group", info.replicate_group},
-                {"reshard_group", info.reshard_group},
-                {"steps", info.steps},
-                {"micro_steps", info.micro_steps},
-                {"tokens_per_micro_step", info.tokens_per_micro_step},
-                {"initial_memory", initial}}},
-              {"ops", ops},
-              {"edges", edges}};
-  if (!info.stage_initial_memory.empty()) {
-    json stages = json::array();
-    for (const auto& effects : info.stage_initial_memory) stages.push_back(effects_json(effects));
-    out["info"]["stage_initial_memory"] = std::move(stages);
+              {"info", info_json(g.info)},
+              {"ops", std::move(ops)},
+              {"edges", std::move(edges)}};
+}
+
+void write_json(const StepGraph& g, const TextWriter& write) {
+  // to_json(g).dump(1), element by element: keys in nlohmann's order (edges, format,
+  // format_version, info, ops), each element at its depth. A long pipelined step's graph has
+  // millions of ops and edges, whose document took gigabytes.
+  constexpr std::size_t kPiece = std::size_t{1} << 20;
+  std::string out = "{\n \"edges\": [";
+  const auto flush = [&] {
+    if (out.size() >= kPiece) {
+      write(out);
+      out.clear();
+    }
+  };
+  bool any = false;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    for (const auto& [to, kind] : g.successors(static_cast<int>(i))) {
+      out += any ? ",\n  " : "\n  ";
+      any = true;
+      append_indented(out, json{static_cast<int>(i), to, std::string(to_string(kind))}.dump(1), 2);
+      flush();
+    }
   }
-  return out;
+  out += any ? "\n ],\n" : "],\n";
+  out += fmt::format(" \"format\": \"shardsim-graph\",\n \"format_version\": {},\n \"info\": ", kGraphFormatVersion);
+  append_indented(out, info_json(g.info).dump(1), 1);
+  out += ",\n \"ops\": [";
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    out += i > 0 ? ",\n  " : "\n  ";
+    append_indented(out, op_json(g.op(static_cast<int>(i))).dump(1), 2);
+    flush();
+  }
+  out += g.size() > 0 ? "\n ]\n}" : "]\n}";
+  write(out);
 }
 
 StepGraph from_json(const json& j, const std::string& source) {
