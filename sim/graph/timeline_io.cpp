@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <iterator>
 #include <limits>
+#include <stdexcept>
 
 #include "core/error.hpp"
 #include "core/json_text.hpp"
@@ -124,6 +125,9 @@ TimelineFile make_timeline_file(const graph::StepGraph& g, const graph::Timeline
   f.scenario = g.info.scenario;
   f.world_size = g.info.world_size;
   f.steps = g.info.steps;
+  for (const int r : ranks) {
+    if (r < 0 || r >= t.world()) throw std::logic_error(fmt::format("make_timeline_file: rank {} of a timeline of {} ranks", r, t.world()));
+  }
   f.ranks = ranks;
   const int n = static_cast<int>(ranks.size());
   f.timeline = graph::Timeline(g.size(), n);

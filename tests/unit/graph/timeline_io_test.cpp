@@ -131,10 +131,10 @@ TEST_CASE("a pipelined run's timeline holds ranks of every stage, named by rank_
 }
 
 TEST_CASE("a timeline of format 1 reads as its first ranks, and rank_ids are checked") {
-  const auto g = two_ops();
-  graph::Timeline t(2, 2);
+  const auto g = two_ops();  // a job of 3 ranks: ranks 0 and 2 stored
+  graph::Timeline t(2, 3);
   t.at(0, 0) = {0, 1};
-  t.at(0, 1) = {0, 2};
+  t.at(0, 2) = {0, 2};
   auto j = graph::to_json(graph::make_timeline_file(g, t, {}, {0, 2}));
   auto v1 = j;
   v1["format_version"] = 1;
