@@ -97,28 +97,34 @@ Target resolve_or_throw(const fs::path& requested) {
   return t;
 }
 
-// Writes `content` to `fd`; on failure closes it and throws.
+// Writes `content` to `fd`, or throws (the caller closes it).
 void write_piece(int fd, std::string_view content, const fs::path& shown) {
   std::size_t done = 0;
   while (done < content.size()) {
     const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = n < 0 ? errno : EIO;
-      ::close(fd);
-      throw RuntimeError(fmt::format("{}: write failed: {}", shown.string(), std::strerror(err)));
-    }
+    if (n <= 0) throw RuntimeError(fmt::format("{}: write failed: {}", shown.string(), std::strerror(n < 0 ? errno : EIO)));
     done += static_cast<std::size_t>(n);
   }
 }
 
-// Writes `content` to `fd` and closes it.
-void write_all(int fd, std::string_view content, const fs::path& shown) {
-  write_piece(fd, content, shown);
+// Closes `fd`, and says so if the data did not reach the file.
+void close_written(int fd, const fs::path& shown) {
   // No fsync: the guarantee is against the process being interrupted, which rename gives. Against
   // power loss ext4 flushes a file that replaces another by rename (auto_da_alloc), and an fsync
   // per file would double the time of a run that writes a 10 MB trace.
   if (::close(fd) != 0) throw RuntimeError(fmt::format("{}: write failed: {}", shown.string(), std::strerror(errno)));
+}
+
+// Writes `content` to `fd` and closes it.
+void write_all(int fd, std::string_view content, const fs::path& shown) {
+  try {
+    write_piece(fd, content, shown);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  close_written(fd, shown);
 }
 
 // Writes straight into a device or FIFO. O_NONBLOCK on open: a FIFO nobody reads fails with
@@ -141,29 +147,20 @@ std::unique_ptr<InFlight> write_temp(const Target& t, const std::function<void(c
   auto tmp = std::make_unique<InFlight>(t.path.string() + fmt::format(".tmp.{}", ::getpid()));
   const int fd = ::open(tmp->path().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd < 0) throw RuntimeError(fmt::format("{}: cannot write: {}", shown.string(), std::strerror(errno)));
-  bool open = true;
   try {
-    produce([&](std::string_view piece) {
-      try {
-        write_piece(fd, piece, shown);
-      } catch (...) {
-        open = false;  // write_piece closed it
-        throw;
-      }
-    });
-    open = false;
-    write_all(fd, {}, shown);
+    produce([&](std::string_view piece) { write_piece(fd, piece, shown); });
   } catch (...) {
-    if (open) ::close(fd);
+    ::close(fd);
+    ::unlink(tmp->path().c_str());
+    throw;
+  }
+  try {
+    close_written(fd, shown);
+  } catch (...) {
     ::unlink(tmp->path().c_str());
     throw;
   }
   return tmp;
-}
-
-std::unique_ptr<InFlight> write_temp(const Target& t, std::string_view content, const fs::path& shown) {
-  return write_temp(
-      t, [content](const TextWriter& write) { write(content); }, shown);
 }
 
 // Holds back the signals the cleanup handler takes, for the lifetime of this object.
@@ -224,16 +221,7 @@ OutputSet::~OutputSet() {
 }
 
 void OutputSet::add(const fs::path& path, std::string content) {
-  assert(files_.size() < kSlots);
-  auto f = std::make_unique<Pending>();
-  f->requested = path;
-  f->target = resolve_or_throw(path);
-  if (f->target.direct) {
-    f->direct_content = std::move(content);
-  } else {
-    f->temp = write_temp(f->target, content, path);  // on failure the set's destructor removes the others
-  }
-  files_.push_back(std::move(f));
+  add_written(path, [&content](const TextWriter& write) { write(content); });
 }
 
 void OutputSet::add_written(const fs::path& path, const std::function<void(const TextWriter&)>& produce) {
