@@ -342,7 +342,9 @@ int cmd_tune(std::span<const std::string> argv) {
   sweep::check_axes(o.scenario, o.sets, space.stage1);
   const Search s = search(o, space);
   const std::string limit_text =
-      o.limit ? sweep::svg::gib(*o.limit) : fmt::format("{} (the GPU's memory)", sweep::svg::gib(base.cluster.topology.gpu.memory.value()));
+      o.limit ? sweep::svg::gib(*o.limit)
+              : fmt::format("what each GPU leaves to PyTorch's allocator (its {} less the CUDA context and NCCL's buffers)",
+                            sweep::svg::gib(base.cluster.topology.gpu.memory.value()));
   auto comments = searched(o, base, space, s, limit_text);
   const auto top = sweep::ranked(s.results, o.limit, kShown);
   if (top.empty()) {

@@ -50,7 +50,7 @@ constexpr std::array kClusterParams{
 };
 constexpr std::array kModelParams{
     ParamSpec{"preset", "model name", "-", "a built-in model (shardsim describe models)"},
-    ParamSpec{"hf_config", "file path", "-", "a Hugging Face config.json (Llama- or GPT-2-style)"},
+    ParamSpec{"hf_config", "file path", "-", "a Hugging Face config.json (model_type llama, mistral, qwen2, qwen3 or gpt2)"},
     ParamSpec{"arch", "llama | gpt | torch_decoder | seed_block", "-", "block structure when fields are given explicitly"},
     ParamSpec{"layers", "integer", "-", "transformer blocks", Range{1, L::layers}},
     ParamSpec{"hidden", "integer", "-", "model width", Range{1, L::hidden}},
@@ -60,6 +60,11 @@ constexpr std::array kModelParams{
     ParamSpec{"vocab", "integer", "-", "vocabulary size", Range{1, L::vocab}},
     ParamSpec{"max_positions", "integer", "-", "learned position embeddings (GPT); 0 for rotary", Range{0, L::max_positions}},
     ParamSpec{"tie_embeddings", "bool", "-", "output layer shares the embedding's weight"},
+    ParamSpec{"sliding_window", "integer", "-",
+              "llama models: sliding-window attention, each query attending to itself and the sliding_window - 1 tokens before "
+              "it (Mistral's sliding_window); 0 for none. Priced for flash and flash3 attention, which skip the tiles outside the "
+              "window; unfused attention computes all of s x s either way",
+              Range{0, L::max_positions}},
 };
 constexpr std::array kSimulationParams{
     ParamSpec{"steps", "auto | integer", "auto",
@@ -197,6 +202,7 @@ ModelConfig read_model(const Reader& top) {
   m.vocab = located(r.opt_integer("vocab"), r, "vocab");
   m.max_positions = located(r.opt_integer("max_positions"), r, "max_positions");
   m.tie_embeddings = located(r.opt_boolean("tie_embeddings"), r, "tie_embeddings");
+  m.sliding_window = located(r.opt_integer("sliding_window"), r, "sliding_window");
   if (m.preset && m.hf_config) r.fail("hf_config", "give either model.preset or model.hf_config, not both");
   return m;
 }

@@ -63,7 +63,7 @@ struct ModelConfig {
   std::optional<Located<std::string>> preset;
   std::optional<Located<std::filesystem::path>> hf_config;
   std::optional<Located<std::string>> arch;
-  std::optional<Located<std::int64_t>> layers, hidden, heads, kv_heads, ffn_hidden, vocab, max_positions;
+  std::optional<Located<std::int64_t>> layers, hidden, heads, kv_heads, ffn_hidden, vocab, max_positions, sliding_window;
   std::optional<Located<bool>> tie_embeddings;
   Location where;
 };

@@ -34,18 +34,35 @@ std::vector<ReferenceGemm> reference_block() {
 }
 
 double AttentionCall::flops() const {
-  // QK^T and PV: 2 matmuls of 2 s^2 d per head; causal attention skips the masked half.
+  // QK^T and PV: 2 matmuls of 2 s^2 d per head; causal attention skips the masked half, a
+  // sliding window the keys before it.
   const double s = static_cast<double>(seq);
-  double f = 4.0 * static_cast<double>(batch) * s * s * heads * head_dim;
-  if (causal) f *= 0.5;
+  double f = 0;
+  if (windowed()) {
+    f = 4.0 * static_cast<double>(batch) * s * heads * head_dim * keys_per_query();
+  } else {
+    f = 4.0 * static_cast<double>(batch) * s * s * heads * head_dim;
+    if (causal) f *= 0.5;
+  }
   f /= cp;     // load-balanced causal sharding gives every rank the same share of the work
   f /= steps;  // and every step of its ring the same share of that (one K/V chunk pair each)
   // FlashAttention-2 backward recomputes S = QK^T and does dV, dP, dS->dQ, dK: 5 matmuls vs 2.
   return backward ? 2.5 * f : f;
 }
 
+bool AttentionCall::windowed() const {
+  // Context parallelism's ring attention takes no window: the loader refuses the two together.
+  return window > 0 && window < seq && causal && cp == 1 && steps == 1;
+}
+
 double AttentionCall::keys_per_query() const {
-  const double keys = static_cast<double>(seq) / steps;
+  const double s = static_cast<double>(seq);
+  if (windowed()) {
+    // Query i sees min(i, w) keys: w s - w^2 / 2 in all, the same continuous count as s^2 / 2.
+    const auto w = static_cast<double>(window);
+    return w - w * w / (2 * s);
+  }
+  const double keys = s / steps;
   return causal ? keys / 2 : keys;
 }
 

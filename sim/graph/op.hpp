@@ -133,10 +133,13 @@ struct AttentionCall {
   int head_dim = 0;
   bool causal = true;
   bool backward = false;
-  int cp = 1;                          // context parallelism: this rank's 1/cp of the queries (load-balanced) against every key
-  int steps = 1;                       // ring attention: the op runs one of `steps` equal steps of the call (K/V of one rank each)
-  [[nodiscard]] double flops() const;  // 4 b s^2 h d (/2 causal) / cp / steps; backward 2.5x (recomputes S, P)
-  // Keys a query visits on average in one kernel: a step's keys (s / steps), half of them causal.
+  int cp = 1;                           // context parallelism: this rank's 1/cp of the queries (load-balanced) against every key
+  int steps = 1;                        // ring attention: the op runs one of `steps` equal steps of the call (K/V of one rank each)
+  std::int64_t window = 0;              // causal sliding window: a query sees itself and window - 1 keys before it; 0: none
+  [[nodiscard]] double flops() const;   // 4 b s h d x keys_per_query / cp; backward 2.5x (recomputes S, P)
+  [[nodiscard]] bool windowed() const;  // a window shorter than the sequence, on causal attention without a ring
+  // Keys a query visits on average in one kernel: a step's keys (s / steps), half of them causal;
+  // with a window w < s, w - w^2 / 2s (the queries before the w-th see fewer).
   [[nodiscard]] double keys_per_query() const;
 };
 

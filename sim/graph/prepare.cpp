@@ -90,6 +90,23 @@ void check_attention(const config::ScenarioConfig& s, const model::TransformerSp
                                     s.cluster.topology_file.string(), name, name, name));
     }
   }
+  if (spec.sliding_window > 0 && spec.sliding_window < t.seq_len) {
+    // FlashAttention-2 and -3 take a window (window_size) and skip the tiles outside it; SDPA has
+    // no window argument, so its cuDNN kernel would need a mask; torch's ring attention has none.
+    if (s.parallelism.cp > 1) {
+      throw ConfigError(s.parallelism.cp_where, "parallelism.cp",
+                        fmt::format("{} attends within a sliding window of {} tokens, which torch's ring attention does not "
+                                    "support; expected cp: 1",
+                                    model_label(spec), spec.sliding_window));
+    }
+    if (t.attention.value == config::AttentionKernel::cudnn) {
+      throw ConfigError(t.attention.where, "training.attention",
+                        fmt::format("{} attends within a sliding window of {} tokens; SDPA's cuDNN kernel takes no window "
+                                    "(it would need a mask); expected flash or flash3 (the flash-attn kernels with window_size, "
+                                    "transformers' flash_attention_2), or unfused (a mask: all of s x s computed)",
+                                    model_label(spec), spec.sliding_window));
+    }
+  }
   if (t.dropout.value > 0 && spec.arch != model::Arch::gpt) {
     throw ConfigError(t.dropout.where, "training.dropout",
                       fmt::format("dropout is modelled for GPT blocks (Megatron-LM's, GPT-2's); {} has {} blocks; expected 0",
@@ -133,6 +150,7 @@ std::vector<int> context_parallel_degrees(const config::ScenarioConfig& scenario
   std::vector<int> out{1};
   const auto spec = model::resolve_spec(scenario.model);
   if (scenario.fsdp.sharding == config::Sharding::zero3 || spec.arch != model::Arch::llama) return out;
+  if (spec.sliding_window > 0 && spec.sliding_window < scenario.training.seq_len) return out;  // ring attention takes no window
   for (std::int64_t c = 2; c <= scenario.cluster.topology.node.gpus && scenario.world_size() % c == 0; c *= 2) {
     if (scenario.training.seq_len % (2 * c) == 0) out.push_back(static_cast<int>(c));
   }

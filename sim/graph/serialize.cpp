@@ -46,6 +46,7 @@ json work_json(const Work& w) {
               {"head_dim", a.head_dim}, {"causal", a.causal}, {"backward", a.backward}};
     if (a.cp > 1) call["cp"] = a.cp;
     if (a.steps > 1) call["steps"] = a.steps;
+    if (a.window > 0) call["window"] = a.window;
     attn.push_back(std::move(call));
   }
   json out{{"gemms", gemms},         {"attention", attn},          {"memory_bytes", w.memory_bytes},
@@ -94,6 +95,12 @@ Work work_from(const JsonFields& in, const json& j, const std::string& path) {
                                         in.boolean(in.field(a[i], "backward", p), json_path(p, "backward"))});
     if (a[i].contains("cp")) w.attention.back().cp = static_cast<int>(num("cp", 1 << 20));
     if (a[i].contains("steps")) w.attention.back().steps = static_cast<int>(num("steps", 1 << 20));
+    if (a[i].contains("window")) {
+      AttentionCall& call = w.attention.back();
+      call.window = num("window", kMaxDim);
+      if (!call.causal || call.cp > 1 || call.steps > 1)
+        in.fail(json_path(p, "window"), "a sliding window applies to causal attention without context parallelism (cp 1, steps 1)");
+    }
   }
   w.memory_bytes = in.number(in.field(j, "memory_bytes", path), json_path(path, "memory_bytes"), 0, kMaxBytes);
   w.launches = static_cast<int>(in.integer(in.field(j, "launches", path), json_path(path, "launches"), 0, 1 << 24));

@@ -92,7 +92,7 @@ void add_forward_work(Work& w, const model::Kernel& k, const Batch& b, bool cast
         add_unfused_attention(w, k, b, false);
         break;
       }
-      w.attention.push_back(AttentionCall{b.sequences, b.seq_len, k.heads, k.kv_heads, k.head_dim, k.causal, false, b.cp});
+      w.attention.push_back(AttentionCall{b.sequences, b.seq_len, k.heads, k.kv_heads, k.head_dim, k.causal, false, b.cp, 1, k.window});
       w.launches += 1;
       break;
     case model::KernelKind::memory:
@@ -124,7 +124,7 @@ void add_backward_work(Work& w, const model::Kernel& k, const Batch& b, bool gra
         add_unfused_attention(w, k, b, true);
         break;
       }
-      w.attention.push_back(AttentionCall{b.sequences, b.seq_len, k.heads, k.kv_heads, k.head_dim, k.causal, true, b.cp});
+      w.attention.push_back(AttentionCall{b.sequences, b.seq_len, k.heads, k.kv_heads, k.head_dim, k.causal, true, b.cp, 1, k.window});
       w.launches += 1;
       break;
     case model::KernelKind::memory:

@@ -66,6 +66,19 @@ void set_activation(Module& block, double none, double selective, double a, doub
   set_activation(block, {none, selective, a * h}, a * (h + f));
 }
 
+// Qwen3's RMSNorm over each head of q or of k (a weight of head_dim), on the rank's `width` of
+// them per token. Compiled, Inductor folds it into the RoPE kernel that reads and writes the same
+// tensor, whose traffic stays as it is.
+Module head_norm(std::string name, std::int64_t head_dim, double width, int act, bool fused) {
+  Module m = rms_norm(std::move(name), head_dim, act);
+  if (fused) {
+    m.program.clear();
+  } else {
+    scale_memory_kernels(m, width / static_cast<double>(head_dim));
+  }
+  return m;
+}
+
 Module llama_block(const TransformerSpec& s, std::int64_t index, int act, const BlockOptions& options) {
   const TensorParallel& tp = options.tp;
   const bool fused = options.compiled;
@@ -90,9 +103,13 @@ Module llama_block(const TransformerSpec& s, std::int64_t index, int act, const 
   attn.name = "attention";
   attn.type = "Attention";
   if (t > 1) add_kernel(attn, tp_enter("tp_enter", tp, a * h, 3, fused));  // wq, wk, wv read it
-  add_child(attn, sharded_linear("wq", s.hidden, q_dim, false, s.hidden, q_dim * t));
-  add_child(attn, sharded_linear("wk", s.hidden, kv_dim, false, s.hidden, kv_dim * t));
-  add_child(attn, sharded_linear("wv", s.hidden, kv_dim, false, s.hidden, kv_dim * t));
+  add_child(attn, sharded_linear("wq", s.hidden, q_dim, s.qkv_bias, s.hidden, q_dim * t));
+  add_child(attn, sharded_linear("wk", s.hidden, kv_dim, s.qkv_bias, s.hidden, kv_dim * t));
+  add_child(attn, sharded_linear("wv", s.hidden, kv_dim, s.qkv_bias, s.hidden, kv_dim * t));
+  if (s.qk_norm) {
+    add_child(attn, head_norm("q_norm", s.head_dim, q, act, fused));
+    add_child(attn, head_norm("k_norm", s.head_dim, d, act, fused));
+  }
   // RoPE on q and k in fp32 complex: upcast (a+4), complex mul (4+4), downcast (4+a).
   add_kernel(attn, fused ? memory_kernel("rope", 2 * a * (q + d), 1) : memory_kernel("rope", (2 * a + 16) * (q + d), 6));
   if (s.kv_heads != s.heads) {
@@ -109,20 +126,20 @@ Module llama_block(const TransformerSpec& s, std::int64_t index, int act, const 
     add_kernel(attn, std::move(gather));
   }
   const int heads = static_cast<int>(s.heads / t);
-  add_kernel(attn, attention_kernel("sdpa", heads, heads, static_cast<int>(s.head_dim), true));
+  add_kernel(attn, attention_kernel("sdpa", heads, heads, static_cast<int>(s.head_dim), true, s.sliding_window));
   add_kernel(attn, memory_kernel("attn_out_contiguous", 2 * a * q, 1));
-  add_child(attn, sharded_linear("wo", q_dim, s.hidden, false, q_dim * t, s.hidden));
+  add_child(attn, sharded_linear("wo", q_dim, s.hidden, s.o_bias, q_dim * t, s.hidden));
   if (t > 1) add_kernel(attn, tp_leave("tp_leave", tp, a * h));
 
   Module mlp;
   mlp.name = "feed_forward";
   mlp.type = "FeedForward";
   if (t > 1) add_kernel(mlp, tp_enter("tp_enter", tp, a * h, 2, fused));  // w1, w3 read it
-  add_child(mlp, sharded_linear("w1", s.hidden, ffn, false, s.hidden, ffn * t));
+  add_child(mlp, sharded_linear("w1", s.hidden, ffn, s.mlp_bias, s.hidden, ffn * t));
   if (!fused) add_kernel(mlp, memory_kernel("silu", 2 * a * f, 1));
-  add_child(mlp, sharded_linear("w3", s.hidden, ffn, false, s.hidden, ffn * t));
+  add_child(mlp, sharded_linear("w3", s.hidden, ffn, s.mlp_bias, s.hidden, ffn * t));
   add_kernel(mlp, memory_kernel(fused ? "silu_mul" : "mul", 3 * a * f, 1));
-  add_child(mlp, sharded_linear("w2", ffn, s.hidden, false, ffn * t, s.hidden));
+  add_child(mlp, sharded_linear("w2", ffn, s.hidden, s.mlp_bias, ffn * t, s.hidden));
   if (t > 1) add_kernel(mlp, tp_leave("tp_leave", tp, a * h));
 
   Module norm1 = rms_norm("attention_norm", s.hidden, act);
@@ -151,6 +168,9 @@ Module llama_block(const TransformerSpec& s, std::int64_t index, int act, const 
   } else {
     set_activation(block, {a * (4 * h + 5 * q + 4 * f) + lse, a * (2 * h + 2 * q + d + f) + lse, a * h}, a * (h + f));
   }
+  // q_norm and k_norm keep their inputs, wq's and wk's outputs, which nothing else keeps without
+  // checkpointing; per-op SAC keeps wq's output already and recomputes wk's.
+  if (s.qk_norm) add_saved_activation(block, {a * (q + d), 0, 0});
   mark_selective_recompute(block);
   return block;
 }

@@ -1,7 +1,16 @@
 // Reads the architecture from a Hugging Face config.json. Llama-family keys (LlamaConfig,
-// MistralConfig, Qwen2Config) and GPT-2 keys (GPT2Config) are understood; anything else is
-// rejected with the list of supported model_type values. Errors point at the offending value
-// (file:line:col) and name its key.
+// MistralConfig, Qwen2Config, Qwen3Config) and GPT-2 keys (GPT2Config) are understood; anything
+// else is rejected with the list of supported model_type values. Errors point at the offending
+// value (file:line:col) and name its key.
+//
+// What the Llama family's modeling code adds to the plain Llama block (transformers'
+// modeling_llama / _mistral / _qwen2 / _qwen3):
+// - llama: attention_bias (q, k, v and o projections with biases), mlp_bias (gate, up, down);
+// - mistral: sliding_window (null: none), each query attending to the last sliding_window tokens;
+// - qwen2: q, k and v projections always with biases; use_sliding_window puts a window on the
+//   layers from max_window_layers on, which is not modelled (refused);
+// - qwen3: attention_bias as Llama's, an RMSNorm over each head of q and of k (q_norm, k_norm,
+//   head_dim wide), use_sliding_window as Qwen2's.
 #include <fmt/format.h>
 
 #include <map>
@@ -97,7 +106,7 @@ TransformerSpec read_hf_config(const std::filesystem::path& file, const Location
 
   TransformerSpec s;
   s.name = fmt::format("{} ({})", file.filename().string(), type);
-  if (type == "llama" || type == "mistral" || type == "qwen2") {
+  if (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3") {
     s.arch = Arch::llama;
     s.layers = c.integer("num_hidden_layers", 1, L::layers, std::nullopt);
     s.hidden = c.integer("hidden_size", 1, L::hidden, std::nullopt);
@@ -108,6 +117,19 @@ TransformerSpec read_hf_config(const std::filesystem::path& file, const Location
     s.ffn_hidden = c.integer("intermediate_size", 1, L::ffn_hidden, std::nullopt);
     s.vocab = c.integer("vocab_size", 1, L::vocab, std::nullopt);
     s.tie_embeddings = c.boolean("tie_word_embeddings", false);
+    if (type == "llama" || type == "qwen3") {
+      s.qkv_bias = s.o_bias = c.boolean("attention_bias", false);
+    }
+    if (type == "llama") s.mlp_bias = c.boolean("mlp_bias", false);
+    if (type == "qwen2") s.qkv_bias = true;  // Qwen2Attention: q_proj, k_proj, v_proj with bias=True, o_proj without
+    s.qk_norm = type == "qwen3";
+    if (type == "mistral") s.sliding_window = c.integer("sliding_window", 1, L::max_positions, 0);
+    if ((type == "qwen2" || type == "qwen3") && c.boolean("use_sliding_window", false)) {
+      throw ConfigError(c.where("use_sliding_window"), "use_sliding_window",
+                        fmt::format("{}'s sliding window on the layers from max_window_layers on is not modelled; expected false "
+                                    "(every layer attending to all the tokens before it)",
+                                    type == "qwen2" ? "Qwen2" : "Qwen3"));
+    }
     if (s.head_dim == 0) {
       throw ConfigError(c.where("num_attention_heads"), "num_attention_heads",
                         fmt::format("expected at most hidden_size ({}) heads; got {}", s.hidden, s.heads));
@@ -128,7 +150,7 @@ TransformerSpec read_hf_config(const std::filesystem::path& file, const Location
     s.tie_embeddings = c.boolean("tie_word_embeddings", true);
   } else {
     throw ConfigError(c.where("model_type"), "model_type",
-                      fmt::format("unsupported model_type {}; expected one of llama, mistral, qwen2, gpt2", quote(type)));
+                      fmt::format("unsupported model_type {}; expected one of llama, mistral, qwen2, qwen3, gpt2", quote(type)));
   }
   return s;
 }

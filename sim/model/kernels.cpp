@@ -21,7 +21,7 @@ Kernel memory_kernel(std::string name, double bytes_per_token, int launches, dou
   return x;
 }
 
-Kernel attention_kernel(std::string name, int heads, int kv_heads, int head_dim, bool causal) {
+Kernel attention_kernel(std::string name, int heads, int kv_heads, int head_dim, bool causal, std::int64_t window) {
   Kernel x;
   x.name = std::move(name);
   x.kind = KernelKind::attention;
@@ -29,6 +29,7 @@ Kernel attention_kernel(std::string name, int heads, int kv_heads, int head_dim,
   x.kv_heads = kv_heads;
   x.head_dim = head_dim;
   x.causal = causal;
+  x.window = window;
   return x;
 }
 

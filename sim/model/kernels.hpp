@@ -13,7 +13,8 @@ namespace shardsim::model {
 
 [[nodiscard]] Kernel matmul_kernel(std::string name, std::int64_t n, std::int64_t k);
 [[nodiscard]] Kernel memory_kernel(std::string name, double bytes_per_token, int launches, double backward_factor = 2.0);
-[[nodiscard]] Kernel attention_kernel(std::string name, int heads, int kv_heads, int head_dim, bool causal);
+// `window` > 0: sliding-window attention, each query attending to itself and window - 1 keys before it.
+[[nodiscard]] Kernel attention_kernel(std::string name, int heads, int kv_heads, int head_dim, bool causal, std::int64_t window = 0);
 // A tensor-parallel collective of an activation of `bytes_per_token` (unsharded) per token.
 [[nodiscard]] Kernel tp_comm_kernel(std::string name, TpComm forward, TpComm backward, double bytes_per_token);
 // Megatron's conjugate pair around a column-parallel ... row-parallel region, over an activation

@@ -83,6 +83,7 @@ struct Kernel {
   int kv_heads = 0;
   int head_dim = 0;
   bool causal = true;
+  std::int64_t window = 0;            // attention: sliding window (keys a query sees, itself included); 0: none
   double bytes_per_token = 0;         // memory kernels: HBM traffic of the forward, per token;
                                       // tp_comm: the whole (unsharded) activation, per token
   TpComm tp_forward = TpComm::none;   // tp_comm: the collective in forward

@@ -89,6 +89,7 @@ TransformerSpec resolve_spec(const config::ModelConfig& m, const config::FileSou
   if (m.vocab) s.vocab = m.vocab->value;
   if (m.max_positions) s.max_positions = m.max_positions->value;
   if (m.tie_embeddings) s.tie_embeddings = m.tie_embeddings->value;
+  if (m.sliding_window) s.sliding_window = m.sliding_window->value;
   if (!m.kv_heads && (m.heads && !m.preset && !m.hf_config)) s.kv_heads = s.heads;
   if (s.kv_heads == 0) s.kv_heads = s.heads;
   if (s.arch == Arch::gpt && !m.preset && !m.hf_config) {
@@ -101,7 +102,12 @@ TransformerSpec resolve_spec(const config::ModelConfig& m, const config::FileSou
     throw ConfigError(m.heads ? m.heads->where : m.hidden->where, "model.heads",
                       fmt::format("hidden {} is not divisible by heads {}", s.hidden, s.heads));
   }
-  if (fields_given && s.name != "custom") s.name += " (modified)";
+  if (s.sliding_window > 0 && s.arch != Arch::llama) {
+    throw ConfigError(
+        m.sliding_window ? m.sliding_window->where : m.where, "model.sliding_window",
+        fmt::format("sliding-window attention is modelled for llama blocks; the model's are {}; expected 0", to_string(s.arch)));
+  }
+  if ((fields_given || m.sliding_window) && s.name != "custom") s.name += " (modified)";
   check_shape(s, m);
   return s;
 }

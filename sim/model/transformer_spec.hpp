@@ -13,7 +13,8 @@
 
 namespace shardsim::model {
 
-// Block structure. llama: RMSNorm, grouped-query attention with RoPE, SwiGLU MLP, no biases.
+// Block structure. llama: RMSNorm, grouped-query attention with RoPE, SwiGLU MLP, no biases
+// (unless a config gives them: qkv_bias, o_bias, mlp_bias), optionally q/k norms and a sliding window.
 // gpt: LayerNorm, multi-head attention and GELU MLP with biases, learned positions, final norm.
 // torch_decoder: nn.TransformerDecoderLayer (post-norm self- and cross-attention, ReLU MLP),
 // as in the seed's SimpleTransformer. seed_block: the seed's LargeLM TransformerBlock
@@ -36,6 +37,12 @@ struct TransformerSpec {
   bool tie_embeddings = false;
   bool final_norm = true;
   bool head_bias = false;
+  // llama blocks only (a Hugging Face config's keys):
+  bool qkv_bias = false;            // wq, wk, wv have biases (Qwen2; Llama's attention_bias)
+  bool o_bias = false;              // wo has a bias (Llama's attention_bias)
+  bool mlp_bias = false;            // w1, w3, w2 have biases (Llama's mlp_bias)
+  bool qk_norm = false;             // an RMSNorm over each head of q and of k before RoPE (Qwen3)
+  std::int64_t sliding_window = 0;  // each query attends to itself and the window - 1 positions before it (Mistral); 0: all before it
 };
 
 // Built-in models, by name.

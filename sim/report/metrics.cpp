@@ -265,6 +265,7 @@ Summary summarize(const SummaryInput& in) {
   s.params_total = in.model.total_params();
   s.params_non_embedding = in.model.total_params() - in.model.embedding_params();
   s.flops_per_token = in.model.mfu_flops_per_token();
+  if (in.model.spec.sliding_window < in.scenario.training.seq_len) s.sliding_window = in.model.spec.sliding_window;
   s.world_size = g.info.world_size;
   s.simulated_ranks = t.simulated();
   // Ranks whose timelines are alike give alike figures: one of each is enough.

@@ -75,6 +75,7 @@ struct Summary {
   std::int64_t params_total = 0;
   std::int64_t params_non_embedding = 0;  // N of the MFU convention
   double flops_per_token = 0;             // model FLOPs per token, 6N + 12 l h q s (MFU convention)
+  std::int64_t sliding_window = 0;        // the attention's window where shorter than the sequence; 0: none
   int world_size = 0;
   int simulated_ranks = 0;  // world_size, or in symmetric mode 1 (one per pipeline stage)
   int reported_step = 0;

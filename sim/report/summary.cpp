@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "graph/op.hpp"
 #include "report/outputs.hpp"
 
 namespace shardsim::report {
@@ -84,6 +85,15 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
   }
   out += fmt::format("  model {}: {} parameters ({} without embeddings), {:.4g} FLOPs per token\n", s.model_name, grouped(s.params_total),
                      grouped(s.params_non_embedding), s.flops_per_token);
+  if (s.sliding_window > 0) {
+    graph::AttentionCall call;
+    call.seq = scenario.training.seq_len;
+    call.window = s.sliding_window;
+    out += fmt::format(
+        "  sliding-window attention of {} tokens: a query attends to {} keys on average at {} tokens, which the attention's time "
+        "counts; the FLOPs per token above count all before it (the MFU convention)\n",
+        grouped(s.sliding_window), grouped(std::llround(call.keys_per_query())), grouped(scenario.training.seq_len));
+  }
   if (!s.float8_recipe.empty()) {
     out += fmt::format("  float8 {} (torchao): {} of {} linears, {:.1f} % of the step's GEMM FLOPs; FSDP all-gathers {}\n", s.float8_recipe,
                        s.float8_linears, s.linears, s.gemm_flops > 0 ? 100 * s.gemm_flops_float8 / s.gemm_flops : 0.0,
@@ -276,7 +286,8 @@ nlohmann::json summary_json(const Summary& s) {
        {{"name", s.model_name},
         {"params_total", s.params_total},
         {"params_non_embedding", s.params_non_embedding},
-        {"flops_per_token", s.flops_per_token}}},
+        {"flops_per_token", s.flops_per_token},
+        {"sliding_window", s.sliding_window > 0 ? nlohmann::json(s.sliding_window) : nlohmann::json(nullptr)}}},
       {"step_time_s", s.step_time},
       {"tokens_per_step_per_gpu", s.tokens_per_step_per_gpu},
       {"tokens_per_s_per_gpu", s.tokens_per_s_per_gpu},

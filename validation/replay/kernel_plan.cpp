@@ -5,6 +5,23 @@
 
 namespace shardsim::replay {
 
+namespace {
+
+// The keys tile i of `tiles` attends to on average under causal attention: the mean over its
+// queries x of min(x, window), continuous as graph::AttentionCall::keys_per_query counts them
+// ((i + 1/2) tiles of keys without a window).
+double causal_keys(const graph::AttentionCall& a, std::int64_t i, std::int64_t tiles) {
+  const double s = static_cast<double>(a.seq), n = static_cast<double>(tiles);
+  if (!a.windowed()) return (static_cast<double>(i) + 0.5) * s / n;
+  const double lo = s * static_cast<double>(i) / n, hi = s * static_cast<double>(i + 1) / n;
+  const auto w = static_cast<double>(a.window);
+  if (hi <= w) return (lo + hi) / 2;
+  if (lo >= w) return w;
+  return ((w * w - lo * lo) / 2 + w * (hi - w)) / (hi - lo);  // the tile holds the window's edge
+}
+
+}  // namespace
+
 std::vector<GemmKernel> attention_kernels(const graph::AttentionCall& a) {
   // Tiles of 256 queries or more, at most 8: enough for the causal staircase, few launches.
   const std::int64_t tiles = a.causal ? std::clamp<std::int64_t>(a.seq / 256, 1, 8) : 1;
@@ -14,10 +31,7 @@ std::vector<GemmKernel> attention_kernels(const graph::AttentionCall& a) {
   for (std::int64_t i = 0; i < tiles; ++i) {
     const std::int64_t q0 = a.seq * i / tiles;
     const std::int64_t q = a.seq * (i + 1) / tiles - q0;
-    const auto kv = a.causal
-                        ? std::max<std::int64_t>(
-                              1, std::llround((static_cast<double>(i) + 0.5) * static_cast<double>(a.seq) / static_cast<double>(tiles)))
-                        : a.seq;
+    const auto kv = a.causal ? std::max<std::int64_t>(1, std::llround(causal_keys(a, i, tiles))) : a.seq;
     if (!a.backward) {
       out.push_back({batch, q, kv, d});  // S = Q K^T
       out.push_back({batch, q, d, kv});  // O = P V

@@ -5,7 +5,8 @@
 //
 // Attention is run as GEMMs of the same FLOPs, not as a fused FlashAttention kernel: the query is
 // cut into T tiles, and for causal attention tile i attends to (i + 1/2) tiles of keys, which
-// sums to exactly half of the full s x s product (graph::AttentionCall::flops). Forward: S = QK^T
+// sums to exactly half of the full s x s product (graph::AttentionCall::flops); under a sliding
+// window of w keys a tile attends to the mean of min(x, w) over its queries x. Forward: S = QK^T
 // and O = PV per tile (2 GEMMs); backward: recompute S, dP = dO V^T, dV = P^T dO, dQ = dS K,
 // dK = dS^T Q (5 GEMMs, 2.5x the forward, as FlashAttention-2's backward).
 #pragma once

@@ -43,6 +43,22 @@ TEST_CASE("torch.compile fuses a block's memory-bound kernels and leaves its mat
   CHECK(compiled.flops == eager.flops);
 }
 
+TEST_CASE("Qwen3's q and k norms: seven eager kernels each over q or k, folded into RoPE when compiled") {
+  // The tiny Llama's shape as a Qwen3 config (q_norm and k_norm over each head of 64): eager,
+  // each norm moves (28 + 4a) x 64 bytes per head, 8 heads of q and 8 of k: 2 x 18,432 = 36,864
+  // bytes per token on top of 79,296, and 14 more kernels; compiled, Inductor folds them into the
+  // kernel that rotates q and k, which reads and writes them once anyway: nothing added.
+  test::TempFile config("qwen3.json", R"({"model_type": "qwen3", "hidden_size": 512, "intermediate_size": 1376,
+  "num_attention_heads": 8, "num_key_value_heads": 8, "head_dim": 64, "num_hidden_layers": 4, "vocab_size": 1000})");
+  const std::string qwen3 = "model.hf_config=" + config.str();
+  const BlockWork eager = block_forward({qwen3});
+  const BlockWork compiled = block_forward({qwen3, "training.compile=true"});
+  CHECK(eager.memory_bytes == doctest::Approx((79'296.0 + 36'864) * 512).scale(0));
+  CHECK(eager.launches == 33 + 14);
+  CHECK(compiled.memory_bytes == doctest::Approx(23'616.0 * 512).scale(0));
+  CHECK(compiled.launches == 14);
+}
+
 namespace {
 
 struct LossWork {

@@ -97,6 +97,35 @@ TEST_CASE("rowwise float8's column-wise cast bytes survive export") {
   CHECK(exported == built);
 }
 
+TEST_CASE("a sliding window survives export, and one on a ring attention step is refused") {
+  // The tiny Llama at 512 tokens with a window of 128: every attention call carries it, and its
+  // FLOPs (128 - 128^2 / 1024 = 112 keys a query against 256 without) read back the same.
+  const auto p = test::prepared("tests/data/tiny_llama.yaml", {"model.sliding_window=128"});
+  auto j = graph::to_json(p.graph);
+  const auto g = graph::from_json(j, "graph.json");
+  int calls = 0;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const auto& a = g.op(static_cast<int>(i)).work.attention;
+    const auto& b = p.graph.op(static_cast<int>(i)).work.attention;
+    REQUIRE(a.size() == b.size());
+    for (std::size_t k = 0; k < a.size(); ++k) {
+      CHECK(a[k].window == 128);
+      CHECK(a[k].keys_per_query() == 112);
+      CHECK(a[k].flops() == b[k].flops());
+      ++calls;
+    }
+  }
+  CHECK(calls > 0);
+  nlohmann::json* call = nullptr;
+  for (auto& op : j["ops"]) {
+    if (op.contains("work") && !op["work"]["attention"].empty()) call = &op["work"]["attention"][0];
+  }
+  REQUIRE(call != nullptr);
+  (*call)["cp"] = 2;
+  CHECK_THROWS_WITH_AS((void)graph::from_json(j, "graph.json"),
+                       doctest::Contains("a sliding window applies to causal attention without context parallelism"), ConfigError);
+}
+
 TEST_CASE("an FSDP2 all-gather's program-order allocation survives export and names an op of the graph") {
   const auto p = test::prepared("tests/data/tiny_llama.yaml", {"fsdp.version=2"});
   auto j = graph::to_json(p.graph);

@@ -119,3 +119,23 @@ TEST_CASE("explicit fields override a preset and are checked") {
       "mean \"llama3.1-8b\"?)",
       ConfigError);
 }
+
+TEST_CASE("q and k norms keep their inputs without checkpointing, wq's and wk's outputs") {
+  // Llama 3.1 8B's block with Qwen3's q_norm and k_norm: RMSNorm saves its input, here wq's
+  // output (4,096 wide) and wk's (1,024), 2 x (4096 + 1024) = 10,240 bytes a token in bf16, which
+  // nothing else kept; per-op SAC already keeps wq's output and recomputes wk's, full
+  // checkpointing keeps the block input alone: both unchanged. Parameters: 2 x 128 a layer.
+  model::TransformerSpec spec;
+  for (const auto& p : model::presets()) {
+    if (p.name == "llama3.1-8b") spec = p;
+  }
+  const auto plain = model::build_model(spec, 8192, 2);
+  spec.qk_norm = true;
+  const auto normed = model::build_model(spec, 8192, 2);
+  const auto& a = child(child(plain.root, "layers"), "0").activation;
+  const auto& b = child(child(normed.root, "layers"), "0").activation;
+  CHECK(b.saved[0] - a.saved[0] == doctest::Approx(10'240.0).scale(0));
+  CHECK(b.saved[1] == a.saved[1]);
+  CHECK(b.saved[2] == a.saved[2]);
+  CHECK(normed.total_params() - plain.total_params() == 32 * 256);
+}

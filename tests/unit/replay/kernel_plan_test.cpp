@@ -34,6 +34,26 @@ TEST_CASE("attention as GEMMs does the FLOPs the simulator counts") {
   CHECK(flops(replay::attention_kernels(tiny)) == doctest::Approx(tiny.flops()).scale(0));
 }
 
+TEST_CASE("sliding-window attention as GEMMs does the FLOPs the simulator counts") {
+  // 8,192 causal tokens in 8 query tiles of 1,024 under a 4,096-token window: tiles 0-3 lie
+  // before the window's edge and attend to 512, 1,536, 2,560 and 3,584 keys on average, as without
+  // a window; tiles 4-7 to 4,096 each. 1,024 x (8,192 + 4 x 4,096) = 25,165,824 key visits, 3,072
+  // a query: the simulator's count exactly.
+  graph::AttentionCall fwd{1, 8192, 32, 8, 128, true, false};
+  fwd.window = 4096;
+  const auto kernels = replay::attention_kernels(fwd);
+  REQUIRE(kernels.size() == 16);
+  CHECK(kernels[2].n == 1536);  // tile 1's S = QK^T: 1,024 queries x 1,536 keys
+  CHECK(kernels[14].n == 4096);
+  CHECK(flops(kernels) == doctest::Approx(4.0 * 8192 * 32 * 128 * 3072).epsilon(1e-12).scale(0));
+  CHECK(flops(kernels) == doctest::Approx(fwd.flops()).epsilon(1e-12).scale(0));
+  // A 3,000-token window's edge inside tile 2 (queries 2,048-3,072): its mean of min(x, 3000) is
+  // ((3000^2 - 2048^2) / 2 + 3000 x 72) / 1024 = 2,557.47 keys, rounded to whole keys.
+  fwd.window = 3000;
+  CHECK(replay::attention_kernels(fwd)[4].n == 2557);
+  CHECK(flops(replay::attention_kernels(fwd)) == doctest::Approx(fwd.flops()).epsilon(1e-4).scale(0));
+}
+
 TEST_CASE("a compute op runs its GEMMs, its attention, one copy, and empty kernels up to its launches") {
   graph::Work w;
   w.gemms = {{512, 512, 512}, {512, 1376, 512}};
