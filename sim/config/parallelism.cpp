@@ -248,7 +248,8 @@ ParallelismConfig read_parallelism(const Reader& top, std::vector<ConfigWarning>
   for (const char* key : {"dp_shard", "dp_replicate"}) {
     const std::int64_t degree = r.integer(key);
     if (degree == 0) r.fail(key, "expected -1 (implied by fsdp.sharding) or a degree >= 1; got 0");
-    if (degree > 0) (std::string_view(key) == "dp_shard" ? p.dp_shard : p.dp_replicate) = {static_cast<int>(degree), r.where(key)};
+    auto& given = std::string_view(key) == "dp_shard" ? p.dp_shard : p.dp_replicate;
+    if (degree > 0) given = Located<int>{static_cast<int>(degree), r.where(key)};
   }
   return p;
 }
