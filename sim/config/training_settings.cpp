@@ -22,8 +22,9 @@ constexpr std::array kTrainingParams{
     ParamSpec{"keep_logits",
               "",
               "false",
-              "the training loop keeps the logits alive through backward (logits = model(x); loss(logits).backward()); "
-              "torchtitan deletes them first (del pred). fp32: the logits it keeps are fp32, the model's forward returning "
+              "the training loop keeps the logits alive through backward (logits = model(x); loss(logits).backward()), and "
+              "on until the next micro-step's forward returns and the name is bound again (two copies then); torchtitan "
+              "deletes them first (del pred). fp32: the logits it keeps are fp32, the model's forward returning "
               "them upcast (torchtitan's Transformer.forward ended in self.output(h).float() in 2024-03, with no del pred)",
               {},
               kKeepLogitsNames},

@@ -102,13 +102,15 @@ class Tracer {
     loss_ = m.type == "CrossEntropyLoss";
     // Blocks and modules that keep activations get segments of their own, so that their memory
     // is allocated and freed at their own ops (the loss's buffers are not the output layer's).
-    const bool keeps = std::any_of(m.activation.saved.begin(), m.activation.saved.end(), [](double b) { return b > 0; });
+    const bool keeps =
+        std::any_of(m.activation.saved.begin(), m.activation.saved.end(), [](double b) { return b > 0; }) || m.activation.held_by_loop > 0;
     if (m.is_block || keeps) current_ = -1;
     pending_numel_ += m.own_numel();
     for (std::size_t i = 0; i < pending_.saved.size(); ++i) {
       pending_.saved[i] += m.activation.saved[i];
       pending_.backward_transient[i] += m.activation.backward_transient[i];
     }
+    pending_.held_by_loop += m.activation.held_by_loop;
     for (const auto& item : m.program) {
       if (item.child >= 0) {
         const auto& c = m.children[static_cast<std::size_t>(item.child)];
@@ -157,6 +159,7 @@ class Tracer {
       s.activation.saved[i] += pending_.saved[i];
       s.activation.backward_transient[i] += pending_.backward_transient[i];
     }
+    s.activation.held_by_loop += pending_.held_by_loop;
     pending_ = {};
     s.numel += pending_numel_;
     pending_numel_ = 0;

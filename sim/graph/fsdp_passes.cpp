@@ -189,9 +189,11 @@ void FsdpStepBuilder::plain_forward(const fsdp::Segment& s, int u) {
 }
 
 // What the segment's forward keeps for its backward (per its checkpointing mode).
+// And what the training loop holds of its output (hold_loop_output).
 void FsdpStepBuilder::save_activations(Op& op, const fsdp::Segment& s) const {
   const double saved = saved_bytes(s, checkpoint_mode(s, cfg_.training));
   if (saved > 0) op.memory.push_back({s.is_loss ? MemCategory::loss : MemCategory::activations, saved, false, Pool::compute});
+  hold_loop_output(op, s, batch_);
 }
 
 // Every checkpointing mode keeps a block's input (the first norm's, or the checkpoint's), and
@@ -383,10 +385,11 @@ void FsdpStepBuilder::fill_info() {
     info.initial_memory = {
         {MemCategory::sharded_params, static_cast<double>(whole) * plan_.param_bytes, false, pool},
         {MemCategory::optimizer_state, static_cast<double>(whole / plan_.shard_group) * distributed_optimizer_bytes(), false, pool}};
-    return;
+  } else {
+    info.initial_memory = {{MemCategory::sharded_params, state.params, false, pool}};
+    if (!lazy_optimizer_state()) info.initial_memory.push_back({MemCategory::optimizer_state, state.optimizer, false, pool});
   }
-  info.initial_memory = {{MemCategory::sharded_params, state.params, false, pool}};
-  if (!lazy_optimizer_state()) info.initial_memory.push_back({MemCategory::optimizer_state, state.optimizer, false, pool});
+  held_before_step(info.initial_memory, plan_, batch_);
 }
 
 }  // namespace shardsim::graph

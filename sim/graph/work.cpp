@@ -181,6 +181,20 @@ double activation_bytes(const std::array<double, 3>& per_mode, model::AcMode mod
   return per_mode[static_cast<std::size_t>(mode)] * static_cast<double>(b.tokens());
 }
 
+void hold_loop_output(Op& op, const fsdp::Segment& s, const Batch& b) {
+  const double held = s.activation.held_by_loop * static_cast<double>(b.tokens());
+  if (held <= 0) return;
+  op.memory.push_back({MemCategory::loss, held, false, Pool::compute});
+  op.memory.push_back({MemCategory::loss, -held, true, Pool::compute});
+}
+
+void held_before_step(std::vector<MemEffect>& initial, const fsdp::Plan& plan, const Batch& b) {
+  for (const auto& s : plan.segments) {
+    if (s.activation.held_by_loop > 0)
+      initial.push_back({MemCategory::loss, s.activation.held_by_loop * static_cast<double>(b.tokens()), false, Pool::compute});
+  }
+}
+
 Work forward_work(const fsdp::Segment& s, const Batch& b) {
   Work w;
   for (const auto& k : s.kernels) add_forward_work(w, k, b);

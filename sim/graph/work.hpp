@@ -29,6 +29,13 @@ struct Batch {
 
 [[nodiscard]] Work forward_work(const fsdp::Segment& s, const Batch& b);
 
+// What the training loop holds of a segment's output (model::Activation::held_by_loop), on its
+// forward op: this micro-step's copy from the op's start, the previous one's freed at its end,
+// when the model's forward returns and the loop binds the name to the new one. The first
+// micro-step frees the previous step's last copy, which `initial` holds (held_before_step).
+void hold_loop_output(Op& op, const fsdp::Segment& s, const Batch& b);
+void held_before_step(std::vector<MemEffect>& initial, const fsdp::Plan& plan, const Batch& b);
+
 // Which part of a backward an op runs: all of it, or (zero-bubble schedules) the input gradients
 // (the recompute, every kernel's backward but the matmuls' weight gradients) or those weight
 // gradients alone (dW = dY^T X), later.

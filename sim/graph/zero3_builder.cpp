@@ -193,6 +193,7 @@ class Zero3Builder {
         op.work = forward_work(s, batch_);
         const double saved = act(s.activation.saved, s);
         if (saved > 0) op.memory.push_back({s.is_loss ? MemCategory::loss : MemCategory::activations, saved, false, Pool::compute});
+        hold_loop_output(op, s, batch_);
         const int id = compute(std::move(op), e.unit);
         if (saved > 0 && checkpointed_input(s)) offload_.checkpoint_saved(id, e.segment, saved);
         last[static_cast<std::size_t>(e.unit)] = id;
@@ -316,6 +317,7 @@ class Zero3Builder {
     m = {{MemCategory::unsharded_params, static_cast<double>(persistent) * plan_.param_bytes, false, Pool::compute},
          {MemCategory::reduce_buffers, bucket, false, Pool::compute}};
     offload_.model_state(m, shard);
+    held_before_step(m, plan_, batch_);
     info.nvme_bytes = offload_.nvme_bytes(shard);
   }
 

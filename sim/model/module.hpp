@@ -147,6 +147,10 @@ enum class AcMode { none = 0, selective = 1, full = 2 };
 struct Activation {
   std::array<double, 3> saved{};               // bytes per token kept from forward to backward
   std::array<double, 3> backward_transient{};  // bytes per token alive only during its backward
+  // Bytes per token of this module's output that the training loop holds from its forward until
+  // the next micro-step's forward has returned (`logits = model(x)` rebinding the name), and so
+  // through the optimizer step into the next step: one copy always, two while a forward ends.
+  double held_by_loop = 0;
 };
 
 // One step of a module's forward: call a child, or run one of its own kernels.

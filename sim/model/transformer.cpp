@@ -71,8 +71,10 @@ void keep_input(Module& m, double bytes_per_token, double backward_transient = 0
 // all-gathered over the vocabulary without it (output_layouts=Replicate; its backward keeps the
 // rank's slice of the gradient, no collective).
 // A training loop that keeps a reference to the logits (`logits = model(x)` then `loss.backward()`
-// without torchtitan's `del pred`) holds them until the output layer's backward at least: counted
-// as saved by the output layer, in fp32 where the model returns them upcast (`kept_bytes` 4).
+// without torchtitan's `del pred`) holds them until the name is bound again, when the next
+// micro-step's forward returns: through the backward and the optimizer step, two copies while a
+// forward ends (Activation::held_by_loop), in fp32 where the model returns them upcast
+// (`kept_bytes` 4).
 Module output_layer(const TransformerSpec& s, std::string name, int act, const TensorParallel& tp, int kept_bytes) {
   const double ah = static_cast<double>(act) * static_cast<double>(s.hidden);
   // Left out of the TP plan (tp_shard_output: false; KempnerForge's pipeline stages), the whole
@@ -98,8 +100,8 @@ Module output_layer(const TransformerSpec& s, std::string name, int act, const T
     add_kernel(out, std::move(gather));
   }
   // Keeps its input; its backward holds the bf16 gradient of the logits.
-  const double kept = static_cast<double>(kept_bytes) * static_cast<double>(loss_vocab(s, tp));
-  keep_input(out, ah + kept, logits);
+  keep_input(out, ah, logits);
+  out.activation.held_by_loop = static_cast<double>(kept_bytes) * static_cast<double>(loss_vocab(s, tp));
   return out;
 }
 
