@@ -218,10 +218,18 @@ void check_applies(const Reader& r, const FsdpConfig& f, std::vector<ConfigWarni
     if (r.has("cpu_offload") && f.cpu_offload) {
       r.fail("cpu_offload", "DeepSpeed ZeRO-3 offloads with fsdp.zero3.offload_optimizer / offload_param (cpu or nvme); expected false");
     }
-    constexpr std::array kPyTorchOnly{"backward_prefetch",        "backward_prefetch_depth",   "forward_prefetch",
-                                      "limit_all_gathers",        "max_inflight_all_gathers",  "reshard_after_forward",
-                                      "keep_last_unit_unsharded", "backward_hook_order",       "bucket_size",
-                                      "copy_in_stream",           "reshard_root_after_forward"};
+    constexpr std::array kPyTorchOnly{"version",
+                                      "backward_prefetch",
+                                      "backward_prefetch_depth",
+                                      "forward_prefetch",
+                                      "limit_all_gathers",
+                                      "max_inflight_all_gathers",
+                                      "reshard_after_forward",
+                                      "keep_last_unit_unsharded",
+                                      "backward_hook_order",
+                                      "bucket_size",
+                                      "copy_in_stream",
+                                      "reshard_root_after_forward"};
     for (const char* key : kPyTorchOnly) {
       warn(key, "a PyTorch FSDP setting, which DeepSpeed ZeRO-3 (fsdp.sharding: zero3) does not have (its own are under fsdp.zero3)");
     }
@@ -336,6 +344,7 @@ FsdpConfig read_fsdp(const Reader& top, std::vector<ConfigWarning>& warnings) {
   }
   f.keep_last_unit_unsharded = r.boolean("keep_last_unit_unsharded");
   f.keep_last_where = r.where("keep_last_unit_unsharded");
+  f.reshard_root_where = r.where("reshard_root_after_forward");
   f.backward_prefetch_depth_where = r.where("backward_prefetch_depth");
   // Only fully_shard reshards (check_applies warns, and it is ignored, elsewhere).
   const bool sharded = !ddp_like(f.sharding) && f.sharding != Sharding::zero3;

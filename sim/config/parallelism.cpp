@@ -429,6 +429,10 @@ void check_parallelism(const ScenarioConfig& s, std::vector<ConfigWarning>& warn
       warnings.push_back({s.fsdp.keep_last_where, "fsdp.keep_last_unit_unsharded",
                           "keeps the last unit's parameters after forward, and " + why + "; it is ignored"});
     }
+    if (s.fsdp.reshard_root_after_forward) {
+      warnings.push_back({s.fsdp.reshard_root_where, "fsdp.reshard_root_after_forward",
+                          "the root unit's resharding, and " + why + " (the root's too); it is ignored"});
+    }
     if (s.fsdp.backward_prefetch_depth != 1) {
       warnings.push_back({s.fsdp.backward_prefetch_depth_where, "fsdp.backward_prefetch_depth",
                           "backward prefetching, and " + why + ", so backward all-gathers nothing; it is ignored"});
