@@ -280,10 +280,11 @@ void check_applies(const Reader& r, const FsdpConfig& f, std::vector<ConfigWarni
       warn("backward_hook_order", "where backward's all-gathers fall among its reductions, and " + why);
     }
   }
-  // Nor does forward all-gather anything where the parameters are whole from the start (no_shard)
+  // Nor does forward all-gather anything where the parameters are whole from the start (no_shard;
+  // its casts under mixed precision are prefetched, checked with the training dtype: scenario.cpp)
   // or gathered after the optimizer step (shard_optimizer: ZeRO-1, Megatron's distributed optimizer).
   if (none || f.sharding == Sharding::shard_optimizer) {
-    warn("forward_prefetch", "forward prefetching, and " + why);
+    if (!none) warn("forward_prefetch", "forward prefetching, and " + why);
     if (f.version == 1) {
       warn("limit_all_gathers", "the rate limiter of all-gathers, and " + why);
       if (f.limit_all_gathers) warn("max_inflight_all_gathers", "the rate limiter of all-gathers, and " + why);
@@ -303,6 +304,13 @@ void check_applies(const Reader& r, const FsdpConfig& f, std::vector<ConfigWarni
 }
 
 }  // namespace
+
+bool forward_prefetch_applies(const ScenarioConfig& s) {
+  const FsdpConfig& f = s.fsdp;
+  if (f.sharding == Sharding::shard_optimizer || f.sharding == Sharding::zero3) return false;
+  if (f.sharding != Sharding::no_shard) return true;
+  return f.mixed_precision.enabled && dtype_bytes(f.mixed_precision.param) != dtype_bytes(s.training.dtype);
+}
 
 bool keeps_every_unit(const FsdpConfig& f, std::int64_t pp) {
   if (ddp_like(f.sharding)) return true;
@@ -328,6 +336,7 @@ FsdpConfig read_fsdp(const Reader& top, std::vector<ConfigWarning>& warnings) {
   f.backward_prefetch = pick<BackwardPrefetch>(r, "backward_prefetch");
   f.backward_prefetch_depth = static_cast<int>(r.integer("backward_prefetch_depth"));
   f.forward_prefetch = static_cast<int>(bool_or_count(r, "forward_prefetch", 1024));
+  f.forward_prefetch_where = r.where("forward_prefetch");
   if (f.version == 1 && f.forward_prefetch > 1) {
     r.fail("forward_prefetch", "FSDP1 prefetches one unit ahead (its limit is fixed at 1); expected true or false");
   }

@@ -330,6 +330,11 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
                           "the optimizer steps on the CPU here (fsdp.cpu_offload or fsdp.zero3.offload_optimizer), priced by its "
                           "host memory traffic alone; the GPU kernels' implementation does not apply and is ignored"});
   }
+  if (s.fsdp.sharding == Sharding::no_shard && s.fsdp.forward_prefetch > 0 && !forward_prefetch_applies(s)) {
+    s.warnings.push_back({s.fsdp.forward_prefetch_where, "fsdp.forward_prefetch",
+                          "forward prefetching, and fsdp.sharding: no_shard all-gathers no parameters and, without mixed precision, "
+                          "casts none; it is ignored"});
+  }
   if (s.training.keep_logits && s.parallelism.pp > 1) {
     s.warnings.push_back({s.training.keep_logits_where, "training.keep_logits",
                           "under pipeline parallelism the schedule itself keeps the last stage's logits of every micro-batch to the "

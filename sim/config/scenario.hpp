@@ -168,6 +168,7 @@ struct FsdpConfig {
   Location sharding_where;                 // of fsdp.sharding (its section's where defaulted)
   Location keep_last_where;                // ... of fsdp.keep_last_unit_unsharded
   Location reshard_root_where;             // ... of fsdp.reshard_root_after_forward
+  Location forward_prefetch_where;         // ... of fsdp.forward_prefetch
   Location backward_prefetch_depth_where;  // ... of fsdp.backward_prefetch_depth
 };
 

@@ -56,6 +56,10 @@ inline const ConfigNode& section(const Reader& r, std::string_view key, ConfigNo
 // pipeline (pp > 1) where reshard_after_forward is not given (torchtitan: reshard_after_forward =
 // not pp_enabled). fsdp/plan.cpp's apply_reshard_settings builds the units to match.
 [[nodiscard]] bool keeps_every_unit(const FsdpConfig& f, std::int64_t pp = 1);
+// Whether fsdp.forward_prefetch has anything to issue ahead: all-gathers of sharded parameters or,
+// under no_shard with mixed precision, the casts of whole ones (FSDP1 unshards a NO_SHARD unit by
+// casting it); nothing where shard_optimizer gathers after the optimizer step, nor under DeepSpeed.
+[[nodiscard]] bool forward_prefetch_applies(const ScenarioConfig& s);
 
 // parallelism.cpp: the section as written, then checked against the cluster and fsdp.sharding.
 [[nodiscard]] ParallelismConfig read_parallelism(const Reader& top, std::vector<ConfigWarning>& warnings);

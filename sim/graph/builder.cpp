@@ -1,5 +1,6 @@
 #include "graph/builder.hpp"
 
+#include "config/sections.hpp"
 #include "graph/step_builder.hpp"
 #include "graph/zero3_builder.hpp"
 
@@ -9,7 +10,7 @@ int steps_to_simulate(const config::ScenarioConfig& s) {
   if (s.simulation.steps > 0) return s.simulation.steps;
   // The first step differs where behaviour is recorded during it: FSDP1's forward-prefetch order
   // and DeepSpeed's parameter trace.
-  const bool fsdp1_forward_prefetch = s.fsdp.version == 1 && s.fsdp.forward_prefetch > 0;
+  const bool fsdp1_forward_prefetch = s.fsdp.version == 1 && s.fsdp.forward_prefetch > 0 && config::forward_prefetch_applies(s);
   return (fsdp1_forward_prefetch || s.fsdp.sharding == config::Sharding::zero3) ? 2 : 1;
 }
 

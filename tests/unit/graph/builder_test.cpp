@@ -1,3 +1,5 @@
+#include "graph/builder.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -117,4 +119,15 @@ TEST_CASE("FSDP2 adds copy-out and copy-in on the compute stream and separate AG
   }
   CHECK(copy_out == 9);
   CHECK(copy_in == 5);
+}
+
+TEST_CASE("FSDP1's forward prefetch simulates two steps only where it has something to prefetch") {
+  // FSDP1 records the forward order during the first step and prefetches from the second, so a
+  // run that prefetches reports its second step; one that prefetches nothing needs no second.
+  const auto steps = [](const std::vector<std::string>& sets) { return graph::steps_to_simulate(tiny(sets).scenario); };
+  CHECK(steps({}) == 1);
+  CHECK(steps({"fsdp.forward_prefetch=true"}) == 2);                            // the all-gathers
+  CHECK(steps({"fsdp.forward_prefetch=true", "fsdp.sharding=no_shard"}) == 2);  // the bf16 casts of fp32 parameters
+  CHECK(steps({"fsdp.forward_prefetch=true", "fsdp.sharding=no_shard", "fsdp.mixed_precision=none"}) == 1);
+  CHECK(steps({"fsdp.forward_prefetch=true", "fsdp.sharding=shard_optimizer"}) == 1);  // gathered after the step
 }
