@@ -133,12 +133,20 @@ MemoryTimeline memory_timeline(const graph::StepGraph& g, const graph::Timeline&
   };
   for (const auto& m : runtime) apply(m);
   for (const auto& m : g.info.initial_memory_of(rank)) apply(m);
-  // A run of one simulated step whose first step differs (the optimizer's lazily created state)
-  // is reported as the steps after it: the step's memory is replayed once first, so that the
-  // allocator starts from the blocks a step leaves cached and the state sits where the first
-  // step put it. Only the reserved high-water mark keeps what the warm-up reached.
-  const bool warm_up =
-      g.info.steps == 1 && std::any_of(events.begin(), events.end(), [](const Event& e) { return e.effect.first_step_only; });
+  // A run of one simulated step is reported as the steps after it: the step's memory is replayed
+  // once first, so that the allocator starts from the blocks a step leaves cached (and state the
+  // first step creates lazily, the optimizer's, sits where it put it). Only the reserved
+  // high-water mark keeps what the warm-up reached. A step that does not give back what it takes
+  // (a graph that is not a whole training step) is not replayed: it has no steady state.
+  bool first_step_effects = false;
+  double net = 0, moved = 0;
+  for (const Event& e : events) {
+    first_step_effects = first_step_effects || e.effect.first_step_only;
+    if (e.effect.first_step_only) continue;
+    net += e.effect.bytes;
+    moved += std::abs(e.effect.bytes);
+  }
+  const bool warm_up = g.info.steps == 1 && (first_step_effects || std::abs(net) <= 1e-9 * moved);
   if (warm_up) {
     std::size_t done = 0;
     for (const Event& e : events) {

@@ -174,3 +174,24 @@ TEST_CASE("DDP and the distributed optimizer make their gradients once a step, h
     CHECK(four.grads == doctest::Approx(one.grads).scale(0));
   }
 }
+
+TEST_CASE("a one-step run reports the reserved memory of the steps after the first") {
+  // The allocator of a later step starts from the blocks the step before left cached; a one-step
+  // run replays its step once to get there, which it did only where the optimizer's state is
+  // created lazily: under shard_optimizer (state made up front) it reported a cold allocator's
+  // reserved memory, 202 MiB on the tiny Llama against 216 MiB in the second and third of three
+  // simulated steps. The relation checked: one simulated step gives the figures of the last of two
+  // and of three, for the sharding strategies whose state is and is not lazy.
+  for (const char* sharding : {"shard_optimizer", "full_shard", "no_shard"}) {
+    CAPTURE(sharding);
+    const auto peak = [&](int steps) {
+      return test::in_child([&] {
+        const std::vector<std::string> sets{fmt::format("fsdp.sharding={}", sharding), fmt::format("simulation.steps={}", steps)};
+        return cli::simulate(cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", sets)).summary.memory.peak_reserved;
+      });
+    };
+    const double one = peak(1);
+    CHECK(one == peak(2));
+    CHECK(one == peak(3));
+  }
+}
