@@ -225,7 +225,7 @@ std::vector<std::string> searched(const Options& o, const config::ScenarioConfig
     failed += r.ok() ? 0 : 1;
   }
   std::vector<std::string> c;
-  c.push_back(fmt::format("shardsim tune: {} ({} GPUs), memory limit {}", base.name, base.world_size(), limit_text));
+  c.push_back(fmt::format("shardsim tune: {} ({} GPUs), memory limit: {}", base.name, base.world_size(), limit_text));
   if (!o.limit)
     c.push_back("(peak memory is the modelled reserved memory; leave headroom for what the model leaves out with --memory-limit)");
   c.push_back(
