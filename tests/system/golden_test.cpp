@@ -9,9 +9,14 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "system_support.hpp"
 
@@ -21,10 +26,10 @@ namespace fs = std::filesystem;
 namespace {
 
 // The figures pinned: what a user reads, and the model as built.
-const std::vector<std::string> kKeys{"/step_time_s",       "/tokens_per_s_per_gpu", "/tflops_per_gpu",       "/mfu",
-                                     "/compute_s",         "/comm_s",               "/exposed_comm_s",       "/peak_memory_bytes",
-                                     "/peak_allocated_bytes", "/world_size",        "/simulated_ranks",      "/oom",
-                                     "/alloc_retries",     "/model/params_total",   "/model/flops_per_token"};
+const std::vector<std::string> kKeys{
+    "/step_time_s",    "/tokens_per_s_per_gpu", "/tflops_per_gpu",       "/mfu",        "/compute_s",       "/comm_s",
+    "/exposed_comm_s", "/peak_memory_bytes",    "/peak_allocated_bytes", "/world_size", "/simulated_ranks", "/oom",
+    "/alloc_retries",  "/model/params_total",   "/model/flops_per_token"};
 constexpr double kTolerance = 1e-6;  // relative: results are deterministic; this allows other compilers' rounding
 
 }  // namespace
@@ -68,4 +73,120 @@ TEST_CASE("golden-figures: every example scenario gives its accepted figures") {
     }
   }
   CHECK(scenarios >= 3);
+}
+
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t end = text.find('\n', start);
+    std::string line = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
+    lines.push_back(std::move(line));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return lines;
+}
+
+}  // namespace
+
+// The README shows what `make run` prints under "## What you see", up to a line "...". A change
+// that moves a figure there (the error bands move whenever a published case does) must update the
+// README too, or a new user reads one number in the README and another on the screen.
+TEST_CASE("readme: the summary the README shows is what make run prints") {
+  const auto readme = lines_of(read_all(source_dir() / "README.md"));
+  auto it = std::find(readme.begin(), readme.end(), "## What you see");
+  REQUIRE(it != readme.end());
+  it = std::find(it, readme.end(), "```");
+  REQUIRE(it != readme.end());
+  std::vector<std::string> shown;
+  const auto is_ellipsis = [](const std::string& line) {
+    return line.find_first_not_of(' ') != std::string::npos && line.substr(line.find_first_not_of(' ')) == "...";
+  };
+  for (++it; it != readme.end() && !is_ellipsis(*it) && *it != "```"; ++it) shown.push_back(*it);
+  REQUIRE(shown.size() >= 10);
+
+  const ProcessResult r = run_shardsim({"run", "scenarios/llama3.1-8b_8xh100.yaml"}, scratch_dir("readme"), 300);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const auto printed = lines_of(r.out);
+  const std::size_t n = std::min(shown.size(), printed.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    INFO("README line " << i + 1 << " of the block");
+    CHECK(shown[i] == printed[i]);
+  }
+  CHECK(printed.size() >= shown.size());
+}
+
+namespace {
+
+std::vector<std::string> split(const std::string& s, const std::string& sep) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  for (std::size_t at; (at = s.find(sep, start)) != std::string::npos; start = at + sep.size())
+    parts.push_back(s.substr(start, at - start));
+  parts.push_back(s.substr(start));
+  return parts;
+}
+
+std::string trimmed(const std::string& s) {
+  const auto first = s.find_first_not_of(' ');
+  return first == std::string::npos ? "" : s.substr(first, s.find_last_not_of(' ') - first + 1);
+}
+
+// The ledger's metrics a README table's metric column stands for.
+std::vector<std::string> ledger_metrics(const std::string& readme_metric) {
+  if (readme_metric == "tokens/s/GPU") return {"tokens/s"};
+  if (readme_metric == "TFLOPS/GPU") return {"TFLOPS"};
+  if (readme_metric == "GiB reserved") return {"GiB reserved", "GiB res logged"};
+  if (readme_metric == "GiB allocated") return {"GiB allocated", "GiB alloc rank 0"};
+  return {};
+}
+
+}  // namespace
+
+// The README's table of published runs copies `make validate`'s errors by hand; the ledger
+// (validation/residuals.csv, which the validation CTest keeps current) is where they are computed.
+// Every error the table shows must be one the ledger holds for that case and metric, to the
+// table's 0.1 point, so that a change which moves a published case cannot leave the README behind.
+TEST_CASE("readme: every error in the table of published runs is the ledger's") {
+  std::multimap<std::pair<std::string, std::string>, double> ledger;  // (case, metric) -> error in %
+  for (const auto& line : lines_of(read_all(source_dir() / "validation/residuals.csv"))) {
+    const auto f = split(line, ",");
+    if (f.size() < 6 || f[0] == "case") continue;
+    ledger.emplace(std::make_pair(f[0], f[1]), 100 * std::stod(f[5]));
+  }
+  REQUIRE(ledger.size() >= 100);
+
+  int rows = 0;
+  int errors = 0;
+  for (const auto& line : lines_of(read_all(source_dir() / "README.md"))) {
+    const auto cells = split(line, "|");  // "", run, metric, predicted, measured, error, ""
+    if (cells.size() != 7 || !cells[0].empty()) continue;
+    const std::string run = trimmed(cells[1]);
+    const std::string id = run.substr(0, run.find(' '));
+    if (id.size() < 2 || id.size() > 3 || !std::isupper(static_cast<unsigned char>(id[0])) ||
+        !std::isdigit(static_cast<unsigned char>(id[1])))
+      continue;
+    const auto metrics = ledger_metrics(trimmed(cells[2]));
+    INFO("README row: " << line);
+    REQUIRE_MESSAGE(!metrics.empty(), "a metric the ledger has no name for");
+    ++rows;
+    for (std::string e : split(trimmed(cells[5]), " / ")) {
+      e = trimmed(e);
+      if (!e.empty() && e.back() == '%') e.pop_back();
+      const double shown = std::stod(e);
+      bool found = false;
+      for (const auto& m : metrics) {
+        const auto [lo, hi] = ledger.equal_range({id, m});
+        for (auto it = lo; it != hi; ++it) found = found || std::fabs(it->second - shown) <= 0.051;
+      }
+      CHECK_MESSAGE(found, id << " " << trimmed(cells[2]) << " " << e << "%: not an error the ledger holds");
+      ++errors;
+    }
+  }
+  CHECK(rows >= 60);
+  CHECK(errors >= 120);
 }
