@@ -36,12 +36,19 @@ constexpr std::array kTrainingParams{
               "PyTorch's caching allocator with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, as torchtitan's launch "
               "scripts set it since 2024-10 (#643): one growing segment per stream instead of a segment per large request, "
               "so that reserved memory stays near the allocated peak (sim/report/caching_allocator.hpp)"},
-    ParamSpec{"optimizer", "", "adamw", "optimizer (state bytes per parameter, step cost)", {}, kOptimizerNames},
+    ParamSpec{"optimizer",
+              "",
+              "adamw",
+              "optimizer (state bytes per parameter, step cost): torch.optim's AdamW (weight decay 0.01), Adam (weight "
+              "decay 0, no decay pass) or SGD without momentum",
+              {},
+              kOptimizerNames},
     ParamSpec{"optimizer_impl",
               "",
               "auto",
               "how the step runs: foreach = torch.optim's default on CUDA (a kernel per operation over all tensors, "
-              "80 bytes a parameter for AdamW in fp32 and a temporary of the state's size); fused = one kernel "
+              "80 bytes a parameter for AdamW in fp32, 72 for Adam at its default weight_decay of 0, and a temporary of "
+              "the state's size); fused = one kernel "
               "(torch's fused=True, torchtitan's default since 2025-02, DeepSpeed's and Megatron's FusedAdam: 28 bytes); "
               "auto = foreach, fused under zero3 and shard_optimizer (fsdp/model_state.hpp)",
               {},

@@ -29,9 +29,10 @@ double optimizer_bytes_per_param(config::Optimizer o, bool fused, int storage_by
   const double scale = storage_bytes / 4.0;
   constexpr double clipping = 12.0;
   switch (o) {
-    case config::Optimizer::adam:
     case config::Optimizer::adamw:
       return ((fused ? 28.0 : 80.0) + clipping) * scale;
+    case config::Optimizer::adam:  // weight_decay 0 by default: no decay pass
+      return ((fused ? 28.0 : 72.0) + clipping) * scale;
     case config::Optimizer::sgd:
       return (12.0 + clipping) * scale;  // p -= lr * g, fused or not
   }

@@ -28,7 +28,9 @@ struct ModelStateBytes {
 // (12 B), mul + addcmul on exp_avg_sq (20 B), weight decay (8 B), sqrt, div, add eps (24 B),
 // addcdiv into the parameter (16 B): 80 B in fp32. Fused (torch's _fused_adamw_, apex's and
 // DeepSpeed's multi_tensor_adam) reads the parameter, gradient and both moments and writes the
-// parameter and moments once: 28 B. Scaled by storage bytes / 4 for bf16 state.
+// parameter and moments once: 28 B. torch.optim.Adam's foreach step, at its default weight_decay
+// of 0, skips the decay op (adam.py _multi_tensor_adam: `if weight_decay != 0`): 72 B; AdamW's
+// default is 0.01. Scaled by storage bytes / 4 for bf16 state.
 [[nodiscard]] double optimizer_bytes_per_param(config::Optimizer o, bool fused, int storage_bytes);
 
 // Bytes per parameter the step allocates and frees again: foreach Adam(W)'s out-of-place sqrt of

@@ -404,7 +404,7 @@ TEST_CASE("FSDP1 casts and divides each unit's gradient around its reduce-scatte
   CHECK_FALSE(post_backward_work(tiny({"fsdp.version=2"}), "layers.1").has_value());
 }
 
-TEST_CASE("foreach AdamW moves 92 bytes a parameter and allocates a temporary, fused AdamW 40 and none") {
+TEST_CASE("foreach AdamW moves 92 bytes a parameter and allocates a temporary, foreach Adam 84, fused 40 and none") {
   // torch.optim's foreach AdamW over fp32 shards: lerp 12, mul + addcmul 20, weight decay 8, sqrt /
   // div / add eps 24, addcdiv 16 = 80 B, and clipping's norm and scale 12 B; its out-of-place sqrt
   // of exp_avg_sq is one fp32 tensor per parameter (here one per unit), live for the step. Fused (_fused_adamw_):
@@ -414,8 +414,8 @@ TEST_CASE("foreach AdamW moves 92 bytes a parameter and allocates a temporary, f
     double bytes_per_param = 0;
     double temporary_per_param = 0;
   };
-  const auto step = [](const char* impl) {
-    const auto p = tiny({"fsdp.version=2", std::string("training.optimizer_impl=") + impl});
+  const auto step = [](const char* impl, const char* optimizer = "adamw") {
+    const auto p = tiny({"fsdp.version=2", std::string("training.optimizer_impl=") + impl, std::string("training.optimizer=") + optimizer});
     double shard = 0;
     for (const auto& u : p.plan.units) shard += static_cast<double>(u.shard_numel);
     Step s;
@@ -439,6 +439,12 @@ TEST_CASE("foreach AdamW moves 92 bytes a parameter and allocates a temporary, f
   CHECK(fused.temporary_per_param == 0);
   // auto: torch.optim's default under FSDP.
   CHECK(step("auto").bytes_per_param == doctest::Approx(92).scale(0));
+  // torch.optim.Adam's weight_decay defaults to 0, and its foreach step then skips the decay op
+  // (adam.py: `if weight_decay != 0`): 80 - 8 + 12 = 84 B, the same temporary; fused alike.
+  const Step adam = step("foreach", "adam");
+  CHECK(adam.bytes_per_param == doctest::Approx(84).scale(0));
+  CHECK(adam.temporary_per_param == doctest::Approx(4).scale(0));
+  CHECK(step("fused", "adam").bytes_per_param == doctest::Approx(40).scale(0));
 }
 
 TEST_CASE("FSDP's hooks cost the CPU per parameter tensor of a unit: 20 us (FSDP1) or 41 us (FSDP2)") {
