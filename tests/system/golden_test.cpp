@@ -145,14 +145,67 @@ std::vector<std::string> ledger_metrics(const std::string& readme_metric) {
   return {};
 }
 
+bool is_case_id(const std::string& word) {
+  return word.size() >= 2 && word.size() <= 3 && std::isupper(static_cast<unsigned char>(word[0])) &&
+         std::isdigit(static_cast<unsigned char>(word[1]));
+}
+
+using Ledger = std::multimap<std::pair<std::string, std::string>, double>;  // (case, metric) -> error in %
+
+struct TableCount {
+  int rows = 0;
+  int errors = 0;
+};
+
+// Checks each row of `file`'s tables that has `cells` cells, the first naming published cases
+// ("P1 ...", or "P1 / P2 ..." with one error each) and the last their errors ("-5.9 %", "+1.9 /
+// +0.8 %"): the metric is the cell `metric_cell` names, or tokens/s without one (-1).
+TableCount check_table(const std::string& file, const Ledger& ledger, std::size_t cells, int metric_cell) {
+  TableCount n;
+  for (const auto& line : lines_of(read_all(source_dir() / file))) {
+    const auto c = split(line, "|");  // "", cells..., ""
+    if (c.size() != cells + 2 || !c[0].empty()) continue;
+    // "P1 ..." or "P1 / P2 ...": the cases whose errors the row shows, in order.
+    const auto words = split(trimmed(c[1]), " ");
+    std::vector<std::string> ids;
+    for (std::size_t w = 0; w < words.size() && is_case_id(words[w]); w += 2) {
+      ids.push_back(words[w]);
+      if (w + 1 >= words.size() || words[w + 1] != "/") break;
+    }
+    const std::string error_cell = trimmed(c[cells]);
+    if (ids.empty() || error_cell.empty()) continue;
+    if (error_cell.back() != '%' && std::isdigit(static_cast<unsigned char>(error_cell.back())) == 0) continue;  // "(not compared)"
+    const std::string metric = metric_cell < 0 ? "tokens/s/GPU" : trimmed(c[static_cast<std::size_t>(metric_cell)]);
+    const auto metrics = ledger_metrics(metric);
+    INFO(file << " row: " << line);
+    REQUIRE_MESSAGE(!metrics.empty(), "a metric the ledger has no name for");
+    ++n.rows;
+    const auto shown_errors = split(error_cell, " / ");
+    for (std::size_t i = 0; i < shown_errors.size(); ++i) {
+      std::string e = trimmed(shown_errors[i]);
+      if (!e.empty() && e.back() == '%') e = trimmed(e.substr(0, e.size() - 1));
+      const double shown = std::stod(e);
+      const std::string& id = ids[std::min(i, ids.size() - 1)];
+      bool found = false;
+      for (const auto& m : metrics) {
+        const auto [lo, hi] = ledger.equal_range({id, m});
+        for (auto it = lo; it != hi; ++it) found = found || std::fabs(it->second - shown) <= 0.051;
+      }
+      CHECK_MESSAGE(found, id << " " << metric << " " << e << "%: not an error the ledger holds");
+      ++n.errors;
+    }
+  }
+  return n;
+}
+
 }  // namespace
 
-// The README's table of published runs copies `make validate`'s errors by hand; the ledger
-// (validation/residuals.csv, which the validation CTest keeps current) is where they are computed.
-// Every error the table shows must be one the ledger holds for that case and metric, to the
-// table's 0.1 point, so that a change which moves a published case cannot leave the README behind.
-TEST_CASE("readme: every error in the table of published runs is the ledger's") {
-  std::multimap<std::pair<std::string, std::string>, double> ledger;  // (case, metric) -> error in %
+// The README's and the docs' tables of published runs copy `make validate`'s errors by hand; the
+// ledger (validation/residuals.csv, which the validation CTest keeps current) is where they are
+// computed. Every error a table shows must be one the ledger holds for that case and metric, to
+// the table's 0.1 point, so that a change which moves a published case cannot leave them behind.
+TEST_CASE("readme: every error in the tables of published runs is the ledger's") {
+  Ledger ledger;
   for (const auto& line : lines_of(read_all(source_dir() / "validation/residuals.csv"))) {
     const auto f = split(line, ",");
     if (f.size() < 6 || f[0] == "case") continue;
@@ -160,33 +213,13 @@ TEST_CASE("readme: every error in the table of published runs is the ledger's") 
   }
   REQUIRE(ledger.size() >= 100);
 
-  int rows = 0;
-  int errors = 0;
-  for (const auto& line : lines_of(read_all(source_dir() / "README.md"))) {
-    const auto cells = split(line, "|");  // "", run, metric, predicted, measured, error, ""
-    if (cells.size() != 7 || !cells[0].empty()) continue;
-    const std::string run = trimmed(cells[1]);
-    const std::string id = run.substr(0, run.find(' '));
-    if (id.size() < 2 || id.size() > 3 || !std::isupper(static_cast<unsigned char>(id[0])) ||
-        !std::isdigit(static_cast<unsigned char>(id[1])))
-      continue;
-    const auto metrics = ledger_metrics(trimmed(cells[2]));
-    INFO("README row: " << line);
-    REQUIRE_MESSAGE(!metrics.empty(), "a metric the ledger has no name for");
-    ++rows;
-    for (std::string e : split(trimmed(cells[5]), " / ")) {
-      e = trimmed(e);
-      if (!e.empty() && e.back() == '%') e.pop_back();
-      const double shown = std::stod(e);
-      bool found = false;
-      for (const auto& m : metrics) {
-        const auto [lo, hi] = ledger.equal_range({id, m});
-        for (auto it = lo; it != hi; ++it) found = found || std::fabs(it->second - shown) <= 0.051;
-      }
-      CHECK_MESSAGE(found, id << " " << trimmed(cells[2]) << " " << e << "%: not an error the ledger holds");
-      ++errors;
-    }
-  }
-  CHECK(rows >= 60);
-  CHECK(errors >= 120);
+  // README: run | metric | predicted | measured | error
+  const auto readme = check_table("README.md", ledger, 5, 2);
+  CHECK(readme.rows >= 60);
+  CHECK(readme.errors >= 120);
+  // docs: run | speed-up published | predicted | tokens/s error
+  const auto float8 = check_table("docs/float8.md", ledger, 4, -1);
+  CHECK(float8.errors >= 10);
+  const auto parallelism = check_table("docs/parallelism.md", ledger, 4, -1);
+  CHECK(parallelism.errors >= 8);
 }
