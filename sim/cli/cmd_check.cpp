@@ -1,9 +1,12 @@
 // shardsim check FILE... [--set KEY=VALUE]...   validate scenario, topology and sweep files
 // shardsim describe [TOPIC]   the settings each file section and each replaceable part accepts
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <array>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "cli/commands.hpp"
 #include "cli/pipeline.hpp"
@@ -92,12 +95,19 @@ void describe_collectives() {
 }
 
 void describe_models() {
-  std::cout << fmt::format("  {:<26} {:>7} {:>7} {:>6} {:>4} {:>7} {:>8} {:>18}\n", "preset", "arch", "layers", "hidden", "kv", "ffn",
-                           "vocab", "parameters");
+  std::cout << fmt::format("  {:<24} {:<13} {:>6} {:>6} {:>5} {:>4} {:>4} {:>6} {:>7} {:>15}  {}\n", "preset", "arch", "layers", "hidden",
+                           "heads", "kv", "head", "ffn", "vocab", "parameters", "also");
   for (const auto& s : model::presets()) {
     const auto m = model::build_model(s, 2048, 2);
-    std::cout << fmt::format("  {:<26} {:>7} {:>7} {:>6} {:>4} {:>7} {:>8} {:>18L}\n", s.name, model::to_string(s.arch), s.layers, s.hidden,
-                             s.kv_heads, s.ffn_hidden, s.vocab, m.total_params());
+    std::vector<std::string> also;
+    if (s.tie_embeddings) also.emplace_back("tied embeddings");
+    if (s.qkv_bias) also.emplace_back("q/k/v biases");
+    if (s.qk_norm) also.emplace_back("q/k norms");
+    if (s.sliding_window > 0) also.push_back(fmt::format("window {}", s.sliding_window));
+    if (s.max_positions > 0) also.push_back(fmt::format("{} learned positions", s.max_positions));
+    std::cout << fmt::format("  {:<24} {:<13} {:>6} {:>6} {:>5} {:>4} {:>4} {:>6} {:>7} {:>15}{}\n", s.name, model::to_string(s.arch),
+                             s.layers, s.hidden, s.heads, s.kv_heads, s.head_dim, s.ffn_hidden, s.vocab, m.total_params(),
+                             also.empty() ? "" : fmt::format("  {}", fmt::join(also, ", ")));
   }
 }
 

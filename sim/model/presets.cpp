@@ -1,6 +1,8 @@
-// Built-in model presets. Shapes are those of the published configs (Hugging Face config.json
-// of each model, the GPT-3 paper's table 2.1, and the seed's two PyTorch modules); the parameter
-// counts they give are checked against the published totals in tests/unit/model.
+// Built-in model presets. Shapes are those of the published configs (the Hugging Face config.json
+// of each Llama and Qwen model, the GPT-3 paper's table 2.1, and the seed's two PyTorch modules);
+// the parameter counts they give are checked against the published totals in tests/unit/model.
+// Mistral 7B is left to model.hf_config: v0.1 has a sliding window and a 32,000-token vocabulary,
+// v0.3 neither, and a preset name would hide which.
 #include "model/transformer_spec.hpp"
 
 namespace shardsim::model {
@@ -18,6 +20,27 @@ TransformerSpec llama(std::string name, std::int64_t layers, std::int64_t hidden
   s.head_dim = hidden / heads;
   s.ffn_hidden = ffn;
   s.vocab = vocab;
+  return s;
+}
+
+// The Llama family's variants, as the Hugging Face modeling code builds them from config.json.
+TransformerSpec tied(TransformerSpec s) {  // tie_word_embeddings: true (Llama 3.2 1B and 3B)
+  s.tie_embeddings = true;
+  return s;
+}
+
+TransformerSpec qwen2(std::string name, std::int64_t layers, std::int64_t hidden, std::int64_t heads, std::int64_t kv_heads,
+                      std::int64_t ffn, std::int64_t vocab) {
+  TransformerSpec s = llama(std::move(name), layers, hidden, heads, kv_heads, ffn, vocab);
+  s.qkv_bias = true;  // Qwen2Attention: q_proj, k_proj, v_proj with bias
+  return s;
+}
+
+TransformerSpec qwen3(std::string name, std::int64_t layers, std::int64_t hidden, std::int64_t heads, std::int64_t kv_heads,
+                      std::int64_t head_dim, std::int64_t ffn, std::int64_t vocab) {
+  TransformerSpec s = llama(std::move(name), layers, hidden, heads, kv_heads, ffn, vocab);
+  s.head_dim = head_dim;  // config.json's head_dim, not always hidden / heads (Qwen3 32B: 128, not 80)
+  s.qk_norm = true;       // Qwen3Attention: q_norm, k_norm over each head before RoPE
   return s;
 }
 
@@ -64,6 +87,12 @@ const std::vector<TransformerSpec>& presets() {
       llama("llama3.1-8b", 32, 4096, 32, 8, 14336, 128256),
       llama("llama3.1-70b", 80, 8192, 64, 8, 28672, 128256),
       llama("llama3.1-405b", 126, 16384, 128, 8, 53248, 128256),
+      tied(llama("llama3.2-1b", 16, 2048, 32, 8, 8192, 128256)),
+      tied(llama("llama3.2-3b", 28, 3072, 24, 8, 8192, 128256)),
+      qwen2("qwen2.5-7b", 28, 3584, 28, 4, 18944, 152064),
+      qwen2("qwen2.5-72b", 80, 8192, 64, 8, 29568, 152064),
+      qwen3("qwen3-8b", 36, 4096, 32, 8, 128, 12288, 151936),
+      qwen3("qwen3-32b", 64, 5120, 64, 8, 128, 25600, 151936),
       gpt("gpt2", 12, 768, 12, 50257, 1024),
       gpt("gpt3-175b", 96, 12288, 96, 50257, 2048),
       // seed: SimpleTransformer(vocab_size=50000, d_model=1024, n_layers=12) with

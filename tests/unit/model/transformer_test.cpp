@@ -37,6 +37,28 @@ TEST_CASE("parameter counts match the published model sizes") {
   CHECK(preset("gpt2").total_params() == 124'439'808);
 }
 
+TEST_CASE("the Llama 3.2 and Qwen presets give their model cards' sizes, worked by hand") {
+  // Llama 3.2 1B: embedding 128,256 x 2,048 (tied with the output) = 262,668,288; a block q, o
+  // 2,048^2 each, k, v 2,048 x 512 each, MLP 3 x 2,048 x 8,192, two norms: 60,821,504; 16 blocks
+  // and the final norm: 1,235,814,400 ("1.24B"). 3B: 394,002,432 + 28 x 100,669,440 + 3,072.
+  CHECK(preset("llama3.2-1b").total_params() == 1'235'814'400);
+  CHECK(preset("llama3.2-3b").total_params() == 3'212'749'824);
+  // Qwen2.5 7B: embedding and output 2 x 152,064 x 3,584 = 1,089,994,752; a block q, o 3,584^2,
+  // k, v 3,584 x 512, their biases 3,584 + 2 x 512, MLP 3 x 3,584 x 18,944, norms 7,168:
+  // 233,057,792; 28 blocks and the final norm: 7,615,616,512 ("7.61B"). 72B: 2 x 152,064 x
+  // 8,192 + 80 x 877,684,736 + 8,192 = 72,706,203,648 ("72.7B").
+  CHECK(preset("qwen2.5-7b").total_params() == 7'615'616'512);
+  CHECK(preset("qwen2.5-72b").total_params() == 72'706'203'648);
+  // Qwen3 8B: 2 x 151,936 x 4,096 = 1,244,659,712; a block q, o 4,096 x 4,096, k, v 4,096 x
+  // 1,024, q_norm and k_norm 128 each, MLP 3 x 4,096 x 12,288, norms 8,192: 192,946,432; 36 blocks
+  // and the final norm: 8,190,735,360 ("8.2B"). Qwen3 32B's heads are 128 wide, not 5,120 / 64:
+  // q and o 5,120 x 8,192, k, v 5,120 x 1,024, MLP 3 x 5,120 x 25,600, norms 10,240 + 256:
+  // 487,598,336 a block; 2 x 151,936 x 5,120 + 64 blocks + 5,120 = 32,762,123,264 ("32.8B").
+  CHECK(preset("qwen3-8b").total_params() == 8'190'735'360);
+  CHECK(preset("qwen3-32b").block_params() == 487'598'336);
+  CHECK(preset("qwen3-32b").total_params() == 32'762'123'264);
+}
+
 TEST_CASE("Llama 3.1 8B: per-layer and root group sizes of the D1 hand model") {
   const auto m = preset("llama3.1-8b");
   CHECK(m.block_params() == 218'112'000);
@@ -115,7 +137,8 @@ TEST_CASE("explicit fields override a preset and are checked") {
   CHECK_THROWS_WITH_AS(
       (void)model::resolve_spec(bad),
       "s.yaml:3:11: error: model.preset: unknown model preset \"llama3-8b\"; expected one of llama2-7b, llama2-13b, llama2-70b, "
-      "llama3.1-8b, llama3.1-70b, llama3.1-405b, gpt2, gpt3-175b, seed-simple-transformer, seed-large-lm (did you "
+      "llama3.1-8b, llama3.1-70b, llama3.1-405b, llama3.2-1b, llama3.2-3b, qwen2.5-7b, qwen2.5-72b, qwen3-8b, qwen3-32b, gpt2, gpt3-175b, "
+      "seed-simple-transformer, seed-large-lm (did you "
       "mean \"llama3.1-8b\"?)",
       ConfigError);
 }
