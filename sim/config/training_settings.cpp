@@ -39,8 +39,8 @@ constexpr std::array kTrainingParams{
     ParamSpec{"optimizer",
               "",
               "adamw",
-              "optimizer (state bytes per parameter, step cost): torch.optim's AdamW (weight decay 0.01), Adam (weight "
-              "decay 0, no decay pass) or SGD without momentum",
+              "optimizer (state bytes per parameter, step cost): torch.optim's AdamW (with its weight decay), Adam (at its "
+              "default weight_decay of 0: no decay pass) or SGD without momentum",
               {},
               kOptimizerNames},
     ParamSpec{"optimizer_impl",

@@ -1,10 +1,39 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <string_view>
+
 #include "model/transformer.hpp"
 #include "model/transformer_spec.hpp"
 #include "test_support.hpp"
 
 using namespace shardsim;
+
+namespace {
+
+// Whether a config.json read as `spec` builds the same blocks as the preset `name`.
+void check_same_shape(const model::TransformerSpec& spec, std::string_view name) {
+  const auto& all = model::presets();
+  const auto p = std::find_if(all.begin(), all.end(), [&](const model::TransformerSpec& s) { return s.name == name; });
+  REQUIRE(p != all.end());
+  INFO("preset " << name);
+  CHECK(spec.arch == p->arch);
+  CHECK(spec.layers == p->layers);
+  CHECK(spec.hidden == p->hidden);
+  CHECK(spec.heads == p->heads);
+  CHECK(spec.kv_heads == p->kv_heads);
+  CHECK(spec.head_dim == p->head_dim);
+  CHECK(spec.ffn_hidden == p->ffn_hidden);
+  CHECK(spec.vocab == p->vocab);
+  CHECK(spec.tie_embeddings == p->tie_embeddings);
+  CHECK(spec.qkv_bias == p->qkv_bias);
+  CHECK(spec.o_bias == p->o_bias);
+  CHECK(spec.mlp_bias == p->mlp_bias);
+  CHECK(spec.qk_norm == p->qk_norm);
+  CHECK(spec.sliding_window == p->sliding_window);
+}
+
+}  // namespace
 
 TEST_CASE("a Llama config.json gives the same model as the preset") {
   // Keys and values of meta-llama/Llama-3.1-8B's config.json.
@@ -16,6 +45,16 @@ TEST_CASE("a Llama config.json gives the same model as the preset") {
 })");
   const auto spec = model::read_hf_config(f.path(), Location{"s.yaml", 4, 14});
   CHECK(model::build_model(spec, 8192, 2).total_params() == 8'030'261'248);
+}
+
+TEST_CASE("a Llama 3.2 config.json, its embedding tied to the output, gives the preset") {
+  // Keys and values of meta-llama/Llama-3.2-1B's config.json (head_dim 64 = 2,048 / 32).
+  test::TempFile f("config.json", R"({"architectures": ["LlamaForCausalLM"], "attention_bias": false, "head_dim": 64,
+  "hidden_size": 2048, "intermediate_size": 8192, "mlp_bias": false, "model_type": "llama", "num_attention_heads": 32,
+  "num_hidden_layers": 16, "num_key_value_heads": 8, "tie_word_embeddings": true, "vocab_size": 128256})");
+  const auto spec = model::read_hf_config(f.path(), Location{});
+  check_same_shape(spec, "llama3.2-1b");
+  CHECK(model::build_model(spec, 8192, 2).total_params() == 1'235'814'400);
 }
 
 TEST_CASE("a GPT-2 config.json gives GPT-2's 124M parameters") {
@@ -52,6 +91,7 @@ TEST_CASE("Qwen2, Qwen3 and Mistral configs give their published parameter count
   const auto q3 = model::read_hf_config(qwen3.path(), Location{});
   CHECK(q3.qk_norm);
   CHECK(model::build_model(q3, 4096, 2).total_params() == 8'190'735'360);
+  check_same_shape(q3, "qwen3-8b");
   // Qwen/Qwen2.5-7B: q, k and v with biases (3,584 + 2 x 512 a layer, 129,024 in all) on top of
   // 7,615,487,488 without them; 7,615,616,512, its safetensors total (15,231,233,024 bytes). Its
   // sliding_window key applies only with use_sliding_window, false here.
@@ -62,6 +102,7 @@ TEST_CASE("Qwen2, Qwen3 and Mistral configs give their published parameter count
   CHECK(q2.qkv_bias);
   CHECK(q2.sliding_window == 0);
   CHECK(model::build_model(q2, 4096, 2).total_params() == 7'615'616'512);
+  check_same_shape(q2, "qwen2.5-7b");
   // mistralai/Mistral-7B-v0.1: 32,000 x 4,096 twice, 218,112,000 a layer x 32, the final norm:
   // 7,241,732,096; each query attends within a window of 4,096 tokens.
   test::TempFile mistral("config.json", R"({"hidden_size": 4096, "intermediate_size": 14336, "model_type": "mistral",
