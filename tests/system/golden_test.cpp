@@ -91,6 +91,20 @@ std::vector<std::string> lines_of(const std::string& text) {
   return lines;
 }
 
+std::vector<std::string> split(const std::string& s, const std::string& sep) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  for (std::size_t at; (at = s.find(sep, start)) != std::string::npos; start = at + sep.size())
+    parts.push_back(s.substr(start, at - start));
+  parts.push_back(s.substr(start));
+  return parts;
+}
+
+std::string trimmed(const std::string& s) {
+  const auto first = s.find_first_not_of(' ');
+  return first == std::string::npos ? "" : s.substr(first, s.find_last_not_of(' ') - first + 1);
+}
+
 }  // namespace
 
 // The README shows what `make run` prints under "## What you see", up to a line "...". A change
@@ -103,10 +117,7 @@ TEST_CASE("readme: the summary the README shows is what make run prints") {
   it = std::find(it, readme.end(), "```");
   REQUIRE(it != readme.end());
   std::vector<std::string> shown;
-  const auto is_ellipsis = [](const std::string& line) {
-    return line.find_first_not_of(' ') != std::string::npos && line.substr(line.find_first_not_of(' ')) == "...";
-  };
-  for (++it; it != readme.end() && !is_ellipsis(*it) && *it != "```"; ++it) shown.push_back(*it);
+  for (++it; it != readme.end() && trimmed(*it) != "..." && *it != "```"; ++it) shown.push_back(*it);
   REQUIRE(shown.size() >= 10);
 
   const ProcessResult r = run_shardsim({"run", "scenarios/llama3.1-8b_8xh100.yaml"}, scratch_dir("readme"), 300);
@@ -122,26 +133,12 @@ TEST_CASE("readme: the summary the README shows is what make run prints") {
 
 namespace {
 
-std::vector<std::string> split(const std::string& s, const std::string& sep) {
-  std::vector<std::string> parts;
-  std::size_t start = 0;
-  for (std::size_t at; (at = s.find(sep, start)) != std::string::npos; start = at + sep.size())
-    parts.push_back(s.substr(start, at - start));
-  parts.push_back(s.substr(start));
-  return parts;
-}
-
-std::string trimmed(const std::string& s) {
-  const auto first = s.find_first_not_of(' ');
-  return first == std::string::npos ? "" : s.substr(first, s.find_last_not_of(' ') - first + 1);
-}
-
-// The ledger's metrics a README table's metric column stands for.
-std::vector<std::string> ledger_metrics(const std::string& readme_metric) {
-  if (readme_metric == "tokens/s/GPU") return {"tokens/s"};
-  if (readme_metric == "TFLOPS/GPU") return {"TFLOPS"};
-  if (readme_metric == "GiB reserved") return {"GiB reserved", "GiB res logged"};
-  if (readme_metric == "GiB allocated") return {"GiB allocated", "GiB alloc rank 0"};
+// The ledger's metrics a table's metric column stands for.
+std::vector<std::string> ledger_metrics(const std::string& table_metric) {
+  if (table_metric == "tokens/s/GPU") return {"tokens/s"};
+  if (table_metric == "TFLOPS/GPU") return {"TFLOPS"};
+  if (table_metric == "GiB reserved") return {"GiB reserved", "GiB res logged"};
+  if (table_metric == "GiB allocated") return {"GiB allocated", "GiB alloc rank 0"};
   return {};
 }
 
