@@ -330,6 +330,12 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
                           "the optimizer steps on the CPU here (fsdp.cpu_offload or fsdp.zero3.offload_optimizer), priced by its "
                           "host memory traffic alone; the GPU kernels' implementation does not apply and is ignored"});
   }
+  if (s.training.loss_impl.value == LossImpl::megatron && s.parallelism.tp > 1 && !s.parallelism.loss_parallel) {
+    throw ConfigError(s.training.loss_impl.where, "training.loss_impl",
+                      "Megatron-LM's cross-entropy always runs on the logits' shards over the vocabulary "
+                      "(vocab_parallel_cross_entropy); expected parallelism.tp_loss_parallel: true with tp_shard_output: true, "
+                      "or loss_impl: torch");
+  }
   if (s.fsdp.sharding == Sharding::no_shard && s.fsdp.forward_prefetch > 0 && !forward_prefetch_applies(s)) {
     s.warnings.push_back({s.fsdp.forward_prefetch_where, "fsdp.forward_prefetch",
                           "forward prefetching, and fsdp.sharding: no_shard all-gathers no parameters and, without mixed precision, "

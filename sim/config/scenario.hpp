@@ -23,6 +23,7 @@ enum class Optimizer { adamw, adam, sgd };
 // tensors, with a temporary for Adam's denominator) or one fused kernel per tensor list
 // (torch's fused=True, DeepSpeed's and Megatron's FusedAdam); automatic: the framework's default.
 enum class OptimizerImpl { automatic, foreach, fused };
+enum class LossImpl { torch, megatron };
 // selective: torchtitan's per-op SAC; blocks: full checkpointing of every k-th block only
 // (torchtitan selective_ac_option "k", fms-fsdp selective_checkpointing).
 enum class ActivationCheckpointing { none, selective, full, blocks };
@@ -94,9 +95,10 @@ struct TrainingConfig {
   bool keep_logits = false;       // the loop holds the logits through backward (torchtitan deletes them)
   bool keep_logits_fp32 = false;  // keep_logits: fp32: the logits it holds are fp32 (the model's forward upcasts them)
   Location keep_logits_where;
-  bool compile_loss = false;         // torch.compile of the loss function (torchtitan since 2025-04 with compile)
-  bool no_sync = false;              // accumulate unsharded gradients without reducing until the last micro-step
-  bool expandable_segments = false;  // PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (report/caching_allocator.hpp)
+  bool compile_loss = false;                         // torch.compile of the loss function (torchtitan since 2025-04 with compile)
+  Located<LossImpl> loss_impl{LossImpl::torch, {}};  // whose cross-entropy: torch's F.cross_entropy or Megatron's
+  bool no_sync = false;                              // accumulate unsharded gradients without reducing until the last micro-step
+  bool expandable_segments = false;                  // PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (report/caching_allocator.hpp)
   Optimizer optimizer = Optimizer::adamw;
   Located<OptimizerImpl> optimizer_impl{OptimizerImpl::automatic, {}};
   ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::none;

@@ -13,6 +13,7 @@ namespace shardsim::config {
 inline constexpr std::array<std::string_view, 3> kDTypeNames{"fp32", "bf16", "fp16"};
 inline constexpr std::array<std::string_view, 3> kOptimizerNames{"adamw", "adam", "sgd"};
 inline constexpr std::array<std::string_view, 3> kOptimizerImplNames{"auto", "foreach", "fused"};
+inline constexpr std::array<std::string_view, 2> kLossImplNames{"torch", "megatron"};
 inline constexpr std::array<std::string_view, 4> kAcNames{"none", "selective", "full", "blocks"};
 inline constexpr std::array<std::string_view, 7> kShardingNames{"full_shard",         "shard_grad_op", "no_shard",       "hybrid_shard",
                                                                 "hybrid_shard_zero2", "zero3",         "shard_optimizer"};

@@ -31,6 +31,16 @@ constexpr std::array kTrainingParams{
     ParamSpec{"compile_loss", "bool", "false",
               "torch.compile of the loss function, as torchtitan applies it with training.compile since 2025-04 (bbb1b616): "
               "the cast and the log-softmax fused into reductions over the logits, no fp32 copy kept (sim/model/transformer.cpp)"},
+    ParamSpec{"loss_impl",
+              "",
+              "torch",
+              "whose cross-entropy: torch = F.cross_entropy (torchtitan's loss: cast, log-softmax, nll); megatron = "
+              "Megatron-LM's vocab-parallel cross-entropy (megatron/core/tensor_parallel/cross_entropy.py: max, subtract, exp, "
+              "sum and divide as separate passes over the fp32 logits, the softmax kept and turned into the gradient in place; "
+              "under tensor parallelism always over the vocabulary's shards, three fp32 all-reduces a token); "
+              "sim/model/transformer.cpp",
+              {},
+              kLossImplNames},
     ParamSpec{"no_sync", "bool", "false", "with grad_accum: keep unsharded gradients and reduce only on the last micro-step"},
     ParamSpec{"expandable_segments", "bool", "false",
               "PyTorch's caching allocator with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, as torchtitan's launch "
@@ -115,6 +125,12 @@ TrainingConfig read_training(const Reader& top, std::vector<ConfigWarning>& warn
     warnings.push_back({r.where("loss_upcast"), "training.loss_upcast",
                         "a compiled loss (training.compile_loss) upcasts inside its fused reductions and writes no copy of the "
                         "logits, so it costs the same with or without the upcast; it is ignored"});
+  }
+  t.loss_impl = {pick<LossImpl>(r, "loss_impl", kLossImplNames), r.where("loss_impl")};
+  if (t.loss_impl.value == LossImpl::megatron && t.compile_loss) {
+    r.fail("loss_impl",
+           "Megatron-LM's cross-entropy runs eagerly (its fused variant, --cross-entropy-loss-fusion, is not modelled); "
+           "expected loss_impl: torch with training.compile_loss: true, or compile_loss: false");
   }
   t.no_sync = r.boolean("no_sync");
   if (t.no_sync && t.grad_accum == 1) {

@@ -258,10 +258,11 @@ Prepared prepare(config::ScenarioConfig scenario, const Deadline& deadline) {
   }
   check_attention(s, spec);
   const bool unfused = s.training.attention.value == config::AttentionKernel::unfused;
-  p.model = model::build_model(spec, s.training.seq_len, act_bytes,
-                               model::BlockOptions{tp, s.training.compile.value, s.parallelism.cp, s.training.loss_upcast,
-                                                   s.training.keep_logits && s.parallelism.pp == 1, s.training.keep_logits_fp32,
-                                                   s.training.compile_loss, unfused, s.training.dropout.value});
+  p.model = model::build_model(
+      spec, s.training.seq_len, act_bytes,
+      model::BlockOptions{tp, s.training.compile.value, s.parallelism.cp, s.training.loss_upcast,
+                          s.training.keep_logits && s.parallelism.pp == 1, s.training.keep_logits_fp32, s.training.compile_loss,
+                          s.training.loss_impl.value == config::LossImpl::megatron, unfused, s.training.dropout.value});
   apply_float8(p, act_bytes);
   deadline.check("while building the model");
   fsdp::WrapPolicyRegistry policies;

@@ -62,6 +62,7 @@ struct BlockOptions {
   bool keep_logits = false;        // the training loop holds the logits through backward (no `del pred`)
   bool keep_logits_fp32 = false;   // the logits it holds are fp32 (the model's forward upcasts them)
   bool compile_loss = false;       // the loss function under torch.compile (transformer.cpp)
+  bool megatron_loss = false;      // Megatron-LM's vocab-parallel cross-entropy (transformer.cpp)
   bool unfused_attention = false;  // training.attention: unfused (model/attention_impl.hpp)
   double dropout = 0;              // training.dropout (GPT blocks)
 };

@@ -39,6 +39,7 @@ const std::vector<Choice> kSettings{
     {"training.optimizer_impl", {"auto", "foreach", "fused"}},
     {"training.keep_logits", {"false", "true"}},
     {"training.loss_upcast", {"true", "false"}},
+    {"training.loss_impl", {"torch", "megatron"}},
     {"training.expandable_segments", {"true", "false"}},
     {"fsdp.version", {"1", "2", "2"}},
     {"fsdp.sharding", {"full_shard", "shard_grad_op", "no_shard", "hybrid_shard", "hybrid_shard_zero2", "zero3", "shard_optimizer"}},
