@@ -277,6 +277,7 @@ void FsdpStepBuilder::backward() {
         } else {
           // DDP's gradients (param.grad, Megatron's grad buffer) stay and accumulate over the
           // micro-steps and pipeline micro-batches until zero_grad after the optimizer step.
+          if (has_params(e.unit)) accumulate_kept_grads(e.unit);
           at(grads_alive_, e.unit) = has_params(e.unit);
         }
         break;

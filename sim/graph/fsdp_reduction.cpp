@@ -236,6 +236,33 @@ void FsdpStepBuilder::upcast_accumulation(int u) {
   at(last_compute_, u) = id;
 }
 
+// Gradients DDP and ZeRO-1 keep over the micro-steps and pipeline micro-batches of a step, added
+// up as each backward makes them, on the compute stream after the unit's backward:
+// - PyTorch DDP (no_shard): autograd's AccumulateGrad steals the first micro-step's gradient and
+//   adds each later one in place (variable.grad += new_grad): read both, write one, in the
+//   gradients' (master) dtype.
+// - Megatron's distributed optimizer (shard_optimizer): its contiguous main-gradient buffer, in
+//   the reduce dtype, takes every micro-step's gradient, the first included (the buffer is zeroed
+//   at the step's start: zero_grad_buffer, priced with the optimizer step). Megatron-Core fuses
+//   the add into the weight-gradient GEMM (gradient_accumulation_fusion, on by default:
+//   Transformer Engine's fuse_wgrad_accumulation), which then reads and writes the reduce-dtype
+//   buffer in its epilogue instead of writing a compute-dtype gradient: 2r - g bytes an element
+//   more (6 for fp32 over bf16), exposed as much as a GEMM's output write is
+//   (gpu.gemm_output_exposed, engine/compute_model.cpp).
+void FsdpStepBuilder::accumulate_kept_grads(int u) {
+  const bool megatron = shards_optimizer_only();
+  if (!megatron && !at(grads_alive_, u)) return;  // DDP's first micro-step: the gradient itself is kept
+  const double numel = static_cast<double>(unit(u).numel);
+  const double bytes = megatron ? numel * (2.0 * plan_.reduce_bytes - plan_.grad_bytes) * cfg_.cluster.topology.gpu.gemm_output_exposed
+                                : numel * 3.0 * static_cast<double>(plan_.master_bytes);
+  if (bytes <= 0) return;
+  Op op = make(OpKind::copy, Stream::compute, "grad accumulate " + unit(u).name, u);
+  op.work = memory_work(bytes, megatron ? 0 : 1);  // fused: no launch of its own
+  const int id = issue(std::move(op));
+  g_.add_edge(at(last_compute_, u), id, EdgeKind::data);
+  at(last_compute_, u) = id;
+}
+
 // ---- optimizer ------------------------------------------------------------------------------
 
 void FsdpStepBuilder::optimizer() {
@@ -275,6 +302,13 @@ void FsdpStepBuilder::optimizer() {
   // shard_optimizer: the next step starts from parameters updated in pieces (gather_updated).
   if (shards_optimizer_only()) {
     for (std::size_t u = 0; u < plan_.units.size(); ++u) at(available_, static_cast<int>(u)) = -1;
+    // Megatron's main-gradient buffer zeroed for the next step (zero_grad_buffer at its start: a
+    // memset of the buffer, every parameter of the rank's model chunk in the reduce dtype).
+    double numel = 0;
+    for (const auto& u : plan_.units) numel += static_cast<double>(u.numel);
+    Op zero = make(OpKind::copy, Stream::compute, fmt::format("zero grad buffer {}", step_), -1);
+    zero.work = memory_work(numel * plan_.reduce_bytes, 1);
+    g_.add_edge(id, issue(std::move(zero)), EdgeKind::data);
   }
   precompute_float8_scales();
 }

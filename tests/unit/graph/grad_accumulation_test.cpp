@@ -1,0 +1,65 @@
+// Gradients DDP and Megatron's distributed optimizer keep over the micro-steps of a step, added up
+// as each backward makes them (sim/graph/fsdp_reduction.cpp, accumulate_kept_grads), worked by
+// hand on the tiny Llama of tests/data: 4 blocks of 4 x 512^2 + 3 x 512 x 1,376 + 2 x 512 =
+// 3,163,136 parameters, the root's embedding and output (2 x 1,000 x 512) and final norm (512),
+// 13,677,056 in all; bf16 compute (g = 2), fp32 master and reduce dtypes (4).
+#include <doctest/doctest.h>
+
+#include "fixtures/fixtures.hpp"
+
+using namespace shardsim;
+
+namespace {
+
+constexpr double kParams = 4 * 3'163'136.0 + 2 * 1'000 * 512 + 512;
+
+struct Accumulation {
+  double bytes = 0;  // the "grad accumulate" ops' HBM traffic in step 0, every micro-step
+  int ops = 0;
+  double zeroed = 0;  // the "zero grad buffer" op's
+};
+
+Accumulation accumulation(const std::vector<std::string>& sets) {
+  const auto p = test::prepared("tests/data/tiny_llama.yaml", sets);
+  Accumulation a;
+  for (std::size_t i = 0; i < p.graph.size(); ++i) {
+    const graph::Op& op = p.graph.op(static_cast<int>(i));
+    if (op.step != 0) continue;
+    if (op.name.starts_with("grad accumulate ")) {
+      a.bytes += op.work.memory_bytes;
+      ++a.ops;
+    }
+    if (op.name.starts_with("zero grad buffer ")) a.zeroed += op.work.memory_bytes;
+  }
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("DDP adds each later micro-step's gradients to the kept ones: read both, write one, in the master dtype") {
+  // AccumulateGrad keeps the first micro-step's gradient as it is and adds the second's and the
+  // third's in place: 2 x 3 x 4 bytes a parameter, one op per unit with parameters (4 blocks and
+  // the root) and micro-step.
+  const Accumulation three = accumulation({"fsdp.sharding=no_shard", "training.grad_accum=3"});
+  CHECK(three.bytes == doctest::Approx(2 * 3 * 4 * kParams).scale(0));
+  CHECK(three.ops == 2 * 5);
+  CHECK(three.zeroed == doctest::Approx(0.0).scale(1));  // zero_grad(set_to_none=True): nothing to clear
+  // One micro-step a step: nothing to add.
+  CHECK(accumulation({"fsdp.sharding=no_shard"}).ops == 0);
+}
+
+TEST_CASE("Megatron's distributed optimizer adds every micro-step's gradients to its fp32 buffer and zeroes it each step") {
+  // gradient_accumulation_fusion: the weight-gradient GEMMs read and write the fp32 buffer (2 x 4
+  // bytes an element) instead of writing the bf16 gradient (2), 6 bytes more, exposed as the H100's
+  // GEMM output write is (gpu.gemm_output_exposed 0.45), on each of the 3 micro-steps, the first
+  // too; the buffer's memset after the optimizer step writes 4 bytes a parameter.
+  const Accumulation three = accumulation({"fsdp.version=2", "fsdp.sharding=shard_optimizer", "training.grad_accum=3"});
+  CHECK(three.bytes == doctest::Approx(3 * 6 * 0.45 * kParams).scale(0));
+  CHECK(three.ops == 3 * 5);
+  CHECK(three.zeroed == doctest::Approx(4 * kParams).scale(0));
+  // Reduced in bf16, the buffer is bf16: one read of it more (2 x 2 - 2 bytes).
+  const Accumulation bf16 =
+      accumulation({"fsdp.version=2", "fsdp.sharding=shard_optimizer", "training.grad_accum=3", "fsdp.mixed_precision.reduce=bf16"});
+  CHECK(bf16.bytes == doctest::Approx(3 * 2 * 0.45 * kParams).scale(0));
+  CHECK(bf16.zeroed == doctest::Approx(2 * kParams).scale(0));
+}
