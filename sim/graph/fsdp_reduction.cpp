@@ -51,7 +51,11 @@ void FsdpStepBuilder::gather_updated(int u) {
 // and in a pipeline stage none until the schedule's REDUCE_GRAD (pipeline_reduce_grad).
 void FsdpStepBuilder::reduce(int u) {
   if (!has_params(u)) return;
-  if (v2_ && upcasts_accumulated_grads()) upcast_accumulation(u);
+  if (v2_ && upcasts_accumulated_grads()) {
+    upcast_accumulation(u);
+  } else if (v2_) {
+    accumulate_kept_grads(u);
+  }
   if (!syncing()) {
     at(grads_alive_, u) = true;
     return;
@@ -236,11 +240,13 @@ void FsdpStepBuilder::upcast_accumulation(int u) {
   at(last_compute_, u) = id;
 }
 
-// Gradients DDP and ZeRO-1 keep over the micro-steps and pipeline micro-batches of a step, added
-// up as each backward makes them, on the compute stream after the unit's backward:
+// Gradients kept over the micro-steps and pipeline micro-batches of a step, added up as each
+// backward makes them, on the compute stream after the unit's backward:
 // - PyTorch DDP (no_shard): autograd's AccumulateGrad steals the first micro-step's gradient and
 //   adds each later one in place (variable.grad += new_grad): read both, write one, in the
-//   gradients' (master) dtype.
+//   gradients' (master) dtype. FSDP2's unsharded gradients under no_sync or a pipeline schedule
+//   likewise, in the compute dtype, where they are not upcast to a wider reduce dtype
+//   (upcast_accumulation).
 // - Megatron's distributed optimizer (shard_optimizer): its contiguous main-gradient buffer, in
 //   the reduce dtype, takes every micro-step's gradient, the first included (the buffer is zeroed
 //   at the step's start: zero_grad_buffer, priced with the optimizer step). Megatron-Core fuses
@@ -254,7 +260,8 @@ void FsdpStepBuilder::accumulate_kept_grads(int u) {
   if (!megatron && !at(grads_alive_, u)) return;  // DDP's first micro-step: the gradient itself is kept
   const double numel = static_cast<double>(unit(u).numel);
   const double bytes = megatron ? numel * (2.0 * plan_.reduce_bytes - plan_.grad_bytes) * cfg_.cluster.topology.gpu.gemm_output_exposed
-                                : numel * 3.0 * static_cast<double>(plan_.master_bytes);
+                       : plan_.traits.shards_params ? 3.0 * grad_bytes(u)
+                                                    : numel * 3.0 * static_cast<double>(plan_.master_bytes);
   if (bytes <= 0) return;
   Op op = make(OpKind::copy, Stream::compute, "grad accumulate " + unit(u).name, u);
   op.work = memory_work(bytes, megatron ? 0 : 1);  // fused: no launch of its own

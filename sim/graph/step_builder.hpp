@@ -143,7 +143,7 @@ class FsdpStepBuilder {
   [[nodiscard]] Work reduction_kernels(int u, bool first_micro) const;  // casts and divisions around the reduce-scatter
   int post_backward_kernels(int u, bool first_micro);                   // FSDP1: those as one op after backward
   void upcast_accumulation(int u);    // FSDP2: this micro-step's gradients into the reduce-dtype accumulator
-  void accumulate_kept_grads(int u);  // DDP / ZeRO-1: this micro-step's gradients added to the kept ones
+  void accumulate_kept_grads(int u);  // DDP, ZeRO-1, FSDP2: this micro-step's gradients added to the kept ones
   void bucket_reduce(double numel, int producer, bool flush);
   void gather_updated(int u);  // shard_optimizer: the updated parameters, before their first forward
   void optimizer();

@@ -1,5 +1,5 @@
-// Gradients DDP and Megatron's distributed optimizer keep over the micro-steps of a step, added up
-// as each backward makes them (sim/graph/fsdp_reduction.cpp, accumulate_kept_grads), worked by
+// Gradients DDP, Megatron's distributed optimizer and FSDP2 keep over the micro-steps of a step,
+// added up as each backward makes them (sim/graph/fsdp_reduction.cpp, accumulate_kept_grads), worked by
 // hand on the tiny Llama of tests/data: 4 blocks of 4 x 512^2 + 3 x 512 x 1,376 + 2 x 512 =
 // 3,163,136 parameters, the root's embedding and output (2 x 1,000 x 512) and final norm (512),
 // 13,677,056 in all; bf16 compute (g = 2), fp32 master and reduce dtypes (4).
@@ -62,4 +62,17 @@ TEST_CASE("Megatron's distributed optimizer adds every micro-step's gradients to
       accumulation({"fsdp.version=2", "fsdp.sharding=shard_optimizer", "training.grad_accum=3", "fsdp.mixed_precision.reduce=bf16"});
   CHECK(bf16.bytes == doctest::Approx(3 * 2 * 0.45 * kParams).scale(0));
   CHECK(bf16.zeroed == doctest::Approx(2 * kParams).scale(0));
+}
+
+TEST_CASE("FSDP2 under no_sync adds each later micro-step's unsharded gradients in place where it reduces in their dtype") {
+  // Reduced in bf16, the unsharded gradients stay bf16 and autograd adds the second and third
+  // micro-steps' to the first's: 2 x 3 x 2 bytes a parameter (unpadded), one op per unit and
+  // micro-step; nothing zeroed.
+  const Accumulation bf16 =
+      accumulation({"fsdp.version=2", "fsdp.mixed_precision.reduce=bf16", "training.grad_accum=3", "training.no_sync=true"});
+  CHECK(bf16.bytes == doctest::Approx(2 * 3 * 2 * kParams).scale(0));
+  CHECK(bf16.ops == 2 * 5);
+  CHECK(bf16.zeroed == doctest::Approx(0.0).scale(1));
+  // Reducing every micro-step, nothing is kept to add to.
+  CHECK(accumulation({"fsdp.version=2", "fsdp.mixed_precision.reduce=bf16", "training.grad_accum=3"}).ops == 0);
 }
