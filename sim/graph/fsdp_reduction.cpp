@@ -249,7 +249,7 @@ void FsdpStepBuilder::upcast_accumulation(int u) {
 //   (upcast_accumulation).
 // - Megatron's distributed optimizer (shard_optimizer): its contiguous main-gradient buffer, in
 //   the reduce dtype, takes every micro-step's gradient, the first included (the buffer is zeroed
-//   at the step's start: zero_grad_buffer, priced with the optimizer step). Megatron-Core fuses
+//   at the step's start: zero_grad_buffer, an op after the optimizer step here). Megatron-Core fuses
 //   the add into the weight-gradient GEMM (gradient_accumulation_fusion, on by default:
 //   Transformer Engine's fuse_wgrad_accumulation), which then reads and writes the reduce-dtype
 //   buffer in its epilogue instead of writing a compute-dtype gradient: 2r - g bytes an element
