@@ -12,6 +12,7 @@ namespace {
 
 constexpr std::array<std::string_view, 2> kHookOrderNames{"post_first", "pre_first"};
 constexpr std::array<std::string_view, 2> kCopyInStreamNames{"compute", "reduce_scatter"};
+constexpr std::array<std::string_view, 2> kDdpImplNames{"torch", "megatron"};
 constexpr double kNumelMax = static_cast<double>(std::int64_t{1} << 50);
 
 constexpr std::array kFsdpParams{
@@ -57,6 +58,18 @@ constexpr std::array kFsdpParams{
               kCopyInStreamNames},
     ParamSpec{"bucket_size", "size", "25MB", "no_shard, shard_optimizer: DDP gradient bucket (bucket_cap_mb)",
               Range{1, 1e15, Dimension::bytes}},
+    ParamSpec{"ddp_impl",
+              "",
+              "torch",
+              "no_shard: whose data parallelism; torch = PyTorch DDP (gradients in param.grad, in the master dtype, added up by "
+              "autograd); megatron = Megatron-LM's (its model in the compute dtype, fp32 main parameters in the optimizer, "
+              "gradients added into a contiguous buffer in the reduce dtype and zeroed each step)",
+              {},
+              kDdpImplNames},
+    ParamSpec{"grad_accumulation_fusion", "bool", "true",
+              "Megatron's gradient buffer (sharding shard_optimizer, or no_shard with ddp_impl megatron): the linears' "
+              "weight-gradient GEMMs add into it in their epilogue (Megatron-Core's default); false: every gradient added by "
+              "the parameter's backward hook (main_grad.add_), as Megatron-LM before 2022"},
     ParamSpec{"mixed_precision", "mapping {param, reduce} or none", "none", "dtypes of all-gathered parameters and of gradient reduction"},
     ParamSpec{"cpu_offload", "bool", "false", "keep parameter shards, gradients and optimizer on the CPU"},
     ParamSpec{"zero3", "mapping", "{}", "DeepSpeed ZeRO-3 settings (sharding: zero3)"},
@@ -290,6 +303,16 @@ void check_applies(const Reader& r, const FsdpConfig& f, std::vector<ConfigWarni
       if (f.limit_all_gathers) warn("max_inflight_all_gathers", "the rate limiter of all-gathers, and " + why);
     }
   }
+  if (f.sharding != Sharding::no_shard) {
+    warn("ddp_impl", fmt::format("which DDP runs fsdp.sharding: no_shard; fsdp.sharding: {} has none (shard_optimizer is "
+                                 "Megatron's distributed optimizer already)",
+                                 to_string(f.sharding)));
+  }
+  if (!f.megatron_grad_buffer()) {
+    warn("grad_accumulation_fusion",
+         "how Megatron's gradient buffer is filled, which only fsdp.sharding: shard_optimizer or no_shard with fsdp.ddp_impl: "
+         "megatron has");
+  }
   if (!ddp) {
     warn("bucket_size",
          fmt::format("DDP's gradient bucket, used with fsdp.sharding: no_shard or shard_optimizer only, not {}", to_string(f.sharding)));
@@ -361,6 +384,9 @@ FsdpConfig read_fsdp(const Reader& top, std::vector<ConfigWarning>& warnings) {
   f.copy_in_on_reduce_scatter_stream = r.choice("copy_in_stream") == "reduce_scatter";
   f.backward_hook_order = pick<HookOrder>(r, "backward_hook_order");
   f.bucket_size = Bytes(r.quantity("bucket_size", Dimension::bytes));
+  const bool megatron_ddp = r.choice("ddp_impl") == "megatron";
+  f.megatron_ddp = megatron_ddp && f.sharding == Sharding::no_shard;
+  f.grad_accumulation_fusion = r.boolean("grad_accumulation_fusion");
   f.mixed_precision = read_mixed_precision(r);
   f.cpu_offload = r.boolean("cpu_offload");
   f.zero3 = read_zero3(r, f.sharding == Sharding::zero3, warnings);
@@ -368,6 +394,9 @@ FsdpConfig read_fsdp(const Reader& top, std::vector<ConfigWarning>& warnings) {
     r.fail("cpu_offload",
            "offloading with the sharded optimizer (ZeRO-1) is not modelled; expected false (or fsdp.sharding: zero3 "
            "with fsdp.zero3.offload_optimizer)");
+  }
+  if (f.megatron_ddp && f.cpu_offload) {
+    r.fail("cpu_offload", "Megatron-LM's DDP (fsdp.ddp_impl: megatron) does not offload; expected false (or fsdp.ddp_impl: torch)");
   }
   r.finish();
   check_applies(r, f, warnings);

@@ -162,7 +162,9 @@ struct FsdpConfig {
   // pytorch#129721, torch 2.5) rather than the compute stream's.
   bool copy_in_on_reduce_scatter_stream = false;
   HookOrder backward_hook_order = HookOrder::post_first;
-  Bytes bucket_size = Bytes(25e6);  // no_shard: DDP bucket_cap_mb
+  Bytes bucket_size = Bytes(25e6);       // no_shard: DDP bucket_cap_mb
+  bool megatron_ddp = false;             // no_shard as Megatron-LM runs it (fsdp.ddp_impl: megatron)
+  bool grad_accumulation_fusion = true;  // Megatron's buffer filled in the weight-gradient GEMMs
   MixedPrecision mixed_precision;
   bool cpu_offload = false;
   Zero3Config zero3;
@@ -172,6 +174,10 @@ struct FsdpConfig {
   Location reshard_root_where;             // ... of fsdp.reshard_root_after_forward
   Location forward_prefetch_where;         // ... of fsdp.forward_prefetch
   Location backward_prefetch_depth_where;  // ... of fsdp.backward_prefetch_depth
+
+  // Megatron-LM's gradient buffer (main_grad, in the reduce dtype): its distributed optimizer, or
+  // its DDP.
+  [[nodiscard]] bool megatron_grad_buffer() const { return sharding == Sharding::shard_optimizer || megatron_ddp; }
 };
 
 // How several jobs' nodes are laid out on the fabric (cluster.placement).

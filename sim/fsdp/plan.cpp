@@ -39,6 +39,10 @@ class Assigner {
     for (const auto& p : m.params) {
       u.numel += p.numel();
       ++u.tensors;
+      if ((m.type == "Linear" && p.name == "weight") || (m.type == "MultiheadAttention" && p.name == "in_proj_weight")) {
+        u.gemm_weight_numel += p.numel();
+        ++u.gemm_weights;
+      }
       if (version_ == 2) {
         u.padded_numel += dim0_padded_numel(p.shape, group_);
         u.optimizer_tensors.push_back(dim0_padded_numel(p.shape, group_) / group_);

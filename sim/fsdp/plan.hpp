@@ -21,8 +21,12 @@ struct Unit {
   int parent = -1;                   // enclosing unit (-1 for the root)
   std::int64_t numel = 0;            // parameters it holds
   int tensors = 0;                   // how many parameter tensors (nn.Parameters) those are
-  std::int64_t padded_numel = 0;     // as all-gathered: a multiple of the shard group size
-  std::int64_t shard_numel = 0;      // per rank
+  // Of numel and tensors, the linears' weights: what a weight-gradient GEMM produces (Megatron's
+  // gradient_accumulation_fusion adds into its buffer there; the rest by backward hooks).
+  std::int64_t gemm_weight_numel = 0;
+  int gemm_weights = 0;
+  std::int64_t padded_numel = 0;  // as all-gathered: a multiple of the shard group size
+  std::int64_t shard_numel = 0;   // per rank
   bool is_root = false;
   bool reshard_after_forward = true;
   int reshard_to = 0;                 // FSDP2 reshard_after_forward = d: keep a 1/d shard (0: free everything)

@@ -343,9 +343,9 @@ void FsdpStepBuilder::backward_memory(Op& op, const fsdp::Segment& s, int u, mod
   const bool new_grads = !at(grads_alive_, u) || (v2_ && plan_.traits.shards_params && upcasts_accumulated_grads());
   if (s.numel > 0 && unit(u).numel > 0 && new_grads) {
     if (!plan_.traits.shards_params) {
-      // DDP's gradients in the parameters' dtype (the master one); the distributed optimizer's
-      // main gradients in the reduce dtype (Megatron's contiguous grad buffer).
-      const double bytes = static_cast<double>(s.numel) * (plan_.traits.shards_optimizer ? plan_.reduce_bytes : plan_.master_bytes);
+      // PyTorch DDP's gradients in the parameters' dtype (the master one); Megatron's main
+      // gradients in the reduce dtype (its contiguous grad buffer).
+      const double bytes = static_cast<double>(s.numel) * (megatron_buffers() ? plan_.reduce_bytes : plan_.master_bytes);
       op.memory.push_back({MemCategory::grad_shards, bytes, false, Pool::compute});
       grad_shard_frees_.push_back({MemCategory::grad_shards, -bytes, true, Pool::compute});
     } else if (v2_) {
@@ -382,7 +382,7 @@ void FsdpStepBuilder::fill_info() {
   }
   const auto state = fsdp::model_state_bytes(static_cast<double>(shard), 1, plan_.master_bytes, cfg_.training.optimizer);
   const Pool pool = offload_ ? Pool::host : Pool::compute;
-  if (shards_optimizer_only()) {
+  if (megatron_buffers()) {
     info.initial_memory = {
         {MemCategory::sharded_params, static_cast<double>(whole) * plan_.param_bytes, false, pool},
         {MemCategory::optimizer_state, static_cast<double>(whole / plan_.shard_group) * distributed_optimizer_bytes(), false, pool}};

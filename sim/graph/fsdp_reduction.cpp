@@ -247,24 +247,37 @@ void FsdpStepBuilder::upcast_accumulation(int u) {
 //   gradients' (master) dtype. FSDP2's unsharded gradients under no_sync or a pipeline schedule
 //   likewise, in the compute dtype, where they are not upcast to a wider reduce dtype
 //   (upcast_accumulation).
-// - Megatron's distributed optimizer (shard_optimizer): its contiguous main-gradient buffer, in
-//   the reduce dtype, takes every micro-step's gradient, the first included (the buffer is zeroed
-//   at the step's start: zero_grad_buffer, an op after the optimizer step here). Megatron-Core fuses
-//   the add into the weight-gradient GEMM (gradient_accumulation_fusion, on by default:
-//   Transformer Engine's fuse_wgrad_accumulation), which then reads and writes the reduce-dtype
-//   buffer in its epilogue instead of writing a compute-dtype gradient: 2r - g bytes an element
-//   more (6 for fp32 over bf16), exposed as much as a GEMM's output write is
-//   (gpu.gemm_output_exposed, engine/compute_model.cpp).
+// - Megatron-LM (megatron_buffers: its distributed optimizer, or its DDP): a contiguous
+//   main-gradient buffer in the reduce dtype takes every micro-step's gradient, the first included
+//   (the buffer is zeroed at the step's start: zero_grad_buffer, an op after the optimizer step
+//   here). Each parameter's backward hook adds its gradient (main_grad.add_(grad): read the buffer
+//   and the gradient, write the buffer, 2r + g bytes an element, a kernel a parameter;
+//   megatron/model/distributed.py in 2021, megatron/core/distributed today). Megatron-Core fuses
+//   the add for the linears' weights into their weight-gradient GEMMs
+//   (fsdp.grad_accumulation_fusion, on by default: Transformer Engine's fuse_wgrad_accumulation),
+//   which then read and write the buffer in their epilogue instead of writing a compute-dtype
+//   gradient: 2r - g bytes an element more (6 for fp32 over bf16), exposed as much as a GEMM's
+//   output write is (gpu.gemm_output_exposed, engine/compute_model.cpp); the embeddings', norms'
+//   and biases' gradients still go through the hook.
 void FsdpStepBuilder::accumulate_kept_grads(int u) {
-  const bool megatron = shards_optimizer_only();
+  const bool megatron = megatron_buffers();
   if (!megatron && !at(grads_alive_, u)) return;  // DDP's first micro-step: the gradient itself is kept
-  const double numel = static_cast<double>(unit(u).numel);
-  const double bytes = megatron ? numel * (2.0 * plan_.reduce_bytes - plan_.grad_bytes) * cfg_.cluster.topology.gpu.gemm_output_exposed
-                       : plan_.traits.shards_params ? 3.0 * grad_bytes(u)
-                                                    : numel * 3.0 * static_cast<double>(plan_.master_bytes);
-  if (bytes <= 0) return;
-  Op op = make(OpKind::copy, Stream::compute, "grad accumulate " + unit(u).name, u);
-  op.work = memory_work(bytes, megatron ? 0 : 1);  // fused: no launch of its own
+  const fsdp::Unit& un = unit(u);
+  Work work;
+  if (megatron) {
+    const double r = plan_.reduce_bytes;
+    const double g = plan_.grad_bytes;
+    const bool fused = fsdp_.grad_accumulation_fusion;
+    const double in_gemms = fused ? static_cast<double>(un.gemm_weight_numel) : 0.0;
+    const double hooked = static_cast<double>(un.numel) - in_gemms;
+    work = memory_work(hooked * (2 * r + g), un.tensors - (fused ? un.gemm_weights : 0));
+    work.memory_bytes += in_gemms * (2 * r - g) * cfg_.cluster.topology.gpu.gemm_output_exposed;
+  } else {
+    work = memory_work(plan_.traits.shards_params ? 3.0 * grad_bytes(u) : static_cast<double>(un.numel) * 3.0 * plan_.master_bytes, 1);
+  }
+  if (work.memory_bytes <= 0) return;
+  Op op = make(OpKind::copy, Stream::compute, "grad accumulate " + un.name, u);
+  op.work = work;
   const int id = issue(std::move(op));
   g_.add_edge(at(last_compute_, u), id, EdgeKind::data);
   at(last_compute_, u) = id;
@@ -280,12 +293,17 @@ void FsdpStepBuilder::optimizer() {
     shard += n;
     unit_params.push_back(static_cast<double>(n));
   }
-  // The distributed optimizer then copies its updated master shard into the model's parameters
-  // where their dtypes differ (Megatron's _copy_main_params_to_model_params: read fp32, write
-  // bf16), the shard the all-gather sends. FSDP casts in its all-gather copy-in instead.
+  // Megatron's optimizers copy the reduced gradients of the parameters a rank updates into their
+  // fp32 main gradients where the buffer is narrower (_copy_model_grads_to_main_grads: read r,
+  // write 4), and after the step the updated main parameters into the model's where their dtypes
+  // differ (_copy_main_params_to_model_params: read fp32, write bf16; the distributed optimizer's
+  // shard is what its all-gather sends). FSDP casts in its all-gather copy-in instead.
   double copy_bytes = 0;
-  if (shards_optimizer_only() && plan_.param_bytes != plan_.master_bytes) {
+  if (megatron_buffers() && plan_.param_bytes != plan_.master_bytes) {
     copy_bytes = static_cast<double>(shard) * (plan_.master_bytes + plan_.param_bytes);
+  }
+  if (megatron_buffers() && plan_.reduce_bytes != plan_.master_bytes) {
+    copy_bytes += static_cast<double>(shard) * (plan_.reduce_bytes + plan_.master_bytes);
   }
   grad_norm_all_reduces();
   // With offload the step runs on the CPU thread over host memory, after the final callback's
@@ -309,6 +327,8 @@ void FsdpStepBuilder::optimizer() {
   // shard_optimizer: the next step starts from parameters updated in pieces (gather_updated).
   if (shards_optimizer_only()) {
     for (std::size_t u = 0; u < plan_.units.size(); ++u) at(available_, static_cast<int>(u)) = -1;
+  }
+  if (megatron_buffers()) {
     // Megatron's main-gradient buffer zeroed for the next step (zero_grad_buffer at its start: a
     // memset of the buffer, every parameter of the rank's model chunk in the reduce dtype).
     double numel = 0;

@@ -163,17 +163,22 @@ class FsdpStepBuilder {
   // ---- sizes and state ----
   [[nodiscard]] const fsdp::Unit& unit(int u) const { return plan_.units[static_cast<std::size_t>(u)]; }
   [[nodiscard]] bool has_params(int u) const { return unit(u).padded_numel > 0; }
-  // no_shard with mixed precision: parameters kept in the master dtype, cast for compute per unit.
+  // no_shard with mixed precision (PyTorch DDP): parameters kept in the master dtype, cast for
+  // compute per unit.
   [[nodiscard]] bool casts_params() const {
-    return !plan_.traits.shards_params && !plan_.traits.shards_optimizer && plan_.param_bytes != plan_.master_bytes;
+    return !plan_.traits.shards_params && !megatron_buffers() && plan_.param_bytes != plan_.master_bytes;
   }
   // shard_optimizer (ZeRO-1): parameters whole, optimizer state sharded.
   [[nodiscard]] bool shards_optimizer_only() const { return !plan_.traits.shards_params && plan_.traits.shards_optimizer; }
+  // Megatron-LM's data parallelism (its distributed optimizer, shard_optimizer, or its DDP,
+  // no_shard with fsdp.ddp_impl: megatron): the model's parameters in the compute dtype, fp32
+  // main parameters beside the optimizer's state (of the rank's 1/dp), and a contiguous main-
+  // gradient buffer in the reduce dtype that every micro-step's gradients are added into.
+  [[nodiscard]] bool megatron_buffers() const { return shards_optimizer_only() || (!plan_.traits.shards_params && fsdp_.megatron_ddp); }
   // torch.optim's state, on the GPU, created at the first step. CPU offload's is host memory;
-  // shard_optimizer's (Megatron's distributed optimizer) is held with its fp32 main parameters
-  // from the start, as one figure (distributed_optimizer_bytes), though FusedAdam too makes its
-  // moments at the first step.
-  [[nodiscard]] bool lazy_optimizer_state() const { return !offload_ && !shards_optimizer_only(); }
+  // Megatron's optimizers hold theirs with the fp32 main parameters from the start, as one figure
+  // (distributed_optimizer_bytes), though FusedAdam too makes its moments at the first step.
+  [[nodiscard]] bool lazy_optimizer_state() const { return !offload_ && !megatron_buffers(); }
   [[nodiscard]] double unsharded_bytes(int u) const;
   [[nodiscard]] double grad_bytes(int u) const;
   [[nodiscard]] double reduce_buffer_bytes(int u) const;

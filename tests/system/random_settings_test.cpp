@@ -44,6 +44,8 @@ const std::vector<Choice> kSettings{
     {"fsdp.version", {"1", "2", "2"}},
     {"fsdp.sharding", {"full_shard", "shard_grad_op", "no_shard", "hybrid_shard", "hybrid_shard_zero2", "zero3", "shard_optimizer"}},
     {"fsdp.forward_prefetch", {"false", "true"}},
+    {"fsdp.ddp_impl", {"torch", "megatron"}},
+    {"fsdp.grad_accumulation_fusion", {"true", "false"}},
     {"fsdp.cpu_offload", {"true", "false"}},
     {"fsdp.mixed_precision.param", {"bf16", "fp32"}},
     {"fsdp.zero3.offload_optimizer", {"none", "cpu", "nvme"}},
