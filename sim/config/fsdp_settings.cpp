@@ -332,7 +332,7 @@ bool forward_prefetch_applies(const ScenarioConfig& s) {
   const FsdpConfig& f = s.fsdp;
   if (f.sharding == Sharding::shard_optimizer || f.sharding == Sharding::zero3) return false;
   if (f.sharding != Sharding::no_shard) return true;
-  return f.mixed_precision.enabled && dtype_bytes(f.mixed_precision.param) != dtype_bytes(s.training.dtype);
+  return !f.megatron_ddp && f.mixed_precision.enabled && dtype_bytes(f.mixed_precision.param) != dtype_bytes(s.training.dtype);
 }
 
 bool keeps_every_unit(const FsdpConfig& f, std::int64_t pp) {

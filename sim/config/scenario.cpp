@@ -338,8 +338,11 @@ ScenarioConfig load_scenario(const std::filesystem::path& file, std::span<const 
   }
   if (s.fsdp.sharding == Sharding::no_shard && s.fsdp.forward_prefetch > 0 && !forward_prefetch_applies(s)) {
     s.warnings.push_back({s.fsdp.forward_prefetch_where, "fsdp.forward_prefetch",
-                          "forward prefetching, and fsdp.sharding: no_shard all-gathers no parameters and, without mixed precision, "
-                          "casts none; it is ignored"});
+                          s.fsdp.megatron_ddp
+                              ? "forward prefetching, and Megatron-LM's DDP (fsdp.ddp_impl: megatron) keeps its parameters in the "
+                                "compute dtype: nothing to gather or cast; it is ignored"
+                              : "forward prefetching, and fsdp.sharding: no_shard all-gathers no parameters and, without mixed "
+                                "precision, casts none; it is ignored"});
   }
   if (s.training.keep_logits && s.parallelism.pp > 1) {
     s.warnings.push_back({s.training.keep_logits_where, "training.keep_logits",

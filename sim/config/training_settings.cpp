@@ -60,7 +60,7 @@ constexpr std::array kTrainingParams{
               "80 bytes a parameter for AdamW in fp32, 72 for Adam at its default weight_decay of 0, and a temporary of "
               "the state's size); fused = one kernel "
               "(torch's fused=True, torchtitan's default since 2025-02, DeepSpeed's and Megatron's FusedAdam: 28 bytes); "
-              "auto = foreach, fused under zero3 and shard_optimizer (fsdp/model_state.hpp)",
+              "auto = foreach, fused under zero3, shard_optimizer and fsdp.ddp_impl: megatron (fsdp/model_state.hpp)",
               {},
               kOptimizerImplNames},
     ParamSpec{"activation_checkpointing",

@@ -22,7 +22,8 @@ bool fused_optimizer(const config::ScenarioConfig& s) {
     case config::OptimizerImpl::automatic:
       break;
   }
-  return s.fsdp.sharding == config::Sharding::zero3 || s.fsdp.sharding == config::Sharding::shard_optimizer;
+  // DeepSpeed's and Megatron-LM's own optimizers are apex's / their FusedAdam.
+  return s.fsdp.sharding == config::Sharding::zero3 || s.fsdp.megatron_grad_buffer();
 }
 
 double optimizer_bytes_per_param(config::Optimizer o, bool fused, int storage_bytes) {

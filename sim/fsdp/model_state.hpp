@@ -19,8 +19,8 @@ struct ModelStateBytes {
 [[nodiscard]] int optimizer_states(config::Optimizer o);
 
 // Whether the optimizer step runs fused (training.optimizer_impl; auto: torch.optim's foreach
-// default, fused under zero3 and shard_optimizer, whose frameworks step with DeepSpeed's or
-// Megatron-LM's FusedAdam).
+// default, fused under zero3, shard_optimizer and Megatron-LM's DDP, whose frameworks step with
+// DeepSpeed's or Megatron-LM's FusedAdam).
 [[nodiscard]] bool fused_optimizer(const config::ScenarioConfig& s);
 
 // HBM traffic of one optimizer step per parameter, with gradient-norm clipping (foreach norm and

@@ -92,6 +92,34 @@ TEST_CASE("shard_optimizer: the step updates 1/dp of the parameters and copies t
   CHECK(bytes_per_param("fsdp.mixed_precision=none") == doctest::Approx(adam).scale(0));
 }
 
+TEST_CASE("Megatron-LM's DDP holds what the distributed optimizer does on one rank and copies gradients in and parameters out") {
+  // fsdp.ddp_impl: megatron is that table at d = 1: bf16 parameters with fp32 gradients 2 + 4 + 12,
+  // with bf16 gradients 2 + 2 + 16 (the fp32 main gradients the optimizer makes from the buffer
+  // among the 16). Its step: fused AdamW and clipping (28 + 12 B), the updated fp32 parameters
+  // into the bf16 model (4 + 2) and, from a bf16 buffer, the gradients into fp32 (2 + 4).
+  struct Case {
+    const char* mp;
+    double params, grads, optimizer, step;  // bytes per parameter
+  };
+  for (const Case& c : {Case{"fsdp.mixed_precision={param: bf16, reduce: fp32}", 2, 4, 12, 40 + 6},
+                        Case{"fsdp.mixed_precision={param: bf16, reduce: bf16}", 2, 2, 16, 40 + 6 + 6}}) {
+    CAPTURE(c.mp);
+    const State s = model_state({"fsdp.sharding=no_shard", "fsdp.ddp_impl=megatron", c.mp});
+    REQUIRE(s.numel > 0);
+    CHECK(s.params / s.numel == doctest::Approx(c.params).scale(0));
+    CHECK(s.optimizer / s.numel == doctest::Approx(c.optimizer).scale(0));
+    CHECK(s.grads / s.numel == doctest::Approx(c.grads).epsilon(1e-3).scale(0));
+    const std::vector<std::string> sets{"fsdp.version=2", "fsdp.sharding=no_shard", "fsdp.ddp_impl=megatron", "cluster.nodes=2", c.mp};
+    const auto p = cli::prepare(test::source_dir() / "tests/data/tiny_llama.yaml", sets);
+    double step = 0;
+    for (std::size_t o = 0; o < p.graph.size(); ++o) {
+      const auto& op = p.graph.op(static_cast<int>(o));
+      if (op.kind == OpKind::optimizer) step = op.work.memory_bytes;
+    }
+    CHECK(step / s.numel == doctest::Approx(c.step).scale(0));
+  }
+}
+
 TEST_CASE("shard_optimizer: every step reduce-scatters the gradients and all-gathers the parameters over the data-parallel ranks") {
   // TP 2 x 8 data-parallel ranks on 2 nodes, two steps. Per step: reduce-scatters of the whole
   // gradients (fp32, 4 B a parameter) and all-gathers of the whole parameters (bf16, 2 B), each
