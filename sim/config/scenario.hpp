@@ -106,7 +106,9 @@ struct TrainingConfig {
   DType dtype = DType::fp32;           // how parameters, gradients and optimizer state are stored
   Located<bool> compile;               // torch.compile per transformer block (model/blocks.cpp: what fuses)
   Located<AttentionKernel> attention;  // model/attention_impl.hpp
-  Located<double> dropout;             // GPT blocks: attention_dropout and hidden_dropout (Megatron-LM's)
+  Located<double> dropout;             // GPT blocks: hidden_dropout (Megatron-LM's), and attention_dropout's default
+  Located<double> attention_dropout;   // GPT blocks: on the attention probabilities (dropout's when not given)
+  bool attention_dropout_given = false;
   Float8Config float8;
 };
 

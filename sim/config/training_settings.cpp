@@ -92,8 +92,12 @@ constexpr std::array kTrainingParams{
               {},
               kAttentionNames},
     ParamSpec{"dropout", "probability", "0",
-              "GPT blocks: dropout on the attention probabilities (needs attention: unfused) and on both residual branches, "
-              "as Megatron-LM's attention_dropout and hidden_dropout; its masks and kernels are priced",
+              "GPT blocks: dropout on both residual branches (Megatron-LM's hidden_dropout, fused into its bias-dropout-add) "
+              "and, unless attention_dropout says otherwise, on the attention probabilities; its masks and kernels are priced",
+              Range{0, 0.99}},
+    ParamSpec{"attention_dropout", "probability", "-",
+              "GPT blocks: dropout on the attention probabilities (Megatron-LM's attention_dropout; default: dropout); priced "
+              "with attention: unfused only, a flash kernel's in-kernel dropout is not modelled",
               Range{0, 0.99}},
 };
 constexpr Schema kTrainingSchema{"training", "the training loop", kTrainingParams};
@@ -152,6 +156,9 @@ TrainingConfig read_training(const Reader& top, std::vector<ConfigWarning>& warn
   t.compile = {r.boolean("compile"), r.where("compile")};
   t.attention = {pick<AttentionKernel>(r, "attention"), r.where("attention")};
   t.dropout = {r.number("dropout"), r.where("dropout")};
+  t.attention_dropout_given = r.has("attention_dropout");
+  t.attention_dropout =
+      t.attention_dropout_given ? Located<double>{r.number("attention_dropout"), r.where("attention_dropout")} : t.dropout;
   t.float8 = read_float8(r);
   if (t.dtype == DType::fp16) r.fail("dtype", "expected fp32 or bf16 (pure fp16 training is not modelled)");
   return t;

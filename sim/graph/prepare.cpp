@@ -107,14 +107,20 @@ void check_attention(const config::ScenarioConfig& s, const model::TransformerSp
                                     model_label(spec), spec.sliding_window));
     }
   }
-  if (t.dropout.value > 0 && spec.arch != model::Arch::gpt) {
-    throw ConfigError(t.dropout.where, "training.dropout",
-                      fmt::format("dropout is modelled for GPT blocks (Megatron-LM's, GPT-2's); {} has {} blocks; expected 0",
-                                  model_label(spec), model::to_string(spec.arch)));
+  const bool attention_written = t.attention_dropout_given;  // else it is dropout's value, said at dropout's key
+  for (const auto& [d, key] : {std::pair{&t.dropout, "training.dropout"}, std::pair{&t.attention_dropout, "training.attention_dropout"}}) {
+    if (d->value > 0 && spec.arch != model::Arch::gpt) {
+      throw ConfigError(d->where, key,
+                        fmt::format("dropout is modelled for GPT blocks (Megatron-LM's, GPT-2's); {} has {} blocks; expected 0",
+                                    model_label(spec), model::to_string(spec.arch)));
+    }
   }
-  if (t.dropout.value > 0 && !unfused) {
-    throw ConfigError(t.dropout.where, "training.dropout",
-                      "dropout inside a flash attention kernel is not modelled; expected dropout: 0, or attention: unfused");
+  if (t.attention_dropout.value > 0 && !unfused) {
+    throw ConfigError(t.attention_dropout.where, attention_written ? "training.attention_dropout" : "training.dropout",
+                      attention_written ? "dropout inside a flash attention kernel is not modelled; expected attention_dropout: 0, or "
+                                          "attention: unfused"
+                                        : "dropout inside a flash attention kernel is not modelled; expected dropout: 0, "
+                                          "attention_dropout: 0 (the residual branches' dropout alone), or attention: unfused");
   }
 }
 
@@ -258,11 +264,11 @@ Prepared prepare(config::ScenarioConfig scenario, const Deadline& deadline) {
   }
   check_attention(s, spec);
   const bool unfused = s.training.attention.value == config::AttentionKernel::unfused;
-  p.model = model::build_model(
-      spec, s.training.seq_len, act_bytes,
-      model::BlockOptions{tp, s.training.compile.value, s.parallelism.cp, s.training.loss_upcast,
-                          s.training.keep_logits && s.parallelism.pp == 1, s.training.keep_logits_fp32, s.training.compile_loss,
-                          s.training.loss_impl.value == config::LossImpl::megatron, unfused, s.training.dropout.value});
+  p.model = model::build_model(spec, s.training.seq_len, act_bytes,
+                               model::BlockOptions{tp, s.training.compile.value, s.parallelism.cp, s.training.loss_upcast,
+                                                   s.training.keep_logits && s.parallelism.pp == 1, s.training.keep_logits_fp32,
+                                                   s.training.compile_loss, s.training.loss_impl.value == config::LossImpl::megatron,
+                                                   unfused, s.training.dropout.value, s.training.attention_dropout.value});
   apply_float8(p, act_bytes);
   deadline.check("while building the model");
   fsdp::WrapPolicyRegistry policies;

@@ -64,7 +64,8 @@ struct BlockOptions {
   bool compile_loss = false;       // the loss function under torch.compile (transformer.cpp)
   bool megatron_loss = false;      // Megatron-LM's vocab-parallel cross-entropy (transformer.cpp)
   bool unfused_attention = false;  // training.attention: unfused (model/attention_impl.hpp)
-  double dropout = 0;              // training.dropout (GPT blocks)
+  double dropout = 0;              // training.dropout (GPT blocks: the residual branches)
+  double attention_dropout = 0;    // training.attention_dropout (GPT blocks, unfused attention: the probabilities)
 };
 
 // One piece of compute done by a module itself (not by its children), per micro-batch of

@@ -231,7 +231,7 @@ Model build_model(const TransformerSpec& spec, std::int64_t seq_len, int act_byt
   model.tp = tp;
   model.compiled = options.compiled;
   model.root = build_root(spec, act_bytes, options);
-  if (options.unfused_attention) apply_unfused_attention(model.root, seq_len, act_bytes, options.dropout);
+  if (options.unfused_attention) apply_unfused_attention(model.root, seq_len, act_bytes, options.attention_dropout);
   if (tp.degree == 1) {
     model.total_params_ = model.root.numel();
     model.embedding_params_ = embedding_numel(model.root);

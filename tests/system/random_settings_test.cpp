@@ -41,6 +41,8 @@ const std::vector<Choice> kSettings{
     {"training.loss_upcast", {"true", "false"}},
     {"training.loss_impl", {"torch", "megatron"}},
     {"training.expandable_segments", {"true", "false"}},
+    {"training.dropout", {"0", "0.1"}},
+    {"training.attention_dropout", {"0", "0.1"}},
     {"fsdp.version", {"1", "2", "2"}},
     {"fsdp.sharding", {"full_shard", "shard_grad_op", "no_shard", "hybrid_shard", "hybrid_shard_zero2", "zero3", "shard_optimizer"}},
     {"fsdp.forward_prefetch", {"false", "true"}},

@@ -73,6 +73,24 @@ TEST_CASE("dropout 0.1 with unfused attention: masks on the probabilities and on
   CHECK(dropped_bwd.memory_bytes - plain_bwd.memory_bytes == doctest::Approx(5 * kScores + 2 * 2 * 512 * kTokens).scale(0));
 }
 
+TEST_CASE("hidden dropout alone runs with a flash kernel: the residual branches' masks, nothing on the probabilities") {
+  // training.attention_dropout: 0 keeps the probabilities whole, so the flash kernel runs as it is
+  // (Megatron-Core's runs with hidden dropout and fused attention); the two residual adds write a
+  // 1-byte mask per element of h, 2 h a token forward, twice that backward, and keep the masks.
+  const BlockWork plain = block("FWD h.1", {});
+  const BlockWork hidden = block("FWD h.1", {"training.dropout=0.1", "training.attention_dropout=0"});
+  CHECK(hidden.memory_bytes - plain.memory_bytes == doctest::Approx(2 * 512 * kTokens).scale(0));
+  CHECK(hidden.attention_flops == doctest::Approx(plain.attention_flops).scale(0));
+  CHECK(hidden.saved_none - plain.saved_none == doctest::Approx(2.0 * 512).scale(0));
+  const BlockWork plain_bwd = block("BWD h.1", {});
+  const BlockWork hidden_bwd = block("BWD h.1", {"training.dropout=0.1", "training.attention_dropout=0"});
+  CHECK(hidden_bwd.memory_bytes - plain_bwd.memory_bytes == doctest::Approx(2 * 2 * 512 * kTokens).scale(0));
+  // Unfused, attention_dropout alone drops the probabilities: (2a + 1) E, no residual masks.
+  const BlockWork unfused = block("FWD h.1", {"training.attention=unfused"});
+  const BlockWork probs = block("FWD h.1", {"training.attention=unfused", "training.attention_dropout=0.1"});
+  CHECK(probs.memory_bytes - unfused.memory_bytes == doctest::Approx(5 * kScores).scale(0));
+}
+
 TEST_CASE("unfused attention keeps its probabilities for backward, per token heads x s x bytes") {
   const BlockWork flash = block("FWD h.1", {});
   const BlockWork unfused = block("FWD h.1", {"training.attention=unfused"});
