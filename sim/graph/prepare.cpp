@@ -107,7 +107,6 @@ void check_attention(const config::ScenarioConfig& s, const model::TransformerSp
                                     model_label(spec), spec.sliding_window));
     }
   }
-  const bool attention_written = t.attention_dropout_given;  // else it is dropout's value, said at dropout's key
   for (const auto& [d, key] : {std::pair{&t.dropout, "training.dropout"}, std::pair{&t.attention_dropout, "training.attention_dropout"}}) {
     if (d->value > 0 && spec.arch != model::Arch::gpt) {
       throw ConfigError(d->where, key,
@@ -116,11 +115,12 @@ void check_attention(const config::ScenarioConfig& s, const model::TransformerSp
     }
   }
   if (t.attention_dropout.value > 0 && !unfused) {
-    throw ConfigError(t.attention_dropout.where, attention_written ? "training.attention_dropout" : "training.dropout",
-                      attention_written ? "dropout inside a flash attention kernel is not modelled; expected attention_dropout: 0, or "
-                                          "attention: unfused"
-                                        : "dropout inside a flash attention kernel is not modelled; expected dropout: 0, "
-                                          "attention_dropout: 0 (the residual branches' dropout alone), or attention: unfused");
+    // Not written, attention_dropout is dropout's value, said at dropout's key.
+    const bool own_key = t.attention_dropout_given;
+    throw ConfigError(
+        t.attention_dropout.where, own_key ? "training.attention_dropout" : "training.dropout",
+        fmt::format("dropout inside a flash attention kernel is not modelled; expected {}, or attention: unfused",
+                    own_key ? "attention_dropout: 0" : "dropout: 0, attention_dropout: 0 (the residual branches' dropout alone)"));
   }
 }
 

@@ -174,7 +174,7 @@ class FsdpStepBuilder {
   // no_shard with fsdp.ddp_impl: megatron): the model's parameters in the compute dtype, fp32
   // main parameters beside the optimizer's state (of the rank's 1/dp), and a contiguous main-
   // gradient buffer in the reduce dtype that every micro-step's gradients are added into.
-  [[nodiscard]] bool megatron_buffers() const { return shards_optimizer_only() || (!plan_.traits.shards_params && fsdp_.megatron_ddp); }
+  [[nodiscard]] bool megatron_buffers() const { return fsdp_.megatron_grad_buffer(); }
   // torch.optim's state, on the GPU, created at the first step. CPU offload's is host memory;
   // Megatron's optimizers hold theirs with the fp32 main parameters from the start, as one figure
   // (distributed_optimizer_bytes), though FusedAdam too makes its moments at the first step.
