@@ -109,20 +109,31 @@ ErrorBand memory_band(const std::vector<Residual>& residuals, Measure m) {
 
 ErrorBand error_band(const std::vector<Residual>& residuals, const Regime& r) {
   const auto throughput = [](const Residual& x) { return measure_of(x.metric) == Measure::throughput; };
+  // A band over every GPU generation says so where fewer than kMinRuns of its runs were on this one.
+  const auto pooled = [&](ErrorBand band, auto keep) {
+    const int own = static_cast<int>(errors_where(residuals, [&](const Residual& x) { return keep(x) && x.regime.arch == r.arch; }).size());
+    if (own < kMinRuns) {
+      band.gpu_runs = own;
+      band.basis += own == 0 ? fmt::format(", none on {} GPUs", r.arch) : fmt::format(", only {} on {} GPUs", own, r.arch);
+    }
+    return band;
+  };
   const bool cp = r.context == "cp";
   if (cp) {
-    const std::vector<double> errors =
-        errors_where(residuals, [&](const Residual& x) { return throughput(x) && x.regime.context == "cp"; });
-    if (static_cast<int>(errors.size()) >= kMinRuns) return interval(errors, "runs with context parallelism");
+    const auto keep = [&](const Residual& x) { return throughput(x) && x.regime.context == "cp"; };
+    const std::vector<double> errors = errors_where(residuals, keep);
+    if (static_cast<int>(errors.size()) >= kMinRuns) return pooled(interval(errors, "runs with context parallelism"), keep);
   }
   for (const Level& l : std::array<Level, 4>{{{true, true, true}, {true, true, false}, {false, true, false}, {false, false, false}}}) {
-    const std::vector<double> errors = errors_where(residuals, [&](const Residual& x) {
+    const auto keep = [&](const Residual& x) {
       return throughput(x) && !(l.arch && x.regime.arch != r.arch) && !(l.float8 && x.regime.float8 != r.float8) &&
              !(l.bound && x.regime.bound != r.bound) && (cp || x.regime.context != "cp");
-    });
+    };
+    const std::vector<double> errors = errors_where(residuals, keep);
     if (static_cast<int>(errors.size()) < kMinRuns && (l.arch || l.float8)) continue;
     if (errors.size() < 2) return {};
-    return interval(errors, describe(r, l));
+    ErrorBand band = interval(errors, describe(r, l));
+    return l.arch ? band : pooled(std::move(band), keep);
   }
   return {};
 }

@@ -46,6 +46,10 @@ struct ErrorBand {
   double error_high = 0;
   int runs = 0;       // published runs it rests on (0: none: no band)
   std::string basis;  // "hopper GPUs without float8", "all runs", ...
+  // Where the band pools GPU generations and fewer than five of its runs are on the prediction's
+  // own (none, for a GPU no published run used): how many are; -1 where that is not so. The basis
+  // then says it ("runs without float8, none on blackwell GPUs"): the range is other GPUs'.
+  int gpu_runs = -1;
 };
 
 [[nodiscard]] Regime regime_of(const config::ScenarioConfig& s, double exposed_comm_s, double step_s);
@@ -57,6 +61,7 @@ struct ErrorBand {
 // there are at least five, else the same GPU generation and float8 class, else the same float8
 // class on any GPU, else all runs; a run without context parallelism leaves the context-parallel
 // runs out of each. runs == 0 when there are fewer than two. Only throughput residuals count.
+// A band that pools GPU generations says how few of its runs were on the prediction's own (gpu_runs).
 [[nodiscard]] ErrorBand error_band(const std::vector<Residual>& residuals, const Regime& r);
 
 // What a residual measures: throughput, or peak reserved or allocated memory.

@@ -438,6 +438,7 @@ Summary summarize(const SummaryInput& in) {
     s.tokens_range_high = s.tokens_per_s_per_gpu / (1 + band.error_low);
     s.range_runs = band.runs;
     s.range_basis = band.basis;
+    s.range_gpu_runs = band.gpu_runs;
   }
 
   if (s.pp_stages > 1) {

@@ -144,6 +144,7 @@ struct Summary {
   double tokens_range_high = 0;
   int range_runs = 0;
   std::string range_basis;
+  int range_gpu_runs = -1;  // of those, on this GPU generation, where fewer than five are (ErrorBand::gpu_runs); -1: enough
   // The same for the peak memory figures, from every published run's memory error (runs == 0: none).
   struct MemoryRange {
     double low = 0;

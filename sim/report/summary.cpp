@@ -114,6 +114,12 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
     row("  90% range",
         fmt::format("{} - {}  (from the errors on {} published runs: {}; docs/fidelity.md)", grouped(std::llround(s.tokens_range_low)),
                     grouped(std::llround(s.tokens_range_high)), s.range_runs, s.range_basis));
+    if (s.range_gpu_runs == 0) {
+      row("  not validated on this GPU",
+          fmt::format("no published run on {} GPUs is scored (make validate): the range is from other GPUs' runs, and the figures its "
+                      "topology marks [assumed] are unchecked",
+                      config::kGpuArchNames[static_cast<std::size_t>(scenario.cluster.topology.gpu.arch)]));
+    }
   }
   row("TFLOPS per GPU", fmt::format("{:.1f}  (model FLOPs: 6N + 12 l h q s per token)", s.tflops_per_gpu));
   row("MFU", fmt::format("{:.1f} %", 100 * s.mfu));
@@ -297,7 +303,11 @@ nlohmann::json summary_json(const Summary& s) {
        s.range_runs > 0 && s.tokens_range_low > 0
            ? nlohmann::json::array({s.tokens_per_step_per_gpu / s.tokens_range_high, s.tokens_per_step_per_gpu / s.tokens_range_low})
            : nlohmann::json(nullptr)},
-      {"range_basis", s.range_runs > 0 ? nlohmann::json{{"runs", s.range_runs}, {"regime", s.range_basis}} : nlohmann::json(nullptr)},
+      {"range_basis", s.range_runs > 0
+                          ? nlohmann::json{{"runs", s.range_runs},
+                                           {"regime", s.range_basis},
+                                           {"gpu_runs", s.range_gpu_runs >= 0 ? nlohmann::json(s.range_gpu_runs) : nlohmann::json(nullptr)}}
+                          : nlohmann::json(nullptr)},
       {"tflops_per_gpu", s.tflops_per_gpu},
       {"mfu", s.mfu},
       {"compute_s", s.compute_s},

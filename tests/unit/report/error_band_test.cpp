@@ -25,15 +25,24 @@ TEST_CASE("a 90% error band is the t prediction interval of the regime's errors,
   CHECK(b.runs == 5);
   CHECK((b.error_low + b.error_high) / 2 == doctest::Approx(0.4).scale(0));
   CHECK(b.basis == "hopper GPUs without float8, communication-bound");
-  // Ampere has no runs of its own: fewer than five, so the band is that of every run without float8.
+  // Ampere has one run of its own: fewer than five, so the band is that of every run without
+  // float8, which says how few of them were on its GPUs.
+  CHECK(b.gpu_runs == -1);  // the Hopper band above is Hopper's own
   r.push_back({"Y", "tokens/s", {"ampere", "none", "compute"}, 0.5});
   b = report::error_band(r, {"ampere", "none", "compute"});
   CHECK(b.runs == 11);
-  CHECK(b.basis == "runs without float8");
-  // No float8 runs at all: every run.
+  CHECK(b.basis == "runs without float8, only 1 on ampere GPUs");
+  CHECK(b.gpu_runs == 1);
+  // A GPU no published run used: the same band, other GPUs' errors only.
+  b = report::error_band(r, {"blackwell", "none", "compute"});
+  CHECK(b.runs == 11);
+  CHECK(b.basis == "runs without float8, none on blackwell GPUs");
+  CHECK(b.gpu_runs == 0);
+  // No float8 runs at all: every run; ten of the eleven on Hopper, so nothing to add.
   b = report::error_band(r, {"hopper", "tensorwise", "compute"});
   CHECK(b.runs == 11);
   CHECK(b.basis == "all runs");
+  CHECK(b.gpu_runs == -1);
   CHECK(report::error_band({}, {"hopper", "none", "compute"}).runs == 0);
 }
 
@@ -57,7 +66,8 @@ TEST_CASE("a context-parallel run takes the band of the context-parallel runs, a
   r.push_back({"P", "tokens/s", {"ampere", "none", "communication", "cp"}, 0.3});
   b = report::error_band(r, {"hopper", "none", "compute", "cp"});
   CHECK(b.runs == 5);
-  CHECK(b.basis == "runs with context parallelism");
+  CHECK(b.basis == "runs with context parallelism, only 4 on hopper GPUs");  // the fifth on Ampere
+  CHECK(b.gpu_runs == 4);
   CHECK(b.error_low == doctest::Approx(0.3 - 0.082573).epsilon(1e-4).scale(0));
   CHECK(b.error_high == doctest::Approx(0.3 + 0.082573).epsilon(1e-4).scale(0));
   // The CSV keeps the context; a file without the column reads as none.

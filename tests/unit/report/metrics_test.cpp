@@ -201,3 +201,31 @@ TEST_CASE("the peak memory figures carry the 90% ranges of the published runs' m
   CHECK(json.at("peak_allocated_bytes_range").at(0).get<double>() == doctest::Approx(sum.allocated_range.low).scale(1));
   CHECK(json.at("peak_memory_bytes_range").at(1).get<double>() == doctest::Approx(sum.reserved_range.high).scale(1));
 }
+
+TEST_CASE("a GPU no published run used says its throughput range is other GPUs' runs") {
+  // validation/residuals.csv holds no Blackwell run: its band pools every run without float8 and
+  // says none was on its GPUs; a Hopper run has five and more of its own and says nothing more.
+  graph::StepGraph g;
+  g.info.world_size = 1;
+  g.info.tokens_per_micro_step = 1000;
+  graph::Op a = op(graph::OpKind::forward, graph::Stream::compute, "FWD a");
+  g.add_op(a);
+  graph::Timeline t(1, 1);
+  t.at(0, 0) = {0, 1};
+  config::ScenarioConfig s;
+  s.cluster.topology = test::minimal_topology();
+  s.cluster.topology.gpu.arch = config::GpuArch::blackwell;
+  model::Model m;
+  const auto blackwell = report::summarize({s, m, g, t});
+  REQUIRE(blackwell.range_runs > 0);
+  CHECK(blackwell.range_gpu_runs == 0);
+  CHECK(blackwell.range_basis == "runs without float8, none on blackwell GPUs");
+  CHECK(report::summary_text(blackwell, s).find("not validated on this GPU") != std::string::npos);
+  CHECK(report::summary_json(blackwell).at("range_basis").at("gpu_runs").get<int>() == 0);
+  s.cluster.topology.gpu.arch = config::GpuArch::hopper;
+  const auto hopper = report::summarize({s, m, g, t});
+  REQUIRE(hopper.range_runs >= 5);
+  CHECK(hopper.range_gpu_runs == -1);
+  CHECK(report::summary_text(hopper, s).find("not validated") == std::string::npos);
+  CHECK(report::summary_json(hopper).at("range_basis").at("gpu_runs").is_null());
+}
