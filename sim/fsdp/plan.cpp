@@ -115,6 +115,9 @@ class Tracer {
       pending_.backward_transient[i] += m.activation.backward_transient[i];
     }
     pending_.held_by_loop += m.activation.held_by_loop;
+    pending_.forward_transient += m.activation.forward_transient;
+    pending_.input_freed_after += m.activation.input_freed_after;
+    pending_.largest_tensor = std::max(pending_.largest_tensor, m.activation.largest_tensor);
     for (const auto& item : m.program) {
       if (item.child >= 0) {
         const auto& c = m.children[static_cast<std::size_t>(item.child)];
@@ -164,6 +167,9 @@ class Tracer {
       s.activation.backward_transient[i] += pending_.backward_transient[i];
     }
     s.activation.held_by_loop += pending_.held_by_loop;
+    s.activation.forward_transient += pending_.forward_transient;
+    s.activation.input_freed_after += pending_.input_freed_after;
+    s.activation.largest_tensor = std::max(s.activation.largest_tensor, pending_.largest_tensor);
     pending_ = {};
     s.numel += pending_numel_;
     pending_numel_ = 0;

@@ -102,16 +102,35 @@ void FsdpStepBuilder::pipeline_reduce_grad(int step) {
   schedule_reductions_.clear();
 }
 
-// Held from the end of the micro-batch's forward; freed with the optimizer step (the next step's
-// schedule clears them before its first forward).
+// The schedule's step() returns the last stage's outputs merged (torch.cat of the chunks it kept,
+// PipelineScheduleSingle / Multi: _merge_outputs) once its micro-batches are done, before the
+// loop clips the gradients: a copy of them all, made and (torchtitan drops it) freed at once.
+void FsdpStepBuilder::merge_stage_outputs(int wait) {
+  double bytes = 0;
+  for (const double b : retained_outputs_) bytes += b;
+  if (bytes <= 0) return;
+  Op op = make(OpKind::copy, Stream::compute, fmt::format("merge outputs {}", step_), -1);
+  op.work = memory_work(2 * bytes, 1);
+  op.memory = {{MemCategory::loss, bytes, false, Pool::compute}, {MemCategory::loss, -bytes, true, Pool::compute}};
+  const int id = issue(std::move(op));
+  g_.add_edge(wait, id, EdgeKind::data);
+  last_compute_op_ = id;
+}
+
+// Held from the start of the micro-batch's loss, below what the loss allocates (the output layer
+// made them before it: its first effect); freed with the optimizer step (the next step's schedule
+// clears them before its first forward).
 void FsdpStepBuilder::retain_stage_output(double bytes) {
   if (!torch_pipelining() || bytes <= 0 || last_compute_op_ < 0) return;
-  g_.op(last_compute_op_).memory.push_back({MemCategory::loss, bytes, true, Pool::compute});
+  auto& memory = g_.op(last_compute_op_).memory;
+  memory.push_back({MemCategory::loss, bytes, false, Pool::compute});
+  std::rotate(memory.rbegin(), memory.rbegin() + 1, memory.rend());  // to the front
   retained_outputs_.push_back(bytes);
 }
 
 void FsdpStepBuilder::pipeline_optimizer(int step, int wait) {
   step_ = step;
+  merge_stage_outputs(wait);
   optimizer();
   g_.add_edge(wait, last_optimizer_, EdgeKind::data);
   for (const double bytes : retained_outputs_) g_.op(last_optimizer_).memory.push_back({MemCategory::loss, -bytes, true, Pool::compute});
@@ -190,10 +209,9 @@ void FsdpStepBuilder::plain_forward(const fsdp::Segment& s, int u) {
 
 // What the segment's forward keeps for its backward (per its checkpointing mode).
 // And what the training loop holds of its output (hold_loop_output).
+// A pipeline schedule keeps its last stage's output (retain_stage_output), which the loss reads.
 void FsdpStepBuilder::save_activations(Op& op, const fsdp::Segment& s) const {
-  const double saved = saved_bytes(s, checkpoint_mode(s, cfg_.training));
-  if (saved > 0) op.memory.push_back({s.is_loss ? MemCategory::loss : MemCategory::activations, saved, false, Pool::compute});
-  hold_loop_output(op, s, batch_);
+  forward_memory(op, s, saved_bytes(s, checkpoint_mode(s, cfg_.training)), batch_, torch_pipelining());
 }
 
 // Every checkpointing mode keeps a block's input (the first norm's, or the checkpoint's), and
@@ -331,10 +349,7 @@ void FsdpStepBuilder::backward_memory(Op& op, const fsdp::Segment& s, int u, mod
   const MemCategory act = s.is_loss ? MemCategory::loss : MemCategory::activations;
   const double transient = activation_bytes(s.activation.backward_transient, mode, batch_);
   const double saved = saved_bytes(s, mode);
-  if (transient > 0 && part != BackwardPart::weight) {
-    op.memory.push_back({act, transient, false, Pool::compute});
-    op.memory.push_back({act, -transient, true, Pool::compute});
-  }
+  if (part != BackwardPart::weight) backward_transient(op, s, transient, batch_);
   if (part == BackwardPart::input) return;
   if (saved > 0) op.memory.push_back({act, -saved, true, Pool::compute});
   // FSDP2 accumulating in a wider reduce dtype moves each micro-step's gradient into the

@@ -172,6 +172,8 @@ struct ComputeSplit {
   ComputeSplit& operator+=(const ComputeSplit& o);
 };
 
+inline constexpr int kOpTensors = 64;  // MemEffect::tensor's numbers per op
+
 struct MemEffect {
   MemCategory category = MemCategory::activations;
   double bytes = 0;     // > 0 allocates, < 0 frees
@@ -188,6 +190,10 @@ struct MemEffect {
   // Made in the run's first step only: the optimizer state torch.optim creates lazily at the first
   // step() (report/metrics.cpp replays a one-step run's memory twice so that later steps find it).
   bool first_step_only = false;
+  // Numbers a tensor the op allocates and frees itself (0 to kOpTensors - 1), so that the free
+  // releases that block where live tensors of its size lie elsewhere (the loss's transients beside
+  // other micro-batches' kept tensors); -1: any block of its size.
+  int tensor = -1;
 };
 
 struct Op {

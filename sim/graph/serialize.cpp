@@ -124,6 +124,7 @@ json effects_json(const std::vector<MemEffect>& effects) {
     if (m.at_issue) e["at_issue"] = true;
     if (m.not_before >= 0) e["not_before"] = m.not_before;
     if (m.first_step_only) e["first_step_only"] = true;
+    if (m.tensor >= 0) e["tensor"] = m.tensor;
     mem.push_back(std::move(e));
   }
   return mem;
@@ -145,6 +146,7 @@ std::vector<MemEffect> effects_from(const JsonFields& in, const json& j, const s
       out.back().not_before = static_cast<int>(in.integer(m["not_before"], json_path(p, "not_before"), 0, ops - 1));
     }
     out.back().first_step_only = flag("first_step_only");
+    if (m.contains("tensor")) out.back().tensor = static_cast<int>(in.integer(m["tensor"], json_path(p, "tensor"), 0, kOpTensors - 1));
   }
   return out;
 }

@@ -56,6 +56,8 @@ class FsdpStepBuilder {
   // from its forward to the step's end (pipelining's output_chunks, cleared when the next step
   // starts); Megatron-LM's keeps nothing.
   void retain_stage_output(double bytes);
+  // step()'s merge of the kept outputs (the last stage), before the optimizer step.
+  void merge_stage_outputs(int wait);
   // The optimizer step after the stage's last micro-batch, and after `wait` if given.
   void pipeline_optimizer(int step, int wait = -1);
   // Whether the stage runs under torch.distributed.pipelining, as torchtitan runs FSDP2 stages (its

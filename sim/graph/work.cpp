@@ -1,5 +1,8 @@
 #include "graph/work.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 #include "fsdp/model_state.hpp"
 #include "model/float8.hpp"
 
@@ -186,6 +189,40 @@ void hold_loop_output(Op& op, const fsdp::Segment& s, const Batch& b) {
   if (held <= 0) return;
   op.memory.push_back({MemCategory::loss, held, false, Pool::compute});
   op.memory.push_back({MemCategory::loss, -held, true, Pool::compute});
+}
+
+void forward_memory(Op& op, const fsdp::Segment& s, double saved, const Batch& b, bool input_held) {
+  const MemCategory cat = s.is_loss ? MemCategory::loss : MemCategory::activations;
+  const double tokens = static_cast<double>(b.tokens());
+  const double input = input_held ? 0.0 : s.activation.input_freed_after * tokens;
+  const double transient = s.activation.forward_transient * tokens;
+  const auto own = [&](double bytes, bool at_end, int tensor) {
+    MemEffect m{cat, bytes, at_end, Pool::compute};
+    m.tensor = tensor;  // freed by this op, beside kept tensors of the same size
+    op.memory.push_back(m);
+  };
+  if (input > 0) own(input, false, kOpTensors - 1);
+  if (transient > 0) own(transient, false, kOpTensors - 2);
+  if (saved > 0) op.memory.push_back({cat, saved, false, Pool::compute});
+  if (transient > 0) own(-transient, true, kOpTensors - 2);
+  if (input > 0) own(-input, true, kOpTensors - 1);
+  hold_loop_output(op, s, b);
+}
+
+void backward_transient(Op& op, const fsdp::Segment& s, double bytes, const Batch& b) {
+  if (bytes <= 0) return;
+  const MemCategory cat = s.is_loss ? MemCategory::loss : MemCategory::activations;
+  // Tensors no larger than its largest (the rest of kOpTensors' numbers left to other effects).
+  const double largest = s.activation.largest_tensor * static_cast<double>(b.tokens());
+  const int pieces = largest > 0 ? std::clamp(static_cast<int>(std::ceil(bytes / largest - 1e-9)), 1, kOpTensors - 2) : 1;
+  const double piece = bytes / pieces;
+  for (int end = 0; end < 2; ++end) {
+    for (int i = 0; i < pieces; ++i) {
+      MemEffect m{cat, end ? -piece : piece, end == 1, Pool::compute};
+      m.tensor = i;  // freed by this op, beside kept tensors of the same size
+      op.memory.push_back(m);
+    }
+  }
 }
 
 void held_before_step(std::vector<MemEffect>& initial, const fsdp::Plan& plan, const Batch& b) {

@@ -36,6 +36,16 @@ struct Batch {
 void hold_loop_output(Op& op, const fsdp::Segment& s, const Batch& b);
 void held_before_step(std::vector<MemEffect>& initial, const fsdp::Plan& plan, const Batch& b);
 
+// A segment's forward memory on its op, in the order PyTorch allocates it: the input the loop
+// frees when the forward ends (model::Activation::input_freed_after; left out where something
+// else holds it: `input_held`, a pipeline schedule keeping its stage's output), the forward's
+// transient, the `saved` bytes; at the op's end the transient and that input are freed. Then
+// what the loop holds of its output (hold_loop_output).
+void forward_memory(Op& op, const fsdp::Segment& s, double saved, const Batch& b, bool input_held = false);
+// A segment's backward transient (`bytes` for this micro-batch), allocated at the op's start as
+// equal tensors no larger than model::Activation::largest_tensor, in turn, freed at its end.
+void backward_transient(Op& op, const fsdp::Segment& s, double bytes, const Batch& b);
+
 // Which part of a backward an op runs: all of it, or (zero-bubble schedules) the input gradients
 // (the recompute, every kernel's backward but the matmuls' weight gradients) or those weight
 // gradients alone (dW = dY^T X), later.

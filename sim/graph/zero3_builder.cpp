@@ -192,8 +192,7 @@ class Zero3Builder {
         Op op = make_op(OpKind::forward, Stream::compute, "FWD " + s.name, e.unit);
         op.work = forward_work(s, batch_);
         const double saved = act(s.activation.saved, s);
-        if (saved > 0) op.memory.push_back({s.is_loss ? MemCategory::loss : MemCategory::activations, saved, false, Pool::compute});
-        hold_loop_output(op, s, batch_);
+        forward_memory(op, s, saved, batch_);
         const int id = compute(std::move(op), e.unit);
         if (saved > 0 && checkpointed_input(s)) offload_.checkpoint_saved(id, e.segment, saved);
         last[static_cast<std::size_t>(e.unit)] = id;
@@ -216,10 +215,7 @@ class Zero3Builder {
         Op op = make_op(OpKind::backward, Stream::compute, "BWD " + s.name, e.unit);
         op.work = backward_work(s, batch_, checkpoint_mode(s, cfg_.training));
         const MemCategory cat = s.is_loss ? MemCategory::loss : MemCategory::activations;
-        if (const double t = act(s.activation.backward_transient, s); t > 0) {
-          op.memory.push_back({cat, t, false, Pool::compute});
-          op.memory.push_back({cat, -t, true, Pool::compute});
-        }
+        backward_transient(op, s, act(s.activation.backward_transient, s), batch_);
         if (const double saved = act(s.activation.saved, s); saved > 0) op.memory.push_back({cat, -saved, true, Pool::compute});
         // The gradient hook copies each gradient into the reduction bucket and frees it.
         if (s.numel > 0) {

@@ -49,6 +49,7 @@
 // backward is left as eager counts it (Inductor's recompute choices would save somewhat less).
 #include "model/blocks.hpp"
 
+#include <algorithm>
 #include <array>
 #include <stdexcept>
 
@@ -57,13 +58,16 @@
 namespace shardsim::model {
 namespace {
 
-void set_activation(Module& block, const std::array<double, 3>& saved, double grads) {
+// `largest`: bytes per token of its widest activation, a(max(h, f)), the largest tensor its
+// backward allocates at once.
+void set_activation(Module& block, const std::array<double, 3>& saved, double grads, double largest) {
   block.activation.saved = saved;
   for (std::size_t mode = 0; mode < 3; ++mode) block.activation.backward_transient[mode] = saved[0] - saved[mode] + grads;
+  block.activation.largest_tensor = largest;
 }
 
 void set_activation(Module& block, double none, double selective, double a, double h, double f) {
-  set_activation(block, {none, selective, a * h}, a * (h + f));
+  set_activation(block, {none, selective, a * h}, a * (h + f), a * std::max(h, f));
 }
 
 // Qwen3's RMSNorm over each head of q or of k (a weight of head_dim), on the rank's `width` of
@@ -164,9 +168,9 @@ Module llama_block(const TransformerSpec& s, std::int64_t index, int act, const 
     // wq wk wv's and w1 w3's inputs: TensorParallel::kept_column_inputs.
     set_activation(block,
                    {a * (2 * h / ti + tp.kept_column_inputs(h) + 5 * q + 4 * f) + lse, a * (h / ti + h + 2 * q + d + f) + lse, a * h / ti},
-                   a * (h + f + tp.regathered_input(h)));
+                   a * (h + f + tp.regathered_input(h)), a * std::max(h, f));
   } else {
-    set_activation(block, {a * (4 * h + 5 * q + 4 * f) + lse, a * (2 * h + 2 * q + d + f) + lse, a * h}, a * (h + f));
+    set_activation(block, {a * (4 * h + 5 * q + 4 * f) + lse, a * (2 * h + 2 * q + d + f) + lse, a * h}, a * (h + f), a * std::max(h, f));
   }
   // q_norm and k_norm keep their inputs, wq's and wk's outputs, which nothing else keeps without
   // checkpointing; per-op SAC keeps wq's output already and recomputes wk's.
@@ -252,9 +256,9 @@ Module gpt_block(const TransformerSpec& s, std::int64_t index, int act, const Bl
   } else if (tp.sp()) {
     // c_attn's and c_fc's inputs: TensorParallel::kept_column_inputs.
     set_activation(block, {a * (2 * h / ti + tp.kept_column_inputs(h) + 5 * w + 2 * f) + lse, a * (h / ti + 4 * w + f) + lse, a * h / ti},
-                   a * (h + f + tp.regathered_input(h)));
+                   a * (h + f + tp.regathered_input(h)), a * std::max(h, f));
   } else {
-    set_activation(block, {a * (4 * h + 5 * w + 2 * f) + lse, a * (h + 4 * w + f) + lse, a * h}, a * (h + f));
+    set_activation(block, {a * (4 * h + 5 * w + 2 * f) + lse, a * (h + 4 * w + f) + lse, a * h}, a * (h + f), a * std::max(h, f));
   }
   add_saved_activation(block, {2 * mask * h * seq_share, 0, 0});  // the dropout masks, recomputed under checkpointing
   mark_selective_recompute(block);

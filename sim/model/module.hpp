@@ -153,6 +153,19 @@ struct Activation {
   // the next micro-step's forward has returned (`logits = model(x)` rebinding the name), and so
   // through the optimizer step into the next step: one copy always, two while a forward ends.
   double held_by_loop = 0;
+  // Bytes per token alive only while its forward runs (torchtitan's loss: the fp32 copy of the
+  // logits that log-softmax reads), allocated before what it saves and freed when it ends.
+  double forward_transient = 0;
+  // Bytes per token of its input, the module before's product, that the training loop frees as
+  // soon as this module's forward ends (torchtitan's `del pred` after the loss; Megatron's logits
+  // going out of scope): allocated at this forward's start, before its transient and what it
+  // saves, so that freeing them leaves a hole below the saved tensor, as the caching allocator does.
+  double input_freed_after = 0;
+  // Bytes per token of the largest single tensor its backward allocates (a block's MLP-wide
+  // activations, the loss's gradients): the backward transient is allocated as equal tensors no
+  // larger than that, one after another, as PyTorch allocates each (best fit may place them
+  // apart, or in cached blocks a whole transient would not fit); 0: one block.
+  double largest_tensor = 0;
 };
 
 // One step of a module's forward: call a child, or run one of its own kernels.

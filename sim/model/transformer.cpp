@@ -47,7 +47,17 @@ std::int64_t vocab_share(const TransformerSpec& s, const TensorParallel& tp) {
 // Launches: the five passes, the cast and about a dozen small per-token ops (the target mask,
 // its index, the gathered logit, the log) forward, about eight backward; counted as 9 forward and
 // 18 backward, as every memory-bound kernel here.
-Module megatron_loss_module(const TransformerSpec& s, int act, const TensorParallel& tp, bool upcast) {
+//
+// Where the loop lets go of the logits once the loss is made (`frees_logits`: torchtitan's `del
+// pred` before backward; Megatron's model returns the loss, its logits going out of scope), the
+// logits (aV) lie below the loss's tensors and their block is freed under them: torchtitan's
+// eager loss allocates the logits, their fp32 copy (4V, log-softmax's input, dropped when
+// cross_entropy returns) and the log-probabilities (4V, kept) in turn, so 6V come free below the
+// kept 4V; the backward's first gradient (4V) fits there by best fit and its second is placed
+// above, leaving 2V of that hole unused at the loss's peak (Activation::input_freed_after,
+// forward_transient and largest_tensor). Megatron's softmax is its fp32 copy, made in
+// place, and the bf16 gradient it casts back fits the logits' hole exactly.
+Module megatron_loss_module(const TransformerSpec& s, int act, const TensorParallel& tp, bool upcast, bool frees_logits) {
   const auto v = static_cast<double>(loss_vocab(s, tp));
   const double a = act;
   const double e = upcast ? 4.0 : a;
@@ -61,10 +71,13 @@ Module megatron_loss_module(const TransformerSpec& s, int act, const TensorParal
   m.activation.saved = {e * v, e * v, e * v};
   const double held = upcast ? a * v : 0.0;
   m.activation.backward_transient = {held, held, held};
+  // Without the upcast its in-place passes run on the logits themselves, which it keeps.
+  if (upcast && frees_logits) m.activation.input_freed_after = a * v;
   return m;
 }
 
-Module loss_module(const TransformerSpec& s, int act, const TensorParallel& tp, bool upcast, bool compiled) {
+Module loss_module(const TransformerSpec& s, int act, const TensorParallel& tp, bool upcast, bool compiled, bool frees_logits,
+                   bool fp32_logits) {
   const auto v = static_cast<double>(loss_vocab(s, tp));
   Module m;
   m.name = "loss";
@@ -85,8 +98,13 @@ Module loss_module(const TransformerSpec& s, int act, const TensorParallel& tp, 
   // log-probabilities (the one-hot gradient and the result). Under loss_parallel DTensor runs its
   // own backward (torch/distributed/tensor/parallel/loss.py, _nll_loss_and_log_softmax_backward):
   // (zeros_like(x) + exp(x)) * grad_output, separate tensors, three at its peak.
-  const double held = (tp.degree > 1 && tp.loss_parallel ? 3 : 2) * e * v;
+  const int gradients = tp.degree > 1 && tp.loss_parallel ? 3 : 2;
+  const double held = gradients * e * v;
   m.activation.backward_transient = {held, held, held};
+  m.activation.largest_tensor = e * v;  // each of its gradients
+  // logits.float(), freed when cross_entropy returns; none where the model returned them fp32.
+  if (upcast && !fp32_logits) m.activation.forward_transient = e * v;
+  if (frees_logits) m.activation.input_freed_after = static_cast<double>(act) * v;
   return m;
 }
 
@@ -132,6 +150,9 @@ Module output_layer(const TransformerSpec& s, std::string name, int act, const T
   // Keeps its input; its backward holds the bf16 gradient of the logits.
   keep_input(out, ah, logits);
   out.activation.held_by_loop = static_cast<double>(kept_bytes) * static_cast<double>(loss_vocab(s, tp));
+  // A model that returns its logits upcast (`self.output(h).float()`) makes them in its own dtype
+  // first and drops that copy once the fp32 one is made, below it.
+  if (kept_bytes == 4 && act < 4) out.activation.forward_transient = logits;
   return out;
 }
 
@@ -191,8 +212,11 @@ Module build_root(const TransformerSpec& spec, int act_bytes, const BlockOptions
   if (spec.final_norm) add_child(root, final_norm(spec, gpt ? "ln_f" : "norm", act_bytes, tp));
   const int kept_logit_bytes = !options.keep_logits ? 0 : options.keep_logits_fp32 ? 4 : act_bytes;
   add_child(root, output_layer(spec, spec.arch == Arch::llama ? "output" : "lm_head", act_bytes, tp, kept_logit_bytes));
-  add_child(root, options.megatron_loss ? megatron_loss_module(spec, act_bytes, tp, options.loss_upcast)
-                                        : loss_module(spec, act_bytes, tp, options.loss_upcast, options.compile_loss));
+  // The loop lets go of the logits after the loss unless it keeps them (training.keep_logits).
+  const bool frees_logits = !options.keep_logits;
+  add_child(root, options.megatron_loss
+                      ? megatron_loss_module(spec, act_bytes, tp, options.loss_upcast, frees_logits)
+                      : loss_module(spec, act_bytes, tp, options.loss_upcast, options.compile_loss, frees_logits, kept_logit_bytes == 4));
   return root;
 }
 

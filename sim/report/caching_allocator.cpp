@@ -1,5 +1,6 @@
 #include "report/caching_allocator.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace shardsim::report {
@@ -39,7 +40,7 @@ double CachingAllocator::reserved(graph::Pool pool) const {
   return static_cast<double>(pools_[i].reserved + pools_[i + 1].reserved);
 }
 
-void CachingAllocator::allocate(graph::Pool pool, double bytes) {
+void CachingAllocator::allocate(graph::Pool pool, double bytes, int tensor) {
   if (bytes <= 0) return;
   const std::int64_t size = round_size(bytes);
   PoolState& p = state(pool, size);
@@ -62,7 +63,7 @@ void CachingAllocator::allocate(graph::Pool pool, double bytes) {
   } else {
     blocks[offset] = Block{block_size, false};
   }
-  p.live.emplace(size, std::make_pair(seg, offset));
+  p.live.emplace(size, std::make_tuple(seg, offset, tensor));
   allocated_ += blocks[offset].size;
 }
 
@@ -132,16 +133,20 @@ void CachingAllocator::unmap_free_tail(PoolState& p) {
   reserved_ -= have - keep;
 }
 
-void CachingAllocator::free(graph::Pool pool, double bytes) {
+void CachingAllocator::free(graph::Pool pool, double bytes, int tensor) {
   if (bytes <= 0) return;
   const std::int64_t size = round_size(bytes);
   PoolState& p = state(pool, size);
-  auto it = p.live.find(size);
-  if (it == p.live.end()) {
+  // The block of this tensor; an unnumbered free takes the first unnumbered block of its size,
+  // else the first of that size.
+  const auto [first, last] = p.live.equal_range(size);
+  auto it = std::find_if(first, last, [tensor](const auto& b) { return std::get<2>(b.second) == tensor; });
+  if (it == last && tensor < 0) it = first;
+  if (it == last) {
     ++unpaired_;
     return;
   }
-  const auto [seg, offset] = it->second;
+  const auto [seg, offset, number] = it->second;
   p.live.erase(it);
   release(p, seg, offset);
 }

@@ -17,7 +17,9 @@
 //   20 MiB large) at the segment's end, merged with the free block there if there is one, so
 //   that a request never needs a new segment of its own size; releasing the cache unmaps the
 //   free pages at the segment's end (c10 also unmaps free pages inside it, not modelled).
-// A tensor is identified by its size: a free releases a live block of that size in that pool.
+// A tensor is identified by its size: a free releases a live block of that size in that pool,
+// the first allocated; where one of several live tensors of a size must be told from the others,
+// the allocation and its free carry the same tensor number (graph::MemEffect::tensor).
 #pragma once
 
 #include <array>
@@ -46,8 +48,8 @@ class CachingAllocator {
  public:
   explicit CachingAllocator(const AllocatorSettings& settings = {})
       : capacity_(settings.capacity), expandable_(settings.expandable_segments) {}
-  void allocate(graph::Pool pool, double bytes);
-  void free(graph::Pool pool, double bytes);
+  void allocate(graph::Pool pool, double bytes, int tensor = -1);
+  void free(graph::Pool pool, double bytes, int tensor = -1);
 
   [[nodiscard]] double allocated() const { return static_cast<double>(allocated_); }
   [[nodiscard]] double reserved() const { return static_cast<double>(reserved_); }
@@ -75,7 +77,7 @@ class CachingAllocator {
   using FreeKey = std::tuple<std::int64_t, int, std::int64_t>;  // size, segment, offset
   struct PoolState {
     std::set<FreeKey> free_blocks;
-    std::multimap<std::int64_t, std::pair<int, std::int64_t>> live;  // size -> (segment, offset)
+    std::multimap<std::int64_t, std::tuple<int, std::int64_t, int>> live;  // size -> (segment, offset, tensor)
     std::int64_t reserved = 0;
     int expandable = -1;  // its expandable segment, once made
   };

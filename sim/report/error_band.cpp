@@ -74,6 +74,7 @@ Regime regime_of(const config::ScenarioConfig& s, double exposed_comm_s, double 
   r.bound = bound_of(exposed_comm_s, step_s);
   r.arch = config::kGpuArchNames[static_cast<std::size_t>(s.cluster.topology.gpu.arch)];
   r.context = s.parallelism.cp > 1 ? "cp" : "none";
+  r.pipeline = s.parallelism.pp > 1 ? "pp" : "none";
   r.float8 = "none";
   if (s.training.float8.enabled) {
     switch (s.training.float8.recipe.value) {
@@ -100,11 +101,20 @@ Measure measure_of(std::string_view metric) {
   return Measure::throughput;
 }
 
-ErrorBand memory_band(const std::vector<Residual>& residuals, Measure m) {
+ErrorBand memory_band(const std::vector<Residual>& residuals, Measure m, bool pipelined) {
   if (m == Measure::throughput) return {};
-  const std::vector<double> errors = errors_where(residuals, [m](const Residual& x) { return measure_of(x.metric) == m; });
-  if (errors.size() < 2) return {};
-  return interval(errors, fmt::format("{} memory", m == Measure::reserved ? "reserved" : "allocated"));
+  const std::string what = m == Measure::reserved ? "reserved" : "allocated";
+  const auto of = [&](bool pp) {
+    return errors_where(residuals, [&](const Residual& x) { return measure_of(x.metric) == m && (x.regime.pipeline == "pp") == pp; });
+  };
+  if (pipelined) {
+    if (const auto errors = of(true); static_cast<int>(errors.size()) >= kMinRuns)
+      return interval(errors, what + " memory of pipelined runs");
+    const auto errors = errors_where(residuals, [&](const Residual& x) { return measure_of(x.metric) == m; });
+    return errors.size() < 2 ? ErrorBand{} : interval(errors, what + " memory");
+  }
+  const auto errors = of(false);
+  return errors.size() < 2 ? ErrorBand{} : interval(errors, what + " memory of runs without a pipeline");
 }
 
 ErrorBand error_band(const std::vector<Residual>& residuals, const Regime& r) {
@@ -149,19 +159,19 @@ std::vector<Residual> parse_residuals(std::string_view csv) {
       header = false;
       continue;
     }
-    std::array<std::string, 7> f;
+    std::array<std::string, 8> f;  // context and pipeline absent from older files: none
     std::istringstream row(line);
     for (auto& field : f) std::getline(row, field, ',');
-    out.push_back({f[0], f[1], {f[2], f[3], f[4], f[6].empty() ? "none" : f[6]}, std::stod(f[5])});
+    out.push_back({f[0], f[1], {f[2], f[3], f[4], f[6].empty() ? "none" : f[6], f[7].empty() ? "none" : f[7]}, std::stod(f[5])});
   }
   return out;
 }
 
 std::string residuals_csv(const std::vector<Residual>& residuals) {
-  std::string out = "case,metric,arch,float8,bound,error,context\n";
+  std::string out = "case,metric,arch,float8,bound,error,context,pipeline\n";
   for (const auto& r : residuals)
-    out += fmt::format("{},{},{},{},{},{:.4f},{}\n", r.id, r.metric, r.regime.arch, r.regime.float8, r.regime.bound, r.error,
-                       r.regime.context);
+    out += fmt::format("{},{},{},{},{},{:.4f},{},{}\n", r.id, r.metric, r.regime.arch, r.regime.float8, r.regime.bound, r.error,
+                       r.regime.context, r.regime.pipeline);
   return out;
 }
 

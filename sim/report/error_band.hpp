@@ -21,10 +21,11 @@
 namespace shardsim::report {
 
 struct Regime {
-  std::string arch;              // GPU generation: "ampere", "hopper", ...
-  std::string float8;            // "none", "tensorwise", "rowwise" (rowwise_with_gw_hp too), "mxfp8"
-  std::string bound;             // "compute", or "communication" where the step is kCommunicationBound or more exposed communication
-  std::string context = "none";  // "cp" where context parallelism splits the sequences (parallelism.cp > 1)
+  std::string arch;               // GPU generation: "ampere", "hopper", ...
+  std::string float8;             // "none", "tensorwise", "rowwise" (rowwise_with_gw_hp too), "mxfp8"
+  std::string bound;              // "compute", or "communication" where the step is kCommunicationBound or more exposed communication
+  std::string context = "none";   // "cp" where context parallelism splits the sequences (parallelism.cp > 1)
+  std::string pipeline = "none";  // "pp" where pipeline parallelism splits the layers (parallelism.pp > 1)
 };
 
 // The share of the step its exposed communication takes from which a run counts as
@@ -68,9 +69,12 @@ struct ErrorBand {
 enum class Measure { throughput, reserved, allocated };
 [[nodiscard]] Measure measure_of(std::string_view metric);
 
-// The 90% band of a peak-memory prediction: from every published run's error on that measure
-// (reserved or allocated), whatever its regime; runs == 0 when there are fewer than two.
-[[nodiscard]] ErrorBand memory_band(const std::vector<Residual>& residuals, Measure m);
+// The 90% band of a peak-memory prediction: from the published runs' errors on that measure
+// (reserved or allocated), whatever their GPU or recipe, a pipelined run's (`pipelined`) from the
+// pipelined runs' when there are at least five, any other's from the runs without a pipeline
+// (a pipeline stage's memory is where the model has been least right, docs/fidelity.md); runs ==
+// 0 when there are fewer than two.
+[[nodiscard]] ErrorBand memory_band(const std::vector<Residual>& residuals, Measure m, bool pipelined = false);
 
 [[nodiscard]] std::vector<Residual> builtin_residuals();  // validation/residuals.csv, as built
 [[nodiscard]] std::vector<Residual> parse_residuals(std::string_view csv);

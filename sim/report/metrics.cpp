@@ -101,6 +101,7 @@ MemoryTimeline memory_timeline(const graph::StepGraph& g, const graph::Timeline&
       double time = m.at_end ? i.end : m.at_issue && issued[o] >= 0 ? issued[o] : i.start;
       if (m.not_before >= 0 && g.op(m.not_before).runs_on_stage(stage)) time = std::max(time, t.at(m.not_before, rank).start);
       events.push_back(Event{time, m.bytes < 0 ? 0 : 1, id, m});
+      if (m.tensor >= 0) events.back().effect.tensor = id * graph::kOpTensors + m.tensor;  // the op's own tensor
     }
   }
   std::stable_sort(events.begin(), events.end(),
@@ -120,14 +121,14 @@ MemoryTimeline memory_timeline(const graph::StepGraph& g, const graph::Timeline&
     }
     cur.bytes[static_cast<std::size_t>(m.category)] += b;
     if (b > 0) {
-      allocator.allocate(m.pool, size);
+      allocator.allocate(m.pool, size, m.tensor);
       tl.peak_reserved = std::max(tl.peak_reserved, allocator.reserved());
       for (int p = 0; p < graph::kPools; ++p) {
         auto& high = tl.reserved_by_pool[static_cast<std::size_t>(p)];
         high = std::max(high, allocator.reserved(static_cast<graph::Pool>(p)));
       }
     } else {
-      allocator.free(m.pool, size);
+      allocator.free(m.pool, size, m.tensor);
     }
     cur.reserved = allocator.reserved();
   };
@@ -475,10 +476,11 @@ Summary summarize(const SummaryInput& in) {
     if (r == 0 || m.peak_reserved > s.memory.peak_reserved) s.memory = std::move(m);
   }
   // The peak memory's 90% ranges, as the throughput's (predicted = measured x (1 + error)).
-  const auto memory_range = [](double predicted, Measure m) {
-    const ErrorBand band = memory_band(builtin_residuals(), m);
+  const bool pipelined = in.scenario.parallelism.pp > 1;
+  const auto memory_range = [pipelined](double predicted, Measure m) {
+    const ErrorBand band = memory_band(builtin_residuals(), m, pipelined);
     if (band.runs == 0 || predicted <= 0) return Summary::MemoryRange{};
-    return Summary::MemoryRange{predicted / (1 + band.error_high), predicted / (1 + band.error_low), band.runs};
+    return Summary::MemoryRange{predicted / (1 + band.error_high), predicted / (1 + band.error_low), band.runs, band.basis};
   };
   s.reserved_range = memory_range(s.memory.peak_reserved, Measure::reserved);
   s.allocated_range = memory_range(s.memory.peak, Measure::allocated);

@@ -150,6 +150,7 @@ struct Summary {
     double low = 0;
     double high = 0;
     int runs = 0;
+    std::string basis;  // "reserved memory of runs without a pipeline", ...
   };
   MemoryRange reserved_range;
   MemoryRange allocated_range;

@@ -182,14 +182,14 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
                                   : std::string("fits");
   row("peak memory (reserved)", fmt::format("{} of {} left to PyTorch on rank {}  ->  {}", gib(s.memory.peak_reserved),
                                             gib(s.allocator_memory()), s.memory.rank, verdict));
-  const auto memory_range = [&](const Summary::MemoryRange& r, std::string_view what, std::string_view note) {
+  const auto memory_range = [&](const Summary::MemoryRange& r, std::string_view note) {
     if (r.runs == 0) return;
-    row("  90% range", fmt::format("{:.1f} - {:.1f} GiB  (from the {} errors on {} published runs; docs/fidelity.md){}", r.low / kGiB,
-                                   r.high / kGiB, what, r.runs, note));
+    row("  90% range", fmt::format("{:.1f} - {:.1f} GiB  (from the errors on {} published runs: {}; docs/fidelity.md){}", r.low / kGiB,
+                                   r.high / kGiB, r.runs, r.basis, note));
   };
   // A verdict of "fits" with the range's upper end past what PyTorch may use is not a sure one.
   const bool may_not_fit = !s.oom && s.reserved_range.high > s.allocator_memory();
-  memory_range(s.reserved_range, "reserved-memory", may_not_fit ? "  ->  it may not fit" : "");
+  memory_range(s.reserved_range, may_not_fit ? "  ->  it may not fit" : "");
   for (std::size_t p = 0; p + 1 < kPoolLabels.size(); ++p) {
     if (s.memory.reserved_by_pool[p] > 0) row(fmt::format("  {} pool", kPoolLabels[p]), gib(s.memory.reserved_by_pool[p]));
   }
@@ -212,7 +212,7 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
   row("outside PyTorch's allocator",
       fmt::format("{} of the GPU's {}  (CUDA context {}{})", gib(s.outside.total()), gib(s.gpu_memory), gib(s.outside.context), nccl));
   row("peak memory (allocated)", fmt::format("{} at {}", gib(s.memory.peak), s.memory.peak_op));
-  memory_range(s.allocated_range, "allocated-memory", "");
+  memory_range(s.allocated_range, "");
   for (std::size_t c = 0; c < kCategoryLabels.size(); ++c) {
     // A pipeline's receive buffers only where there is a pipeline.
     if (c == static_cast<std::size_t>(graph::MemCategory::pipeline_buffers) && s.pp_stages < 2) continue;
@@ -342,6 +342,9 @@ nlohmann::json summary_json(const Summary& s) {
                                                           {"fsdp_float8_all_gather", s.float8_all_gather}}},
       {"peak_memory_bytes", s.memory.peak_reserved},
       {"peak_memory_bytes_range", range_json(s.reserved_range)},
+      {"memory_range_basis",
+       {{"reserved", s.reserved_range.runs > 0 ? nlohmann::json(s.reserved_range.basis) : nlohmann::json(nullptr)},
+        {"allocated", s.allocated_range.runs > 0 ? nlohmann::json(s.allocated_range.basis) : nlohmann::json(nullptr)}}},
       {"peak_allocated_bytes", s.memory.peak},
       {"peak_allocated_bytes_range", range_json(s.allocated_range)},
       {"reserved_by_pool", pools},

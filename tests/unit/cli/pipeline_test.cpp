@@ -268,6 +268,37 @@ TEST_CASE("pipeline: the last stage holds every micro-batch's logits until the s
   CHECK(h.after == doctest::Approx(0.0).scale(1.0));
 }
 
+TEST_CASE("pipeline: the last stage merges the kept logits once its micro-batches are done, before the optimizer step") {
+  // schedules.py step(): `return self._merge_outputs(self._stage.output_chunks)` on the last stage,
+  // a torch.cat of its 4 kept 1,024,000-byte logits: 4,096,000 bytes made and (torchtitan drops
+  // the result) freed, read and written once (8,192,000 bytes of traffic, one kernel), between
+  // the stage's last backward and its optimizer step. The first stage keeps no outputs: no merge.
+  const auto p = prepare({"fsdp.version=2", "parallelism.pp=2", "training.micro_batch=4"});
+  int merges = 0;
+  int merge = -1;
+  int optimizer = -1;
+  for (std::size_t i = 0; i < p.graph.size(); ++i) {
+    const auto& op = p.graph.op(static_cast<int>(i));
+    if (op.name == "merge outputs 0") {
+      ++merges;
+      merge = op.id;
+      CHECK(op.stage == 1);
+      CHECK(op.work.memory_bytes == doctest::Approx(2.0 * 4 * 1'024'000).scale(0));
+      CHECK(op.work.launches == 1);
+      REQUIRE(op.memory.size() == 2);
+      CHECK(op.memory[0].bytes == doctest::Approx(4.0 * 1'024'000).scale(0));
+      CHECK_FALSE(op.memory[0].at_end);
+      CHECK(op.memory[1].bytes == doctest::Approx(-4.0 * 1'024'000).scale(0));
+      CHECK(op.memory[1].at_end);
+    }
+    if (op.kind == OpKind::optimizer && op.stage == 1 && op.step == 0) optimizer = op.id;
+  }
+  CHECK(merges == 1);
+  REQUIRE(merge >= 0);
+  REQUIRE(optimizer >= 0);
+  CHECK(merge < optimizer);  // issued before it, on the same compute stream
+}
+
 TEST_CASE("pipeline: torch's stages keep a receive buffer per micro-batch, Megatron's schedule none") {
   // torch.distributed.pipelining makes, at its first step, one buffer per micro-batch for a
   // stage's input and one for its output's gradient, and keeps them. The tiny Llama in 2 stages,

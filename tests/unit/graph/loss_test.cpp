@@ -15,7 +15,7 @@ namespace {
 struct LossWork {
   double forward_bytes = 0;
   double backward_bytes = 0;
-  double kept = 0;  // what the forward keeps for backward (loss memory not freed at the op's end)
+  double kept = 0;  // what the forward keeps for backward (loss memory it allocates and does not free at its end)
   double held = 0;  // what its backward holds beside that
   int forward_launches = 0;
   int backward_launches = 0;
@@ -29,7 +29,7 @@ LossWork loss_work(const std::vector<std::string>& sets) {
     w.forward_bytes += op->work.memory_bytes;
     w.forward_launches += op->work.launches;
     for (const auto& m : op->memory) {
-      if (m.category == graph::MemCategory::loss && m.bytes > 0 && !m.at_end) w.kept += m.bytes;
+      if (m.category == graph::MemCategory::loss) w.kept += m.bytes;
     }
   }
   for (std::size_t i = 0; i < p.graph.size(); ++i) {  // the loss's tensor-parallel collectives ("TP AR loss ...")
@@ -99,4 +99,37 @@ TEST_CASE("Megatron-LM's cross-entropy under tensor parallelism: the rank's voca
   CHECK(megatron.forward_all_reduces == std::map<double, int>{{12.0 * 512, 1}});
   const LossWork torch_loss = loss_work({"parallelism.tp=2"});
   CHECK(torch_loss.forward_all_reduces == std::map<double, int>{{8.0 * 512, 1}});
+}
+
+TEST_CASE("the eager loss allocates the logits, their fp32 copy and the log-probabilities in turn, and its gradients apart") {
+  // torchtitan: pred = model(x); loss = cross_entropy(pred.flatten(0, 1).float(), labels); del
+  // pred; loss.backward(). On the tiny Llama (V = 1,000, 512 tokens): the bf16 logits 2V x 512 =
+  // 1,024,000 B, their fp32 copy and the log-probabilities 4V x 512 = 2,048,000 B each; the copy
+  // is dropped when cross_entropy returns and the logits at `del pred`, both below the kept
+  // log-probabilities. Backward: nll's gradient and log-softmax's, 2,048,000 B each, one after
+  // the other (the first fits where the copy and the logits were).
+  constexpr double logits = 2.0 * 1000 * 512;
+  constexpr double copy = 4.0 * 1000 * 512;
+  const auto effects = [](const std::vector<std::string>& sets, const char* name) {
+    const auto p = test::prepared("tests/data/tiny_llama.yaml", sets);
+    std::vector<std::pair<double, bool>> out;
+    for (const auto& m : test::first_ops_named(p, name).front()->memory) {
+      if (m.category == graph::MemCategory::loss) out.emplace_back(m.bytes, m.at_end);
+    }
+    return out;
+  };
+  using E = std::vector<std::pair<double, bool>>;
+  CHECK(effects({}, "FWD loss") == E{{logits, false}, {copy, false}, {copy, false}, {-copy, true}, {-logits, true}});
+  CHECK(effects({}, "BWD loss") == E{{copy, false}, {copy, false}, {-copy, true}, {-copy, true}, {-copy, true}});
+  // A loop that keeps the logits (training.keep_logits) frees none of them after the loss: they
+  // are the output layer's, held from its forward.
+  CHECK(effects({"training.keep_logits=true"}, "FWD loss") == E{{copy, false}, {copy, false}, {-copy, true}});
+  // Without the upcast nothing is copied: log-softmax of the bf16 logits, 2V kept.
+  CHECK(effects({"training.loss_upcast=false"}, "FWD loss") == E{{logits, false}, {logits, false}, {-logits, true}});
+  // Compiled, the loss keeps the logits themselves (and a 4-byte logsumexp a token): nothing to free.
+  CHECK(effects({"training.compile_loss=true"}, "FWD loss") == E{{logits + 4 * 512, false}});
+  // Megatron's softmax is its fp32 copy, made in place; the logits go when the model's forward
+  // returns the loss; backward, the bf16 gradient it casts back to, one tensor.
+  CHECK(effects({"training.loss_impl=megatron"}, "FWD loss") == E{{logits, false}, {copy, false}, {-logits, true}});
+  CHECK(effects({"training.loss_impl=megatron"}, "BWD loss") == E{{logits, false}, {-logits, true}, {-copy, true}});
 }

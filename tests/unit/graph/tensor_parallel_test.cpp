@@ -304,14 +304,15 @@ namespace {
 // Bytes the root's forward ops (embedding, final norm, output, loss) keep, in the first micro-step.
 // What the training loop holds of the first micro-step's output: allocated on its forward op
 // and the previous copy freed at the op's end (graph::hold_loop_output), so it is the op's
-// allocations that its end does not free.
+// allocations that its end does not free (not its own numbered tensors: the loss's logits and
+// their copy, which it frees itself).
 double root_held(const graph::Prepared& p) {
   double held = 0;
   for (std::size_t i = 0; i < p.graph.size(); ++i) {
     const auto& op = p.graph.op(static_cast<int>(i));
     if (op.kind != OpKind::forward || op.step != 0 || op.micro != 0) continue;
     for (const auto& m : op.memory) {
-      if (m.category == graph::MemCategory::loss && m.at_end && m.bytes < 0) held -= m.bytes;
+      if (m.category == graph::MemCategory::loss && m.at_end && m.bytes < 0 && m.tensor < 0) held -= m.bytes;
     }
   }
   return held;

@@ -78,7 +78,8 @@ TEST_CASE("a context-parallel run takes the band of the context-parallel runs, a
         "none");
 }
 
-TEST_CASE("peak memory takes the band of every published run's error on the same memory, and throughput ignores them") {
+TEST_CASE(
+    "peak memory takes the band of the published runs' errors on the same memory, pipelined runs apart, and throughput ignores them") {
   std::vector<report::Residual> r;
   for (double e : {0.1, 0.2, 0.3, 0.0, -0.1}) r.push_back({"X", "tokens/s", {"hopper", "none", "compute"}, e});
   // Reserved: -0.1, 0.0, 0.1 (the logged rank's counts too): mean 0, s = 0.1, t(0.95, 2) = 2.920,
@@ -93,7 +94,21 @@ TEST_CASE("peak memory takes the band of every published run's error on the same
   CHECK(b.runs == 3);
   CHECK(b.error_low == doctest::Approx(-0.33717).epsilon(1e-4).scale(0));
   CHECK(b.error_high == doctest::Approx(0.33717).epsilon(1e-4).scale(0));
-  CHECK(b.basis == "reserved memory");
+  CHECK(b.basis == "reserved memory of runs without a pipeline");
+  // A pipelined run with fewer than five pipelined runs to go by: every run's band, the same here.
+  CHECK(report::memory_band(r, report::Measure::reserved, true).runs == 3);
+  CHECK(report::memory_band(r, report::Measure::reserved, true).basis == "reserved memory");
+  // Five pipelined runs at -0.3, -0.2, -0.2, -0.2, -0.1 (mean -0.2, s = sqrt(0.02 / 4) = 0.070711,
+  // half = 2.132 x 0.070711 x sqrt(1.2) = 0.165144): a pipelined run takes their band, and the
+  // runs without a pipeline keep theirs.
+  for (double e : {-0.3, -0.2, -0.2, -0.2, -0.1}) r.push_back({"Q", "GiB res logged", {"hopper", "none", "compute", "none", "pp"}, e});
+  b = report::memory_band(r, report::Measure::reserved, true);
+  CHECK(b.runs == 5);
+  CHECK(b.basis == "reserved memory of pipelined runs");
+  CHECK(b.error_low == doctest::Approx(-0.2 - 0.165144).epsilon(1e-4).scale(0));
+  CHECK(b.error_high == doctest::Approx(-0.2 + 0.165144).epsilon(1e-4).scale(0));
+  CHECK(report::memory_band(r, report::Measure::reserved).runs == 3);
+  CHECK(report::parse_residuals(report::residuals_csv(r)).back().regime.pipeline == "pp");
   CHECK(report::memory_band(r, report::Measure::allocated).runs == 0);  // one allocated run: no band
   // The throughput band is the five throughput runs' alone, as in the first case.
   b = report::error_band(r, {"hopper", "none", "compute"});
