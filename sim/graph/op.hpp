@@ -17,7 +17,7 @@ enum class OpKind {
   all_reduce,      // collective: no_shard gradients, or hybrid sharding's inter-node reduction
   forward,         // compute: a segment's forward
   backward,        // compute: a segment's backward (with any activation recompute)
-  copy,            // compute-stream copies FSDP2 makes (all-gather copy-out, reduce-scatter copy-in)
+  copy,            // compute-stream copies: FSDP2's copy-out and copy-in, a pipeline's merged outputs, buffer zeroing
   optimizer,       // compute: the optimizer step on the local shard (on the CPU with offload)
   cpu_wait,        // the CPU thread blocks on an event (FSDP1 rate limiter); takes no time itself
   host_copy,       // CPU offload: a copy over PCIe (host to device or back)
