@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <iterator>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <utility>
@@ -104,13 +105,15 @@ Measure measure_of(std::string_view metric) {
 ErrorBand memory_band(const std::vector<Residual>& residuals, Measure m, bool pipelined) {
   if (m == Measure::throughput) return {};
   const std::string what = m == Measure::reserved ? "reserved" : "allocated";
-  const auto of = [&](bool pp) {
-    return errors_where(residuals, [&](const Residual& x) { return measure_of(x.metric) == m && (x.regime.pipeline == "pp") == pp; });
+  // The runs with a pipeline (true), without (false) or all of them (nullopt).
+  const auto of = [&](std::optional<bool> pp) {
+    return errors_where(residuals,
+                        [&](const Residual& x) { return measure_of(x.metric) == m && (!pp || (x.regime.pipeline == "pp") == *pp); });
   };
   if (pipelined) {
     if (const auto errors = of(true); static_cast<int>(errors.size()) >= kMinRuns)
       return interval(errors, what + " memory of pipelined runs");
-    const auto errors = errors_where(residuals, [&](const Residual& x) { return measure_of(x.metric) == m; });
+    const auto errors = of(std::nullopt);
     return errors.size() < 2 ? ErrorBand{} : interval(errors, what + " memory");
   }
   const auto errors = of(false);

@@ -139,3 +139,29 @@ TEST_CASE("the loss's logits and fp32 copy freed below its kept tensor leave a h
     CHECK(a.reserved() == doctest::Approx((apart ? 280 : 360) * MiB).scale(0));
   }
 }
+
+TEST_CASE("a free pairs with its own tensor's block, an unnumbered free with an unnumbered block first") {
+  // Two live 30 MiB blocks: tensor 5's, allocated first, and an unnumbered one. The unnumbered free
+  // must take the unnumbered block, so that tensor 5's free still finds its own: no unpaired free.
+  report::CachingAllocator a;
+  a.allocate(graph::Pool::compute, 30 * MiB, 5);
+  a.allocate(graph::Pool::compute, 30 * MiB);
+  a.free(graph::Pool::compute, 30 * MiB);
+  CHECK(a.allocated() == doctest::Approx(30 * MiB).scale(0));
+  a.free(graph::Pool::compute, 30 * MiB, 5);
+  CHECK(a.allocated() == 0.0);
+  CHECK(a.unpaired_frees() == 0);
+
+  // With no unnumbered block of its size, an unnumbered free takes a numbered one (a graph whose
+  // effects number only one side still pairs up) ...
+  a.allocate(graph::Pool::compute, 30 * MiB, 9);
+  a.free(graph::Pool::compute, 30 * MiB);
+  CHECK(a.allocated() == 0.0);
+  CHECK(a.unpaired_frees() == 0);
+
+  // ... but a numbered free never takes another tensor's block: it is counted as unpaired.
+  a.allocate(graph::Pool::compute, 30 * MiB);
+  a.free(graph::Pool::compute, 30 * MiB, 3);
+  CHECK(a.allocated() == doctest::Approx(30 * MiB).scale(0));
+  CHECK(a.unpaired_frees() == 1);
+}
