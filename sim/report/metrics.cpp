@@ -212,7 +212,7 @@ Summary summarize(const SummaryInput& in) {
         x.compute_split += (*in.compute_split)[o];
         if (op.kind == OpKind::optimizer) x.optimizer_s += (*in.compute_split)[o].total();
       }
-      if (op.kind == OpKind::all_gather && op.group != graph::Group::tp) x.all_gather_bytes += op.bytes;
+      if (op.kind == OpKind::all_gather && op.group != graph::Group::tp && op.group != graph::Group::cp) x.all_gather_bytes += op.bytes;
       for (const auto& gemm : op.work.gemms) {
         x.gemm_flops += gemm.flops();
         if (gemm.type != graph::GemmType::high) x.gemm_flops_float8 += gemm.flops();

@@ -116,7 +116,8 @@ struct Summary {
   double optimizer_s = 0;
   std::string optimizer_impl;
   // What float8 training changes, in the reported step on one rank: the bytes of the parameter
-  // all-gathers (FSDP / ZeRO-3, not tensor parallel) and the GEMM FLOPs, all and in float8.
+  // all-gathers (FSDP / ZeRO-3, not tensor parallelism's activations or context parallelism's K and V) and the GEMM FLOPs, all and in
+  // float8.
   double all_gather_bytes = 0;
   double gemm_flops = 0;
   double gemm_flops_float8 = 0;

@@ -222,3 +222,16 @@ TEST_CASE("context parallel: the ring's eager copies and merges, in bytes by han
   CHECK(four[0] == doctest::Approx(158 * e4).scale(0));
   CHECK(four[1] == doctest::Approx(264 * e4).scale(0));
 }
+
+TEST_CASE("context parallel: the summary's parameter all-gathers leave out the ring's K and V") {
+  // FSDP shards over dp_shard x cp, so cp 2 (dp_shard 4) gathers the same parameters over the same
+  // 8 ranks as cp 1: the same bytes, although the graph also all-gathers K and V at every attention.
+  const auto gathered = [](std::vector<std::string> sets) {
+    return test::in_child([sets] { return cli::simulate(prepare(sets)).summary.all_gather_bytes; });
+  };
+  const double one = gathered({"fsdp.version=2"});
+  const double two = gathered({"fsdp.version=2", "training.seq_len=1024", "parallelism.cp=2"});
+  REQUIRE(totals(prepare({"fsdp.version=2", "training.seq_len=1024", "parallelism.cp=2"})).gathers > 0);
+  REQUIRE(one > 0);
+  CHECK(two == doctest::Approx(one).scale(0));
+}
