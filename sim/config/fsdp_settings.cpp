@@ -192,6 +192,17 @@ Zero3Config read_zero3(const Reader& fsdp, bool zero3, std::vector<ConfigWarning
   z.param_persistence_threshold = r.integer("param_persistence_threshold");
   z.reduce_bucket_size = r.integer("reduce_bucket_size");
   z.overlap_comm = r.boolean("overlap_comm");
+  // DeepSpeed's config nests the device and its buffers (offload_optimizer: {device: nvme, ...});
+  // a scenario names the device and keeps each knob as a key of its own, so a sweep can vary it.
+  const auto flat = [&r](std::string_view key, std::string_view knobs) {
+    if (const ConfigNode* n = r.node(key); n != nullptr && n->is_map()) {
+      r.fail(key, fmt::format("expected none, cpu or nvme (DeepSpeed's {0}.device; its other settings are keys of fsdp.zero3: {1}); "
+                              "got a mapping",
+                              key, knobs));
+    }
+  };
+  flat("offload_optimizer", "buffer_count as optimizer_buffer_count, pipeline_read, pipeline_write");
+  flat("offload_param", "buffer_count as param_buffer_count, buffer_size as param_buffer_size");
   z.offload_optimizer = {pick<OffloadDevice>(r, "offload_optimizer"), r.where("offload_optimizer")};
   z.offload_param = {pick<OffloadDevice>(r, "offload_param"), r.where("offload_param")};
   z.sub_group_size = r.integer("sub_group_size");
