@@ -108,12 +108,18 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
     out += "\n";
   }
   auto row = [&](std::string_view k, const std::string& v) { out += fmt::format("  {:<34} {}\n", k, v); };
+  // A range wholly on one side of its prediction: the published runs like this job all erred one way.
+  const auto outside = [](double predicted, double low, double high) -> std::string {
+    if (predicted < low) return "  ->  all above the prediction: such runs measured more than modelled";
+    if (predicted > high) return "  ->  all below the prediction: such runs measured less than modelled";
+    return "";
+  };
   row("step time", fmt::format("{:.4f} s  (step {} of {})", s.step_time, s.reported_step + 1, s.reported_step + 1));
   row("tokens/s per GPU", fmt::format("{:.0f}", s.tokens_per_s_per_gpu));
   if (s.range_runs > 0) {
-    row("  90% range",
-        fmt::format("{} - {}  (from the errors on {} published runs: {}; docs/fidelity.md)", grouped(std::llround(s.tokens_range_low)),
-                    grouped(std::llround(s.tokens_range_high)), s.range_runs, s.range_basis));
+    row("  90% range", fmt::format("{} - {}  (from the errors on {} published runs: {}; docs/fidelity.md){}",
+                                   grouped(std::llround(s.tokens_range_low)), grouped(std::llround(s.tokens_range_high)), s.range_runs,
+                                   s.range_basis, outside(s.tokens_per_s_per_gpu, s.tokens_range_low, s.tokens_range_high)));
     if (s.range_gpu_runs == 0) {
       row("  not validated on this GPU",
           fmt::format("no published run on {} GPUs is scored (make validate): the range is from other GPUs' runs, and the figures its "
@@ -182,14 +188,14 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
                                   : std::string("fits");
   row("peak memory (reserved)", fmt::format("{} of {} left to PyTorch on rank {}  ->  {}", gib(s.memory.peak_reserved),
                                             gib(s.allocator_memory()), s.memory.rank, verdict));
-  const auto memory_range = [&](const Summary::MemoryRange& r, std::string_view note) {
+  const auto memory_range = [&](const Summary::MemoryRange& r, double predicted, std::string_view note) {
     if (r.runs == 0) return;
-    row("  90% range", fmt::format("{:.1f} - {:.1f} GiB  (from the errors on {} published runs: {}; docs/fidelity.md){}", r.low / kGiB,
-                                   r.high / kGiB, r.runs, r.basis, note));
+    row("  90% range", fmt::format("{:.1f} - {:.1f} GiB  (from the errors on {} published runs: {}; docs/fidelity.md){}{}", r.low / kGiB,
+                                   r.high / kGiB, r.runs, r.basis, outside(predicted, r.low, r.high), note));
   };
   // A verdict of "fits" with the range's upper end past what PyTorch may use is not a sure one.
   const bool may_not_fit = !s.oom && s.reserved_range.high > s.allocator_memory();
-  memory_range(s.reserved_range, may_not_fit ? "  ->  it may not fit" : "");
+  memory_range(s.reserved_range, s.memory.peak_reserved, may_not_fit ? "  ->  it may not fit" : "");
   for (std::size_t p = 0; p + 1 < kPoolLabels.size(); ++p) {
     if (s.memory.reserved_by_pool[p] > 0) row(fmt::format("  {} pool", kPoolLabels[p]), gib(s.memory.reserved_by_pool[p]));
   }
@@ -212,7 +218,7 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
   row("outside PyTorch's allocator",
       fmt::format("{} of the GPU's {}  (CUDA context {}{})", gib(s.outside.total()), gib(s.gpu_memory), gib(s.outside.context), nccl));
   row("peak memory (allocated)", fmt::format("{} at {}", gib(s.memory.peak), s.memory.peak_op));
-  memory_range(s.allocated_range, "");
+  memory_range(s.allocated_range, s.memory.peak, "");
   for (std::size_t c = 0; c < kCategoryLabels.size(); ++c) {
     // A pipeline's receive buffers only where there is a pipeline.
     if (c == static_cast<std::size_t>(graph::MemCategory::pipeline_buffers) && s.pp_stages < 2) continue;

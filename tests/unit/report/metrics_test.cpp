@@ -229,3 +229,32 @@ TEST_CASE("a GPU no published run used says its throughput range is other GPUs' 
   CHECK(report::summary_text(hopper, s).find("not validated") == std::string::npos);
   CHECK(report::summary_json(hopper).at("range_basis").at("gpu_runs").is_null());
 }
+
+TEST_CASE("a range wholly above or below its prediction says which way the published runs erred") {
+  // The pipelined runs' reserved memory was all under-predicted (-28 to -11 %): a pipelined job's
+  // range then lies above its prediction, which the summary must say rather than leave a reader
+  // to wonder; a range around the prediction says nothing more.
+  graph::StepGraph g;
+  g.info.world_size = 1;
+  g.info.tokens_per_micro_step = 1000;
+  g.add_op(op(graph::OpKind::forward, graph::Stream::compute, "FWD a"));
+  graph::Timeline t(1, 1);
+  t.at(0, 0) = {0, 1};
+  config::ScenarioConfig s;
+  s.cluster.topology = test::minimal_topology();
+  model::Model m;
+  auto sum = report::summarize({s, m, g, t});
+  REQUIRE(sum.range_runs > 0);
+  sum.tokens_per_s_per_gpu = 1000;
+  sum.tokens_range_low = 900;
+  sum.tokens_range_high = 1100;
+  CHECK(report::summary_text(sum, s).find("the prediction") == std::string::npos);
+  sum.memory.peak_reserved = 56.0 * (1 << 30);
+  sum.reserved_range = {63.1 * (1 << 30), 77.3 * (1 << 30), 6, "reserved memory of pipelined runs"};
+  const std::string above = report::summary_text(sum, s);
+  CHECK(above.find("63.1 - 77.3 GiB  (from the errors on 6 published runs: reserved memory of pipelined runs; docs/fidelity.md)  ->  all "
+                   "above the prediction") != std::string::npos);
+  sum.tokens_range_low = 400;
+  sum.tokens_range_high = 500;
+  CHECK(report::summary_text(sum, s).find("all below the prediction") != std::string::npos);
+}
