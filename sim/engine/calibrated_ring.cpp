@@ -3,30 +3,13 @@
 #include <set>
 
 namespace shardsim::engine {
-namespace {
-
-int kind_index(graph::OpKind kind) {
-  switch (kind) {
-    case graph::OpKind::all_gather:
-      return 0;
-    case graph::OpKind::reduce_scatter:
-      return 1;
-    case graph::OpKind::all_reduce:
-      return 2;
-    default:
-      return -1;
-  }
-}
-
-}  // namespace
-
 CalibratedRing::CalibratedRing(const CollectiveAlgorithm& inner, const config::CalibrationConfig& calibration)
     : inner_(inner), calibration_(calibration) {}
 
 CollectivePlan CalibratedRing::plan(graph::OpKind kind, std::span<const int> ranks, double bytes, const ClusterView& cluster) const {
   CollectivePlan p = inner_.plan(kind, ranks, bytes, cluster);
   const auto n = static_cast<int>(ranks.size());
-  const int k = kind_index(kind);
+  const int k = graph::collective_index(kind);
   if (n <= 1 || bytes <= 0 || k < 0) return p;
 
   std::set<int> nodes;

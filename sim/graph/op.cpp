@@ -102,6 +102,19 @@ ComputeSplit& ComputeSplit::operator+=(const ComputeSplit& o) {
   return *this;
 }
 
+int collective_index(OpKind k) {
+  switch (k) {
+    case OpKind::all_gather:
+      return 0;
+    case OpKind::reduce_scatter:
+      return 1;
+    case OpKind::all_reduce:
+      return 2;
+    default:
+      return -1;
+  }
+}
+
 std::string_view to_string(OpKind k) {
   constexpr std::array names{"all_gather", "reduce_scatter", "all_reduce", "forward",   "backward",
                              "copy",       "optimizer",      "cpu_wait",   "host_copy", "send"};

@@ -230,6 +230,9 @@ struct Op {
 };
 
 [[nodiscard]] std::string_view to_string(OpKind k);
+// A collective kind's place in tables kept per collective (calibrations, forced algorithms):
+// all_gather 0, reduce_scatter 1, all_reduce 2; -1 for any other kind.
+[[nodiscard]] int collective_index(OpKind k);
 [[nodiscard]] std::string_view to_string(Stream s);
 [[nodiscard]] std::string_view to_string(Group g);
 [[nodiscard]] std::string_view to_string(EdgeKind e);

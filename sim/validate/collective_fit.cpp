@@ -25,10 +25,6 @@ int inter_steps(const CollectiveSample& s) {
   return (s.kind == graph::OpKind::all_reduce ? 2 : 1) * (s.nodes() - 1);
 }
 
-int kind_index(graph::OpKind k) {
-  return k == graph::OpKind::all_gather ? 0 : k == graph::OpKind::reduce_scatter ? 1 : 2;
-}
-
 std::string size_list(const std::vector<double>& sizes) {
   std::string out;
   for (double s : sizes) out += fmt::format("{}{}", out.empty() ? "" : ", ", format_bytes(Bytes(s)));
@@ -195,7 +191,7 @@ void fit_collectives(const BenchResults& b, const FitOptions& o, CalibrationFit&
       std::size_t outside = 0;
       std::set<int> lengths;
       for (const auto& s : b.collectives) {
-        if (s.link != link || kind_index(s.kind) != k) continue;
+        if (s.link != link || graph::collective_index(s.kind) != k) continue;
         if (s.bytes < o.min_bytes || s.bytes > o.max_bytes) {
           ++outside;
           continue;

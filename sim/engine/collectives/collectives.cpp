@@ -18,17 +18,9 @@ namespace shardsim::engine::collectives {
 namespace {
 
 std::size_t kind_index(graph::OpKind kind) {
-  switch (kind) {
-    case graph::OpKind::all_gather:
-      return 0;
-    case graph::OpKind::reduce_scatter:
-      return 1;
-    case graph::OpKind::all_reduce:
-      return 2;
-    default:
-      assert(false && "not a collective");
-      return 0;
-  }
+  const int i = graph::collective_index(kind);
+  assert(i >= 0 && "not a collective");
+  return static_cast<std::size_t>(std::max(i, 0));
 }
 
 // nccl-tests' bus bandwidth factor: (n-1)/n, 2(n-1)/n for all-reduce.
