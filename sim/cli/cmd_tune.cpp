@@ -339,7 +339,7 @@ int cmd_tune(std::span<const std::string> argv) {
   sweep::TuneSpace space = sweep::tune_space(base, batch, layouts);
   if (auto f8 = args.get("--float8")) space.stage1.push_back(float8_axis(base, *f8));
   if (args.has("--compile")) space.stage1.push_back(compile_axis());
-  sweep::check_axes(o.scenario, o.sets, space.stage1);
+  sweep::check_axes(o.scenario, o.sets, space.stage1, {}, true);
   const Search s = search(o, space);
   const std::string limit_text =
       o.limit ? sweep::svg::gib(*o.limit)

@@ -53,7 +53,14 @@ std::vector<std::vector<std::string>> dimensions_of(std::span<const Axis> axes) 
 }
 
 void check_axes(const std::filesystem::path& scenario, std::span<const std::string> sets, std::span<const Axis> axes,
-                std::span<const Location> set_where) {
+                std::span<const Location> set_where, bool only_axis_keys) {
+  const auto axis_key = [&axes](std::string_view path) {
+    return std::any_of(axes.begin(), axes.end(), [path](const Axis& a) {
+      return std::any_of(a.keys.begin(), a.keys.end(), [path](const std::string& k) {
+        return path == k || (path.size() > k.size() && path.compare(0, k.size(), k) == 0 && path[k.size()] == '.');
+      });
+    });
+  };
   for (const auto& a : axes) {
     // The sweep file, --grid and tune refuse an axis without values before they get here.
     if (a.values.empty()) throw std::logic_error("check_axes: an axis with no values");
@@ -74,6 +81,7 @@ void check_axes(const std::filesystem::path& scenario, std::span<const std::stri
     try {
       (void)config::load_scenario(scenario, assignments);
     } catch (const ConfigError& e) {
+      if (only_axis_keys && !axis_key(e.key_path())) return;
       // A value's error names "--set KEY=VALUE"; name the --grid option or sweep file line instead.
       for (std::size_t i = 0; i < assignments.size(); ++i) {
         if (origin[i] != nullptr && e.where().file == "--set " + assignments[i]) {

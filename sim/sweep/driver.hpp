@@ -23,9 +23,9 @@
 #include <string>
 #include <vector>
 
-#include "sweep/objective.hpp"
 #include "sweep/executor.hpp"
 #include "sweep/grid.hpp"
+#include "sweep/objective.hpp"
 #include "sweep/shard.hpp"
 
 namespace shardsim::sweep {
@@ -48,8 +48,11 @@ struct SweepSpec {
 // axes at their first value): a typo in a key or value fails here, before anything runs, with
 // the loader's file:line:col message; `set_where[i]`, where given, is where sets[i] was written
 // (a sweep file's set: entry). Throws ConfigError.
+// With `only_axis_keys` (tune, whose axes it writes itself) an error about another key is let
+// through: the value is well formed but does not combine with the scenario (no_shard beside a
+// float8 all-gather), and the points with it fail on their own with that reason.
 void check_axes(const std::filesystem::path& scenario, std::span<const std::string> sets, std::span<const Axis> axes,
-                std::span<const Location> set_where = {});
+                std::span<const Location> set_where = {}, bool only_axis_keys = false);
 
 // Told about each finished point (progress.hpp draws the bar).
 class SweepObserver {

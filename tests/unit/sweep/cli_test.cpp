@@ -231,6 +231,26 @@ TEST_CASE("shardsim tune --compile searches training.compile on and off and name
   CHECK(names_compile);
 }
 
+TEST_CASE("shardsim tune on a scenario with the float8 all-gather records the shardings it cannot combine with as failed") {
+  // FSDP2 with torchao's float8 all-gather: no_shard gathers nothing and shard_optimizer gathers
+  // the updated parameters in their own dtype, so both refuse it (config/float8_settings.cpp). tune
+  // writes those shardings itself: each of its 3 checkpointing modes x 5 FSDP2 wraps fails with the
+  // reason, 15 a sharding, 30 in all, and the search goes on over the other two.
+  const auto r = run_shardsim({"tune", tiny(), "--set", "fsdp.version=2", "--set", "training.compile=true", "--set",
+                               "training.float8={recipe: tensorwise, fsdp_float8_all_gather: true}", "-j", "2"},
+                              "tune-float8-all-gather");
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  CHECK(r.out.find("x fsdp.sharding (4) x fsdp.wrap (5) = 60 configurations") != std::string::npos);
+  CHECK(r.out.find("#   15 failed: --set training.float8={recipe: tensorwise, fsdp_float8_all_gather: true}:1:46: error: "
+                   "training.float8.fsdp_float8_all_gather: no_shard does not all-gather parameters") != std::string::npos);
+  CHECK(r.out.find("#   15 failed: --set training.float8={recipe: tensorwise, fsdp_float8_all_gather: true}:1:46: error: "
+                   "training.float8.fsdp_float8_all_gather: shard_optimizer all-gathers") != std::string::npos);
+  std::smatch failed;
+  REQUIRE(std::regex_search(
+      r.out, failed, std::regex(R"(# simulated \d+ configurations in [0-9.]+ s with -j 2: \d+ fit, \d+ over the limit, (\d+) failed)")));
+  CHECK(failed[1] == "30");
+}
+
 TEST_CASE("a sweep over a setting that does not apply records the warning with every point") {
   // fsdp.backward_prefetch is FSDP1's; on FSDP2 the three points are alike, and each says why.
   const auto dir = scratch("warnings");
