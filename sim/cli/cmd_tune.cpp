@@ -290,14 +290,22 @@ std::vector<std::string> found(const Options& o, const Search& s, const std::vec
   return c;
 }
 
-[[noreturn]] void nothing_fits(const Search& s, const std::string& limit_text) {
+[[noreturn]] void nothing_fits(const Search& s, std::optional<double> limit, const std::string& limit_text) {
   const sweep::PointResult* smallest = nullptr;
   for (const auto& r : s.results) {
     if (r.ok() && (smallest == nullptr || r.number("peak_memory_bytes") < smallest->number("peak_memory_bytes"))) smallest = &r;
   }
   if (smallest == nullptr) throw RuntimeError("no configuration could be simulated; see the errors above");
-  throw RuntimeError(fmt::format("no configuration fits in {}; the smallest peak was {} with {}", limit_text,
-                                 sweep::svg::gib(smallest->number("peak_memory_bytes")), settings_text(*smallest)));
+  // Under the limit and still not fitting: it fits only by releasing the allocator's cache (PointResult::oom).
+  const double retries = smallest->number("alloc_retries");
+  const std::string how =
+      retries > 0 && !(limit && smallest->number("peak_memory_bytes") > *limit)
+          ? fmt::format(
+                ", which fits only by releasing the allocator's cache {:.0f} time{} (a stall each that the simulated step leaves out)",
+                retries, retries == 1 ? "" : "s")
+          : std::string();
+  throw RuntimeError(fmt::format("no configuration fits in {}; the smallest peak was {} with {}{}", limit_text,
+                                 sweep::svg::gib(smallest->number("peak_memory_bytes")), settings_text(*smallest), how));
 }
 
 }  // namespace
@@ -349,7 +357,7 @@ int cmd_tune(std::span<const std::string> argv) {
   const auto top = sweep::ranked(s.results, o.limit, kShown);
   if (top.empty()) {
     std::cout << sweep::yaml_snippet({}, comments);
-    nothing_fits(s, limit_text);
+    nothing_fits(s, o.limit, limit_text);
   }
   const auto more = found(o, s, top);
   comments.insert(comments.end(), more.begin(), more.end());

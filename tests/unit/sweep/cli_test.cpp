@@ -206,6 +206,17 @@ TEST_CASE("shardsim tune with a limit nothing fits under says so and exits 1") {
   CHECK(r.out.find("# simulated 49 configurations") != std::string::npos);  // 3 x 1 x 4 x 4 + the scenario as written
 }
 
+TEST_CASE("shardsim tune says when the smallest peak is under the GPU's memory but fits only by releasing the allocator's cache") {
+  // The ZeRO-Infinity scenario's best peak (31.2 GiB of the 31.5 a V100 leaves to PyTorch) needs
+  // cudaFree retries, which tune counts as not fitting (sweep::PointResult::oom): the error must say
+  // so, or it reads as a peak under the limit that "does not fit".
+  const auto r =
+      run_shardsim({"tune", (test::source_dir() / "scenarios/zero-infinity_gpt-1t_512xv100.yaml").string(), "-j", "2"}, "tune-retries");
+  CHECK(r.code == 1);
+  CHECK(std::regex_search(r.err, std::regex(R"(the smallest peak was [0-9.]+ GiB with .*, which fits only by releasing the )"
+                                            R"(allocator's cache \d+ times? \(a stall each)")));
+}
+
 TEST_CASE("shardsim tune --compile searches training.compile on and off and names why the configurations that cannot run failed") {
   // The tiny scenario compiled, TP 1 or 2 with async TP on and off: its 5 mesh layouts (TP 1, and
   // TP 2 with async off and on, at the micro-batch splits that keep the global batch) of which 2
