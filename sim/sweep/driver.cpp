@@ -1,6 +1,7 @@
 #include "sweep/driver.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <fstream>
@@ -88,7 +89,17 @@ void check_axes(const std::filesystem::path& scenario, std::span<const std::stri
           throw ConfigError(*origin[i], e.key_path(), e.message());
         }
       }
-      throw;
+      // An error about the scenario's own key that the sweep's values brought about (the scenario
+      // loads without them): say which.
+      const std::span<const std::string> swept = std::span<const std::string>(assignments).subspan(sets.size());
+      bool loads_without = !swept.empty();
+      try {
+        if (loads_without) (void)config::load_scenario(scenario, sets);
+      } catch (const ConfigError&) {
+        loads_without = false;
+      }
+      if (!loads_without) throw;
+      throw ConfigError(e.where(), e.key_path(), fmt::format("{} (at the sweep's {})", e.message(), fmt::join(swept, " ")));
     }
   };
   load_with(axes.size(), 0);
