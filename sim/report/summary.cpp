@@ -66,9 +66,9 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
                        s.world_size / tp / scenario.parallelism.pp / scenario.parallelism.cp, tp - 1);
   }
   if (const int cp = scenario.parallelism.cp; cp > 1) {
-    out +=
-        fmt::format("  context parallel {}: each {}-token sequence split over {} ranks ({} tokens each), K and V gathered per attention\n",
-                    cp, scenario.training.seq_len, cp, scenario.training.seq_len / cp);
+    out += fmt::format("  context parallel {}: each {}-token sequence split over {} ranks ({} tokens each), K and V {} per attention\n", cp,
+                       scenario.training.seq_len, cp, scenario.training.seq_len / cp,
+                       scenario.parallelism.cp_alltoall ? "passed around the ring" : "gathered");
   }
   if (const auto& p = scenario.parallelism; p.pp > 1) {
     const std::int64_t mb = p.pp_microbatches > 0 ? p.pp_microbatches : scenario.training.micro_batch;
@@ -172,7 +172,8 @@ std::string summary_text(const Summary& s, const config::ScenarioConfig& scenari
   if (several) row("  of which data parallel", fmt::format("{:.4f} s", s.dp_exposed_comm_s));
   if (tp > 1) row("  of which tensor parallel", fmt::format("{:.4f} s  (on the critical path: compute waits for it)", s.tp_exposed_comm_s));
   if (scenario.parallelism.cp > 1)
-    row("  of which context parallel", fmt::format("{:.4f} s  (K and V gathered before attention)", s.cp_exposed_comm_s));
+    row("  of which context parallel",
+        fmt::format("{:.4f} s  (attention waiting for K and V, or for its K and V gradients back around the ring)", s.cp_exposed_comm_s));
   if (s.pp_stages > 1) {
     row("  of which pipeline sends", fmt::format("{:.4f} s", s.pp_exposed_comm_s));
     row("pipeline bubble", fmt::format("{:.1f} % of the step  (stages idle waiting for other stages, mean of {} stages)",

@@ -11,6 +11,7 @@
 
 #include "cli/pipeline.hpp"
 #include "graph/groups.hpp"
+#include "report/outputs.hpp"
 #include "test_support.hpp"
 
 using namespace shardsim;
@@ -234,4 +235,31 @@ TEST_CASE("context parallel: the summary's parameter all-gathers leave out the r
   REQUIRE(totals(prepare({"fsdp.version=2", "training.seq_len=1024", "parallelism.cp=2"})).gathers > 0);
   REQUIRE(one > 0);
   CHECK(two == doctest::Approx(one).scale(0));
+}
+
+TEST_CASE("context parallel: the summary names the rotation the scenario asks for") {
+  // cp_rotate allgather gathers every rank's K and V once per attention; alltoall passes them
+  // around the ring (torch's _AllGatherRotater and _AllToAllRotater).
+  struct Says {
+    bool gathered = false;
+    bool ring = false;
+    bool exposed = false;
+  };
+  const auto says = [](const std::string& rotate) {
+    return test::in_child([rotate] {
+      const auto p = prepare({"fsdp.version=2", "training.seq_len=1024", "parallelism.cp=2", "parallelism.cp_rotate=" + rotate});
+      const std::string text = report::summary_text(cli::simulate(p).summary, p.scenario);
+      const auto has = [&text](std::string_view what) { return text.find(what) != std::string::npos; };
+      return Says{has("split over 2 ranks (512 tokens each), K and V gathered per attention"),
+                  has("split over 2 ranks (512 tokens each), K and V passed around the ring per attention"),
+                  has("of which context parallel")};
+    });
+  };
+  const Says gathered = says("allgather");
+  const Says ring = says("alltoall");
+  CHECK(gathered.gathered);
+  CHECK_FALSE(gathered.ring);
+  CHECK(ring.ring);
+  CHECK_FALSE(ring.gathered);
+  CHECK(ring.exposed);
 }
