@@ -212,7 +212,7 @@ Summary summarize(const SummaryInput& in) {
         x.compute_split += (*in.compute_split)[o];
         if (op.kind == OpKind::optimizer) x.optimizer_s += (*in.compute_split)[o].total();
       }
-      if (op.kind == OpKind::all_gather && op.group != graph::Group::tp && op.group != graph::Group::cp) x.all_gather_bytes += op.bytes;
+      if (op.kind == OpKind::all_gather && dimension_of(op) == Dimension::dp) x.all_gather_bytes += op.bytes;
       for (const auto& gemm : op.work.gemms) {
         x.gemm_flops += gemm.flops();
         if (gemm.type != graph::GemmType::high) x.gemm_flops_float8 += gemm.flops();
@@ -263,10 +263,7 @@ Summary summarize(const SummaryInput& in) {
     deadline.check(fmt::format("while summarising the communication of rank {}", r));
     std::vector<std::pair<double, double>> compute;
     std::vector<std::pair<double, double>> comm;
-    std::vector<std::pair<double, double>> tp_comm;
-    std::vector<std::pair<double, double>> pp_comm;
-    std::vector<std::pair<double, double>> dp_comm;
-    std::vector<std::pair<double, double>> cp_comm;
+    std::array<std::vector<std::pair<double, double>>, kDimensions> by_dimension;
     std::array<std::vector<std::pair<double, double>>, 3> offload;  // PCIe, CPU, NVMe
     for (std::size_t o = 0; o < g.size(); ++o) {
       const graph::Op& op = g.op(static_cast<int>(o));
@@ -278,10 +275,7 @@ Summary summarize(const SummaryInput& in) {
       if (iv.second <= iv.first) continue;
       if (op.is_collective()) {
         comm.push_back(iv);
-        if (op.group == graph::Group::tp) tp_comm.push_back(iv);
-        if (op.group == graph::Group::pp) pp_comm.push_back(iv);
-        if (op.group == graph::Group::cp) cp_comm.push_back(iv);
-        if (op.group != graph::Group::tp && op.group != graph::Group::pp && op.group != graph::Group::cp) dp_comm.push_back(iv);
+        by_dimension[static_cast<std::size_t>(dimension_of(op))].push_back(iv);
       } else if (on_compute_stream(op)) {
         compute.push_back(iv);
       } else if (offload_kind >= 0) {
@@ -294,10 +288,11 @@ Summary summarize(const SummaryInput& in) {
       s.exposed_rank = r;
       s.compute_s = union_length(compute);
       s.comm_s = union_length(comm);
-      s.tp_comm_s = union_length(tp_comm);
-      s.pp_comm_s = union_length(pp_comm);
-      s.dp_comm_s = union_length(dp_comm);
-      s.cp_comm_s = union_length(cp_comm);
+      const auto of = [&by_dimension](Dimension d) { return union_length(by_dimension[static_cast<std::size_t>(d)]); };
+      s.tp_comm_s = of(Dimension::tp);
+      s.pp_comm_s = of(Dimension::pp);
+      s.dp_comm_s = of(Dimension::dp);
+      s.cp_comm_s = of(Dimension::cp);
       const ExposedComm by = exposed_comm(g, t, r, s.reported_step, start, end);  // what compute waited for
       s.dp_exposed_comm_s = by.of(Dimension::dp);
       s.tp_exposed_comm_s = by.of(Dimension::tp);
