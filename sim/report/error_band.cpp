@@ -97,7 +97,7 @@ Regime regime_of(const config::ScenarioConfig& s, double exposed_comm_s, double 
 }
 
 Measure measure_of(std::string_view metric) {
-  if (metric == "GiB reserved" || metric == "GiB res logged") return Measure::reserved;
+  if (metric == "GiB reserved") return Measure::reserved;
   if (metric.starts_with("GiB")) return Measure::allocated;
   return Measure::throughput;
 }

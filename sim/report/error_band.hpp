@@ -35,7 +35,7 @@ inline constexpr double kCommunicationBound = 0.10;
 
 struct Residual {
   std::string id;  // published case, "D1", "P2", ...
-  // "tokens/s", "TFLOPS" (throughput); "GiB reserved", "GiB res logged" (peak reserved memory);
+  // "tokens/s", "TFLOPS" (throughput); "GiB reserved" (peak reserved memory);
   // "GiB allocated", "GiB alloc rank 0" (peak allocated memory)
   std::string metric;
   Regime regime;

@@ -32,7 +32,6 @@ Figures simulate_in_child(const std::string& scenario, const std::vector<std::st
       f.tflops = s.tflops_per_gpu;
       f.mfu = s.mfu;
       f.reserved_gib = s.memory.peak_reserved / (1024.0 * 1024 * 1024);
-      f.reserved_logged_gib = (s.reserved_by_stage.empty() ? s.memory.peak_reserved : s.reserved_by_stage.back()) / (1024.0 * 1024 * 1024);
       f.allocated_gib = s.memory.peak / (1024.0 * 1024 * 1024);
       f.allocated_rank0_gib = (s.allocated_by_stage.empty() ? s.memory.peak : s.allocated_by_stage.front()) / (1024.0 * 1024 * 1024);
       f.step_s = s.step_time;

@@ -14,10 +14,6 @@ struct Figures {
   double tflops = 0;
   double mfu = 0;
   double reserved_gib = 0;
-  // What torchtitan logs: its metrics rank's (metrics.py _get_metrics_rank: rank 0, or under
-  // pipeline parallelism the last stage's first rank), the last stage's with a pipeline, else the
-  // same as reserved_gib.
-  double reserved_logged_gib = 0;
   double allocated_gib = 0;  // peak allocated (torch.cuda.max_memory_allocated)
   // Rank 0's peak allocated, which KempnerForge logs (metrics/tracker.py on the main rank): under a
   // pipeline the first stage's, else the same as allocated_gib.

@@ -137,7 +137,7 @@ namespace {
 std::vector<std::string> ledger_metrics(const std::string& table_metric) {
   if (table_metric == "tokens/s/GPU") return {"tokens/s"};
   if (table_metric == "TFLOPS/GPU") return {"TFLOPS"};
-  if (table_metric == "GiB reserved") return {"GiB reserved", "GiB res logged"};
+  if (table_metric == "GiB reserved") return {"GiB reserved"};
   if (table_metric == "GiB allocated") return {"GiB allocated", "GiB alloc rank 0"};
   return {};
 }

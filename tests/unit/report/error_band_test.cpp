@@ -82,10 +82,10 @@ TEST_CASE(
     "peak memory takes the band of the published runs' errors on the same memory, pipelined runs apart, and throughput ignores them") {
   std::vector<report::Residual> r;
   for (double e : {0.1, 0.2, 0.3, 0.0, -0.1}) r.push_back({"X", "tokens/s", {"hopper", "none", "compute"}, e});
-  // Reserved: -0.1, 0.0, 0.1 (the logged rank's counts too): mean 0, s = 0.1, t(0.95, 2) = 2.920,
+  // Reserved: -0.1, 0.0, 0.1: mean 0, s = 0.1, t(0.95, 2) = 2.920,
   // half = 2.920 x 0.1 x sqrt(4 / 3) = 0.33717.
   r.push_back({"M", "GiB reserved", {"hopper", "none", "compute"}, -0.1});
-  r.push_back({"M", "GiB res logged", {"hopper", "tensorwise", "compute", "cp"}, 0.1});
+  r.push_back({"M", "GiB reserved", {"hopper", "tensorwise", "compute", "cp"}, 0.1});
   r.push_back({"M", "GiB reserved", {"ampere", "none", "communication"}, 0.0});
   r.push_back({"A", "GiB allocated", {"hopper", "none", "compute"}, 0.04});
   CHECK(report::measure_of("GiB alloc rank 0") == report::Measure::allocated);
@@ -101,7 +101,7 @@ TEST_CASE(
   // Five pipelined runs at -0.3, -0.2, -0.2, -0.2, -0.1 (mean -0.2, s = sqrt(0.02 / 4) = 0.070711,
   // half = 2.132 x 0.070711 x sqrt(1.2) = 0.165144): a pipelined run takes their band, and the
   // runs without a pipeline keep theirs.
-  for (double e : {-0.3, -0.2, -0.2, -0.2, -0.1}) r.push_back({"Q", "GiB res logged", {"hopper", "none", "compute", "none", "pp"}, e});
+  for (double e : {-0.3, -0.2, -0.2, -0.2, -0.1}) r.push_back({"Q", "GiB reserved", {"hopper", "none", "compute", "none", "pp"}, e});
   b = report::memory_band(r, report::Measure::reserved, true);
   CHECK(b.runs == 5);
   CHECK(b.basis == "reserved memory of pipelined runs");
