@@ -19,10 +19,12 @@ class HostComm {
   virtual ~HostComm() = default;
   [[nodiscard]] virtual int rank() const = 0;
   [[nodiscard]] virtual int world() const = 0;
-  // A communicator of the ranks passing the same color, ordered by key; returns its id.
+  // A communicator of the ranks passing the same color, ordered by key; returns its id. A
+  // negative color joins none (the id is not to be used).
   virtual int split(int color, int key) = 0;
   // A collective of total size `bytes` (all-gather output, reduce-scatter input, all-reduce
-  // buffer) on communicator `comm`; buffer offset `slot` (microbenchmarks). Throws RuntimeError.
+  // buffer) on communicator `comm`, or a send (from the first of its two members to the second);
+  // buffer offset `slot` (microbenchmarks). Throws RuntimeError.
   virtual void run(int comm, graph::OpKind kind, std::size_t bytes, int slot) = 0;
   // Every rank's values, in rank order.
   [[nodiscard]] virtual std::vector<double> all_gather(std::span<const double> values) = 0;

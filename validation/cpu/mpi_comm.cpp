@@ -60,7 +60,9 @@ MpiComm::MpiComm() {
 }
 
 MpiComm::~MpiComm() {
-  for (auto& [id, c] : comms_) MPI_Comm_free(&c->comm);
+  for (auto& [id, c] : comms_) {
+    if (c->comm != MPI_COMM_NULL) MPI_Comm_free(&c->comm);
+  }
   MPI_Finalize();
 }
 
@@ -70,9 +72,11 @@ bool MpiComm::launched_by_mpirun() {
 
 int MpiComm::split(int color, int key) {
   auto c = std::make_unique<Comm>();
-  check(MPI_Comm_split(MPI_COMM_WORLD, color, key, &c->comm), "communicator split");
-  MPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
-  MPI_Comm_size(c->comm, &c->size);
+  check(MPI_Comm_split(MPI_COMM_WORLD, color < 0 ? MPI_UNDEFINED : color, key, &c->comm), "communicator split");
+  if (c->comm != MPI_COMM_NULL) {
+    MPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
+    MPI_Comm_size(c->comm, &c->size);
+  }
   std::lock_guard lock(mutex_);
   const auto id = static_cast<int>(comms_.size());
   comms_[id] = std::move(c);
@@ -102,6 +106,9 @@ void MpiComm::run(int comm, graph::OpKind kind, std::size_t bytes, int slot) {
       break;
     case graph::OpKind::reduce_scatter:
       check(MPI_Ireduce_scatter_block(send, recv, count, MPI_FLOAT, MPI_SUM, c->comm, &req), "reduce-scatter");
+      break;
+    case graph::OpKind::send:  // the first member's whole buffer to the second
+      check(MPI_Ibcast(send, static_cast<int>(std::min<std::size_t>(per_rank * n, 1U << 30U)), MPI_FLOAT, 0, c->comm, &req), "send");
       break;
     default:
       check(MPI_Iallreduce(send, recv, static_cast<int>(std::min<std::size_t>(per_rank * n, 1U << 30U)), MPI_FLOAT, MPI_SUM, c->comm, &req),

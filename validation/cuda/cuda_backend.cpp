@@ -162,7 +162,9 @@ class CudaBackend final : public Backend {
     for (auto& s : streams_) s->fp8_plans.clear();
     if (lt_ != nullptr) cublasLtDestroy(lt_);
     for (cudaEvent_t e : events_) cudaEventDestroy(e);
-    for (ncclComm_t c : comms_) ncclCommDestroy(c);
+    for (ncclComm_t c : comms_) {
+      if (c != nullptr) ncclCommDestroy(c);
+    }
     if (internal_ != nullptr) cudaStreamDestroy(internal_);
   }
   CudaBackend(const CudaBackend&) = delete;
@@ -193,7 +195,9 @@ class CudaBackend final : public Backend {
 
   CommId split_communicator(int color, int key) override {
     ncclComm_t c = nullptr;
-    check(ncclCommSplit(comms_.front(), color, key, &c, nullptr), comms_.front(), fmt::format("rank {}: ncclCommSplit", env_.rank));
+    // A rank outside every group of the split (color < 0) gets no communicator (nullptr).
+    check(ncclCommSplit(comms_.front(), color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &c, nullptr), comms_.front(),
+          fmt::format("rank {}: ncclCommSplit", env_.rank));
     comms_.push_back(c);
     return static_cast<CommId>(comms_.size() - 1);
   }
@@ -252,6 +256,9 @@ class CudaBackend final : public Backend {
                                 s.stream),
               c, what);
         break;
+      case graph::OpKind::send:  // a pipeline's bf16 activations or gradients, from member 0 to member 1
+        check(ncclBroadcast(send, recv, std::max<std::size_t>(1, total / 2), ncclBfloat16, 0, c, s.stream), c, what);
+        break;
       default:
         check(ncclAllReduce(send, recv, std::max<std::size_t>(1, total / 4), ncclFloat32, ncclSum, c, s.stream), c, what);
     }
@@ -271,6 +278,7 @@ class CudaBackend final : public Backend {
     if (e == cudaErrorNotReady) {
       // A failed peer shows up as an asynchronous NCCL error, not as a late event.
       for (ncclComm_t c : comms_) {
+        if (c == nullptr) continue;
         ncclResult_t async = ncclSuccess;
         ncclCommGetAsyncError(c, &async);
         check(async, c, fmt::format("rank {}: a collective failed", env_.rank));
@@ -307,7 +315,9 @@ class CudaBackend final : public Backend {
 
   void abort() noexcept override {
     if (aborted_.exchange(true)) return;
-    for (ncclComm_t c : comms_) ncclCommAbort(c);
+    for (ncclComm_t c : comms_) {
+      if (c != nullptr) ncclCommAbort(c);
+    }
   }
 
  private:

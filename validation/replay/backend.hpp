@@ -32,7 +32,8 @@ class Backend {
   [[nodiscard]] virtual std::string device() const = 0;  // "NVIDIA H200", "cpu (scaled x0.01)"
 
   // Setup, before enqueuing work. A communicator joins the ranks that pass the same `color`,
-  // ordered by `key` (MPI_Comm_split / ncclCommSplit); collective over all ranks.
+  // ordered by `key` (MPI_Comm_split / ncclCommSplit); collective over all ranks. A rank passing
+  // a negative color joins none (MPI_UNDEFINED / NCCL_SPLIT_NOCOLOR): it must not use the id.
   virtual StreamId create_stream(const std::string& name) = 0;
   virtual EventId create_event() = 0;
   virtual CommId split_communicator(int color, int key) = 0;
@@ -43,6 +44,8 @@ class Backend {
   // Work, in stream order. `slot` selects one of a few buffer offsets, so that repeated runs do
   // not reuse the same addresses (microbenchmarks' shifted buffers).
   virtual void enqueue(StreamId stream, const Kernel& kernel) = 0;
+  // OpKind::send: a point-to-point transfer of `bytes` on a communicator of two ranks, from its
+  // first member (key order) to its second: a broadcast from the first.
   virtual void enqueue_collective(StreamId stream, CommId comm, graph::OpKind kind, double bytes, int slot = 0) = 0;
   virtual void record(StreamId stream, EventId event) = 0;
   virtual void wait(StreamId stream, EventId event) = 0;  // the stream waits for the event

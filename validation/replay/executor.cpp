@@ -22,25 +22,41 @@ std::string describe(const graph::Op& op) {
   return fmt::format("op {} \"{}\" ({}, stream {})", op.id, op.name, graph::to_string(op.kind), graph::to_string(op.stream));
 }
 
-// Issues the step once; returns the events bracketing each op and t0.
+// A communicator: the op's stream and group, and for the pipeline's group the ordered pair of
+// stages it joins (sender first), so that a send's sender is its communicator's first member.
+struct CommKey {
+  graph::Stream stream;
+  Group group;
+  int from = -1;
+  int to = -1;
+  auto operator<=>(const CommKey&) const = default;
+};
+
+CommKey comm_key(const graph::Op& op) {
+  if (op.group != Group::pp) return {op.stream, op.group};
+  return {op.stream, op.group, op.stage, op.peer_stage};
+}
+
+// Issues the step once; returns the events bracketing each op and t0. With pipeline stages each
+// rank runs its stage's program: the ops of its stage, and the sends it is one end of.
 class Issuer {
  public:
-  Issuer(const graph::StepGraph& g, Backend& b, Watchdog& w) : g_(g), b_(b), w_(w) {
-    if (g.info.pp_group > 1) {
-      throw RuntimeError(
-          fmt::format("the graph has {} pipeline stages: pipeline-parallel graphs (per-stage programs, sends between "
-                      "stages) are not replayed yet; expected a graph with pp 1",
-                      g.info.pp_group));
-    }
+  Issuer(const graph::StepGraph& g, Backend& b, Watchdog& w) : g_(g), b_(b), w_(w), stage_(g.info.stage_of(b.rank())) {
     const std::size_t n = g.size();
     const graph::Groups groups(g.info);
-    // Streams and communicators, in graph order: the same order on every rank.
+    // Streams and communicators, in graph order: the same order on every rank. A pipeline
+    // pair's communicator is split on every rank too; the ranks of other stages join none.
     for (std::size_t i = 0; i < n; ++i) {
       const graph::Op& op = g.op(static_cast<int>(i));
       if (op.kind == OpKind::cpu_wait) continue;
       if (streams_.count(op.stream) == 0) streams_[op.stream] = b.create_stream(std::string(graph::to_string(op.stream)));
-      if (op.is_collective() && comms_.count({op.stream, op.group}) == 0) {
-        comms_[{op.stream, op.group}] = b.split_communicator(groups.instance_of(op.group, b.rank()), b.rank());
+      const CommKey key = comm_key(op);
+      if (!op.is_collective() || comms_.count(key) != 0) continue;
+      if (op.group == Group::pp) {
+        const bool member = stage_ == op.stage || stage_ == op.peer_stage;
+        comms_[key] = b.split_communicator(member ? groups.instance_of(Group::pp, b.rank()) : -1, stage_ == op.stage ? 0 : 1);
+      } else {
+        comms_[key] = b.split_communicator(groups.instance_of(op.group, b.rank()), b.rank());
       }
     }
     if (streams_.count(graph::Stream::compute) == 0) streams_[graph::Stream::compute] = b.create_stream("compute");
@@ -50,6 +66,10 @@ class Issuer {
     std::map<graph::Stream, double> coll_bytes;
     for (std::size_t i = 0; i < n; ++i) {
       const graph::Op& op = g.op(static_cast<int>(i));
+      if (!runs_here(op)) {
+        kernels_.emplace_back();
+        continue;
+      }
       if (op.is_collective()) {
         coll_bytes[op.stream] = std::max(coll_bytes[op.stream], op.bytes);
       } else if (op.kind != OpKind::cpu_wait) {
@@ -75,18 +95,20 @@ class Issuer {
     for (std::size_t i = 0; i < g_.size(); ++i) {
       const int id = static_cast<int>(i);
       const graph::Op& op = g_.op(id);
+      if (!runs_here(op)) continue;
       if (op.kind == OpKind::cpu_wait) {
         for (const auto& [pred, kind] : g_.predecessors(id)) await(pred);
         continue;
       }
       const StreamId s = streams_.at(op.stream);
+      // What another stage's rank ran reaches this one only through a send both ran.
       for (const auto& [pred, kind] : g_.predecessors(id)) {
         const graph::Op& p = g_.op(pred);
-        if (p.kind != OpKind::cpu_wait && p.stream != op.stream) b_.wait(s, end_event(pred));
+        if (p.kind != OpKind::cpu_wait && p.stream != op.stream && runs_here(p)) b_.wait(s, end_event(pred));
       }
       b_.record(s, start_event(id));
       if (op.is_collective()) {
-        b_.enqueue_collective(s, comms_.at({op.stream, op.group}), op.kind, op.bytes);
+        b_.enqueue_collective(s, comms_.at(comm_key(op)), op.kind, op.bytes);
       } else {
         for (const auto& k : kernels_[i]) b_.enqueue(s, k);
       }
@@ -97,7 +119,8 @@ class Issuer {
   // Waits for every op, in id order, kicking the watchdog as they complete.
   void finish() {
     for (std::size_t i = 0; i < g_.size(); ++i) {
-      if (g_.op(static_cast<int>(i)).kind != OpKind::cpu_wait) await(static_cast<int>(i));
+      const graph::Op& op = g_.op(static_cast<int>(i));
+      if (op.kind != OpKind::cpu_wait && runs_here(op)) await(static_cast<int>(i));
     }
   }
 
@@ -106,14 +129,15 @@ class Issuer {
     rt.t0_clock = b_.shared_clock(t0_);
     std::vector<graph::Interval>& out = rt.ops;
     out.resize(g_.size());
+    // Ops of other stages keep {-1, -1}: never ran on this rank.
     for (std::size_t i = 0; i < g_.size(); ++i) {
       const int id = static_cast<int>(i);
-      if (g_.op(id).kind == OpKind::cpu_wait) continue;
+      if (g_.op(id).kind == OpKind::cpu_wait || !runs_here(g_.op(id))) continue;
       out[i] = {b_.elapsed(t0_, start_event(id)), b_.elapsed(t0_, end_event(id))};
     }
     for (std::size_t i = 0; i < g_.size(); ++i) {
       const int id = static_cast<int>(i);
-      if (g_.op(id).kind != OpKind::cpu_wait) continue;
+      if (g_.op(id).kind != OpKind::cpu_wait || !runs_here(g_.op(id))) continue;
       double t = 0;
       for (const auto& [pred, kind] : g_.predecessors(id)) t = std::max(t, out[static_cast<std::size_t>(pred)].end);
       out[i] = {t, t};
@@ -122,12 +146,13 @@ class Issuer {
   }
 
  private:
+  [[nodiscard]] bool runs_here(const graph::Op& op) const { return op.runs_on_stage(stage_); }
   EventId start_event(int op) const { return events_[2 * static_cast<std::size_t>(op)]; }
   EventId end_event(int op) const { return events_[2 * static_cast<std::size_t>(op) + 1]; }
 
   // Polls until op's end event completed; never blocks in the backend, so the watchdog can fire.
   void await(int op) {
-    if (g_.op(op).kind == OpKind::cpu_wait) return;
+    if (g_.op(op).kind == OpKind::cpu_wait || !runs_here(g_.op(op))) return;
     const EventId e = end_event(op);
     if (b_.query(e)) return;
     w_.kick(first_pending(op));
@@ -142,7 +167,7 @@ class Issuer {
   std::string first_pending(int upto) {
     if (!b_.query(t0_)) return "the start barrier (an all-reduce over all ranks)";
     for (int i = 0; i <= upto; ++i) {
-      if (g_.op(i).kind != OpKind::cpu_wait && !b_.query(end_event(i))) return describe(g_.op(i));
+      if (g_.op(i).kind != OpKind::cpu_wait && runs_here(g_.op(i)) && !b_.query(end_event(i))) return describe(g_.op(i));
     }
     return describe(g_.op(upto));
   }
@@ -151,7 +176,8 @@ class Issuer {
   Backend& b_;
   Watchdog& w_;
   std::map<graph::Stream, StreamId> streams_;
-  std::map<std::pair<graph::Stream, Group>, CommId> comms_;
+  int stage_ = 0;  // the pipeline stage this rank runs (0 without a pipeline)
+  std::map<CommKey, CommId> comms_;
   CommId world_comm_ = 0;
   std::vector<std::vector<Kernel>> kernels_;
   EventId t0_ = 0;
@@ -233,7 +259,9 @@ graph::Timeline merge_ranks(std::size_t ops, int world, std::span<const double> 
     const std::size_t base = static_cast<std::size_t>(r) * per_rank;
     const double shift = shared ? gathered[base] - first_t0 : 0.0;
     for (std::size_t o = 0; o < ops; ++o) {
-      t.at(static_cast<int>(o), r) = {gathered[base + 1 + 2 * o] + shift, gathered[base + 2 + 2 * o] + shift};
+      const double start = gathered[base + 1 + 2 * o];
+      if (start < 0) continue;  // another pipeline stage's op: never ran here, {-1, -1}
+      t.at(static_cast<int>(o), r) = {start + shift, gathered[base + 2 + 2 * o] + shift};
     }
   }
   return t;

@@ -1,0 +1,77 @@
+# Pipeline parallelism through the replay harness on the CPU backend: a PP 2 x FSDP 2 schedule of
+# the tiny Llama (1F1B, 4 micro-batches) on 4 MPI processes. Each rank runs its stage's program (ranks 0-1 stage 0,
+# 2-3 stage 1, as graph::StepGraphInfo::stage_of lays them out) and the sends it is one end of,
+# each send over a communicator of its two ranks (0 with 2, 1 with 3). It must run to the end; an
+# op has times on exactly the ranks of its stage (and a send on its two ends), every send's two
+# ends and every collective's group overlap in time, and `shardsim compare` reads the result
+# against the simulated timeline for a rank of each stage. A wrong pairing hangs into the timeout.
+include(${CMAKE_CURRENT_LIST_DIR}/run_checked.cmake)
+file(REMOVE_RECURSE ${OUT})
+file(MAKE_DIRECTORY ${OUT})
+set(scenario ${SOURCE}/tests/data/tiny_llama.yaml)
+set(sets --set cluster.overrides.node.gpus=4 --set fsdp.version=2 --set fsdp.backward_prefetch=pre --set parallelism.pp=2
+         --set parallelism.pp_schedule=1f1b --set training.micro_batch=4 --set parallelism.pp_microbatches=4)
+
+run_checked(o ${SHARDSIM} run ${scenario} ${sets} --out ${OUT}/simulated)
+replay_on_4(${scenario} ${sets})
+set(sends 0)
+math(EXPR last_op "${ops} - 1")
+foreach(i RANGE ${last_op})
+  string(JSON kind GET "${graph}" ops ${i} kind)
+  string(JSON group GET "${graph}" ops ${i} group)
+  string(JSON stage ERROR_VARIABLE no_stage GET "${graph}" ops ${i} stage)
+  string(JSON peer ERROR_VARIABLE no_peer GET "${graph}" ops ${i} peer_stage)
+  if(no_stage)
+    set(stage -1)
+  endif()
+  if(no_peer)
+    set(peer -1)
+  endif()
+  if(kind STREQUAL "cpu_wait")
+    continue()
+  endif()
+  # The ranks that run the op: its stage's (both stages' for a send), as pairs or groups that
+  # must overlap in time.
+  set(ran "")
+  foreach(r RANGE 3)
+    math(EXPR s "${r} / 2")
+    # A null (never ran there) reads as an empty string.
+    string(JSON start GET "${measured}" ops ${i} start ${r})
+    string(JSON end GET "${measured}" ops ${i} end ${r})
+    if(stage EQUAL -1 OR stage EQUAL s OR peer EQUAL s)
+      if(start STREQUAL "" OR end STREQUAL "" OR end LESS start)
+        message(FATAL_ERROR "op ${i} (${kind}, stage ${stage}) on rank ${r}: start ${start}, end ${end}; expected it to run there")
+      endif()
+      list(APPEND ran ${r})
+    elseif(NOT start STREQUAL "")
+      message(FATAL_ERROR "op ${i} (${kind}, stage ${stage}) ran on rank ${r}, of stage ${s}")
+    endif()
+  endforeach()
+  if(kind STREQUAL "send")
+    math(EXPR sends "${sends} + 1")
+    set(groups "0,2" "1,3")
+  elseif(group STREQUAL "shard")
+    set(groups "0,1" "2,3")
+  else()
+    continue()
+  endif()
+  foreach(members IN LISTS groups)
+    string(REGEX MATCHALL "[0-9]+" m "${members}")
+    list(GET m 0 a)
+    list(GET m 1 b)
+    list(FIND ran ${a} found)
+    if(found EQUAL -1)
+      continue()  # the other stage's group
+    endif()
+    check_overlap(${i} ${a} ${b} ${kind})
+  endforeach()
+endforeach()
+if(sends EQUAL 0)
+  message(FATAL_ERROR "the schedule has no send between stages")
+endif()
+message(STATUS "${sends} sends between stages, each joined by its two ends")
+
+foreach(r 0 2)
+  run_checked(o ${SHARDSIM} compare ${OUT}/simulated/timeline.json ${OUT}/measured/timeline.json --rank ${r})
+  message(STATUS "${o}")
+endforeach()
