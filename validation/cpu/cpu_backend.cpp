@@ -110,6 +110,11 @@ void CpuBackend::enqueue_collective(StreamId stream, CommId comm, graph::OpKind 
   push(stream, [this, comm, kind, scaled, slot] { comm_->run(comm, kind, scaled, slot); });
 }
 
+void CpuBackend::enqueue_shift(StreamId stream, CommId comm, double bytes, int shift) {
+  const auto scaled = static_cast<std::size_t>(std::max(4.0, bytes * scale_.bytes));
+  push(stream, [this, comm, scaled, shift] { comm_->shift(comm, scaled, shift); });
+}
+
 void CpuBackend::record(StreamId stream, EventId event) {
   std::uint64_t gen = 0;
   {

@@ -46,6 +46,7 @@ class CpuBackend final : public Backend {
 
   void enqueue(StreamId stream, const Kernel& kernel) override;
   void enqueue_collective(StreamId stream, CommId comm, graph::OpKind kind, double bytes, int slot) override;
+  void enqueue_shift(StreamId stream, CommId comm, double bytes, int shift) override;
   void record(StreamId stream, EventId event) override;
   void wait(StreamId stream, EventId event) override;
 

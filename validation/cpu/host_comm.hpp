@@ -26,6 +26,9 @@ class HostComm {
   // buffer) on communicator `comm`, or a send (from the first of its two members to the second);
   // buffer offset `slot` (microbenchmarks). Throws RuntimeError.
   virtual void run(int comm, graph::OpKind kind, std::size_t bytes, int slot) = 0;
+  // A ring's step on communicator `comm`: `bytes` to the member `shift` places after this one,
+  // as many from the one `shift` places before. Blocks until both completed.
+  virtual void shift(int comm, std::size_t bytes, int shift) = 0;
   // Every rank's values, in rank order.
   [[nodiscard]] virtual std::vector<double> all_gather(std::span<const double> values) = 0;
   virtual void abort() noexcept = 0;

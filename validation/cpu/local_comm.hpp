@@ -15,6 +15,7 @@ class LocalComm final : public HostComm {
   [[nodiscard]] int world() const override { return 1; }
   int split(int color, int key) override;
   void run(int comm, graph::OpKind kind, std::size_t bytes, int slot) override;
+  void shift(int comm, std::size_t bytes, int /*shift*/) override { run(comm, graph::OpKind::send, bytes, 0); }
   [[nodiscard]] std::vector<double> all_gather(std::span<const double> values) override;
   void abort() noexcept override {}
 

@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <thread>
@@ -115,6 +116,26 @@ void MpiComm::run(int comm, graph::OpKind kind, std::size_t bytes, int slot) {
             "all-reduce");
   }
   wait(req);
+}
+
+void MpiComm::shift(int comm, std::size_t bytes, int shift) {
+  Comm* c = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    c = comms_.at(comm).get();
+  }
+  const std::size_t count = std::max<std::size_t>(1, bytes / sizeof(float));
+  if (c->send.size() < count) c->send.assign(count, 1.0F);
+  if (c->recv.size() < count) c->recv.assign(count, 0.0F);
+  int me = 0;
+  MPI_Comm_rank(c->comm, &me);
+  const int n = c->size;
+  const int n_floats = static_cast<int>(std::min<std::size_t>(count, 1U << 30U));
+  std::array<MPI_Request, 2> req{MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  check(MPI_Irecv(c->recv.data(), n_floats, MPI_FLOAT, ((me - shift) % n + n) % n, 0, c->comm, &req[0]), "receive");
+  check(MPI_Isend(c->send.data(), n_floats, MPI_FLOAT, (me + shift) % n, 0, c->comm, &req[1]), "send");
+  wait(req[0]);
+  wait(req[1]);
 }
 
 std::vector<double> MpiComm::all_gather(std::span<const double> values) {

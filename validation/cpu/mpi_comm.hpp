@@ -24,6 +24,7 @@ class MpiComm final : public HostComm {
   [[nodiscard]] int world() const override { return world_; }
   int split(int color, int key) override;
   void run(int comm, graph::OpKind kind, std::size_t bytes, int slot) override;
+  void shift(int comm, std::size_t bytes, int shift) override;
   [[nodiscard]] std::vector<double> all_gather(std::span<const double> values) override;
   void abort() noexcept override;
 

@@ -264,6 +264,21 @@ class CudaBackend final : public Backend {
     }
   }
 
+  void enqueue_shift(StreamId stream, CommId comm, double bytes, int shift) override {
+    Stream& s = *streams_.at(static_cast<std::size_t>(stream));
+    ncclComm_t c = comms_.at(static_cast<std::size_t>(comm));
+    int n = 1;
+    int me = 0;
+    check(ncclCommCount(c, &n), c, "ncclCommCount");
+    check(ncclCommUserRank(c, &me), c, "ncclCommUserRank");
+    const auto count = std::max<std::size_t>(1, static_cast<std::size_t>(bytes) / 2);  // bf16 activations
+    const std::string what = fmt::format("rank {}: ring step of {} bytes", env_.rank, static_cast<std::size_t>(bytes));
+    check(ncclGroupStart(), c, what);
+    check(ncclSend(s.send.get(), count, ncclBfloat16, (me + shift) % n, c, s.stream), c, what);
+    check(ncclRecv(s.recv.get(), count, ncclBfloat16, ((me - shift) % n + n) % n, c, s.stream), c, what);
+    check(ncclGroupEnd(), c, what);
+  }
+
   void record(StreamId stream, EventId event) override {
     check(cudaEventRecord(events_.at(static_cast<std::size_t>(event)), streams_.at(static_cast<std::size_t>(stream))->stream),
           "cudaEventRecord");

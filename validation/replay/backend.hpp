@@ -47,6 +47,10 @@ class Backend {
   // OpKind::send: a point-to-point transfer of `bytes` on a communicator of two ranks, from its
   // first member (key order) to its second: a broadcast from the first.
   virtual void enqueue_collective(StreamId stream, CommId comm, graph::OpKind kind, double bytes, int slot = 0) = 0;
+  // A ring's step: every member of the communicator sends `bytes` to the member `shift` places
+  // after it and receives as much from the one `shift` places before it (context parallelism's
+  // K/V rotation, async TP's chunk copies).
+  virtual void enqueue_shift(StreamId stream, CommId comm, double bytes, int shift) = 0;
   virtual void record(StreamId stream, EventId event) = 0;
   virtual void wait(StreamId stream, EventId event) = 0;  // the stream waits for the event
 

@@ -107,7 +107,9 @@ class Issuer {
         if (p.kind != OpKind::cpu_wait && p.stream != op.stream && runs_here(p)) b_.wait(s, end_event(pred));
       }
       b_.record(s, start_event(id));
-      if (op.is_collective()) {
+      if (op.kind == OpKind::send && op.group != Group::pp) {
+        b_.enqueue_shift(s, comms_.at(comm_key(op)), op.bytes, op.shift);
+      } else if (op.is_collective()) {
         b_.enqueue_collective(s, comms_.at(comm_key(op)), op.kind, op.bytes);
       } else {
         for (const auto& k : kernels_[i]) b_.enqueue(s, k);
@@ -194,20 +196,6 @@ void check_replayable(const graph::StepGraph& g, int world, const std::string& s
                                   g.info.world_size, world, world, world, g.info.world_size));
   }
   for (std::size_t i = 0; i < g.size(); ++i) {
-    const graph::Op& op = g.op(static_cast<int>(i));
-    if (op.group == graph::Group::cp || std::any_of(op.work.attention.begin(), op.work.attention.end(),
-                                                    [](const graph::AttentionCall& a) { return a.cp > 1 || a.steps > 1; })) {
-      throw ConfigError(Location{source, 0, 0}, fmt::format("ops[{}]", i),
-                        fmt::format("{}: context parallelism's ring attention is not replayed yet; expected a graph exported with "
-                                    "parallelism.cp: 1",
-                                    describe(op)));
-    }
-    if (op.kind == OpKind::send && op.group == graph::Group::tp) {
-      throw ConfigError(Location{source, 0, 0}, fmt::format("ops[{}].kind", i),
-                        fmt::format("{}: async tensor parallelism's chunk copies (sends within the TP group) are not replayed yet; "
-                                    "expected a graph exported with parallelism.tp_async: false",
-                                    describe(op)));
-    }
     for (const auto& [pred, kind] : g.predecessors(static_cast<int>(i))) {
       if (pred >= static_cast<int>(i)) {
         throw ConfigError(

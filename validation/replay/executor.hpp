@@ -13,8 +13,8 @@
 #include <optional>
 #include <vector>
 
-#include "graph/timeline.hpp"
 #include "graph/step_graph.hpp"
+#include "graph/timeline.hpp"
 #include "replay/backend.hpp"
 #include "replay/watchdog.hpp"
 
@@ -33,8 +33,8 @@ void check_replayable(const graph::StepGraph& g, int world, const std::string& s
 // One rank's measured step.
 struct RankTimes {
   std::vector<graph::Interval> ops;  // seconds from this rank's t0; cpu_wait ops take no time
-                                      // and sit at the end of their last predecessor
-  std::optional<double> t0_clock;     // t0 on the clock all ranks share, if the backend has one
+                                     // and sit at the end of their last predecessor
+  std::optional<double> t0_clock;    // t0 on the clock all ranks share, if the backend has one
 
   // [t0_clock or NaN, start0, end0, start1, end1, ...]: what Backend::gather carries.
   [[nodiscard]] std::vector<double> flatten() const;

@@ -23,15 +23,20 @@ double causal_keys(const graph::AttentionCall& a, std::int64_t i, std::int64_t t
 }  // namespace
 
 std::vector<GemmKernel> attention_kernels(const graph::AttentionCall& a) {
+  // Context parallelism's ring: the rank's 1/cp of the queries (load-balanced, so no staircase)
+  // against one step's keys, half of them under the causal mask: one tile.
+  const bool ring = a.cp > 1 || a.steps > 1;
   // Tiles of 256 queries or more, at most 8: enough for the causal staircase, few launches.
-  const std::int64_t tiles = a.causal ? std::clamp<std::int64_t>(a.seq / 256, 1, 8) : 1;
+  const std::int64_t tiles = a.causal && !ring ? std::clamp<std::int64_t>(a.seq / 256, 1, 8) : 1;
   const std::int64_t batch = a.batch * a.heads;
   const std::int64_t d = a.head_dim;
+  const std::int64_t queries = std::max<std::int64_t>(1, a.seq / a.cp);
   std::vector<GemmKernel> out;
   for (std::int64_t i = 0; i < tiles; ++i) {
-    const std::int64_t q0 = a.seq * i / tiles;
-    const std::int64_t q = a.seq * (i + 1) / tiles - q0;
-    const auto kv = a.causal ? std::max<std::int64_t>(1, std::llround(causal_keys(a, i, tiles))) : a.seq;
+    const std::int64_t q0 = queries * i / tiles;
+    const std::int64_t q = queries * (i + 1) / tiles - q0;
+    auto kv = a.causal ? std::max<std::int64_t>(1, std::llround(causal_keys(a, i, tiles))) : a.seq;
+    if (ring) kv = std::max<std::int64_t>(1, std::llround(a.keys_per_query()));
     if (!a.backward) {
       out.push_back({batch, q, kv, d});  // S = Q K^T
       out.push_back({batch, q, d, kv});  // O = P V

@@ -34,6 +34,23 @@ TEST_CASE("attention as GEMMs does the FLOPs the simulator counts") {
   CHECK(flops(replay::attention_kernels(tiny)) == doctest::Approx(tiny.flops()).scale(0));
 }
 
+TEST_CASE("a ring attention step as GEMMs does the FLOPs the simulator counts") {
+  // CP 4, one of its 4 steps, causal: the rank's 8,192 / 4 = 2,048 queries (load-balanced, one
+  // tile) against half of the step's 8,192 / 4 = 2,048 keys: 1,024. Forward 4 x 2 x 32 x 128 x
+  // 2,048 x 1,024 = 68,719,476,736 FLOPs, the simulator's 4 b s^2 h d / 2 / cp / steps.
+  graph::AttentionCall fwd{2, 8192, 32, 8, 128, true, false, 4, 4};
+  const auto kernels = replay::attention_kernels(fwd);
+  REQUIRE(kernels.size() == 2);
+  CHECK(kernels[0].m == 2048);
+  CHECK(kernels[0].n == 1024);
+  CHECK(flops(kernels) == doctest::Approx(68719476736.0).epsilon(1e-12).scale(0));
+  CHECK(flops(kernels) == doctest::Approx(fwd.flops()).epsilon(1e-12).scale(0));
+  graph::AttentionCall bwd = fwd;
+  bwd.backward = true;
+  CHECK(replay::attention_kernels(bwd).size() == 5);
+  CHECK(flops(replay::attention_kernels(bwd)) == doctest::Approx(2.5 * 68719476736.0).epsilon(1e-12).scale(0));
+}
+
 TEST_CASE("sliding-window attention as GEMMs does the FLOPs the simulator counts") {
   // 8,192 causal tokens in 8 query tiles of 1,024 under a 4,096-token window: tiles 0-3 lie
   // before the window's edge and attend to 512, 1,536, 2,560 and 3,584 keys on average, as without
