@@ -105,14 +105,16 @@ void CpuBackend::enqueue(StreamId stream, const Kernel& kernel) {
   });
 }
 
+std::size_t CpuBackend::scaled_bytes(double bytes) const {
+  return static_cast<std::size_t>(std::max(4.0, bytes * scale_.bytes));
+}
+
 void CpuBackend::enqueue_collective(StreamId stream, CommId comm, graph::OpKind kind, double bytes, int slot) {
-  const auto scaled = static_cast<std::size_t>(std::max(4.0, bytes * scale_.bytes));
-  push(stream, [this, comm, kind, scaled, slot] { comm_->run(comm, kind, scaled, slot); });
+  push(stream, [this, comm, kind, scaled = scaled_bytes(bytes), slot] { comm_->run(comm, kind, scaled, slot); });
 }
 
 void CpuBackend::enqueue_shift(StreamId stream, CommId comm, double bytes, int shift) {
-  const auto scaled = static_cast<std::size_t>(std::max(4.0, bytes * scale_.bytes));
-  push(stream, [this, comm, scaled, shift] { comm_->shift(comm, scaled, shift); });
+  push(stream, [this, comm, scaled = scaled_bytes(bytes), shift] { comm_->shift(comm, scaled, shift); });
 }
 
 void CpuBackend::record(StreamId stream, EventId event) {

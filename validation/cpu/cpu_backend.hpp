@@ -57,6 +57,7 @@ class CpuBackend final : public Backend {
   void abort() noexcept override;
 
  private:
+  [[nodiscard]] std::size_t scaled_bytes(double bytes) const;  // a collective's bytes at --bytes-scale, at least 4
   struct Event {
     std::uint64_t recorded = 0;  // generations: a wait waits for the record made before it
     std::uint64_t done = 0;

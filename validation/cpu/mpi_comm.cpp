@@ -46,6 +46,7 @@ struct MpiComm::Comm {
   int size = 1;
   std::vector<float> send;
   std::vector<float> recv;
+  void reserve(std::size_t floats);  // send and receive buffers of at least `floats`
 };
 
 MpiComm::MpiComm() {
@@ -84,19 +85,23 @@ int MpiComm::split(int color, int key) {
   return id;
 }
 
+MpiComm::Comm& MpiComm::at(int comm) {
+  std::lock_guard lock(mutex_);
+  return *comms_.at(comm);
+}
+
+void MpiComm::Comm::reserve(std::size_t floats) {
+  if (send.size() < floats) send.assign(floats, 1.0F);
+  if (recv.size() < floats) recv.assign(floats, 0.0F);
+}
+
 void MpiComm::run(int comm, graph::OpKind kind, std::size_t bytes, int slot) {
-  Comm* c = nullptr;
-  {
-    std::lock_guard lock(mutex_);
-    c = comms_.at(comm).get();
-  }
+  Comm* c = &at(comm);
   const auto n = static_cast<std::size_t>(c->size);
   // Floats per rank; at least one.
   const std::size_t per_rank = std::max<std::size_t>(1, bytes / sizeof(float) / n);
   const std::size_t offset = static_cast<std::size_t>(slot % kSlots) * kSlotShift / sizeof(float);
-  const std::size_t need = per_rank * n + offset;
-  if (c->send.size() < need) c->send.assign(need, 1.0F);
-  if (c->recv.size() < need) c->recv.assign(need, 0.0F);
+  c->reserve(per_rank * n + offset);
   float* send = c->send.data() + offset;
   float* recv = c->recv.data() + offset;
   const int count = static_cast<int>(std::min<std::size_t>(per_rank, 1U << 30U));
@@ -119,14 +124,9 @@ void MpiComm::run(int comm, graph::OpKind kind, std::size_t bytes, int slot) {
 }
 
 void MpiComm::shift(int comm, std::size_t bytes, int shift) {
-  Comm* c = nullptr;
-  {
-    std::lock_guard lock(mutex_);
-    c = comms_.at(comm).get();
-  }
   const std::size_t count = std::max<std::size_t>(1, bytes / sizeof(float));
-  if (c->send.size() < count) c->send.assign(count, 1.0F);
-  if (c->recv.size() < count) c->recv.assign(count, 0.0F);
+  Comm* c = &at(comm);
+  c->reserve(count);
   int me = 0;
   MPI_Comm_rank(c->comm, &me);
   const int n = c->size;

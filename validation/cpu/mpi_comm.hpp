@@ -33,6 +33,7 @@ class MpiComm final : public HostComm {
 
  private:
   struct Comm;
+  Comm& at(int comm);  // communicator `comm` (split() may add others meanwhile)
   int rank_ = 0;
   int world_ = 1;
   std::mutex mutex_;

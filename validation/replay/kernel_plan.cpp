@@ -35,8 +35,9 @@ std::vector<GemmKernel> attention_kernels(const graph::AttentionCall& a) {
   for (std::int64_t i = 0; i < tiles; ++i) {
     const std::int64_t q0 = queries * i / tiles;
     const std::int64_t q = queries * (i + 1) / tiles - q0;
-    auto kv = a.causal ? std::max<std::int64_t>(1, std::llround(causal_keys(a, i, tiles))) : a.seq;
-    if (ring) kv = std::max<std::int64_t>(1, std::llround(a.keys_per_query()));
+    const auto kv = ring       ? std::max<std::int64_t>(1, std::llround(a.keys_per_query()))
+                    : a.causal ? std::max<std::int64_t>(1, std::llround(causal_keys(a, i, tiles)))
+                               : a.seq;
     if (!a.backward) {
       out.push_back({batch, q, kv, d});  // S = Q K^T
       out.push_back({batch, q, d, kv});  // O = P V
