@@ -1,6 +1,6 @@
 // shardsim tune SCENARIO [--set KEY=VALUE]... [--memory-limit BYTES] [--batch N] [--tp auto|N,...] [--pp auto|N,...]
 //                [--cp auto|N,...] [--pp-schedule auto|S,...] [--tp-async] [--float8 auto|R,...]
-//                [--compile] [--finalists K]
+//                [--compile] [--finalists K] [--exhaustive]
 //                [-j N] [--out DIR]
 // Searches the settings of sweep/tune.hpp for the highest tokens/s per GPU that fits, and prints
 // what it searched and found as YAML comments followed by the settings to paste into the
@@ -58,7 +58,12 @@ Args tune_args() {
   a.flag("--compile",
          "also search torch.compile per block on and off (training.compile: true, false; layouts that need one of them, async TP "
          "or a zero-bubble schedule, are refused with the reason)");
-  a.value("--finalists", "K", "stage-1 configurations refined in stage 2 (prefetching; default 4)");
+  a.value("--finalists", "K",
+          "stage 2 searches sharding and wrap on the best K configurations of stage 1 and on the K nearest to fitting of those "
+          "faster; stage 3 prefetching on the best K of all (default 4)");
+  a.flag("--exhaustive",
+         "search every sharding and wrap with every configuration of stage 1 (the full grid, about 30 times the simulations) "
+         "instead of on stage 1's best");
   a.value("-j", "N", "worker processes; default: the CPUs available");
   a.value("--out", "DIR", "keep each stage's sweep (results, pictures) and recommended.yaml in DIR");
   return a;
@@ -95,7 +100,7 @@ std::vector<int> degrees(const std::optional<std::string>& text, std::string_vie
   return out;
 }
 
-// --float8: training.float8.recipe as one more stage-1 axis.
+// --float8: training.float8.recipe as one more shape axis (stage 1).
 sweep::Axis float8_axis(const config::ScenarioConfig& base, const std::string& text) {
   std::vector<std::string> recipes;
   if (text == "auto") {
@@ -116,7 +121,7 @@ sweep::Axis float8_axis(const config::ScenarioConfig& base, const std::string& t
   return axis;
 }
 
-// --compile: training.compile on and off as one more stage-1 axis (on first: the pre-flight check
+// --compile: training.compile on and off as one more shape axis (on first: the pre-flight check
 // loads each value with the other axes at their first, and async TP needs compile).
 sweep::Axis compile_axis() {
   sweep::Axis axis;
@@ -149,27 +154,28 @@ struct Options {
   std::vector<std::string> sets;
   std::optional<double> limit;  // bytes
   std::size_t finalists = kDefaultFinalists;
+  bool exhaustive = false;
   int jobs = 1;
   std::optional<std::filesystem::path> out;
 };
 
 struct Search {
-  std::vector<sweep::PointResult> results;  // stage 1 (the scenario as written last), then stage 2
+  std::vector<sweep::PointResult> results;  // stage 1 (the scenario as written last), then stages 2 and 3
   sweep::PointResult baseline;
-  std::size_t stage1 = 0, finalists = 0, stage2 = 0;
-  std::size_t left_out = 0;                               // stage-1 points whose wrap units would not fit a pipeline stage
-  std::vector<std::pair<std::string, std::size_t>> moot;  // a stage-2 key, and for how many finalists it did not apply
+  std::size_t stage1 = 0, shapes = 0, shapes_fit = 0, stage2 = 0, finalists = 0, stage3 = 0;
+  std::size_t left_out = 0;                               // points whose wrap units would not fit a pipeline stage
+  std::vector<std::pair<std::string, std::size_t>> moot;  // a stage-3 key, and for how many finalists it did not apply
   double wall_s = 0;
 };
 
-// The stage-2 keys that do not apply to a finalist: those the scenario warns about ("...; it is
-// ignored") when loaded with the finalist's settings and every stage-2 key set. Counted in `moot`.
+// The stage-3 keys that do not apply to a finalist: those the scenario warns about ("...; it is
+// ignored") when loaded with the finalist's settings and every stage-3 key set. Counted in `moot`.
 sweep::MootKeys moot_keys(const Options& o, const sweep::TuneSpace& space, std::vector<std::pair<std::string, std::size_t>>& moot) {
   return [&o, &space, &moot](const sweep::PointResult& finalist) {
     std::vector<std::string> sets = o.sets;
     sets.insert(sets.end(), finalist.assignments.begin(), finalist.assignments.end());
     std::vector<std::string> keys;
-    for (const auto& a : space.stage2) {
+    for (const auto& a : space.prefetch) {
       for (std::size_t k = 0; k < a.keys.size(); ++k) {
         sets.push_back(fmt::format("{}={}", a.keys[k], a.values.back()[k]));
         keys.push_back(a.keys[k]);
@@ -185,31 +191,54 @@ sweep::MootKeys moot_keys(const Options& o, const sweep::TuneSpace& space, std::
         ++it->second;
       }
     } catch (const std::exception&) {
-      // Nothing known to be moot: stage 2 simulates the variants and reports what fails.
+      // Nothing known to be moot: stage 3 simulates the variants and reports what fails.
     }
     return out;
   };
+}
+
+// One stage's sweep, its dimensions and points, kept in `out`/`folder` with --out.
+sweep::SweepSpec stage_spec(const Options& o, std::vector<std::vector<std::string>> dims, std::vector<sweep::Point> points,
+                            const char* folder) {
+  sweep::SweepSpec spec{o.scenario, o.sets, std::move(dims), std::move(points), {}, {}, false, {}};
+  if (o.out) spec.out = *o.out / folder;
+  return spec;
 }
 
 Search search(const Options& o, const sweep::TuneSpace& space) {
   const auto fn = simulate_point_function(o.scenario, o.sets);
   const auto t0 = std::chrono::steady_clock::now();
   Search s;
-  sweep::SweepSpec stage1{o.scenario, o.sets, sweep::dimensions_of(space.stage1), sweep::stage1_points(space, &s.left_out), {}, {},
-                          false,      {}};
-  if (o.out) stage1.out = *o.out / "stage-1";
+  auto dims = sweep::dimensions_of(space.shape);
+  if (o.exhaustive) {
+    for (const auto& d : sweep::dimensions_of(space.fsdp)) dims.push_back(d);
+  }
+  const auto stage1 = stage_spec(o, dims, sweep::stage1_points(space, o.exhaustive, &s.left_out), "stage-1");
   s.stage1 = stage1.points.size();
   s.results = run_stage(stage1, o.jobs, fn).results;
   s.baseline = s.results.back();
+  if (!o.exhaustive) {
+    const auto shapes = sweep::stage2_shapes(s.results, o.limit, o.finalists);
+    s.shapes = shapes.size();
+    s.shapes_fit =
+        static_cast<std::size_t>(std::count_if(shapes.begin(), shapes.end(), [&](const auto& r) { return sweep::fits(r, o.limit); }));
+    for (const auto& d : sweep::dimensions_of(space.fsdp)) dims.push_back(d);
+    std::size_t left_out = 0;
+    const auto stage2 = stage_spec(o, dims, sweep::stage2_points(space, shapes, &left_out), "stage-2");
+    s.left_out += left_out;
+    s.stage2 = stage2.points.size();
+    if (s.stage2 > 0) {
+      auto more = run_stage(stage2, o.jobs, fn).results;
+      s.results.insert(s.results.end(), more.begin(), more.end());
+    }
+  }
   const auto best = sweep::finalists(s.results, o.limit, o.finalists);
   s.finalists = best.size();
-  auto dims = stage1.dimensions;
-  for (const auto& d : sweep::dimensions_of(space.stage2)) dims.push_back(d);
-  sweep::SweepSpec stage2{o.scenario, o.sets, dims, sweep::stage2_points(space, best, moot_keys(o, space, s.moot)), {}, {}, false, {}};
-  if (o.out) stage2.out = *o.out / "stage-2";
-  s.stage2 = stage2.points.size();
-  if (s.stage2 > 0) {  // none when nothing fits
-    auto more = run_stage(stage2, o.jobs, fn).results;
+  for (const auto& d : sweep::dimensions_of(space.prefetch)) dims.push_back(d);
+  const auto stage3 = stage_spec(o, dims, sweep::stage3_points(space, best, moot_keys(o, space, s.moot)), "stage-3");
+  s.stage3 = stage3.points.size();
+  if (s.stage3 > 0) {  // none when nothing fits
+    auto more = run_stage(stage3, o.jobs, fn).results;
     s.results.insert(s.results.end(), more.begin(), more.end());
   }
   s.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -228,16 +257,24 @@ std::vector<std::string> searched(const Options& o, const config::ScenarioConfig
   c.push_back(fmt::format("shardsim tune: {} ({} GPUs), memory limit: {}", base.name, base.world_size(), limit_text));
   if (!o.limit)
     c.push_back("(peak memory is the modelled reserved memory; leave headroom for what the model leaves out with --memory-limit)");
-  c.push_back(
-      fmt::format("stage 1: {} = {} configurations, and the scenario as written", axes_text(space.stage1), s.stage1 - 1 + s.left_out));
+  auto stage1_axes = space.shape;
+  if (o.exhaustive) stage1_axes.insert(stage1_axes.end(), space.fsdp.begin(), space.fsdp.end());
+  c.push_back(fmt::format("stage 1: {} = {} configurations{}, and the scenario as written", axes_text(stage1_axes),
+                          s.stage1 - 1 + (o.exhaustive ? s.left_out : 0), o.exhaustive ? "" : " at the scenario's sharding and wrap"));
+  if (!o.exhaustive) {
+    const std::size_t near = s.shapes - s.shapes_fit;
+    const std::string which = s.shapes_fit == 0 ? fmt::format("the {} nearest to fitting (none fits)", near)
+                              : near == 0
+                                  ? fmt::format("the best {} that fit", s.shapes_fit)
+                                  : fmt::format("the best {} that fit and the {} nearest to fitting of those faster", s.shapes_fit, near);
+    c.push_back(fmt::format("stage 2: {} for {}: {} configurations", axes_text(space.fsdp), which, s.stage2));
+  }
   if (s.left_out > 0) {
-    c.push_back(fmt::format("  {} of them left out: their FSDP units would hold more blocks than a pipeline stage has", s.left_out));
+    c.push_back(fmt::format("  {} left out: their FSDP units would hold more blocks than a pipeline stage has",
+                            o.exhaustive ? fmt::format("{} of them", s.left_out) : fmt::format("and {} more", s.left_out)));
   }
-  c.push_back(fmt::format("stage 2: {} for the best {} that fit (with distinct results): {} configurations", axes_text(space.stage2),
-                          s.finalists, s.stage2));
-  for (const auto& [key, n] : s.moot) {
-    c.push_back(fmt::format("  {} not tried on {} of them: their settings make it moot", key, n));
-  }
+  c.push_back(fmt::format("stage {}: {} for the best {} that fit (with distinct results): {} configurations", o.exhaustive ? 2 : 3,
+                          axes_text(space.prefetch), s.finalists, s.stage3));
   c.push_back(fmt::format("simulated {} configurations in {:.1f} s with -j {}: {} fit, {} over the limit, {} failed", s.results.size(),
                           s.wall_s, o.jobs, fit, s.results.size() - fit - failed, failed));
   // Why configurations failed, each reason once with how many it refused (the first its example).
@@ -328,6 +365,7 @@ int cmd_tune(std::span<const std::string> argv) {
   std::optional<std::int64_t> batch;
   if (args.has("--batch")) batch = positive(args.get("--batch"), "--batch", 1);
   o.finalists = static_cast<std::size_t>(positive(args.get("--finalists"), "--finalists", kDefaultFinalists));
+  o.exhaustive = args.has("--exhaustive");
   o.jobs = parse_jobs(args.get("-j"), sweep::available_cpus());
   if (auto out = args.get("--out")) o.out = *out;
 
@@ -345,9 +383,11 @@ int cmd_tune(std::span<const std::string> argv) {
   layouts.tp_async = args.has("--tp-async");
   layouts.blocks = model::resolve_spec(base.model).layers;
   sweep::TuneSpace space = sweep::tune_space(base, batch, layouts);
-  if (auto f8 = args.get("--float8")) space.stage1.push_back(float8_axis(base, *f8));
-  if (args.has("--compile")) space.stage1.push_back(compile_axis());
-  sweep::check_axes(o.scenario, o.sets, space.stage1, {}, true);
+  if (auto f8 = args.get("--float8")) space.shape.push_back(float8_axis(base, *f8));
+  if (args.has("--compile")) space.shape.push_back(compile_axis());
+  auto axes = space.shape;
+  axes.insert(axes.end(), space.fsdp.begin(), space.fsdp.end());
+  sweep::check_axes(o.scenario, o.sets, axes, {}, true);
   const Search s = search(o, space);
   const std::string limit_text =
       o.limit ? sweep::svg::gib(*o.limit)

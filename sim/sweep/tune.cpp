@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -54,7 +55,7 @@ TuneSpace tune_space(const config::ScenarioConfig& base, std::optional<std::int6
   s.blocks = layouts.blocks;
   s.pp = base.parallelism.pp;
   s.stages_per_rank = base.parallelism.pp_stages_per_rank;
-  s.stage1.push_back(axis("training.activation_checkpointing", {"none", "selective", "full"}));
+  s.shape.push_back(axis("training.activation_checkpointing", {"none", "selective", "full"}));
   const int base_tp = base.parallelism.tp;
   const int base_pp = base.parallelism.pp;
   const int base_cp = base.parallelism.cp;
@@ -71,7 +72,7 @@ TuneSpace tune_space(const config::ScenarioConfig& base, std::optional<std::int6
       micro.values.push_back({std::to_string(m)});
       accum.values.push_back({std::to_string(s.batch / m)});
     }
-    s.stage1.push_back(zip_axes({micro, accum}, micro.where));
+    s.shape.push_back(zip_axes({micro, accum}, micro.where));
   } else {
     // A TP group of t, a pipeline of p and a CP group of c share one data-parallel rank's batch:
     // to keep the global batch, a rank's batch at (t, p, c) is the scenario's x t p c / its own
@@ -133,25 +134,25 @@ TuneSpace tune_space(const config::ScenarioConfig& base, std::optional<std::int6
           base_pp, base_cp, s.batch, per_group, world,
           own == 1 ? std::string() : fmt::format(" and makes {} x {} whole", s.batch, per_group)));
     }
-    s.stage1.push_back(std::move(layout));
+    s.shape.push_back(std::move(layout));
   }
   std::vector<std::string> sharding{"full_shard", "shard_grad_op", "no_shard", "shard_optimizer"};
   if (base.cluster.nodes > 1) sharding.insert(sharding.end(), {"hybrid_shard", "hybrid_shard_zero2"});
-  s.stage1.push_back(axis("fsdp.sharding", sharding));
+  s.fsdp.push_back(axis("fsdp.sharding", sharding));
   std::vector<std::string> wraps{"{policy: module, module: block, blocks_per_unit: 1}",
                                  "{policy: module, module: block, blocks_per_unit: 2}",
                                  "{policy: module, module: block, blocks_per_unit: 4}", "{policy: size, min_params: 100000000}"};
   // fully_shard also wraps the modules around the blocks as units of their own, as torchtitan does.
   if (base.fsdp.version == 2) wraps.push_back("{policy: module, module: block, blocks_per_unit: 1, outer_modules: units}");
-  s.stage1.push_back(axis("fsdp.wrap", wraps));
+  s.fsdp.push_back(axis("fsdp.wrap", wraps));
   if (base.fsdp.version == 1) {
-    s.stage2.push_back(axis("fsdp.backward_prefetch", {"pre", "post", "none"}));
-    s.stage2.push_back(axis("fsdp.limit_all_gathers", {"true", "false"}));
+    s.prefetch.push_back(axis("fsdp.backward_prefetch", {"pre", "post", "none"}));
+    s.prefetch.push_back(axis("fsdp.limit_all_gathers", {"true", "false"}));
   } else {
     // fully_shard's explicit prefetch lists (set_modules_to_backward_prefetch / _forward_prefetch):
     // one unit ahead in backward is its default, none in forward.
-    s.stage2.push_back(axis("fsdp.backward_prefetch_depth", {"1", "2"}));
-    s.stage2.push_back(axis("fsdp.forward_prefetch", {"false", "true"}));
+    s.prefetch.push_back(axis("fsdp.backward_prefetch_depth", {"1", "2"}));
+    s.prefetch.push_back(axis("fsdp.forward_prefetch", {"false", "true"}));
   }
   return s;
 }
@@ -182,41 +183,70 @@ bool units_fit_stages(const TuneSpace& space, const Point& p) {
   return per_unit <= space.blocks / std::max<std::int64_t>(1, stages);
 }
 
-}  // namespace
-
-std::vector<Point> stage1_points(const TuneSpace& space, std::size_t* left_out) {
-  std::vector<Point> points;
-  std::size_t dropped = 0;
-  for (auto& p : expand(space.stage1)) {
+// The points of `axes` whose wrap units fit their pipeline stages, each after `prefix`, numbered
+// from `out`'s size; `dropped` counts the others.
+void append_points(const TuneSpace& space, std::span<const Axis> axes, const std::vector<std::string>& prefix, std::vector<Point>& out,
+                   std::size_t& dropped) {
+  for (auto& v : expand(axes)) {
+    Point p{out.size(), prefix};
+    p.assignments.insert(p.assignments.end(), v.assignments.begin(), v.assignments.end());
     if (!units_fit_stages(space, p)) {
       ++dropped;
       continue;
     }
-    p.index = points.size();
-    points.push_back(std::move(p));
+    out.push_back(std::move(p));
   }
+}
+
+}  // namespace
+
+std::vector<Point> stage1_points(const TuneSpace& space, bool exhaustive, std::size_t* left_out) {
+  std::vector<Axis> axes = space.shape;
+  if (exhaustive) axes.insert(axes.end(), space.fsdp.begin(), space.fsdp.end());
+  std::vector<Point> points;
+  std::size_t dropped = 0;
+  append_points(space, axes, {}, points, dropped);
   if (left_out != nullptr) *left_out = dropped;
   points.push_back(Point{points.size(), {}});
   return points;
 }
 
-std::vector<Point> stage2_points(const TuneSpace& space, const std::vector<PointResult>& finalists, const MootKeys& moot) {
+std::vector<PointResult> stage2_shapes(const std::vector<PointResult>& results, std::optional<double> limit, std::size_t n) {
+  std::vector<PointResult> out = finalists(results, limit, n);
+  const double best_fit = out.empty() ? 0 : out.front().number("tokens_per_s_per_gpu");
+  std::vector<std::size_t> near;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    if (results[i].ok() && !fits(results[i], limit) && results[i].number("tokens_per_s_per_gpu") > best_fit) near.push_back(i);
+  }
+  std::stable_sort(near.begin(), near.end(), [&](std::size_t a, std::size_t b) {
+    return results[a].number("peak_memory_bytes") < results[b].number("peak_memory_bytes");
+  });
+  for (std::size_t k = 0; k < near.size() && k < n; ++k) out.push_back(results[near[k]]);
+  return out;
+}
+
+std::vector<Point> stage2_points(const TuneSpace& space, const std::vector<PointResult>& shapes, std::size_t* left_out) {
+  std::vector<Point> out;
+  std::size_t dropped = 0;
+  for (const auto& s : shapes) append_points(space, space.fsdp, s.assignments, out, dropped);
+  if (left_out != nullptr) *left_out = dropped;
+  return out;
+}
+
+std::vector<Point> stage3_points(const TuneSpace& space, const std::vector<PointResult>& finalists, const MootKeys& moot) {
   std::vector<Point> out;
   for (const auto& f : finalists) {
     const std::vector<std::string> moot_keys = moot ? moot(f) : std::vector<std::string>{};
     std::vector<Axis> axes;
-    for (const auto& a : space.stage2) {
+    for (const auto& a : space.prefetch) {
       const bool applies = std::any_of(a.keys.begin(), a.keys.end(), [&](const std::string& k) {
         return std::find(moot_keys.begin(), moot_keys.end(), k) == moot_keys.end();
       });
       if (applies) axes.push_back(a);
     }
     if (axes.empty()) continue;
-    for (const auto& v : expand(axes)) {
-      Point p{out.size(), f.assignments};
-      p.assignments.insert(p.assignments.end(), v.assignments.begin(), v.assignments.end());
-      out.push_back(std::move(p));
-    }
+    std::size_t none = 0;
+    append_points(space, axes, f.assignments, out, none);
   }
   return out;
 }
@@ -236,8 +266,9 @@ std::vector<std::size_t> ranked(const std::vector<PointResult>& results, std::op
     if (ta != tb) return ta > tb;
     return results[a].number("peak_memory_bytes") < results[b].number("peak_memory_bytes");
   });
-  // A stage-2 setting that changed nothing (the finalist's own, or one its sharding makes moot)
-  // repeats the configuration it extends: keep the shorter.
+  // A later stage's setting that changed nothing (the shape's own sharding and wrap, the finalist's
+  // own prefetching, or prefetching its sharding makes moot) repeats the configuration it
+  // extends: keep the shorter.
   const auto repeats = [&](std::size_t longer, std::size_t shorter) {
     const auto& l = results[longer].assignments;
     const auto& s = results[shorter].assignments;

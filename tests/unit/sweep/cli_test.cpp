@@ -203,15 +203,27 @@ TEST_CASE("shardsim tune with a limit nothing fits under says so and exits 1") {
   const auto r = run_shardsim({"tune", tiny(), "--memory-limit", "1MiB", "-j", "2"}, "tune-none");
   CHECK(r.code == 1);
   CHECK(r.err.find("shardsim: error: no configuration fits in 1.0 MiB; the smallest peak was") != std::string::npos);
-  CHECK(r.out.find("# simulated 49 configurations") != std::string::npos);  // 3 x 1 x 4 x 4 + the scenario as written
+  // Stage 1: 3 checkpointing modes and the scenario as written; none fits, so stage 2 takes the 4
+  // nearest to fitting (all of them) through 4 shardings x 4 wraps: 4 + 64.
+  CHECK(r.out.find("# stage 2: fsdp.sharding (4) x fsdp.wrap (4) for the 4 nearest to fitting (none fits): 64 configurations") !=
+        std::string::npos);
+  CHECK(r.out.find("# simulated 68 configurations") != std::string::npos);
+  // --exhaustive: the product in stage 1, 3 x 1 x 4 x 4 and the scenario as written, no stage 2.
+  const auto all = run_shardsim({"tune", tiny(), "--memory-limit", "1MiB", "--exhaustive", "-j", "2"}, "tune-none-exhaustive");
+  CHECK(all.code == 1);
+  CHECK(all.out.find("x fsdp.sharding (4) x fsdp.wrap (4) = 48 configurations, and the scenario as written") != std::string::npos);
+  CHECK(all.out.find("# stage 2: fsdp.sharding") == std::string::npos);
+  CHECK(all.out.find("# simulated 49 configurations") != std::string::npos);
 }
 
 TEST_CASE("shardsim tune says when the smallest peak is under the GPU's memory but fits only by releasing the allocator's cache") {
   // The ZeRO-Infinity scenario's best peak (31.2 GiB of the 31.5 a V100 leaves to PyTorch) needs
   // cudaFree retries, which tune counts as not fitting (sweep::PointResult::oom): the error must say
-  // so, or it reads as a peak under the limit that "does not fit".
-  const auto r =
-      run_shardsim({"tune", (test::source_dir() / "scenarios/zero-infinity_gpt-1t_512xv100.yaml").string(), "-j", "2"}, "tune-retries");
+  // so, or it reads as a peak under the limit that "does not fit". --exhaustive: every point sets
+  // one of tune's shardings (the staged search finds that the scenario's own zero3 fits with full
+  // checkpointing and one sequence a micro-batch).
+  const auto r = run_shardsim(
+      {"tune", (test::source_dir() / "scenarios/zero-infinity_gpt-1t_512xv100.yaml").string(), "--exhaustive", "-j", "2"}, "tune-retries");
   CHECK(r.code == 1);
   CHECK(std::regex_search(r.err, std::regex(R"(the smallest peak was [0-9.]+ GiB with .*, which fits only by releasing the )"
                                             R"(allocator's cache \d+ times? \(a stall each)")));
@@ -220,18 +232,19 @@ TEST_CASE("shardsim tune says when the smallest peak is under the GPU's memory b
 TEST_CASE("shardsim tune --compile searches training.compile on and off and names why the configurations that cannot run failed") {
   // The tiny scenario compiled, TP 1 or 2 with async TP on and off: its 5 mesh layouts (TP 1, and
   // TP 2 with async off and on, at the micro-batch splits that keep the global batch) of which 2
-  // ask for async TP, x 3 checkpointing modes x 4 shardings x 4 wrap policies x compile on and off.
-  // Async TP without compile is refused: 2 x 3 x 4 x 4 = 96 configurations, for one reason.
+  // ask for async TP, x 3 checkpointing modes x compile on and off, at the scenario's sharding and
+  // wrap. Async TP without compile is refused: 2 x 3 = 6 configurations, for one reason (stage 2
+  // starts from configurations that ran).
   const auto r =
       run_shardsim({"tune", tiny(), "--set", "training.compile=true", "--tp", "1,2", "--tp-async", "--compile", "-j", "2"}, "tune-compile");
   REQUIRE_MESSAGE(r.code == 0, r.err);
-  CHECK(r.out.find("(5) x fsdp.sharding (4) x fsdp.wrap (4) x training.compile (2) = 480 configurations") != std::string::npos);
-  CHECK(r.out.find("\n#   96 failed: --set parallelism.tp_async=true: error: parallelism.tp_async: async TP is Inductor's "
+  CHECK(r.out.find("(5) x training.compile (2) = 30 configurations at the scenario's sharding and wrap") != std::string::npos);
+  CHECK(r.out.find("\n#   6 failed: --set parallelism.tp_async=true: error: parallelism.tp_async: async TP is Inductor's "
                    "micro_pipeline_tp pass") != std::string::npos);
   std::smatch failed;
   REQUIRE(std::regex_search(
       r.out, failed, std::regex(R"(# simulated \d+ configurations in [0-9.]+ s with -j 2: \d+ fit, \d+ over the limit, (\d+) failed)")));
-  CHECK(failed[1] == "96");
+  CHECK(failed[1] == "6");
   // Both values ran: compiled and eager configurations are among the results.
   const auto yaml = config::parse_yaml(r.out, Location{"tune output", 0, 0});
   REQUIRE(yaml.is_map());
@@ -245,21 +258,23 @@ TEST_CASE("shardsim tune --compile searches training.compile on and off and name
 TEST_CASE("shardsim tune on a scenario with the float8 all-gather records the shardings it cannot combine with as failed") {
   // FSDP2 with torchao's float8 all-gather: no_shard gathers nothing and shard_optimizer gathers
   // the updated parameters in their own dtype, so both refuse it (config/float8_settings.cpp). tune
-  // writes those shardings itself: each of its 3 checkpointing modes x 5 FSDP2 wraps fails with the
-  // reason, 15 a sharding, 30 in all, and the search goes on over the other two.
+  // writes those shardings itself in stage 2, on the best of stage 1's 3 checkpointing modes with
+  // distinct figures: 2 (the tiny model's step is launch-bound, so no checkpointing and selective
+  // run alike; full differs in its peak). Each of them x 5 FSDP2 wraps fails with the reason, 10 a
+  // sharding, 20 in all, and the search goes on over the other two.
   const auto r = run_shardsim({"tune", tiny(), "--set", "fsdp.version=2", "--set", "training.compile=true", "--set",
                                "training.float8={recipe: tensorwise, fsdp_float8_all_gather: true}", "-j", "2"},
                               "tune-float8-all-gather");
   REQUIRE_MESSAGE(r.code == 0, r.err);
-  CHECK(r.out.find("x fsdp.sharding (4) x fsdp.wrap (5) = 60 configurations") != std::string::npos);
-  CHECK(r.out.find("#   15 failed: --set training.float8={recipe: tensorwise, fsdp_float8_all_gather: true}:1:46: error: "
+  CHECK(r.out.find("# stage 2: fsdp.sharding (4) x fsdp.wrap (5) for the best 2 that fit: 40 configurations") != std::string::npos);
+  CHECK(r.out.find("#   10 failed: --set training.float8={recipe: tensorwise, fsdp_float8_all_gather: true}:1:46: error: "
                    "training.float8.fsdp_float8_all_gather: no_shard does not all-gather parameters") != std::string::npos);
-  CHECK(r.out.find("#   15 failed: --set training.float8={recipe: tensorwise, fsdp_float8_all_gather: true}:1:46: error: "
+  CHECK(r.out.find("#   10 failed: --set training.float8={recipe: tensorwise, fsdp_float8_all_gather: true}:1:46: error: "
                    "training.float8.fsdp_float8_all_gather: shard_optimizer all-gathers") != std::string::npos);
   std::smatch failed;
   REQUIRE(std::regex_search(
       r.out, failed, std::regex(R"(# simulated \d+ configurations in [0-9.]+ s with -j 2: \d+ fit, \d+ over the limit, (\d+) failed)")));
-  CHECK(failed[1] == "30");
+  CHECK(failed[1] == "20");
 }
 
 TEST_CASE("a sweep over a setting that does not apply records the warning with every point") {

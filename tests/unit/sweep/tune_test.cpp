@@ -30,48 +30,77 @@ sweep::PointResult result(std::size_t index, double tps, double gib, bool oom = 
 }  // namespace
 
 TEST_CASE(
-    "tune searches 3 checkpointing x batch divisors x sharding x 4 wraps (5 for FSDP2), then prefetching: FSDP1's and the limiter, FSDP2's "
-    "depths") {
+    "tune searches 3 checkpointing x batch divisors, then sharding x 4 wraps (5 for FSDP2) on the best, then prefetching: FSDP1's and "
+    "the limiter, FSDP2's depths") {
   // tiny_llama: FSDP1, one node, micro_batch 1 x grad_accum 1.
   const auto one_node = sweep::tune_space(tiny({}), std::nullopt);
-  REQUIRE(one_node.stage1.size() == 4);
-  CHECK(one_node.stage1[1].size() == 1);  // batch 1: micro_batch 1 only
-  CHECK(one_node.stage1[2].size() == 4);  // hybrid sharding needs more than one node
-  CHECK(sweep::stage1_points(one_node).size() == 3 * 1 * 4 * 4 + 1);
-  CHECK(one_node.stage2.size() == 2);
+  REQUIRE(one_node.shape.size() == 2);
+  CHECK(one_node.shape[1].size() == 1);  // batch 1: micro_batch 1 only
+  REQUIRE(one_node.fsdp.size() == 2);
+  CHECK(one_node.fsdp[0].size() == 4);  // hybrid sharding needs more than one node
+  CHECK(sweep::stage1_points(one_node, false).size() == 3 * 1 + 1);
+  CHECK(sweep::stage1_points(one_node, true).size() == 3 * 1 * 4 * 4 + 1);
+  CHECK(one_node.prefetch.size() == 2);
 
   // Two nodes and 12 sequences per GPU per step: micro-batches 1, 2, 3, 4, 6, 12 with grad_accum 12 / m.
   const auto two = sweep::tune_space(tiny({"cluster.nodes=2"}), 12);
-  CHECK(two.stage1[1].label() == "training.micro_batch / training.grad_accum");
+  CHECK(two.shape[1].label() == "training.micro_batch / training.grad_accum");
   std::vector<std::string> pairs;
-  for (std::size_t i = 0; i < two.stage1[1].size(); ++i) pairs.push_back(two.stage1[1].value_label(i));
+  for (std::size_t i = 0; i < two.shape[1].size(); ++i) pairs.push_back(two.shape[1].value_label(i));
   CHECK(pairs == std::vector<std::string>{"1 / 12", "2 / 6", "3 / 4", "4 / 3", "6 / 2", "12 / 1"});
-  CHECK(two.stage1[2].size() == 6);
-  CHECK(sweep::stage1_points(two).size() == 3 * 6 * 6 * 4 + 1);
-  CHECK(sweep::stage1_points(two).back().assignments.empty());  // the scenario as written, last
+  CHECK(two.fsdp[0].size() == 6);
+  CHECK(sweep::stage1_points(two, false).size() == 3 * 6 + 1);
+  CHECK(sweep::stage1_points(two, true).size() == 3 * 6 * 6 * 4 + 1);
+  CHECK(sweep::stage1_points(two, false).back().assignments.empty());  // the scenario as written, last
+  // Stage 2: each shape it is given followed by each sharding x wrap.
+  const auto points = sweep::stage2_points(two, {result(0, 1, 1), result(1, 1, 1)});
+  REQUIRE(points.size() == 2 * 6 * 4);
+  CHECK(points[0].assignments ==
+        std::vector<std::string>{"p=0", "fsdp.sharding=full_shard", "fsdp.wrap={policy: module, module: block, blocks_per_unit: 1}"});
+  CHECK(points[47].assignments ==
+        std::vector<std::string>{"p=1", "fsdp.sharding=hybrid_shard_zero2", "fsdp.wrap={policy: size, min_params: 100000000}"});
+  CHECK(points[47].index == 47);
 
   // FSDP2: a fifth wrap, torchtitan's units around the blocks; then its prefetch lists' lengths,
   // one or two units ahead in backward, none or one in forward.
   const auto v2 = sweep::tune_space(tiny({"fsdp.version=2"}), std::nullopt);
-  REQUIRE(v2.stage1.size() == 4);
-  REQUIRE(v2.stage1[3].size() == 5);
-  CHECK(v2.stage1[3].value_label(4) == "{policy: module, module: block, blocks_per_unit: 1, outer_modules: units}");
-  REQUIRE(v2.stage2.size() == 2);
-  const auto v2_points = sweep::stage2_points(v2, {result(0, 1, 1)});
+  REQUIRE(v2.fsdp.size() == 2);
+  REQUIRE(v2.fsdp[1].size() == 5);
+  CHECK(v2.fsdp[1].value_label(4) == "{policy: module, module: block, blocks_per_unit: 1, outer_modules: units}");
+  REQUIRE(v2.prefetch.size() == 2);
+  const auto v2_points = sweep::stage3_points(v2, {result(0, 1, 1)});
   REQUIRE(v2_points.size() == 2 * 2);
   CHECK(v2_points[0].assignments == std::vector<std::string>{"p=0", "fsdp.backward_prefetch_depth=1", "fsdp.forward_prefetch=false"});
   CHECK(v2_points[3].assignments == std::vector<std::string>{"p=0", "fsdp.backward_prefetch_depth=2", "fsdp.forward_prefetch=true"});
 }
 
-TEST_CASE("stage 2 tries every prefetch x limiter setting on each finalist") {
+TEST_CASE("stage 2 takes the best shapes that fit and, of those faster that do not, the nearest to fitting") {
+  // Limit 70 GiB. Fitting by tokens/s: 1 (300), 3 and 5 (200, the same figures: one), 0 (100).
+  // Not fitting and faster than 300: 2 (400, 72 GiB), 4 (500, 90), 6 (350, 75); 7 (250, 71) is
+  // slower than the best that fits, so another sharding could at best make it a slower fit.
+  std::vector<sweep::PointResult> rs{result(0, 100, 10), result(1, 300, 60), result(2, 400, 72), result(3, 200, 50),
+                                     result(4, 500, 90), result(5, 200, 50), result(6, 350, 75), result(7, 250, 71)};
+  const double limit = 70.0 * 1024 * 1024 * 1024;
+  const auto index = [](const std::vector<sweep::PointResult>& v) {
+    std::vector<std::size_t> out;
+    for (const auto& r : v) out.push_back(r.index);
+    return out;
+  };
+  CHECK(index(sweep::stage2_shapes(rs, limit, 2)) == std::vector<std::size_t>{1, 3, 2, 6});
+  CHECK(index(sweep::stage2_shapes(rs, limit, 4)) == std::vector<std::size_t>{1, 3, 0, 2, 6, 4});
+  // Nothing fits under 5 GiB: the least peaks.
+  CHECK(index(sweep::stage2_shapes(rs, 5.0 * 1024 * 1024 * 1024, 3)) == std::vector<std::size_t>{0, 3, 5});
+}
+
+TEST_CASE("stage 3 tries every prefetch x limiter setting on each finalist") {
   const auto space = sweep::tune_space(tiny({}), std::nullopt);
-  const auto points = sweep::stage2_points(space, {result(0, 1, 1), result(1, 1, 2)});
+  const auto points = sweep::stage3_points(space, {result(0, 1, 1), result(1, 1, 2)});
   REQUIRE(points.size() == 2 * 3 * 2);
   CHECK(points[0].assignments == std::vector<std::string>{"p=0", "fsdp.backward_prefetch=pre", "fsdp.limit_all_gathers=true"});
   CHECK(points[11].assignments == std::vector<std::string>{"p=1", "fsdp.backward_prefetch=none", "fsdp.limit_all_gathers=false"});
 }
 
-TEST_CASE("stage 2 leaves out the prefetch settings a finalist's own settings make moot") {
+TEST_CASE("stage 3 leaves out the prefetch settings a finalist's own settings make moot") {
   // FSDP2: finalist 0 keeps every unit's parameters (backward prefetching moot), finalist 1 has
   // nothing moot, finalist 2 both keys moot: 2 + 4 + 0 points.
   const auto space = sweep::tune_space(tiny({"fsdp.version=2"}), std::nullopt);
@@ -80,7 +109,7 @@ TEST_CASE("stage 2 leaves out the prefetch settings a finalist's own settings ma
     if (f.index == 2) return std::vector<std::string>{"fsdp.backward_prefetch_depth", "fsdp.forward_prefetch"};
     return std::vector<std::string>{};
   };
-  const auto points = sweep::stage2_points(space, {result(0, 1, 1), result(1, 1, 2), result(2, 1, 3)}, moot);
+  const auto points = sweep::stage3_points(space, {result(0, 1, 1), result(1, 1, 2), result(2, 1, 3)}, moot);
   REQUIRE(points.size() == 2 + 4);
   CHECK(points[0].assignments == std::vector<std::string>{"p=0", "fsdp.forward_prefetch=false"});
   CHECK(points[1].assignments == std::vector<std::string>{"p=0", "fsdp.forward_prefetch=true"});
@@ -146,15 +175,16 @@ TEST_CASE("tune --tp: one layout axis of TP degree, micro-batch and accumulation
   // One sequence per GPU at tp 1; a TP group of t shares one data-parallel rank, so it takes t
   // sequences per step: t = 2 -> 1 x 2 or 2 x 1, t = 4 -> 1 x 4, 2 x 2, 4 x 1.
   const auto space = sweep::tune_space(tiny({}), std::nullopt, {.tp = {1, 2, 4}});
-  REQUIRE(space.stage1.size() == 4);
-  CHECK(space.stage1[1].label() == "parallelism.tp / parallelism.pp / training.micro_batch / training.grad_accum");
+  REQUIRE(space.shape.size() == 2);
+  CHECK(space.shape[1].label() == "parallelism.tp / parallelism.pp / training.micro_batch / training.grad_accum");
   std::vector<std::string> layouts;
-  for (std::size_t i = 0; i < space.stage1[1].size(); ++i) layouts.push_back(space.stage1[1].value_label(i));
+  for (std::size_t i = 0; i < space.shape[1].size(); ++i) layouts.push_back(space.shape[1].value_label(i));
   CHECK(layouts ==
         std::vector<std::string>{"1 / 1 / 1 / 1", "2 / 1 / 1 / 2", "2 / 1 / 2 / 1", "4 / 1 / 1 / 4", "4 / 1 / 2 / 2", "4 / 1 / 4 / 1"});
-  CHECK(sweep::stage1_points(space).size() == 3 * 6 * 4 * 4 + 1);
+  CHECK(sweep::stage1_points(space, false).size() == 3 * 6 + 1);
+  CHECK(sweep::stage1_points(space, true).size() == 3 * 6 * 4 * 4 + 1);
   // Only the scenario's own degree: the batch axis as before.
-  CHECK(sweep::tune_space(tiny({}), std::nullopt, {.tp = {1}}).stage1[1].label() == "training.micro_batch / training.grad_accum");
+  CHECK(sweep::tune_space(tiny({}), std::nullopt, {.tp = {1}}).shape[1].label() == "training.micro_batch / training.grad_accum");
 }
 
 TEST_CASE("tune refuses a layout search none of whose degrees divides the GPUs") {
@@ -164,8 +194,8 @@ TEST_CASE("tune refuses a layout search none of whose degrees divides the GPUs")
                        UsageError);
   // tp 2, 3: 2 divides 8, so the search keeps tp 2's layouts and leaves 3 out.
   const auto kept = sweep::tune_space(tiny({}), std::nullopt, {.tp = {2, 3}});
-  REQUIRE(kept.stage1.size() == 4);
-  CHECK(kept.stage1[1].size() == 2);  // tp 2: 1 x 2 and 2 x 1
+  REQUIRE(kept.shape.size() == 2);
+  CHECK(kept.shape[1].size() == 2);  // tp 2: 1 x 2 and 2 x 1
 }
 
 TEST_CASE("tune --pp: pipelined layouts keep the global batch as one micro-step of one-sequence micro-batches") {
@@ -175,7 +205,7 @@ TEST_CASE("tune --pp: pipelined layouts keep the global batch as one micro-step 
   const auto base = tiny({});
   const auto space = sweep::tune_space(base, std::nullopt, {.pp = {1, 2, 4}});
   std::vector<std::string> layouts;
-  for (std::size_t i = 0; i < space.stage1[1].size(); ++i) layouts.push_back(space.stage1[1].value_label(i));
+  for (std::size_t i = 0; i < space.shape[1].size(); ++i) layouts.push_back(space.shape[1].value_label(i));
   CHECK(layouts == std::vector<std::string>{"1 / 1 / 1 / 1", "1 / 2 / 2 / 1", "1 / 4 / 4 / 1"});
 }
 
@@ -185,12 +215,12 @@ TEST_CASE("tune --cp and --pp-schedule: context-parallel layouts and a schedule 
   // (an empty value sets nothing).
   const auto base = tiny({});
   const auto cp = sweep::tune_space(base, std::nullopt, {.cp = {1, 2}});
-  CHECK(cp.stage1[1].label() == "parallelism.tp / parallelism.pp / parallelism.cp / training.micro_batch / training.grad_accum");
+  CHECK(cp.shape[1].label() == "parallelism.tp / parallelism.pp / parallelism.cp / training.micro_batch / training.grad_accum");
   std::vector<std::string> layouts;
-  for (std::size_t i = 0; i < cp.stage1[1].size(); ++i) layouts.push_back(cp.stage1[1].value_label(i));
+  for (std::size_t i = 0; i < cp.shape[1].size(); ++i) layouts.push_back(cp.shape[1].value_label(i));
   CHECK(layouts == std::vector<std::string>{"1 / 1 / 1 / 1 / 1", "1 / 1 / 2 / 1 / 2", "1 / 1 / 2 / 2 / 1"});
   const auto sched = sweep::tune_space(base, std::nullopt, {.pp = {1, 2}, .pp_schedules = {"1f1b", "gpipe"}});
-  const auto points = sweep::stage1_points(sched);
+  const auto points = sweep::stage1_points(sched, false);
   int pipelined = 0;
   int plain = 0;
   for (const auto& p : points) {
@@ -212,7 +242,7 @@ TEST_CASE("tune --tp-async: async TP on and off on the tensor-parallel layouts o
   // true on each of its batch splits (1 x 2 and 2 x 1).
   const auto space = sweep::tune_space(tiny({}), std::nullopt, {.tp = {1, 2}, .tp_async = true});
   std::vector<std::string> layouts;
-  for (std::size_t i = 0; i < space.stage1[1].size(); ++i) layouts.push_back(space.stage1[1].value_label(i));
+  for (std::size_t i = 0; i < space.shape[1].size(); ++i) layouts.push_back(space.shape[1].value_label(i));
   CHECK(layouts == std::vector<std::string>{"1 / 1 / 1 / 1 / ", "2 / 1 / 1 / 2 / false", "2 / 1 / 1 / 2 / true", "2 / 1 / 2 / 1 / false",
                                             "2 / 1 / 2 / 1 / true"});
 }
@@ -224,7 +254,7 @@ TEST_CASE("tune leaves out the points whose FSDP units would hold more blocks th
   // 2- and 4-block wraps (24): 36 of 3 x 3 x 4 x 4 = 144. The size policy holds no block count.
   auto space = sweep::tune_space(tiny({}), std::nullopt, {.pp = {1, 2, 4}, .blocks = 4});
   std::size_t left_out = 0;
-  const auto points = sweep::stage1_points(space, &left_out);
+  const auto points = sweep::stage1_points(space, true, &left_out);
   CHECK(left_out == 36);
   CHECK(points.size() == 144 - 36 + 1);  // and the scenario as written
   for (std::size_t i = 0; i < points.size(); ++i) CHECK(points[i].index == i);
@@ -235,7 +265,16 @@ TEST_CASE("tune leaves out the points whose FSDP units would hold more blocks th
     CHECK_FALSE((has(p, "parallelism.pp=4") && has(p, "fsdp.wrap={policy: module, module: block, blocks_per_unit: 2}")));
     CHECK_FALSE((has(p, "parallelism.pp=2") && has(p, "fsdp.wrap={policy: module, module: block, blocks_per_unit: 4}")));
   }
+  // Staged, stage 1 sets no wrap and stage 2 leaves them out of each shape: pp 4's shape keeps 2
+  // of the 4 wraps (one block a unit, the size policy), pp 2's 3, each with the 4 shardings.
+  CHECK(sweep::stage1_points(space, false, &left_out).size() == 3 * 3 + 1);
+  CHECK(left_out == 0);
+  std::vector<sweep::PointResult> shapes{result(0, 1, 1), result(1, 1, 1)};
+  shapes[0].assignments = {"parallelism.pp=4"};
+  shapes[1].assignments = {"parallelism.pp=2"};
+  CHECK(sweep::stage2_points(space, shapes, &left_out).size() == 4 * 2 + 4 * 3);
+  CHECK(left_out == 4 * 2 + 4 * 1);
   // Without the model's block count nothing is left out.
   space.blocks = 0;
-  CHECK(sweep::stage1_points(space).size() == 145);
+  CHECK(sweep::stage1_points(space, true).size() == 145);
 }
