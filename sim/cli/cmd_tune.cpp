@@ -235,7 +235,8 @@ Search search(const Options& o, const sweep::TuneSpace& space) {
   const auto best = sweep::finalists(s.results, o.limit, o.finalists);
   s.finalists = best.size();
   for (const auto& d : sweep::dimensions_of(space.prefetch)) dims.push_back(d);
-  const auto stage3 = stage_spec(o, dims, sweep::stage3_points(space, best, moot_keys(o, space, s.moot)), "stage-3");
+  const auto stage3 =
+      stage_spec(o, dims, sweep::stage3_points(space, best, moot_keys(o, space, s.moot)), o.exhaustive ? "stage-2" : "stage-3");
   s.stage3 = stage3.points.size();
   if (s.stage3 > 0) {  // none when nothing fits
     auto more = run_stage(stage3, o.jobs, fn).results;
