@@ -162,7 +162,7 @@ struct Options {
 struct Search {
   std::vector<sweep::PointResult> results;  // stage 1 (the scenario as written last), then stages 2 and 3
   sweep::PointResult baseline;
-  std::size_t stage1 = 0, shapes = 0, shapes_fit = 0, stage2 = 0, finalists = 0, stage3 = 0;
+  std::size_t stage1 = 0, shapes = 0, shapes_fit = 0, beyond = 0, stage2 = 0, finalists = 0, stage3 = 0;
   std::size_t left_out = 0;                               // points whose wrap units would not fit a pipeline stage
   std::vector<std::pair<std::string, std::size_t>> moot;  // a stage-3 key, and for how many finalists it did not apply
   double wall_s = 0;
@@ -218,7 +218,7 @@ Search search(const Options& o, const sweep::TuneSpace& space) {
   s.results = run_stage(stage1, o.jobs, fn).results;
   s.baseline = s.results.back();
   if (!o.exhaustive) {
-    const auto shapes = sweep::stage2_shapes(s.results, o.limit, o.finalists);
+    const auto shapes = sweep::stage2_shapes(s.results, o.limit, o.finalists, &s.beyond);
     s.shapes = shapes.size();
     s.shapes_fit =
         static_cast<std::size_t>(std::count_if(shapes.begin(), shapes.end(), [&](const auto& r) { return sweep::fits(r, o.limit); }));
@@ -264,11 +264,15 @@ std::vector<std::string> searched(const Options& o, const config::ScenarioConfig
                           s.stage1 - 1 + (o.exhaustive ? s.left_out : 0), o.exhaustive ? "" : " at the scenario's sharding and wrap"));
   if (!o.exhaustive) {
     const std::size_t near = s.shapes - s.shapes_fit;
-    const std::string which = s.shapes_fit == 0 ? fmt::format("the {} nearest to fitting (none fits)", near)
+    const std::string which = s.shapes == 0       ? std::string("none: nothing fits, or could with less sharded state")
+                              : s.shapes_fit == 0 ? fmt::format("the {} nearest to fitting (none fits)", near)
                               : near == 0
                                   ? fmt::format("the best {} that fit", s.shapes_fit)
                                   : fmt::format("the best {} that fit and the {} nearest to fitting of those faster", s.shapes_fit, near);
     c.push_back(fmt::format("stage 2: {} for {}: {} configurations", axes_text(space.fsdp), which, s.stage2));
+    if (s.beyond > 0) {
+      c.push_back(fmt::format("  {} that do not fit left out: their activations, logits and workspaces alone exceed the limit", s.beyond));
+    }
   }
   if (s.left_out > 0) {
     c.push_back(fmt::format("  {} left out: their FSDP units would hold more blocks than a pipeline stage has",

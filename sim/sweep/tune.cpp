@@ -211,12 +211,31 @@ std::vector<Point> stage1_points(const TuneSpace& space, bool exhaustive, std::s
   return points;
 }
 
-std::vector<PointResult> stage2_shapes(const std::vector<PointResult>& results, std::optional<double> limit, std::size_t n) {
+double unshardable_bytes(const PointResult& r) {
+  const auto it = r.metrics.find("memory_breakdown");
+  if (it == r.metrics.end() || !it->is_object()) return 0;
+  double bytes = 0;
+  for (const char* part : {"activations", "loss", "pipeline_buffers", "workspaces"}) {
+    const auto v = it->find(part);
+    if (v != it->end() && v->is_number()) bytes += v->get<double>();
+  }
+  return bytes;
+}
+
+std::vector<PointResult> stage2_shapes(const std::vector<PointResult>& results, std::optional<double> limit, std::size_t n,
+                                       std::size_t* beyond) {
   std::vector<PointResult> out = finalists(results, limit, n);
   const double best_fit = out.empty() ? 0 : out.front().number("tokens_per_s_per_gpu");
   std::vector<std::size_t> near;
+  if (beyond != nullptr) *beyond = 0;
   for (std::size_t i = 0; i < results.size(); ++i) {
-    if (results[i].ok() && !fits(results[i], limit) && results[i].number("tokens_per_s_per_gpu") > best_fit) near.push_back(i);
+    const PointResult& r = results[i];
+    if (!r.ok() || fits(r, limit) || r.number("tokens_per_s_per_gpu") <= best_fit) continue;
+    if (unshardable_bytes(r) > limit.value_or(r.allocator_memory())) {  // no sharding can make it fit
+      if (beyond != nullptr) ++*beyond;
+      continue;
+    }
+    near.push_back(i);
   }
   std::stable_sort(near.begin(), near.end(), [&](std::size_t a, std::size_t b) {
     return results[a].number("peak_memory_bytes") < results[b].number("peak_memory_bytes");

@@ -76,11 +76,17 @@ struct Layouts {
 // `left_out`, if given, counts them.
 [[nodiscard]] std::vector<Point> stage1_points(const TuneSpace& space, bool exhaustive, std::size_t* left_out = nullptr);
 
+// What a point holds at its allocated peak that no sharding or wrap changes: activations, the
+// loss's logits, pipeline buffers and GEMM workspaces (its summary's memory_breakdown; 0 without).
+[[nodiscard]] double unshardable_bytes(const PointResult& r);
+
 // The stage-1 configurations whose sharding and wrap stage 2 searches: the best `n` that fit (as
 // finalists() picks them), then, of those that do not fit but are faster than the best that does,
 // the `n` with the least peak memory (a sharding or wrap that holds less may make them fit; when
-// nothing fits, the `n` least peaks).
-[[nodiscard]] std::vector<PointResult> stage2_shapes(const std::vector<PointResult>& results, std::optional<double> limit, std::size_t n);
+// nothing fits, the `n` least peaks), leaving out those whose unshardable bytes alone exceed the
+// limit (or, without one, what their GPU leaves to the allocator); `beyond`, if given, counts them.
+[[nodiscard]] std::vector<PointResult> stage2_shapes(const std::vector<PointResult>& results, std::optional<double> limit, std::size_t n,
+                                                     std::size_t* beyond = nullptr);
 
 // Stage 2's points: each shape's assignments followed by each sharding x wrap, leaving out the
 // wraps larger than the shape's pipeline stages (`left_out`, if given, counts them).

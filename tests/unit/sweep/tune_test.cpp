@@ -90,6 +90,14 @@ TEST_CASE("stage 2 takes the best shapes that fit and, of those faster that do n
   CHECK(index(sweep::stage2_shapes(rs, limit, 4)) == std::vector<std::size_t>{1, 3, 0, 2, 6, 4});
   // Nothing fits under 5 GiB: the least peaks.
   CHECK(index(sweep::stage2_shapes(rs, 5.0 * 1024 * 1024 * 1024, 3)) == std::vector<std::size_t>{0, 3, 5});
+  // 2's activations (68 GiB) and logits (3 GiB) alone exceed 70 GiB: no sharding makes it fit, so
+  // 6 and 4 are taken instead. Its parameters and optimizer state do not count.
+  const double gib = 1024.0 * 1024 * 1024;
+  rs[2].metrics["memory_breakdown"] = {{"activations", 68 * gib}, {"loss", 3 * gib}, {"optimizer_state", 1 * gib}};
+  CHECK(sweep::unshardable_bytes(rs[2]) == doctest::Approx(71 * gib).scale(gib));
+  CHECK(index(sweep::stage2_shapes(rs, limit, 2)) == std::vector<std::size_t>{1, 3, 6, 4});
+  rs[2].metrics["memory_breakdown"]["activations"] = 66 * gib;  // 69 GiB: a sharding might
+  CHECK(index(sweep::stage2_shapes(rs, limit, 2)) == std::vector<std::size_t>{1, 3, 2, 6});
 }
 
 TEST_CASE("stage 3 tries every prefetch x limiter setting on each finalist") {
