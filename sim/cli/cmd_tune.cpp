@@ -280,6 +280,9 @@ std::vector<std::string> searched(const Options& o, const config::ScenarioConfig
   }
   c.push_back(fmt::format("stage {}: {} for the best {} that fit (with distinct results): {} configurations", o.exhaustive ? 2 : 3,
                           axes_text(space.prefetch), s.finalists, s.stage3));
+  for (const auto& [key, n] : s.moot) {
+    c.push_back(fmt::format("  {} not tried on {} of them: their settings make it moot", key, n));
+  }
   c.push_back(fmt::format("simulated {} configurations in {:.1f} s with -j {}: {} fit, {} over the limit, {} failed", s.results.size(),
                           s.wall_s, o.jobs, fit, s.results.size() - fit - failed, failed));
   // Why configurations failed, each reason once with how many it refused (the first its example).
