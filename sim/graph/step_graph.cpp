@@ -13,8 +13,28 @@ namespace shardsim::graph {
 int StepGraph::add_op(Op op) {
   const auto v = boost::add_vertex(*dag_);
   op.id = static_cast<int>(v);
+  const int id = op.id;
+  if (op.stage < 0) {
+    every_stage_.push_back(id);
+  } else {
+    const auto add_to = [this, id](int s) {
+      if (static_cast<std::size_t>(s) >= staged_.size()) staged_.resize(static_cast<std::size_t>(s) + 1);
+      staged_[static_cast<std::size_t>(s)].push_back(id);
+    };
+    add_to(op.stage);
+    if (op.peer_stage >= 0 && op.peer_stage != op.stage) add_to(op.peer_stage);
+  }
   (*dag_)[v] = std::move(op);
-  return static_cast<int>(v);
+  return id;
+}
+
+std::vector<int> StepGraph::ops_on_stage(int s) const {
+  const std::vector<int> none;
+  const auto& own = s >= 0 && static_cast<std::size_t>(s) < staged_.size() ? staged_[static_cast<std::size_t>(s)] : none;
+  std::vector<int> out;
+  out.reserve(every_stage_.size() + own.size());
+  std::merge(every_stage_.begin(), every_stage_.end(), own.begin(), own.end(), std::back_inserter(out));
+  return out;
 }
 
 void StepGraph::add_edge(int from, int to, EdgeKind kind) {

@@ -53,11 +53,14 @@ class StepGraph {
   // every op and edge, seconds and gigabytes for a 100,000-layer model. The DAG lives behind a
   // pointer so that moves are cheap; copies are deep.
   StepGraph() : dag_(std::make_unique<Dag>()) {}
-  StepGraph(const StepGraph& other) : info(other.info), dag_(std::make_unique<Dag>(*other.dag_)) {}
+  StepGraph(const StepGraph& other)
+      : info(other.info), dag_(std::make_unique<Dag>(*other.dag_)), every_stage_(other.every_stage_), staged_(other.staged_) {}
   StepGraph& operator=(const StepGraph& other) {
     if (this != &other) {
       info = other.info;
       dag_ = std::make_unique<Dag>(*other.dag_);
+      every_stage_ = other.every_stage_;
+      staged_ = other.staged_;
     }
     return *this;
   }
@@ -65,7 +68,7 @@ class StepGraph {
   StepGraph& operator=(StepGraph&& other) noexcept = default;
   ~StepGraph() = default;
 
-  // Adds an op; its id becomes its index.
+  // Adds an op; its id becomes its index. Its pipeline stage (Op::stage, peer_stage) is fixed from here on.
   int add_op(Op op);
   // Adds an edge; if one already joins the two ops, it keeps the more telling kind
   // (data > rate_limit > prefetch > cpu > stream).
@@ -79,6 +82,11 @@ class StepGraph {
   [[nodiscard]] std::vector<std::pair<int, EdgeKind>> successors(int id) const;
   [[nodiscard]] std::size_t in_degree(int id) const { return boost::in_degree(static_cast<std::size_t>(id), *dag_); }
 
+  // The ops a rank of pipeline stage `s` runs (Op::runs_on_stage), by increasing id: those of
+  // every stage and those of stage s, as sender or receiver. A report that follows one rank walks
+  // these rather than every stage's program.
+  [[nodiscard]] std::vector<int> ops_on_stage(int s) const;
+
   // Ops in an order where every op comes after its predecessors (Boost's topological_sort).
   // Throws RuntimeError naming an op on a cycle if the graph is not a DAG.
   [[nodiscard]] std::vector<int> topological_order() const;
@@ -87,7 +95,9 @@ class StepGraph {
   GraphInfo info;
 
  private:
-  std::unique_ptr<Dag> dag_;  // never null (a moved-from graph is only assigned to or destroyed)
+  std::unique_ptr<Dag> dag_;              // never null (a moved-from graph is only assigned to or destroyed)
+  std::vector<int> every_stage_;          // ids of the ops without a stage
+  std::vector<std::vector<int>> staged_;  // [stage]: ids of the ops of that stage (Op::stage or peer_stage)
 };
 
 }  // namespace shardsim::graph

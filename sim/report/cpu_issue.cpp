@@ -17,10 +17,9 @@ std::vector<double> cpu_issue_times(const graph::StepGraph& g, const graph::Time
   double cpu = 0;      // the CPU thread's clock
   double drained = 0;  // the latest end among ops that left the launch queue
   const int stage = g.info.stage_of(rank);
-  for (std::size_t o = 0; o < g.size(); ++o) {
-    const auto id = static_cast<int>(o);
+  for (const int id : g.ops_on_stage(stage)) {  // not another pipeline stage's program
+    const auto o = static_cast<std::size_t>(id);
     const graph::Op& op = g.op(id);
-    if (!op.runs_on_stage(stage)) continue;  // another pipeline stage's program
     const graph::Interval& i = t.at(id, rank);
     if (i.start < 0) continue;
     if (op.kind == graph::OpKind::cpu_wait) {

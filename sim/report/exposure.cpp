@@ -131,9 +131,9 @@ Dimension dimension_of(const graph::Op& collective) {
 
 ExposedComm exposed_comm(const graph::StepGraph& g, const graph::Timeline& t, int rank, int step, double start, double end, bool spans) {
   Attribution a(g, t, rank, spans);
-  std::vector<std::pair<Span, int>> compute;  // (clipped interval, op)
-  for (std::size_t o = 0; o < g.size(); ++o) {
-    const graph::Op& op = g.op(static_cast<int>(o));
+  std::vector<std::pair<Span, int>> compute;                    // (clipped interval, op)
+  for (const int id : g.ops_on_stage(g.info.stage_of(rank))) {  // another stage's ops take no time here
+    const graph::Op& op = g.op(id);
     if (op.step != step) continue;
     const graph::Interval& iv = t.at(op.id, rank);
     const Span s{std::clamp(iv.start, start, end), std::clamp(iv.end, start, end)};

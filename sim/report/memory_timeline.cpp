@@ -32,9 +32,8 @@ MemoryTimeline memory_timeline(const graph::StepGraph& g, const graph::Timeline&
   }
   const std::vector<double> issued = any_at_issue ? cpu_issue_times(g, t, rank, issue) : std::vector<double>();
   const int stage = g.info.stage_of(rank);
-  for (std::size_t o = 0; o < g.size(); ++o) {
-    const auto id = static_cast<int>(o);
-    if (!g.op(id).runs_on_stage(stage)) continue;  // another pipeline stage's
+  for (const int id : g.ops_on_stage(stage)) {
+    const auto o = static_cast<std::size_t>(id);
     const graph::Interval& i = t.at(id, rank);
     for (const auto& m : g.op(id).memory) {
       double time = m.at_end ? i.end : m.at_issue && issued[o] >= 0 ? issued[o] : i.start;

@@ -265,8 +265,8 @@ Summary summarize(const SummaryInput& in) {
     std::vector<std::pair<double, double>> comm;
     std::array<std::vector<std::pair<double, double>>, kDimensions> by_dimension;
     std::array<std::vector<std::pair<double, double>>, 3> offload;  // PCIe, CPU, NVMe
-    for (std::size_t o = 0; o < g.size(); ++o) {
-      const graph::Op& op = g.op(static_cast<int>(o));
+    for (const int id : g.ops_on_stage(g.info.stage_of(r))) {
+      const graph::Op& op = g.op(id);
       // Offload streams count whatever runs in the step's window: the swap-out of the previous
       // step's optimizer state overlaps this step.
       const int offload_kind = offload_index(op);
@@ -365,9 +365,9 @@ Summary summarize(const SummaryInput& in) {
   };
   s.reserved_range = memory_range(s.memory.peak_reserved, Measure::reserved);
   s.allocated_range = memory_range(s.memory.peak, Measure::allocated);
-  for (std::size_t o = 0; o < g.size(); ++o) {
-    const graph::Op& op = g.op(static_cast<int>(o));
-    if (op.cpu_s <= 0 || !op.runs_on_stage(g.info.stage_of(s.exposed_rank))) continue;
+  for (const int id : g.ops_on_stage(g.info.stage_of(s.exposed_rank))) {
+    const graph::Op& op = g.op(id);
+    if (op.cpu_s <= 0) continue;
     const double at = t.at(op.id, s.exposed_rank).start;
     if (at >= start && at < end) s.hooks_cpu_s += op.cpu_s;
   }

@@ -24,9 +24,8 @@ double pipeline_bubble(const graph::StepGraph& g, const graph::Timeline& t, int 
   };
   std::vector<std::pair<double, int>> compute;  // (start, op)
   double done = start;                          // when the stage's last op of the step ended
-  for (std::size_t o = 0; o < g.size(); ++o) {
-    const graph::Op& op = g.op(static_cast<int>(o));
-    if (!op.runs_on_stage(stage)) continue;
+  for (const int id : g.ops_on_stage(stage)) {
+    const graph::Op& op = g.op(id);
     const graph::Interval& i = t.at(op.id, rank);
     if (i.end <= start || i.start >= end) continue;
     done = std::max(done, std::min(i.end, end));

@@ -125,10 +125,10 @@ void write_chrome_trace(const graph::StepGraph& g, const graph::Timeline& t, int
     const int stage = g.info.stage_of(r);
     for (int step = 0; step < g.info.steps; ++step) {
       double from = -1, to = -1;  // the step's ops on this rank
-      for (std::size_t o = 0; o < g.size(); ++o) {
-        const graph::Op& op = g.op(static_cast<int>(o));
-        const graph::Interval& i = t.at(op.id, r);
-        if (op.step != step || !op.runs_on_stage(stage) || i.start < 0) continue;
+      for (const int id : g.ops_on_stage(stage)) {
+        const graph::Op& op = g.op(id);
+        const graph::Interval& i = t.at(id, r);
+        if (op.step != step || i.start < 0) continue;
         from = from < 0 ? i.start : std::min(from, i.start);
         to = std::max(to, i.end);
       }
