@@ -209,10 +209,7 @@ Search search(const Options& o, const sweep::TuneSpace& space) {
   const auto fn = simulate_point_function(o.scenario, o.sets);
   const auto t0 = std::chrono::steady_clock::now();
   Search s;
-  auto dims = sweep::dimensions_of(space.shape);
-  if (o.exhaustive) {
-    for (const auto& d : sweep::dimensions_of(space.fsdp)) dims.push_back(d);
-  }
+  auto dims = sweep::dimensions_of(space.stage1_axes(o.exhaustive));
   const auto stage1 = stage_spec(o, dims, sweep::stage1_points(space, o.exhaustive, &s.left_out), "stage-1");
   s.stage1 = stage1.points.size();
   s.results = run_stage(stage1, o.jobs, fn).results;
@@ -258,9 +255,7 @@ std::vector<std::string> searched(const Options& o, const config::ScenarioConfig
   c.push_back(fmt::format("shardsim tune: {} ({} GPUs), memory limit: {}", base.name, base.world_size(), limit_text));
   if (!o.limit)
     c.push_back("(peak memory is the modelled reserved memory; leave headroom for what the model leaves out with --memory-limit)");
-  auto stage1_axes = space.shape;
-  if (o.exhaustive) stage1_axes.insert(stage1_axes.end(), space.fsdp.begin(), space.fsdp.end());
-  c.push_back(fmt::format("stage 1: {} = {} configurations{}, and the scenario as written", axes_text(stage1_axes),
+  c.push_back(fmt::format("stage 1: {} = {} configurations{}, and the scenario as written", axes_text(space.stage1_axes(o.exhaustive)),
                           s.stage1 - 1 + (o.exhaustive ? s.left_out : 0), o.exhaustive ? "" : " at the scenario's sharding and wrap"));
   if (!o.exhaustive) {
     const std::size_t near = s.shapes - s.shapes_fit;
@@ -393,9 +388,7 @@ int cmd_tune(std::span<const std::string> argv) {
   sweep::TuneSpace space = sweep::tune_space(base, batch, layouts);
   if (auto f8 = args.get("--float8")) space.shape.push_back(float8_axis(base, *f8));
   if (args.has("--compile")) space.shape.push_back(compile_axis());
-  auto axes = space.shape;
-  axes.insert(axes.end(), space.fsdp.begin(), space.fsdp.end());
-  sweep::check_axes(o.scenario, o.sets, axes, {}, true);
+  sweep::check_axes(o.scenario, o.sets, space.stage1_axes(true), {}, true);
   const Search s = search(o, space);
   const std::string limit_text =
       o.limit ? sweep::svg::gib(*o.limit)

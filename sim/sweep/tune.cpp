@@ -184,14 +184,14 @@ bool units_fit_stages(const TuneSpace& space, const Point& p) {
 }
 
 // The points of `axes` whose wrap units fit their pipeline stages, each after `prefix`, numbered
-// from `out`'s size; `dropped` counts the others.
+// from `out`'s size; `dropped`, if given, counts the others.
 void append_points(const TuneSpace& space, std::span<const Axis> axes, const std::vector<std::string>& prefix, std::vector<Point>& out,
-                   std::size_t& dropped) {
+                   std::size_t* dropped) {
   for (auto& v : expand(axes)) {
     Point p{out.size(), prefix};
     p.assignments.insert(p.assignments.end(), v.assignments.begin(), v.assignments.end());
     if (!units_fit_stages(space, p)) {
-      ++dropped;
+      if (dropped != nullptr) ++*dropped;
       continue;
     }
     out.push_back(std::move(p));
@@ -201,12 +201,9 @@ void append_points(const TuneSpace& space, std::span<const Axis> axes, const std
 }  // namespace
 
 std::vector<Point> stage1_points(const TuneSpace& space, bool exhaustive, std::size_t* left_out) {
-  std::vector<Axis> axes = space.shape;
-  if (exhaustive) axes.insert(axes.end(), space.fsdp.begin(), space.fsdp.end());
   std::vector<Point> points;
-  std::size_t dropped = 0;
-  append_points(space, axes, {}, points, dropped);
-  if (left_out != nullptr) *left_out = dropped;
+  if (left_out != nullptr) *left_out = 0;
+  append_points(space, space.stage1_axes(exhaustive), {}, points, left_out);
   points.push_back(Point{points.size(), {}});
   return points;
 }
@@ -246,9 +243,8 @@ std::vector<PointResult> stage2_shapes(const std::vector<PointResult>& results, 
 
 std::vector<Point> stage2_points(const TuneSpace& space, const std::vector<PointResult>& shapes, std::size_t* left_out) {
   std::vector<Point> out;
-  std::size_t dropped = 0;
-  for (const auto& s : shapes) append_points(space, space.fsdp, s.assignments, out, dropped);
-  if (left_out != nullptr) *left_out = dropped;
+  if (left_out != nullptr) *left_out = 0;
+  for (const auto& s : shapes) append_points(space, space.fsdp, s.assignments, out, left_out);
   return out;
 }
 
@@ -264,8 +260,7 @@ std::vector<Point> stage3_points(const TuneSpace& space, const std::vector<Point
       if (applies) axes.push_back(a);
     }
     if (axes.empty()) continue;
-    std::size_t none = 0;
-    append_points(space, axes, f.assignments, out, none);
+    append_points(space, axes, f.assignments, out, nullptr);  // a finalist's wrap already fits its stages
   }
   return out;
 }

@@ -52,6 +52,13 @@ struct TuneSpace {
   std::int64_t blocks = 0;
   int pp = 1;
   int stages_per_rank = 1;
+
+  // Stage 1's axes: the shape's, and with `exhaustive` sharding and wrap too.
+  [[nodiscard]] std::vector<Axis> stage1_axes(bool exhaustive) const {
+    std::vector<Axis> axes = shape;
+    if (exhaustive) axes.insert(axes.end(), fsdp.begin(), fsdp.end());
+    return axes;
+  }
 };
 
 // The mesh layouts to search (each empty: the scenario's own).
