@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "graph/op_forecast.hpp"
 #include "graph/step_builder.hpp"
 #include "model/transformer.hpp"
 
@@ -21,6 +22,14 @@ int rank_of_stage(config::PpSchedule schedule, int stage, int ranks) {
 }
 
 namespace {
+
+// What every micro-batch's action of a model stage issues alike (op_forecast.hpp): its segments'
+// forward and backward, and the tensor-, context- and pipeline-parallel traffic between them;
+// not FSDP's unsharding and reductions, with their copies and waits, which some actions issue.
+bool per_micro_batch(const Op& op) {
+  if (op.kind == OpKind::forward || op.kind == OpKind::backward) return true;
+  return op.group == Group::tp || op.group == Group::cp || op.group == Group::pp;
+}
 
 // ScheduleZBVZeroBubble's order for one pipeline rank: chunk 0 forwards to fill the V, chunk 1
 // forwards each followed by its input and weight gradients, then in steady state a forward and
@@ -254,6 +263,22 @@ StepGraph build_pipeline_graph(const model::Model& whole, const std::vector<fsdp
     }
     return id;
   };
+  // simulation.max_ops, forecast as the schedule is issued (op_forecast.hpp), a kind per model
+  // stage and action: forward, backward, or a zero-bubble schedule's input or weight half.
+  const auto kind_of = [&](const PipelineAction& a, int c) {
+    const int part = a.forward ? 0 : 1 + static_cast<int>(a.part);
+    return static_cast<std::size_t>(c) * 4 + static_cast<std::size_t>(part);
+  };
+  OpForecast forecast(static_cast<std::size_t>(stages) * 4);
+  for (int r = 0; r < ranks; ++r) {
+    for (const auto& a : actions[static_cast<std::size_t>(r)])
+      forecast.plan(kind_of(a, model_stage(p.pp_schedule, a.chunk, r, ranks)), steps);
+  }
+  const auto block_ops_since = [&g](std::size_t first) {
+    std::int64_t n = 0;
+    for (std::size_t o = first; o < g.size(); ++o) n += per_micro_batch(g.op(static_cast<int>(o))) ? 1 : 0;
+    return n;
+  };
   const auto at = [](std::vector<std::vector<int>>& v, int c, int m) -> int& {
     return v[static_cast<std::size_t>(c)][static_cast<std::size_t>(m)];
   };
@@ -296,6 +321,7 @@ StepGraph build_pipeline_graph(const model::Model& whole, const std::vector<fsdp
         while (i < list.size()) {
           const PipelineAction a = list[i];
           const int c = model_stage(p.pp_schedule, a.chunk, r, ranks);
+          const std::size_t ops_before = g.size();
           FsdpStepBuilder& b = *builders[static_cast<std::size_t>(c)];
           if (a.forward) {
             const int input = c == 0 ? -1 : at(fwd_sent, c - 1, a.micro);
@@ -315,6 +341,8 @@ StepGraph build_pipeline_graph(const model::Model& whole, const std::vector<fsdp
           }
           if (!a.forward && i == last_backward[static_cast<std::size_t>(r)][static_cast<std::size_t>(a.chunk)])
             b.pipeline_reduce_grad(step);
+          forecast.issued(kind_of(a, c), block_ops_since(ops_before));
+          if (static_cast<std::int64_t>(g.size()) + forecast.ahead() > s.simulation.max_ops.value) too_many();
           ++i;
           progress = true;
         }

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/op_forecast.hpp"
 #include "graph/pipeline_builder.hpp"
 #include "model/pipeline.hpp"
 #include "pipeline_support.hpp"
@@ -417,6 +418,51 @@ TEST_CASE("pipeline: ZB-V fills the bubble with weight gradients") {
   CHECK(zbv.bubble < one.bubble / 3);
   CHECK(zbv.step < two.step);
   CHECK(zbv.stage0_activations <= one.stage0_activations * 1.05);
+}
+
+TEST_CASE("pipeline: the op forecast counts the fewest ops an action of a kind issued for each one still to come") {
+  // Worked by hand: 4 forwards of kind 0 planned. The first adds 10 counted ops (3 still to
+  // come: 30), the second 7 (2 to come at 7: 14), the third 12 (1 to come, still 7). Kind 1, 2
+  // planned, not issued yet, counts nothing until it is.
+  graph::OpForecast f(2);
+  f.plan(0, 4);
+  CHECK(f.ahead() == 0);
+  f.issued(0, 10);
+  CHECK(f.ahead() == 30);
+  f.issued(0, 7);
+  CHECK(f.ahead() == 14);
+  f.issued(0, 12);
+  CHECK(f.ahead() == 7);
+  f.plan(1, 2);
+  CHECK(f.ahead() == 7);
+  f.issued(1, 5);
+  CHECK(f.ahead() == 7 + 5);
+  f.plan(0, 3);  // a later step's actions of a kind already seen
+  CHECK(f.ahead() == 7 + 5 + 3 * 7);
+}
+
+TEST_CASE("pipeline: simulation.max_ops refuses a pipelined graph of more ops, never one that fits exactly") {
+  // Each schedule's graph built once with room, then with max_ops at its exact op count (it must
+  // build: the forecast is a lower bound, even where FSDP2 reshards after forward and unshards in
+  // some forwards only) and one below (refused).
+  struct Case {
+    const char* schedule;
+    int stages_per_rank;
+    const char* reshard;
+  };
+  for (const Case c : {Case{"gpipe", 1, "false"}, Case{"1f1b", 1, "true"}, Case{"1f1b", 1, "false"}, Case{"interleaved_1f1b", 2, "true"},
+                       Case{"zbv", 2, "true"}, Case{"interleaved_zb", 2, "false"}}) {
+    INFO("schedule " << c.schedule << ", reshard_after_forward " << c.reshard);
+    std::vector<std::string> sets = uniform(4, 8, c.schedule);
+    sets.push_back(fmt::format("parallelism.pp_stages_per_rank={}", c.stages_per_rank));
+    sets.push_back(fmt::format("fsdp.reshard_after_forward={}", c.reshard));
+    sets.push_back("training.activation_checkpointing=selective");
+    const std::size_t ops = prepare(sets).graph.size();
+    sets.push_back(fmt::format("simulation.max_ops={}", ops));
+    CHECK(prepare(sets).graph.size() == ops);
+    sets.back() = fmt::format("simulation.max_ops={}", ops - 1);
+    CHECK_THROWS_WITH_AS(prepare(sets), doctest::Contains("simulation.max_ops"), ConfigError);
+  }
 }
 
 TEST_CASE("pipeline: 1F1B's first stage holds pp micro-batches of activations, GPipe's all m") {
