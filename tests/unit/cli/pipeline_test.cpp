@@ -445,18 +445,24 @@ TEST_CASE("pipeline: simulation.max_ops refuses a pipelined graph of more ops, n
   // Each schedule's graph built once with room, then with max_ops at its exact op count (it must
   // build: the forecast is a lower bound, even where FSDP2 reshards after forward and unshards in
   // some forwards only) and one below (refused).
+  // Also FSDP1 (whose units reshard after every forward), and TP 2 or CP 2 beside the pipeline.
   struct Case {
     const char* schedule;
     int stages_per_rank;
     const char* reshard;
+    const char* extra;
   };
-  for (const Case c : {Case{"gpipe", 1, "false"}, Case{"1f1b", 1, "true"}, Case{"1f1b", 1, "false"}, Case{"interleaved_1f1b", 2, "true"},
-                       Case{"zbv", 2, "true"}, Case{"interleaved_zb", 2, "false"}}) {
-    INFO("schedule " << c.schedule << ", reshard_after_forward " << c.reshard);
+  for (const Case c :
+       {Case{"gpipe", 1, "false", "fsdp.version=2"}, Case{"1f1b", 1, "true", "fsdp.version=2"}, Case{"1f1b", 1, "false", "fsdp.version=2"},
+        Case{"interleaved_1f1b", 2, "true", "fsdp.version=2"}, Case{"zbv", 2, "true", "fsdp.version=2"},
+        Case{"interleaved_zb", 2, "false", "fsdp.version=2"}, Case{"1f1b", 1, "true", "parallelism.tp=2"},
+        Case{"interleaved_1f1b", 2, "true", "parallelism.cp=2"}, Case{"1f1b", 1, nullptr, "fsdp.version=1"}}) {
+    INFO("schedule " << c.schedule << ", reshard_after_forward " << (c.reshard != nullptr ? c.reshard : "-") << ", " << c.extra);
     std::vector<std::string> sets = uniform(4, 8, c.schedule);
     sets.push_back(fmt::format("parallelism.pp_stages_per_rank={}", c.stages_per_rank));
-    sets.push_back(fmt::format("fsdp.reshard_after_forward={}", c.reshard));
+    if (c.reshard != nullptr) sets.push_back(fmt::format("fsdp.reshard_after_forward={}", c.reshard));
     sets.push_back("training.activation_checkpointing=selective");
+    sets.push_back(c.extra);
     const std::size_t ops = prepare(sets).graph.size();
     sets.push_back(fmt::format("simulation.max_ops={}", ops));
     CHECK(prepare(sets).graph.size() == ops);
