@@ -14,6 +14,15 @@
 namespace shardsim::sweep {
 namespace {
 
+// The model chunks a pipeline rank runs under `schedule` (empty: the scenario's own), as the
+// loader resolves them (config/parallelism.cpp): two for the multi-chunk schedules unless the
+// scenario asks for more, one for GPipe and 1F1B.
+int chunks_per_rank(const TuneSpace& space, std::string_view schedule) {
+  if (schedule.empty()) return std::max(1, space.stages_per_rank);
+  const bool multi = schedule == "interleaved_1f1b" || schedule == "zbv" || schedule == "interleaved_zb";
+  return multi ? std::max(2, space.stages_per_rank) : 1;
+}
+
 Axis axis(std::string key, const std::vector<std::string>& values) {
   Axis a;
   a.keys = {std::move(key)};
@@ -86,6 +95,7 @@ TuneSpace tune_space(const config::ScenarioConfig& base, std::optional<std::int6
     layout.where = Location{"shardsim tune", 0, 0};
     const std::int64_t world = base.world_size();
     const std::int64_t own = static_cast<std::int64_t>(base_tp) * base_pp * base_cp;
+    std::size_t too_deep = 0;  // pipelined layouts with more model stages than the model has blocks
     for (const int t : tp_search ? layouts.tp : std::vector<int>{base_tp}) {
       for (const int p : pp_search ? layouts.pp : std::vector<int>{base_pp}) {
         for (const int c : cp_search ? layouts.cp : std::vector<int>{base_cp}) {
@@ -105,6 +115,11 @@ TuneSpace tune_space(const config::ScenarioConfig& base, std::optional<std::int6
                                                            : t > 1           ? std::vector<std::string>{"false", "true"}
                                                                              : none;
             for (const auto& schedule : pp_options) {
+              // More model stages than blocks: the loader refuses it (a stage holds at least one).
+              if (p > 1 && layouts.blocks > 0 && static_cast<std::int64_t>(p) * chunks_per_rank(s, schedule) > layouts.blocks) {
+                ++too_deep;
+                continue;
+              }
               for (const auto& async : async_options) {
                 auto with = row;
                 if (schedules) with.push_back(schedule);
@@ -115,6 +130,12 @@ TuneSpace tune_space(const config::ScenarioConfig& base, std::optional<std::int6
           }
         }
       }
+    }
+    if (layout.values.empty() && too_deep > 0) {
+      throw UsageError(
+          fmt::format("no layout to search: each pipelined one asked for has more model stages (pp x stages per rank) than the "
+                      "model's {} blocks; expected smaller --pp degrees or schedules of one stage per rank",
+                      layouts.blocks));
     }
     if (layout.values.empty()) {
       // Every degree left out: say which were asked for and what they must satisfy.
@@ -179,7 +200,7 @@ bool units_fit_stages(const TuneSpace& space, const Point& p) {
   const std::int64_t per_unit = std::stoll(std::string(wrap.substr(at + kPerUnit.size())));
   const std::string_view pp = assigned(p, "parallelism.pp");
   const std::int64_t ranks = pp.empty() ? space.pp : std::stoll(std::string(pp));
-  const std::int64_t stages = ranks > 1 ? ranks * std::max(1, space.stages_per_rank) : 1;
+  const std::int64_t stages = ranks > 1 ? ranks * chunks_per_rank(space, assigned(p, "parallelism.pp_schedule")) : 1;
   return per_unit <= space.blocks / std::max<std::int64_t>(1, stages);
 }
 

@@ -68,7 +68,7 @@ struct Layouts {
   std::vector<int> cp{};                    // context-parallel degrees
   std::vector<std::string> pp_schedules{};  // pipeline schedules, for the layouts with pp > 1
   bool tp_async = false;                    // also try async TP (on and off) on the layouts with tp > 1
-  std::int64_t blocks = 0;                  // the model's blocks, to leave out wrap units larger than a stage (0: keep all)
+  std::int64_t blocks = 0;  // the model's blocks, to leave out pipelines of more stages and wrap units larger than a stage (0: keep all)
 };
 
 // `batch`: sequences per data-parallel rank per step at the scenario's tp, pp and cp; default its

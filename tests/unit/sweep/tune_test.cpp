@@ -286,3 +286,26 @@ TEST_CASE("tune leaves out the points whose FSDP units would hold more blocks th
   space.blocks = 0;
   CHECK(sweep::stage1_points(space, true).size() == 145);
 }
+
+TEST_CASE("tune counts the model stages of a multi-chunk schedule: two a pipeline rank") {
+  // The tiny Llama's 4 blocks, pp 1, 2, 4 under 1F1B and interleaved 1F1B (two model stages a
+  // rank by default): pp 4 interleaved would be 8 stages of 4 blocks, which the loader refuses,
+  // so it is not a layout; pp 2 interleaved is 4 stages of one block each.
+  const auto space =
+      sweep::tune_space(tiny({}), std::nullopt, {.pp = {1, 2, 4}, .pp_schedules = {"1f1b", "interleaved_1f1b"}, .blocks = 4});
+  std::vector<std::string> layouts;
+  for (std::size_t i = 0; i < space.shape[1].size(); ++i) layouts.push_back(space.shape[1].value_label(i));
+  CHECK(layouts ==
+        std::vector<std::string>{"1 / 1 / 1 / 1 / ", "1 / 2 / 2 / 1 / 1f1b", "1 / 2 / 2 / 1 / interleaved_1f1b", "1 / 4 / 4 / 1 / 1f1b"});
+  // Stage 2 on pp 2: under 1F1B a stage holds 2 blocks (the 4-block wrap left out: 3 wraps x 4
+  // shardings kept); interleaved, one (the 2- and 4-block wraps left out: 2 x 4 kept).
+  std::vector<sweep::PointResult> shapes{result(0, 1, 1), result(1, 1, 1)};
+  shapes[0].assignments = {"parallelism.pp=2", "parallelism.pp_schedule=1f1b"};
+  shapes[1].assignments = {"parallelism.pp=2", "parallelism.pp_schedule=interleaved_1f1b"};
+  std::size_t left_out = 0;
+  CHECK(sweep::stage2_points(space, shapes, &left_out).size() == 4 * 3 + 4 * 2);
+  CHECK(left_out == 4 * 1 + 4 * 2);
+  // Nothing left to search when every pipelined layout is deeper than the model.
+  CHECK_THROWS_WITH_AS(sweep::tune_space(tiny({}), std::nullopt, {.pp = {4}, .pp_schedules = {"interleaved_1f1b"}, .blocks = 4}),
+                       doctest::Contains("more model stages (pp x stages per rank) than the model's 4 blocks"), UsageError);
+}
