@@ -257,6 +257,10 @@ std::vector<std::string> searched(const Options& o, const config::ScenarioConfig
     c.push_back("(peak memory is the modelled reserved memory; leave headroom for what the model leaves out with --memory-limit)");
   c.push_back(fmt::format("stage 1: {} = {} configurations{}, and the scenario as written", axes_text(space.stage1_axes(o.exhaustive)),
                           s.stage1 - 1 + (o.exhaustive ? s.left_out : 0), o.exhaustive ? "" : " at the scenario's sharding and wrap"));
+  if (space.too_deep > 0) {
+    c.push_back(fmt::format("  {} pipelined layout{} not searched: more model stages (pp x stages per rank) than the model's {} blocks",
+                            space.too_deep, space.too_deep == 1 ? "" : "s", space.blocks));
+  }
   if (!o.exhaustive) {
     const std::size_t near = s.shapes - s.shapes_fit;
     const std::string which = s.shapes == 0       ? std::string("none: nothing fits, or could with less sharded state")

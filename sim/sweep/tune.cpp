@@ -95,7 +95,6 @@ TuneSpace tune_space(const config::ScenarioConfig& base, std::optional<std::int6
     layout.where = Location{"shardsim tune", 0, 0};
     const std::int64_t world = base.world_size();
     const std::int64_t own = static_cast<std::int64_t>(base_tp) * base_pp * base_cp;
-    std::size_t too_deep = 0;  // pipelined layouts with more model stages than the model has blocks
     for (const int t : tp_search ? layouts.tp : std::vector<int>{base_tp}) {
       for (const int p : pp_search ? layouts.pp : std::vector<int>{base_pp}) {
         for (const int c : cp_search ? layouts.cp : std::vector<int>{base_cp}) {
@@ -117,7 +116,7 @@ TuneSpace tune_space(const config::ScenarioConfig& base, std::optional<std::int6
             for (const auto& schedule : pp_options) {
               // More model stages than blocks: the loader refuses it (a stage holds at least one).
               if (p > 1 && layouts.blocks > 0 && static_cast<std::int64_t>(p) * chunks_per_rank(s, schedule) > layouts.blocks) {
-                ++too_deep;
+                ++s.too_deep;
                 continue;
               }
               for (const auto& async : async_options) {
@@ -131,7 +130,7 @@ TuneSpace tune_space(const config::ScenarioConfig& base, std::optional<std::int6
         }
       }
     }
-    if (layout.values.empty() && too_deep > 0) {
+    if (layout.values.empty() && s.too_deep > 0) {
       throw UsageError(
           fmt::format("no layout to search: each pipelined one asked for has more model stages (pp x stages per rank) than the "
                       "model's {} blocks; expected smaller --pp degrees or schedules of one stage per rank",

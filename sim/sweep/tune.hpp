@@ -52,6 +52,7 @@ struct TuneSpace {
   std::int64_t blocks = 0;
   int pp = 1;
   int stages_per_rank = 1;
+  std::size_t too_deep = 0;  // pipelined layouts left out: more model stages than the model's blocks
 
   // Stage 1's axes: the shape's, and with `exhaustive` sharding and wrap too.
   [[nodiscard]] std::vector<Axis> stage1_axes(bool exhaustive) const {

@@ -295,7 +295,7 @@ int main() {
 
   // Target (parallelism issue): tune over at least 1,000 layouts of the 405B 3D job in 5 minutes
   // with -j 2. The search README documents; a wider one (--pp auto --cp auto --pp-schedule auto,
-  // 544 layouts, 1,889 configurations) took 18 minutes here (2026-12-08).
+  // 496 layouts, 1,739 configurations) took 16 minutes here (2026-12-08).
   constexpr double kTuneTarget = 300.0;
   constexpr std::size_t kTuneLayouts = 1000;
   std::printf("\n%-64s %8s %15s %8s %s\n", "tune (405B, 16,384 GPUs, -j 2)", "layouts", "configurations", "wall s", "target");

@@ -217,6 +217,18 @@ TEST_CASE("shardsim tune with a limit nothing fits under says so and exits 1") {
   CHECK(all.out.find("# simulated 49 configurations") != std::string::npos);
 }
 
+TEST_CASE("shardsim tune says which pipelined layouts it did not search as deeper than the model") {
+  // The tiny Llama's 4 blocks at pp 2 and 4, 1F1B and interleaved 1F1B (two model stages a rank):
+  // pp 4 interleaved would be 8 stages, so 3 layouts are searched, 1 is not and the output says
+  // so. A limit nothing fits under keeps it to stage 1 (exit 1).
+  const auto r = run_shardsim(
+      {"tune", tiny(), "--pp", "2,4", "--pp-schedule", "1f1b,interleaved_1f1b", "--memory-limit", "1MiB", "-j", "2"}, "tune-too-deep");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("training.grad_accum / parallelism.pp_schedule (3) = 9 configurations") != std::string::npos);
+  CHECK(r.out.find("\n#   1 pipelined layout not searched: more model stages (pp x stages per rank) than the model's 4 blocks\n") !=
+        std::string::npos);
+}
+
 TEST_CASE("shardsim tune says when the smallest peak is under the GPU's memory but fits only by releasing the allocator's cache") {
   // The ZeRO-Infinity scenario's best peak (31.2 GiB of the 31.5 a V100 leaves to PyTorch) needs
   // cudaFree retries, which tune counts as not fitting (sweep::PointResult::oom): the error must say

@@ -297,6 +297,7 @@ TEST_CASE("tune counts the model stages of a multi-chunk schedule: two a pipelin
   for (std::size_t i = 0; i < space.shape[1].size(); ++i) layouts.push_back(space.shape[1].value_label(i));
   CHECK(layouts ==
         std::vector<std::string>{"1 / 1 / 1 / 1 / ", "1 / 2 / 2 / 1 / 1f1b", "1 / 2 / 2 / 1 / interleaved_1f1b", "1 / 4 / 4 / 1 / 1f1b"});
+  CHECK(space.too_deep == 1);  // counted, for tune's output to say
   // Stage 2 on pp 2: under 1F1B a stage holds 2 blocks (the 4-block wrap left out: 3 wraps x 4
   // shardings kept); interleaved, one (the 2- and 4-block wraps left out: 2 x 4 kept).
   std::vector<sweep::PointResult> shapes{result(0, 1, 1), result(1, 1, 1)};
