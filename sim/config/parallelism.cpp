@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 
+#include "config/pp_schedule.hpp"
 #include "config/sections.hpp"
 
 namespace shardsim::config {
@@ -194,18 +195,14 @@ ParallelismConfig read_parallelism(const Reader& top, std::vector<ConfigWarning>
   p.pp = static_cast<int>(r.integer("pp"));
   p.pp_where = r.where("pp");
   const std::string schedule = r.choice("pp_schedule");
-  p.pp_schedule = schedule == "gpipe"              ? PpSchedule::gpipe
-                  : schedule == "1f1b"             ? PpSchedule::one_f_one_b
-                  : schedule == "interleaved_1f1b" ? PpSchedule::interleaved_1f1b
-                  : schedule == "zbv"              ? PpSchedule::zbv
-                                                   : PpSchedule::interleaved_zb;
+  p.pp_schedule = pp_schedule_named(schedule).value();  // one of the choices
   p.pp_schedule_where = r.where("pp_schedule");
   const bool interleaved = p.pp_schedule == PpSchedule::interleaved_1f1b;
   const bool zbv = p.pp_schedule == PpSchedule::zbv;
   const bool interleaved_zb = p.pp_schedule == PpSchedule::interleaved_zb;
   const std::int64_t v = r.integer("pp_stages_per_rank");
   if (v == 0) r.fail("pp_stages_per_rank", "expected -1 (the schedule's default) or a count >= 1; got 0");
-  p.pp_stages_per_rank = v > 0 ? static_cast<int>(v) : interleaved || zbv || interleaved_zb ? 2 : 1;
+  p.pp_stages_per_rank = v > 0 ? static_cast<int>(v) : default_stages_per_rank(p.pp_schedule);
   if (interleaved && p.pp_stages_per_rank < 2) {
     r.fail("pp_stages_per_rank", fmt::format("interleaved_1f1b runs several stages per rank; expected 2 or more (or -1); got {}", v));
   }
@@ -450,6 +447,20 @@ void check_parallelism(const ScenarioConfig& s, std::vector<ConfigWarning>& warn
 
 std::vector<Schema> parallelism_schemas() {
   return {kParallelismSchema};
+}
+
+std::optional<PpSchedule> pp_schedule_named(std::string_view name) {
+  if (name == "gpipe") return PpSchedule::gpipe;
+  if (name == "1f1b") return PpSchedule::one_f_one_b;
+  if (name == "interleaved_1f1b") return PpSchedule::interleaved_1f1b;
+  if (name == "zbv") return PpSchedule::zbv;
+  if (name == "interleaved_zb") return PpSchedule::interleaved_zb;
+  return std::nullopt;
+}
+
+int default_stages_per_rank(PpSchedule schedule) {
+  const bool several = schedule == PpSchedule::interleaved_1f1b || schedule == PpSchedule::zbv || schedule == PpSchedule::interleaved_zb;
+  return several ? 2 : 1;
 }
 
 }  // namespace shardsim::config

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "config/pp_schedule.hpp"
 #include "core/args.hpp"  // UsageError
 #include "core/error.hpp"
 
@@ -15,12 +16,13 @@ namespace shardsim::sweep {
 namespace {
 
 // The model chunks a pipeline rank runs under `schedule` (empty: the scenario's own), as the
-// loader resolves them (config/parallelism.cpp): two for the multi-chunk schedules unless the
-// scenario asks for more, one for GPipe and 1F1B.
+// loader resolves them: the schedule's default (config/pp_schedule.hpp), or the scenario's count
+// where it asks for more with a schedule of several; an unknown name (which the loader refuses) one.
 int chunks_per_rank(const TuneSpace& space, std::string_view schedule) {
   if (schedule.empty()) return std::max(1, space.stages_per_rank);
-  const bool multi = schedule == "interleaved_1f1b" || schedule == "zbv" || schedule == "interleaved_zb";
-  return multi ? std::max(2, space.stages_per_rank) : 1;
+  const auto named = config::pp_schedule_named(schedule);
+  const int chunks = named ? config::default_stages_per_rank(*named) : 1;
+  return chunks > 1 ? std::max(chunks, space.stages_per_rank) : 1;
 }
 
 Axis axis(std::string key, const std::vector<std::string>& values) {
